@@ -1,0 +1,41 @@
+# Set-up and everyday commands. `make test` works on a fresh Debian machine
+# with Python 3.11: it installs the Debian packages the tests use (as root,
+# or through sudo), creates .venv and installs ibsnmp with its test extras.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEBIAN_PACKAGES := python3-venv smitools snmp snmptrapd
+STAMP := $(VENV)/.installed
+
+.PHONY: test setup debian-packages mibs check-mibs clean
+
+test: setup
+	$(BIN)/python -m pytest -ra
+
+setup: debian-packages $(STAMP)
+
+debian-packages:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+mibs: setup
+	$(BIN)/ibsnmp mibs compile
+
+check-mibs: setup
+	$(BIN)/ibsnmp mibs check
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

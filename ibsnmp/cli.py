@@ -1,0 +1,29 @@
+"""The `ibsnmp` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .mibtools import commands as mib_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ibsnmp", description="SNMP agent for InfiniBand fabrics"
+    )
+    parser.add_argument("--version", action="version", version=f"ibsnmp {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    mib_commands.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

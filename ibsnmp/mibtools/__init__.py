@@ -1,0 +1,1 @@
+"""Build-time tooling for the InfiniBand MIB modules: extract, patch, compile, check."""
