@@ -8,10 +8,16 @@ BIN := $(VENV)/bin
 DEBIAN_PACKAGES := python3-venv smitools snmp snmptrapd
 STAMP := $(VENV)/.installed
 
-.PHONY: test setup debian-packages mibs check-mibs clean
+.PHONY: test run setup debian-packages mibs check-mibs clean
+
+RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 
 test: setup
 	$(BIN)/python -m pytest -ra
+
+# The agent on a small simulated fat-tree, for a try from another shell.
+run: setup
+	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --community public --fabric $(RUN_FABRIC)
 
 setup: debian-packages $(STAMP)
 

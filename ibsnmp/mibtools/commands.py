@@ -6,10 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .check import ToolMissing, check_mibs
-from .compile import CompileError, compile_mibs
-from .extract import ExtractError, extract_file
-from .patches import PatchError, apply_patch, make_patch
+# pysmi and the tools are imported by the handlers only, so `ibsnmp run`
+# does not pay for them.
 from .paths import COMPILED_MIB_DIR, ERRATA_DIR, MIB_SOURCE_DIR
 
 
@@ -42,6 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _extract(args: argparse.Namespace) -> int:
+    from .extract import ExtractError, extract_file
+    from .patches import PatchError, apply_patch
+
     args.out.mkdir(parents=True, exist_ok=True)
     for draft in args.drafts:
         try:
@@ -60,6 +61,8 @@ def _extract(args: argparse.Namespace) -> int:
 
 
 def _errata(args: argparse.Namespace) -> int:
+    from .patches import make_patch
+
     args.out.mkdir(parents=True, exist_ok=True)
     raw_files = sorted(p for p in args.raw.iterdir() if p.is_file())
     if not raw_files:
@@ -82,6 +85,8 @@ def _errata(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from .compile import CompileError, compile_mibs
+
     try:
         statuses = compile_mibs(args.out)
     except CompileError as exc:
@@ -93,6 +98,8 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from .check import ToolMissing, check_mibs
+
     try:
         problems = check_mibs()
     except ToolMissing as exc:

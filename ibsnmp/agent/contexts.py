@@ -1,0 +1,205 @@
+"""SNMP contexts for every fabric node, without per-node registration.
+
+The default context ("") is the designated local node; every node answers
+under the context named by its node GUID in 16 lower-case hex digits (the
+SNMPv3 contextName, or `<community>@<guid>` for SNMPv1/v2c). Registering
+thousands of contexts the stock way is slow and big, so three pysnmp hooks
+are overridden instead (pysnmp is pinned to 7.1.x; two hooks are internal):
+
+- `SnmpContext.get_mib_instrum(contextName)` (public) returns a tiny
+  per-request ContextView for the resolved node.
+- `rfc3415.Vacm.is_access_allowed` (internal) applies the policy of the
+  context "" to every known node context; unknown ones still fail as
+  noSuchContext (snmpUnknownContexts REPORT for v3).
+- `SnmpV1SecurityModel._com2sec` (internal, rfc2576) splits
+  `community@guid` when the whole string is not a community.
+
+A fourth override fixes pysnmp 7.1 dropping every REPORT a command
+responder asks for (snmpUnknownContexts): `SnmpV3MessageProcessingModel.
+prepare_response_message` checks the *response* PDU's class against the
+confirmed classes (RFC 3412 7.1.3b means the request's) and gives up with
+loopTerminated, so an unknown v3 context would get no answer at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyasn1.type import univ
+from pysnmp.entity.engine import SnmpEngine
+from pysnmp.entity.rfc3413.context import SnmpContext
+from pysnmp.proto import errind, error, rfc1905
+from pysnmp.proto.acmod import rfc3415
+from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
+from pysnmp.proto.secmod import rfc2576
+
+from ibsnmp.mib.api import ContextResolver, ContextTarget, VirtualMib
+
+from .instrum import ContextView
+
+log = logging.getLogger(__name__)
+
+NODE_CONTEXT_LENGTH = 16
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def is_node_context_name(name: bytes) -> bool:
+    """True for a well-formed node context name: 16 lower-case hex digits."""
+    return len(name) == NODE_CONTEXT_LENGTH and _HEX.issuperset(name)
+
+
+def _octets(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, univ.OctetString):
+        return value.asOctets()
+    return univ.OctetString(value).asOctets()
+
+
+class ContextDirectory:
+    """Which context names exist: a guarded front of the ContextResolver.
+
+    `resolve` is called once per request (by get_mib_instrum) and remembers
+    its last answer, so the per-varbind VACM check of the same request does
+    not call the resolver again (which may build a ContextTarget each time).
+    """
+
+    __slots__ = ("_resolver", "_failed_once", "_last_name", "_last_known")
+
+    def __init__(self, resolver: ContextResolver) -> None:
+        self._resolver = resolver
+        self._failed_once = False
+        self._last_name: bytes | None = None
+        self._last_known = False
+
+    def resolve(self, name: bytes) -> ContextTarget | None:
+        target = None
+        if not name or is_node_context_name(name):
+            try:
+                target = self._resolver(name)
+            except Exception:
+                # A resolver bug must not kill request handling; say it once.
+                if not self._failed_once:
+                    self._failed_once = True
+                    log.exception("context resolver failed; treating the context as unknown")
+        self._last_name, self._last_known = name, target is not None
+        return target
+
+    def is_known_node(self, name: bytes) -> bool:
+        if not name:
+            return False
+        if name == self._last_name:
+            return self._last_known
+        return self.resolve(name) is not None
+
+
+class NodeSnmpContext(SnmpContext):
+    """One SnmpContext for all contexts: a per-request view, nothing stored."""
+
+    def __init__(self, snmpEngine: SnmpEngine, directory: ContextDirectory,
+                 mib: VirtualMib) -> None:
+        super().__init__(snmpEngine)
+        self._directory = directory
+        self._mib = mib
+        self._base = snmpEngine.message_dispatcher.mib_instrum_controller
+
+    def get_mib_instrum(self, contextName: Any = b"") -> Any:  # type: ignore[override]
+        target = self._directory.resolve(_octets(contextName))
+        return ContextView(self._base, self._mib, target)
+
+
+class NodeContextVacm(rfc3415.Vacm):
+    """VACM with node contexts mapped to "" and two fixes over pysnmp 7.1.
+
+    Fixes: (1) a view name with no view-tree entries made pysnmp *return*
+    (not raise) notInView, which granted access; (2) pysnmp's fuzzy access
+    lookup ignores the minimum security level, so a user configured for
+    authPriv could read with authNoPriv; `min_levels` enforces it.
+    """
+
+    def __init__(self, directory: ContextDirectory,
+                 min_levels: dict[tuple[int, bytes], int] | None = None) -> None:
+        super().__init__()
+        self._directory = directory
+        self.min_levels = min_levels if min_levels is not None else {}
+
+    def is_access_allowed(self, snmpEngine, securityModel, securityName, securityLevel,
+                          viewType, contextName, variableName):
+        if contextName:
+            name = _octets(contextName)
+            if name and self._directory.is_known_node(name):
+                contextName = b""
+        required = self.min_levels.get((int(securityModel), _octets(securityName)))
+        if required is not None and int(securityLevel) < required:
+            raise error.StatusInformation(errorIndication=errind.noAccessEntry)
+        result = super().is_access_allowed(snmpEngine, securityModel, securityName,
+                                           securityLevel, viewType, contextName, variableName)
+        if isinstance(result, error.StatusInformation):
+            raise result
+        return result
+
+
+class _CommunityAtNode:
+    """Mixin for the v1/v2c security models: `community@guid` selects a node."""
+
+    _directory: ContextDirectory
+
+    def _com2sec(self, snmpEngine, communityName, transportInformation):
+        try:
+            return super()._com2sec(  # type: ignore[misc]
+                snmpEngine, communityName, transportInformation)
+        except error.StatusInformation:
+            raw = _octets(communityName)
+            community, sep, node = raw.rpartition(b"@")
+            if not sep or not community or not self._directory.is_known_node(node):
+                raise
+            base = communityName.clone(community)
+            securityName, contextEngineId, _ = super()._com2sec(  # type: ignore[misc]
+                snmpEngine, base, transportInformation)
+            return securityName, contextEngineId, univ.OctetString(node)
+
+
+class NodeV1SecurityModel(_CommunityAtNode, rfc2576.SnmpV1SecurityModel):
+    def __init__(self, directory: ContextDirectory) -> None:
+        super().__init__()
+        self._directory = directory
+
+
+class NodeV2cSecurityModel(_CommunityAtNode, rfc2576.SnmpV2cSecurityModel):
+    def __init__(self, directory: ContextDirectory) -> None:
+        super().__init__()
+        self._directory = directory
+
+
+class ReportingV3MessageProcessing(SnmpV3MessageProcessingModel):
+    """v3 MP that sends the REPORTs a command responder requests."""
+
+    def prepare_response_message(self, snmpEngine, messageProcessingModel, securityModel,
+                                 securityName, securityLevel, contextEngineId, contextName,
+                                 pduVersion, pdu, maxSizeResponseScopedPDU, stateReference,
+                                 statusInformation):
+        if (statusInformation and "oid" in statusInformation and pdu is not None
+                and pdu.tagSet == rfc1905.ResponsePDU.tagSet):
+            # Stand in for the confirmed-class request: only its request-id is used.
+            request = rfc1905.GetRequestPDU()
+            request.setComponentByPosition(0, pdu.getComponentByPosition(0))
+            pdu = request
+            # The request was authenticated: answer at its level (as net-snmp
+            # does), not at noAuthNoPriv which managers may not accept.
+            statusInformation.setdefault("securityLevel", securityLevel)
+        return super().prepare_response_message(
+            snmpEngine, messageProcessingModel, securityModel, securityName, securityLevel,
+            contextEngineId, contextName, pduVersion, pdu, maxSizeResponseScopedPDU,
+            stateReference, statusInformation)
+
+
+def install_context_hooks(engine: SnmpEngine, directory: ContextDirectory) -> NodeContextVacm:
+    """Swap the engine's v1/v2c security models, v3 MP and VACM for the hooked ones."""
+    mp_id = ReportingV3MessageProcessing.MESSAGE_PROCESSING_MODEL_ID
+    engine.message_processing_subsystems[mp_id] = ReportingV3MessageProcessing()
+    engine.security_models[NodeV1SecurityModel.SECURITY_MODEL_ID] = NodeV1SecurityModel(directory)
+    engine.security_models[NodeV2cSecurityModel.SECURITY_MODEL_ID] = NodeV2cSecurityModel(directory)
+    vacm = NodeContextVacm(directory)
+    engine.access_control_model[NodeContextVacm.ACCESS_MODEL_ID] = vacm
+    return vacm

@@ -1,0 +1,217 @@
+"""The per-request MIB instrumentation view of one SNMP context.
+
+The InfiniBand MIB objects are not loaded into pysnmp's MIB tree: OIDs under
+the VirtualMib's subtree are answered by `VirtualMib.get/get_next` for the
+context's target, everything else (SNMPv2-MIB system group, snmp statistics,
+snmpEngine...) by pysnmp's own MibInstrumController. Each value is checked
+with the access-control function pysnmp passes in the request context
+(`context["acFun"]`, i.e. CommandResponderBase.verify_access): it answers
+truthy for "not in view" and raises for the request-level failures
+(authorizationError, unknown context -> REPORT, Counter64 over SNMPv1 on
+GETNEXT -> NoAccessError, which we treat as "skip this one").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pysnmp.proto import rfc1905
+from pysnmp.smi import error as smi_error
+from pysnmp.smi.instrum import MibInstrumController
+
+from ibsnmp.mib.api import NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Oid, VirtualMib
+
+log = logging.getLogger(__name__)
+
+END_OF_MIB_VIEW = rfc1905.endOfMibView
+_EndOfMibView = rfc1905.EndOfMibView
+_NoSuchObject = rfc1905.noSuchObject
+_NoSuchInstance = rfc1905.noSuchInstance
+
+
+def as_oid(name: Any) -> Oid:
+    """A plain tuple for a pyasn1 ObjectName or a tuple (cheap on both)."""
+    if type(name) is tuple:
+        return name
+    as_tuple = getattr(name, "asTuple", None)
+    return as_tuple() if as_tuple is not None else tuple(name)
+
+
+def is_end_of_mib_view(value: Any) -> bool:
+    return isinstance(value, _EndOfMibView)
+
+
+class ContextView:
+    """What `SnmpContext.get_mib_instrum` returns: one request, one context.
+
+    Holds nothing but three references, so it costs nothing per node.
+    `target` is None for a context nobody knows: the access check then fails
+    the request the standard way (noSuchContext) before any value is read.
+    """
+
+    __slots__ = ("_base", "_mib", "_target", "_lo", "_hi", "_depth")
+
+    def __init__(self, base: MibInstrumController, mib: VirtualMib,
+                 target: ContextTarget | None) -> None:
+        self._base = base
+        self._mib = mib
+        self._target = target
+        lo = tuple(mib.subtree)
+        self._lo = lo
+        self._hi = lo[:-1] + (lo[-1] + 1,)  # first OID after the subtree
+        self._depth = len(lo)
+
+    # -- GET ------------------------------------------------------------------
+
+    def read_variables(self, *varBinds: Any, **context: Any) -> list[tuple[Any, Any]]:
+        context["contextTarget"] = self._target
+        ac_fun = context["acFun"]
+        out: list[tuple[Any, Any]] = []
+        for idx, (name, val) in enumerate(varBinds):
+            context["idx"] = idx
+            oid = as_oid(name)
+            # Not in view -> noSuchObject (RFC 3416 4.2.1, as net-snmp does;
+            # stock pysnmp would fail the whole PDU with noAccess).
+            if ac_fun("read", (oid, None), **context):
+                out.append((oid, _NoSuchObject))
+            elif oid[: self._depth] == self._lo:
+                out.append((oid, self._virtual_get(oid, idx)))
+            else:
+                out.append(self._base_get(oid, val, idx, context))
+        return out
+
+    def _virtual_get(self, oid: Oid, idx: int) -> Any:
+        if self._target is None:
+            return _NoSuchObject
+        try:
+            value = self._mib.get(self._target, oid)
+        except Exception:
+            log.exception("VirtualMib.get failed for %s", ".".join(map(str, oid)))
+            raise smi_error.GenError(name=oid, idx=idx) from None
+        if value is NO_SUCH_OBJECT:
+            return _NoSuchObject
+        if value is NO_SUCH_INSTANCE:
+            return _NoSuchInstance
+        return value
+
+    def _base_get(self, oid: Oid, val: Any, idx: int, context: dict[str, Any]) -> tuple[Any, Any]:
+        # One varbind per call so a missing object does not fail the others.
+        try:
+            ((name, value),) = self._base.read_variables((oid, val), **context)
+        except smi_error.NoSuchInstanceError:
+            return oid, _NoSuchInstance
+        except (smi_error.NoSuchObjectError, smi_error.NoAccessError):
+            # NoAccessError here: a scalar's own OID (no .0) or a
+            # not-accessible object; both are "nothing to read" for GET.
+            return oid, _NoSuchObject
+        except smi_error.MibOperationError as exc:
+            exc.update({"idx": idx})
+            raise
+        return name, value
+
+    # -- GETNEXT / GETBULK ------------------------------------------------------
+
+    def read_next_variables(self, *varBinds: Any, **context: Any) -> list[tuple[Any, Any]]:
+        context["contextTarget"] = self._target
+        out: list[tuple[Any, Any]] = []
+        for idx, (name, val) in enumerate(varBinds):
+            context["idx"] = idx
+            out.append(self._next(as_oid(name), val, idx, context))
+        return out
+
+    def _next(self, oid: Oid, val: Any, idx: int, context: dict[str, Any]) -> tuple[Any, Any]:
+        lo, hi = self._lo, self._hi
+        if oid >= hi:
+            return self._base_next(oid, val, idx, context)
+        base_answer = None
+        if oid < lo:
+            # Something of the base tree may come first (the system group...).
+            base_answer = self._base_next(oid, val, idx, context)
+            if not is_end_of_mib_view(base_answer[1]) and as_oid(base_answer[0]) < lo:
+                return base_answer
+            start = lo
+        else:
+            start = oid
+        found = self._virtual_next(start, idx, context)
+        if found is not None:
+            return found
+        # The subtree is exhausted: the base tree has nothing inside it, so
+        # its answer for `oid` (or for the end of the subtree) comes next.
+        if base_answer is not None and (is_end_of_mib_view(base_answer[1])
+                                        or as_oid(base_answer[0]) >= hi):
+            return base_answer
+        answer = self._base_next(start, val, idx, context)
+        while not is_end_of_mib_view(answer[1]) and as_oid(answer[0]) < hi:
+            answer = self._base_next(as_oid(answer[0]), val, idx, context)  # defensive
+        if is_end_of_mib_view(answer[1]):
+            return oid, END_OF_MIB_VIEW
+        return answer
+
+    def _virtual_next(self, oid: Oid, idx: int, context: dict[str, Any]) -> tuple[Any, Any] | None:
+        target = self._target
+        if target is None:
+            # Unknown context: let the access check raise (-> REPORT / genErr).
+            context["acFun"]("read", (oid, None), **context)
+            return None
+        ac_fun = context["acFun"]
+        get_next = self._mib.get_next
+        while True:
+            try:
+                found = get_next(target, oid)
+            except Exception:
+                log.exception("VirtualMib.get_next failed after %s", ".".join(map(str, oid)))
+                raise smi_error.GenError(name=oid, idx=idx) from None
+            if found is None:
+                return None
+            next_oid, value = found
+            try:
+                if not ac_fun("read", (next_oid, value), **context):
+                    return next_oid, value
+            except smi_error.NoAccessError:
+                pass  # e.g. Counter64 over SNMPv1 (RFC 2576 4.1.2.1): skip it
+            oid = next_oid
+
+    def _base_next(self, oid: Oid, val: Any, idx: int, context: dict[str, Any]) -> tuple[Any, Any]:
+        try:
+            ((name, value),) = self._base.read_next_variables((oid, val), **context)
+        except (smi_error.NoSuchObjectError, smi_error.NoSuchInstanceError,
+                smi_error.EndOfMibViewError):
+            return oid, END_OF_MIB_VIEW
+        except smi_error.MibOperationError as exc:
+            exc.update({"idx": idx})
+            raise
+        return name, value
+
+    # -- SET --------------------------------------------------------------------
+
+    def write_variables(self, *varBinds: Any, **context: Any) -> list[tuple[Any, Any]]:
+        context["contextTarget"] = self._target
+        ac_fun = context["acFun"]
+        for idx, (name, val) in enumerate(varBinds):
+            oid = as_oid(name)
+            context["idx"] = idx
+            if oid[: self._depth] != self._lo:
+                # Access first (RFC 3416 4.2.5 order); pysnmp reports that one.
+                if not ac_fun("write", (oid, val), **context):
+                    self._check_base_type(oid, val, idx)
+                continue
+            # Writes to the InfiniBand MIBs are a later feature: refuse them
+            # the standard way, before anything of the base tree is touched.
+            if ac_fun("write", (oid, val), **context):
+                raise smi_error.NoAccessError(name=oid, idx=idx)
+            raise smi_error.NotWritableError(name=oid, idx=idx)
+        return self._base.write_variables(*varBinds, **context)
+
+    def _check_base_type(self, oid: Oid, val: Any, idx: int) -> None:
+        # pysnmp would coerce e.g. an INTEGER into sysContact; RFC 3416
+        # 4.2.5 wants wrongType. Objects pysnmp cannot find are left to it.
+        (tree,) = self._base.get_mib_builder().import_symbols("SNMPv2-SMI", "iso")
+        try:
+            node = tree.getNode(oid)
+        except smi_error.SmiError:
+            return
+        syntax = getattr(node, "syntax", None)
+        tag_set = getattr(val, "tagSet", None)
+        if syntax is not None and tag_set is not None and tag_set != syntax.tagSet:
+            raise smi_error.WrongTypeError(name=oid, idx=idx)

@@ -1,0 +1,144 @@
+"""Running the agent: command-line flags, start-up, serving until a signal.
+
+The fabric side (which resolver and VirtualMib to serve) is wired by the
+caller: `serve(settings, resolver, mib)` or, from a CLI, `run(...)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ibsnmp.mib.api import ContextResolver, VirtualMib
+
+from .config import AgentSettings, ConfigError, load_config, merge_settings
+from .engine import AgentEngine, build_engine
+from .transport import Endpoint, ListenError, bind_all, bound_endpoint, open_transports
+
+log = logging.getLogger("ibsnmp.agent")
+
+EXIT_OK = 0
+EXIT_START_FAILED = 2  # bad config, or a port that cannot be bound
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add --listen, --config and --community to a `run` sub-command parser."""
+    group = parser.add_argument_group("SNMP agent")
+    group.add_argument(
+        "--listen", action="append", metavar="ADDR:PORT",
+        help="UDP address to listen on, e.g. 127.0.0.1:1161 or [::1]:1161; repeatable; "
+             "replaces the config file's listen list (default 0.0.0.0:161)")
+    group.add_argument(
+        "--config", metavar="FILE",
+        help="TOML configuration file (listen, [system], [[community]], [[user]])")
+    group.add_argument(
+        "--community", action="append", metavar="NAME",
+        help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
+             "communities (default: public, when neither communities nor users are configured)")
+
+
+def settings_from_args(args: argparse.Namespace) -> AgentSettings:
+    """Load the config file named by --config (if any) and apply the flags.
+
+    Raises ConfigError with a message naming the file, key and problem.
+    """
+    file = load_config(args.config) if getattr(args, "config", None) else None
+    return merge_settings(file, listen=getattr(args, "listen", None),
+                          communities=getattr(args, "community", None))
+
+
+@dataclass(slots=True)
+class Agent:
+    """A started agent: its engine and the endpoints it really listens on."""
+
+    engine: AgentEngine
+    endpoints: tuple[Endpoint, ...]
+    _closed: bool = False
+
+    def close(self) -> None:
+        """Close every transport (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.engine.engine.close_dispatcher()
+
+
+async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib,
+                      *, fabric_summary: str = "") -> Agent:
+    """Bind every listening socket, build the engine, start answering.
+
+    Raises ListenError (an OSError) if any socket cannot be bound: nothing
+    is left open then.
+    """
+    socks = bind_all(settings.listen)  # first: a busy port fails before any work
+    try:
+        engine = build_engine(settings, resolver, mib, fabric_summary=fabric_summary)
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    endpoints = tuple(bound_endpoint(sock) for sock in socks)
+    agent = Agent(engine=engine, endpoints=endpoints)
+    try:
+        await open_transports(engine.engine, socks)
+    except BaseException:
+        agent.close()
+        for sock in socks:
+            sock.close()
+        raise
+    for endpoint in endpoints:
+        log.info("listening on UDP %s", endpoint)
+    if not settings.communities and not settings.users:
+        log.warning("no community and no SNMPv3 user configured: nobody can query this agent")
+    return agent
+
+
+async def serve(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
+                fabric_summary: str = "", stop: asyncio.Event | None = None,
+                on_started: Callable[[Agent], None] | None = None) -> int:
+    """Run the agent until SIGTERM/SIGINT (or `stop` is set); return exit code 0.
+
+    Start-up failures raise (ListenError for sockets); `run` turns them into
+    exit code 2. `on_started` is called once every socket is listening.
+    """
+    stop = stop or asyncio.Event()
+    agent = await start_agent(settings, resolver, mib, fabric_summary=fabric_summary)
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (tests), or no signals on this platform
+        if on_started is not None:
+            on_started(agent)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        agent.close()
+    return EXIT_OK
+
+
+def run(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
+        fabric_summary: str = "", on_started: Callable[[Agent], None] | None = None) -> int:
+    """Blocking entry point for a CLI: serve, mapping start failures to exit code 2.
+
+    The error message (never a secret) goes to stderr as `ibsnmp: ...`.
+    """
+    try:
+        return asyncio.run(serve(settings, resolver, mib, fabric_summary=fabric_summary,
+                                 on_started=on_started))
+    except (ListenError, ConfigError) as exc:
+        print(f"ibsnmp: {exc}", file=sys.stderr)
+        return EXIT_START_FAILED
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+        return EXIT_OK

@@ -1,0 +1,158 @@
+"""UDP listening endpoints: parsing `ADDR:PORT`, binding, handing to pysnmp.
+
+pysnmp binds its sockets late (in a task it never awaits), so a port that
+cannot be bound leaves the agent running deaf. We bind every socket ourselves,
+synchronously and before anything else starts, and give the bound sockets to
+pysnmp's asyncio transports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import socket
+from dataclasses import dataclass
+
+from pysnmp.carrier.asyncio.dgram import udp, udp6
+from pysnmp.entity import config as pysnmp_config
+from pysnmp.entity.engine import SnmpEngine
+
+DEFAULT_LISTEN = ("0.0.0.0:161",)
+DEFAULT_PORT = 161
+
+
+class ListenSyntaxError(ValueError):
+    """A `--listen` / `listen` value is not ADDR:PORT."""
+
+
+class ListenError(OSError):
+    """A listening socket could not be opened; the message says which and why."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One UDP address to listen on. Port 0 picks a free port."""
+
+    host: str
+    port: int
+    ipv6: bool
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if self.ipv6 else f"{self.host}:{self.port}"
+
+
+def parse_endpoint(text: str) -> Endpoint:
+    """Parse `1.2.3.4:161`, `[::1]:161` or `[fe80::1%eth0]:161` (port optional)."""
+    text = text.strip()
+    usage = "expected IPv4ADDR:PORT or [IPv6ADDR]:PORT, e.g. 127.0.0.1:1161 or [::1]:1161"
+    if not text:
+        raise ListenSyntaxError(f"empty address ({usage})")
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep:
+            raise ListenSyntaxError(f"{text!r}: missing ']' ({usage})")
+        if rest and not rest.startswith(":"):
+            raise ListenSyntaxError(f"{text!r}: expected ':PORT' after ']' ({usage})")
+        port_text = rest[1:] if rest else None
+        ipv6 = True
+    else:
+        if text.count(":") > 1:
+            raise ListenSyntaxError(f"{text!r}: IPv6 addresses need brackets, e.g. [::1]:161")
+        host, sep, port_text = text.partition(":")
+        port_text = port_text if sep else None
+        ipv6 = False
+    address, _, zone = host.partition("%")
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        raise ListenSyntaxError(f"{text!r}: {host!r} is not an IP address ({usage})") from None
+    if (parsed.version == 6) != ipv6:
+        raise ListenSyntaxError(
+            f"{text!r}: IPv6 addresses need brackets, IPv4 ones must not have them")
+    if zone and not ipv6:
+        raise ListenSyntaxError(f"{text!r}: a %zone is only valid for IPv6")
+    if port_text is None:
+        port = DEFAULT_PORT
+    else:
+        if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+            raise ListenSyntaxError(f"{text!r}: port must be a number from 0 to 65535")
+        port = int(port_text)
+    return Endpoint(host=f"{parsed}%{zone}" if zone else str(parsed), port=port, ipv6=ipv6)
+
+
+_WHY = {
+    errno.EADDRINUSE: "address already in use (another SNMP agent running?)",
+    errno.EACCES: "permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)",
+    errno.EPERM: "permission denied",
+    errno.EADDRNOTAVAIL: "address not available on this host",
+    errno.EAFNOSUPPORT: "address family not supported (IPv6 disabled?)",
+}
+
+
+def bind_udp(endpoint: Endpoint) -> socket.socket:
+    """Bind one non-blocking UDP socket now; raise ListenError if impossible."""
+    family = socket.AF_INET6 if endpoint.ipv6 else socket.AF_INET
+    try:
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+    except OSError as exc:
+        raise ListenError(exc.errno, f"cannot listen on UDP {endpoint}: {_why(exc)}") from None
+    try:
+        if endpoint.ipv6:
+            # Keep [::] IPv6-only so 0.0.0.0 on the same port can coexist.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            info = socket.getaddrinfo(endpoint.host, endpoint.port, family, socket.SOCK_DGRAM,
+                                      0, socket.AI_NUMERICHOST)
+            sock.bind(info[0][4])
+        else:
+            sock.bind((endpoint.host, endpoint.port))
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(exc.errno, f"cannot listen on UDP {endpoint}: {_why(exc)}") from None
+    return sock
+
+
+def _why(exc: OSError) -> str:
+    return _WHY.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def bind_all(endpoints: tuple[Endpoint, ...] | list[Endpoint]) -> list[socket.socket]:
+    """Bind every endpoint or none: on failure the ones already bound are closed."""
+    socks: list[socket.socket] = []
+    try:
+        for endpoint in endpoints:
+            socks.append(bind_udp(endpoint))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+def bound_endpoint(sock: socket.socket) -> Endpoint:
+    """The endpoint a socket is actually bound to (resolves port 0)."""
+    addr = sock.getsockname()
+    ipv6 = sock.family == socket.AF_INET6
+    return Endpoint(host=addr[0], port=addr[1], ipv6=ipv6)
+
+
+async def open_transports(engine: SnmpEngine, socks: list[socket.socket]) -> None:
+    """Register one pysnmp asyncio transport per bound socket and wait until ready."""
+    for index, sock in enumerate(socks, start=1):
+        if sock.family == socket.AF_INET6:
+            transport = udp6.Udp6AsyncioTransport()
+            domain = udp6.DOMAIN_NAME + (index,)
+        else:
+            transport = udp.UdpAsyncioTransport()
+            domain = udp.DOMAIN_NAME + (index,)
+        transport.open_server_mode(sock=sock)
+        pysnmp_config.add_transport(engine, domain, transport)
+        # open_server_mode schedules the endpoint creation; wait for it so the
+        # agent is really listening (and errors surface) when start returns.
+        pending = getattr(transport, "_lport", None)
+        if pending is not None:
+            await asyncio.shield(pending)

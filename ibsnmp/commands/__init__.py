@@ -1,0 +1,1 @@
+"""Sub-commands of the `ibsnmp` command line, one module each."""

@@ -1,0 +1,68 @@
+"""The fabric model: what every MIB binding reads.  Knows nothing of SNMP.
+
+    from ibsnmp.fabric import build_fabric, routing, counters
+    fabric = build_fabric("fat-tree:spines=2,leaves=4,hosts=8", seed=1)
+"""
+
+from . import counters, iba, routing
+from .generators import build_fabric, generate
+from .ibnetdiscover import export as export_ibnetdiscover
+from .jsonexport import to_json
+from .model import (
+    CaInfo,
+    ConnectedQp,
+    Fabric,
+    Link,
+    McMember,
+    MulticastGroup,
+    Node,
+    NodeConnections,
+    Partition,
+    PartitionMember,
+    Port,
+    PortInfo,
+    PortRef,
+    RdConnection,
+    ServiceRecord,
+    SmConfig,
+    SmInfo,
+    SwitchInfo,
+    UdEndpoint,
+    VlArbEntry,
+)
+from .spec import FabricSpec, FatTreeSpec, SingleSpec, SpecError, parse_spec
+
+__all__ = [
+    "counters",
+    "iba",
+    "routing",
+    "build_fabric",
+    "generate",
+    "export_ibnetdiscover",
+    "to_json",
+    "parse_spec",
+    "SpecError",
+    "FabricSpec",
+    "FatTreeSpec",
+    "SingleSpec",
+    "CaInfo",
+    "ConnectedQp",
+    "Fabric",
+    "Link",
+    "McMember",
+    "MulticastGroup",
+    "Node",
+    "NodeConnections",
+    "Partition",
+    "PartitionMember",
+    "Port",
+    "PortInfo",
+    "PortRef",
+    "RdConnection",
+    "ServiceRecord",
+    "SmConfig",
+    "SmInfo",
+    "SwitchInfo",
+    "UdEndpoint",
+    "VlArbEntry",
+]

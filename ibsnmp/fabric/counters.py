@@ -1,0 +1,551 @@
+"""PMA counters and the simulated traffic that drives them.
+
+Every counter is a pure function of a port's `TrafficProfile` (rates chosen
+from the fabric seed) and the seconds elapsed since the counters were
+cleared, so no background task is needed and values never go backwards.
+IBA PMA counters saturate at all ones instead of wrapping; data counters
+count 4-octet words.  Traffic is per link direction: what one port
+transmits its peer receives, so PortXmitData here equals PortRcvData there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .detrand import unit as _unit
+from .iba import NodeType
+from .model import Fabric, NodeConnections, Port, SmInfo
+
+__all__ = [
+    "TRACKED_OPCODES",
+    "OPCODE_NAMES",
+    "NUM_VLS",
+    "saturate",
+    "Flow",
+    "ErrorRates",
+    "TrafficProfile",
+    "PortCounters",
+    "PortRcvErrorDetails",
+    "PortXmitDiscardDetails",
+    "PortOpRcvCounters",
+    "PortFlowCtlCounters",
+    "PortVLOpPackets",
+    "PortVLOpData",
+    "PortVLXmitFlowCtlUpdateErrors",
+    "PortVLXmitWaitCounters",
+    "SwPortVLCongestion",
+    "ConnectionCounters",
+    "traffic_profile",
+    "port_counters",
+    "sm_act_count",
+    "connection_counters_at",
+]
+
+NUM_VLS = 16  # per-VL attributes report VL0..VL15
+
+# Opcodes (IBA 9.2, Table 38) the simulated ports carry; the rest count 0.
+OPCODE_NAMES: dict[int, str] = {
+    0x04: "RC SEND Only",
+    0x0A: "RC RDMA WRITE Only",
+    0x0C: "RC RDMA READ Request",
+    0x10: "RC RDMA READ Response Only",
+    0x11: "RC Acknowledge",
+    0x64: "UD SEND Only",
+}
+TRACKED_OPCODES: tuple[int, ...] = tuple(OPCODE_NAMES)
+
+
+def saturate(value: float, bits: int) -> int:
+    """An IBA counter of `bits` width: stops at all ones, never wraps."""
+    top = (1 << bits) - 1
+    if value <= 0:
+        return 0
+    return top if value >= top else int(value)
+
+
+# -- the traffic model --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Traffic in one direction of a link: a base rate plus periodic bursts.
+    `load(t)` is the traffic-weighted time (monotonic in t)."""
+
+    bytes_per_s: float
+    packet_bytes: float
+    burst_period_s: float = 60.0
+    burst_length_s: float = 0.0
+    burst_boost: float = 0.0
+    phase_s: float = 0.0
+
+    def load(self, t: float) -> float:
+        if t <= 0:
+            return 0.0
+        return t + self.burst_boost * (self._on(t + self.phase_s) - self._on(self.phase_s))
+
+    def _on(self, t: float) -> float:
+        cycles, rest = divmod(t, self.burst_period_s)
+        return cycles * self.burst_length_s + min(rest, self.burst_length_s)
+
+    def octets(self, t: float) -> float:
+        return self.bytes_per_s * self.load(t)
+
+    def packets(self, t: float) -> float:
+        return self.octets(t) / self.packet_bytes if self.packet_bytes else 0.0
+
+
+IDLE = Flow(0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRates:
+    """Events per second for the error and discard counters."""
+
+    symbol: float = 0.0
+    link_error_recovery: float = 0.0
+    link_downed: float = 0.0
+    rcv_remote_physical: float = 0.0
+    rcv_switch_relay: float = 0.0
+    xmit_constraint: float = 0.0
+    rcv_constraint: float = 0.0
+    local_link_integrity: float = 0.0
+    excessive_buffer_overrun: float = 0.0
+    vl15_dropped: float = 0.0
+    local_physical: float = 0.0
+    malformed_packet: float = 0.0
+    buffer_overrun: float = 0.0
+    dlid_mapping: float = 0.0
+    vl_mapping: float = 0.0
+    looping: float = 0.0
+    inactive_discards: float = 0.0
+    neighbor_mtu_discards: float = 0.0
+    sw_lifetime_limit_discards: float = 0.0
+    sw_hoq_limit_discards: float = 0.0
+    vl_flow_ctl_update: float = 0.0
+
+
+NO_ERRORS = ErrorRates()
+
+
+def _count(rate: float, t: float) -> float:
+    return rate * t if t > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PortCounters:
+    """The PortCounters attribute (IBA 16.1.3.5) plus PortXmitWait."""
+
+    BITS: ClassVar[dict[str, int]] = {
+        "symbol_error_counter": 16,
+        "link_error_recovery_counter": 8,
+        "link_downed_counter": 8,
+        "port_rcv_errors": 16,
+        "port_rcv_remote_physical_errors": 16,
+        "port_rcv_switch_relay_errors": 16,
+        "port_xmit_discards": 16,
+        "port_xmit_constraint_errors": 8,
+        "port_rcv_constraint_errors": 8,
+        "local_link_integrity_errors": 4,
+        "excessive_buffer_overrun_errors": 4,
+        "vl15_dropped": 16,
+        "port_xmit_data": 32,
+        "port_rcv_data": 32,
+        "port_xmit_pkts": 32,
+        "port_rcv_pkts": 32,
+        "port_xmit_wait": 32,
+    }
+
+    symbol_error_counter: int
+    link_error_recovery_counter: int
+    link_downed_counter: int
+    port_rcv_errors: int
+    port_rcv_remote_physical_errors: int
+    port_rcv_switch_relay_errors: int
+    port_xmit_discards: int
+    port_xmit_constraint_errors: int
+    port_rcv_constraint_errors: int
+    local_link_integrity_errors: int
+    excessive_buffer_overrun_errors: int
+    vl15_dropped: int
+    port_xmit_data: int
+    port_rcv_data: int
+    port_xmit_pkts: int
+    port_rcv_pkts: int
+    port_xmit_wait: int
+
+
+@dataclass(frozen=True, slots=True)
+class PortRcvErrorDetails:
+    BITS: ClassVar[dict[str, int]] = {
+        "port_local_physical_errors": 16,
+        "port_malformed_packet_errors": 16,
+        "port_buffer_overrun_errors": 16,
+        "port_dlid_mapping_errors": 16,
+        "port_vl_mapping_errors": 16,
+        "port_looping_errors": 16,
+    }
+
+    port_local_physical_errors: int
+    port_malformed_packet_errors: int
+    port_buffer_overrun_errors: int
+    port_dlid_mapping_errors: int
+    port_vl_mapping_errors: int
+    port_looping_errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class PortXmitDiscardDetails:
+    BITS: ClassVar[dict[str, int]] = {
+        "port_inactive_discards": 16,
+        "port_neighbor_mtu_discards": 16,
+        "port_sw_lifetime_limit_discards": 16,
+        "port_sw_hoq_limit_discards": 16,
+    }
+
+    port_inactive_discards: int
+    port_neighbor_mtu_discards: int
+    port_sw_lifetime_limit_discards: int
+    port_sw_hoq_limit_discards: int
+
+
+@dataclass(frozen=True, slots=True)
+class PortOpRcvCounters:
+    BITS: ClassVar[dict[str, int]] = {"port_op_rcv_pkts": 32, "port_op_rcv_data": 32}
+
+    opcode: int
+    port_op_rcv_pkts: int
+    port_op_rcv_data: int
+
+
+@dataclass(frozen=True, slots=True)
+class PortFlowCtlCounters:
+    BITS: ClassVar[dict[str, int]] = {"port_xmit_flow_pkts": 32, "port_rcv_flow_pkts": 32}
+
+    port_xmit_flow_pkts: int
+    port_rcv_flow_pkts: int
+
+
+@dataclass(frozen=True, slots=True)
+class PortVLOpPackets:
+    """Packets received with one opcode, per VL (16 bits each)."""
+
+    BITS: ClassVar[int] = 16
+    opcode: int
+    per_vl: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PortVLOpData:
+    """Data words received with one opcode, per VL (32 bits each)."""
+
+    BITS: ClassVar[int] = 32
+    opcode: int
+    per_vl: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PortVLXmitFlowCtlUpdateErrors:
+    BITS: ClassVar[int] = 2
+    per_vl: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PortVLXmitWaitCounters:
+    BITS: ClassVar[int] = 16
+    per_vl: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwPortVLCongestion:
+    """Switch ports only; channel adapters report zeros."""
+
+    BITS: ClassVar[int] = 16
+    per_vl: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficProfile:
+    """Everything the counters of one port derive from; the *_at methods
+    are the counters after `t` seconds."""
+
+    active: bool
+    is_switch: bool
+    xmit: Flow
+    rcv: Flow
+    xmit_wait_per_s: float
+    flow_ctl_pkts_per_s: float
+    vl_shares: tuple[float, ...]  # 16 entries summing to 1 when active
+    opcode_shares: tuple[tuple[int, float], ...]
+    errors: ErrorRates = NO_ERRORS
+    link_downed_base: int = 0
+
+    def counters_at(self, t: float) -> PortCounters:
+        t = max(0.0, t)
+        xmit_load, rcv_load = self.xmit.load(t), self.rcv.load(t)
+        xmit_octets, rcv_octets = self.xmit.bytes_per_s * xmit_load, self.rcv.bytes_per_s * rcv_load
+        e = self.errors
+        if e is NO_ERRORS:  # most ports: skip twenty multiplications by zero
+            errors = (0,) * 12
+            downed = saturate(self.link_downed_base, 8)
+        else:
+            errors = (
+                saturate(e.symbol * t, 16),
+                saturate(e.link_error_recovery * t, 8),
+                saturate(self.link_downed_base + math.floor(e.link_downed * t), 8),
+                # PortRcvErrors counts every packet the details count.
+                saturate(sum(_raw_rcv_errors(e, t)), 16),
+                saturate(e.rcv_remote_physical * t, 16),
+                saturate(e.rcv_switch_relay * t, 16),
+                saturate(sum(_raw_discards(e, t)), 16),
+                saturate(e.xmit_constraint * t, 8),
+                saturate(e.rcv_constraint * t, 8),
+                saturate(e.local_link_integrity * t, 4),
+                saturate(e.excessive_buffer_overrun * t, 4),
+                saturate(e.vl15_dropped * t, 16),
+            )
+            downed = errors[2]
+        return PortCounters(
+            errors[0], errors[1], downed, *errors[3:],
+            saturate(xmit_octets / 4, 32),
+            saturate(rcv_octets / 4, 32),
+            saturate(xmit_octets / self.xmit.packet_bytes, 32) if self.xmit.packet_bytes else 0,
+            saturate(rcv_octets / self.rcv.packet_bytes, 32) if self.rcv.packet_bytes else 0,
+            saturate(self.xmit_wait_per_s * xmit_load, 32),
+        )
+
+    def rcv_error_details_at(self, t: float) -> PortRcvErrorDetails:
+        return PortRcvErrorDetails(*(saturate(v, 16) for v in _raw_rcv_errors(self.errors, t)))
+
+    def xmit_discard_details_at(self, t: float) -> PortXmitDiscardDetails:
+        return PortXmitDiscardDetails(*(saturate(v, 16) for v in _raw_discards(self.errors, t)))
+
+    def op_rcv_counters_at(self, opcode: int, t: float) -> PortOpRcvCounters:
+        share = self._opcode_share(opcode)
+        return PortOpRcvCounters(
+            opcode,
+            saturate(self.rcv.packets(t) * share, 32),
+            saturate(self.rcv.octets(t) * share / 4, 32),
+        )
+
+    def flow_ctl_counters_at(self, t: float) -> PortFlowCtlCounters:
+        count = saturate(_count(self.flow_ctl_pkts_per_s, t), 32)
+        return PortFlowCtlCounters(count, count)
+
+    def vl_op_packets_at(self, opcode: int, t: float) -> PortVLOpPackets:
+        packets = self.rcv.packets(t) * self._opcode_share(opcode)
+        return PortVLOpPackets(opcode, tuple(saturate(packets * s, 16) for s in self.vl_shares))
+
+    def vl_op_data_at(self, opcode: int, t: float) -> PortVLOpData:
+        words = self.rcv.octets(t) / 4 * self._opcode_share(opcode)
+        return PortVLOpData(opcode, tuple(saturate(words * s, 32) for s in self.vl_shares))
+
+    def vl_xmit_flow_ctl_update_errors_at(self, t: float) -> PortVLXmitFlowCtlUpdateErrors:
+        errors = _count(self.errors.vl_flow_ctl_update, t)
+        return PortVLXmitFlowCtlUpdateErrors(tuple(saturate(errors if s else 0, 2) for s in self.vl_shares))
+
+    def vl_xmit_wait_at(self, t: float) -> PortVLXmitWaitCounters:
+        wait = self.xmit_wait_per_s * self.xmit.load(t)
+        return PortVLXmitWaitCounters(tuple(saturate(wait * s, 16) for s in self.vl_shares))
+
+    def sw_port_vl_congestion_at(self, t: float) -> SwPortVLCongestion:
+        if not self.is_switch:
+            return SwPortVLCongestion((0,) * NUM_VLS)
+        # Congestion marks: a sampled fraction of the wait ticks.
+        wait = self.xmit_wait_per_s * self.xmit.load(t) / 256
+        return SwPortVLCongestion(tuple(saturate(wait * s, 16) for s in self.vl_shares))
+
+    def _opcode_share(self, opcode: int) -> float:
+        for code, share in self.opcode_shares:
+            if code == opcode:
+                return share
+        return 0.0
+
+
+def _raw_rcv_errors(e: ErrorRates, t: float) -> tuple[float, ...]:
+    return tuple(
+        math.floor(_count(rate, t))
+        for rate in (e.local_physical, e.malformed_packet, e.buffer_overrun, e.dlid_mapping, e.vl_mapping, e.looping)
+    )
+
+
+def _raw_discards(e: ErrorRates, t: float) -> tuple[float, ...]:
+    return tuple(
+        math.floor(_count(rate, t))
+        for rate in (
+            e.inactive_discards, e.neighbor_mtu_discards, e.sw_lifetime_limit_discards, e.sw_hoq_limit_discards
+        )
+    )
+
+
+
+
+# -- profiles derived from the seed ------------------------------------------
+
+_IDLE_VLS = (0.0,) * NUM_VLS
+
+
+def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile:
+    """The port's profile, derived once per snapshot from the fabric seed,
+    the link the port is on and its state (down ports carry nothing)."""
+    cache: dict[tuple[int, int], TrafficProfile] = fabric.cached("counters.profiles", dict)
+    key = (port.node_guid, port.num)
+    profile = cache.get(key)
+    if profile is None:
+        profile = cache.setdefault(key, _derive_profile(fabric, port))
+    return profile
+
+
+def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters:
+    """PortCounters of a port `elapsed` seconds after they were cleared."""
+    return traffic_profile(fabric, port).counters_at(elapsed)
+
+
+def _derive_profile(fabric: Fabric, port: Port) -> TrafficProfile:
+    seed = fabric.seed or 0
+    node = fabric.nodes[port.node_guid]
+    is_switch = node.node_type is NodeType.SWITCH
+    here = (port.node_guid, port.num)
+    if port.num == 0 or not port.is_active:
+        # A port that went down (an injected fault) remembers the event.
+        return TrafficProfile(False, is_switch, IDLE, IDLE, 0.0, 0.0, _IDLE_VLS, (),
+                              link_downed_base=1 if port.degraded else 0)
+    there = (port.remote.guid, port.remote.port) if port.remote else (0, 0)
+    gbps = port.info.rate_gbps
+
+    def u(salt: int) -> float:  # this port's independent draws
+        return _unit(seed, *here, salt)
+
+    xmit = _flow(seed, here, there, gbps)
+    data_vls = port.info.operational_vls.data_vls
+    return TrafficProfile(
+        active=True,
+        is_switch=is_switch,
+        xmit=xmit,
+        rcv=_flow(seed, there, here, gbps),
+        # XmitWait ticks (~156 MHz link clock) while the port had data queued.
+        xmit_wait_per_s=1.5625e8 * (xmit.bytes_per_s / (gbps * 1.25e8)) * (0.02 + 0.3 * u(10)),
+        # Each data VL sends a credit update at least every 65,536 symbols.
+        flow_ctl_pkts_per_s=data_vls * gbps * 1e9 / (66 * 65536),
+        vl_shares=_vl_shares(data_vls, u(11), u(12)),
+        opcode_shares=_opcode_shares(u),
+        errors=_errors(port, is_switch, u),
+        link_downed_base=int(1 + 3 * u(13)) if port.degraded else 0,
+    )
+
+
+def _flow(seed: int, src: tuple[int, int], dst: tuple[int, int], gbps: float) -> Flow:
+    def u(salt: int) -> float:
+        return _unit(seed, *src, *dst, salt)
+
+    utilisation = 1e-5 * 1000.0 ** u(1)  # log-uniform 0.001 % .. 1 % of the link
+    period = 30.0 + 570.0 * u(3)
+    return Flow(
+        bytes_per_s=gbps * 1.25e8 * utilisation,
+        packet_bytes=256.0 + 3900.0 * u(2),
+        burst_period_s=period,
+        burst_length_s=period * (0.05 + 0.15 * u(4)),
+        burst_boost=4.0 * u(5),
+        phase_s=period * u(6),
+    )
+
+
+def _vl_shares(data_vls: int, main: float, spread: float) -> tuple[float, ...]:
+    shares = [0.0] * NUM_VLS
+    others = min(data_vls, 4) - 1
+    first = 1.0 if others == 0 else 0.6 + 0.35 * main
+    shares[0] = first
+    if others:
+        weights = [1.0 + spread * (i + 1) for i in range(others)]
+        total = sum(weights)
+        for i, weight in enumerate(weights, start=1):
+            shares[i] = (1.0 - first) * weight / total
+    return tuple(shares)
+
+
+def _opcode_shares(u: Callable[[int], float]) -> tuple[tuple[int, float], ...]:
+    weights = {
+        0x04: 1.0 + u(20),
+        0x0A: 2.0 * u(21),
+        0x0C: 0.1 * u(22),
+        0x10: u(23),
+        0x11: 0.5 + u(24),
+        0x64: 0.1 + 0.3 * u(25),
+    }
+    total = sum(weights.values())
+    return tuple((code, weight / total) for code, weight in weights.items())
+
+
+def _errors(port: Port, is_switch: bool, u: Callable[[int], float]) -> ErrorRates:
+    hour = 1 / 3600.0
+    if port.degraded:
+        # A marginal link: bit errors, retraining, now and then a flap.
+        symbol = 0.05 + 2.0 * u(30)
+        return ErrorRates(
+            symbol=symbol,
+            link_error_recovery=hour * (1 + 11 * u(31)),
+            link_downed=hour / 24 * u(32),
+            local_physical=symbol * 0.3,
+            malformed_packet=hour * u(33),
+            rcv_remote_physical=hour * 2 * u(34) if is_switch else 0.0,
+            local_link_integrity=hour * 2,
+            excessive_buffer_overrun=hour * u(35),
+            vl_flow_ctl_update=hour * u(36),
+            inactive_discards=hour * u(37) if is_switch else 0.0,
+        )
+    # Healthy ports: rare, scattered events on a few of them.
+    rates = ErrorRates(
+        symbol=hour / 24 * 10 if u(40) < 0.1 else 0.0,
+        vl15_dropped=hour * 6 if u(41) < 0.2 else 0.0,
+        rcv_switch_relay=hour if is_switch and u(42) < 0.05 else 0.0,
+        dlid_mapping=hour if is_switch and u(42) < 0.05 else 0.0,
+        sw_hoq_limit_discards=hour * 2 if is_switch and u(43) < 0.1 else 0.0,
+        rcv_constraint=hour / 2 if port.info.partition_enforcement_inbound and u(44) < 0.05 else 0.0,
+        xmit_constraint=hour / 2 if port.info.partition_enforcement_outbound and u(45) < 0.05 else 0.0,
+    )
+    return NO_ERRORS if rates == NO_ERRORS else rates
+
+
+# -- subnet manager and transport counters -------------------------------------
+
+
+def sm_act_count(sm: SmInfo, elapsed: float) -> int:
+    """SMInfo.ActCount after `elapsed` seconds (a 32-bit counter that wraps)."""
+    return (sm.act_count + int(sm.act_rate * max(0.0, elapsed))) & 0xFFFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionCounters:
+    """The scalar counters of IBCONNECTION-MIB (Counter64 and Counter32
+    values wrap at their width, as SNMP counters do)."""
+
+    ud_in_datagrams: int
+    ud_no_qp: int
+    ud_in_errors: int
+    ud_out_datagrams: int
+    rd_in_datagrams: int
+    rd_no_qp: int
+    rd_in_errors: int
+    rd_out_datagrams: int
+    connected_in_segments: int
+    connected_out_segments: int
+
+
+def connection_counters_at(conns: NodeConnections, elapsed: float) -> ConnectionCounters:
+    t = max(0.0, elapsed)
+    ud, rd, seg = conns.ud_datagrams_per_s * t, conns.rd_datagrams_per_s * t, conns.segments_per_s * t
+    c64, c32 = (1 << 64) - 1, (1 << 32) - 1
+    return ConnectionCounters(
+        ud_in_datagrams=int(ud) & c64,
+        ud_no_qp=int(ud * 1e-5) & c32,
+        ud_in_errors=int(ud * 2e-6) & c32,
+        ud_out_datagrams=int(ud * 0.93) & c64,
+        rd_in_datagrams=int(rd) & c64,
+        rd_no_qp=int(rd * 1e-5) & c32,
+        rd_in_errors=int(rd * 2e-6) & c32,
+        rd_out_datagrams=int(rd * 0.97) & c64,
+        connected_in_segments=int(seg) & c64,
+        connected_out_segments=int(seg * 1.02) & c64,
+    )

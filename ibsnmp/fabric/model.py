@@ -1,0 +1,654 @@
+"""The fabric model: immutable snapshots of an InfiniBand subnet.
+
+A provider builds a complete `Fabric` and swaps it in with one assignment;
+readers keep the snapshot they started with, so a walk sees one state.
+Nothing here knows of SNMP.  Values use IBA encodings (see `iba`).
+
+Derived data that is costly and often unused (forwarding tables, sorted
+index keys) is computed on first use and cached inside the snapshot, which
+is safe because the snapshot never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
+
+from .iba import (
+    CapabilityMask,
+    CaType,
+    CmState,
+    DiagCode,
+    JoinState,
+    LinkDownDefaultState,
+    LinkSpeed,
+    LinkSpeedExt,
+    LinkWidth,
+    MKeyProtect,
+    Mtu,
+    MulticastScope,
+    NodeType,
+    PhysicalInterface,
+    PortPhysState,
+    PortState,
+    Rate,
+    SmState,
+    VLCap,
+    capability_names,
+    link_gbps,
+    link_rate,
+    make_gid,
+    multicast_scope,
+    speed_name,
+)
+
+__all__ = [
+    "PortRef",
+    "PortInfo",
+    "VlArbEntry",
+    "Port",
+    "SwitchInfo",
+    "CaInfo",
+    "Node",
+    "Link",
+    "SmInfo",
+    "SmConfig",
+    "PartitionMember",
+    "Partition",
+    "McMember",
+    "MulticastGroup",
+    "ServiceRecord",
+    "UdEndpoint",
+    "RdConnection",
+    "ConnectedQp",
+    "NodeConnections",
+    "Fabric",
+]
+
+_T = TypeVar("_T")
+
+
+class PortRef(NamedTuple):
+    """A port named by its node GUID and port number; sorts as MIB indexes do."""
+
+    guid: int
+    port: int
+
+
+class PortInfo(NamedTuple):
+    """The PortInfo attribute (IBA 14.2.5.6), field for field.  A NamedTuple
+    rather than a frozen dataclass: a large fabric builds tens of thousands
+    and a tuple is three times cheaper to make."""
+
+    m_key: int
+    gid_prefix: int
+    lid: int
+    master_sm_lid: int
+    capability_mask: int
+    diag_code: int
+    m_key_lease_period: int
+    local_port_num: int
+    link_width_enabled: LinkWidth
+    link_width_supported: LinkWidth
+    link_width_active: LinkWidth
+    link_speed_supported: LinkSpeed
+    port_state: PortState
+    phys_state: PortPhysState
+    link_down_default_state: LinkDownDefaultState
+    m_key_protect_bits: MKeyProtect
+    lmc: int
+    link_speed_active: LinkSpeed
+    link_speed_enabled: LinkSpeed
+    neighbor_mtu: Mtu
+    master_sm_sl: int
+    vl_cap: VLCap
+    init_type: int
+    vl_high_limit: int
+    vl_arb_high_cap: int
+    vl_arb_low_cap: int
+    init_type_reply: int
+    mtu_cap: Mtu
+    vl_stall_count: int
+    hoq_life: int
+    operational_vls: VLCap
+    partition_enforcement_inbound: bool
+    partition_enforcement_outbound: bool
+    filter_raw_inbound: bool
+    filter_raw_outbound: bool
+    m_key_violations: int
+    p_key_violations: int
+    q_key_violations: int
+    guid_cap: int
+    client_reregister: bool
+    subnet_timeout: int
+    resp_time_value: int
+    local_phy_errors_threshold: int
+    overrun_errors_threshold: int
+    link_speed_ext_active: LinkSpeedExt
+    link_speed_ext_supported: LinkSpeedExt
+    link_speed_ext_enabled: LinkSpeedExt
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return capability_names(self.capability_mask)
+
+    def has(self, capability: CapabilityMask) -> bool:
+        return bool(self.capability_mask & capability)
+
+    @property
+    def generic_diag_code(self) -> DiagCode:
+        return DiagCode(self.diag_code & 0xF)
+
+    @property
+    def vendor_diag_code(self) -> int:
+        return self.diag_code >> 4
+
+    @property
+    def is_active(self) -> bool:
+        return self.port_state is PortState.ACTIVE
+
+    @property
+    def speed_name(self) -> str:
+        return speed_name(self.link_speed_active, self.link_speed_ext_active)
+
+    @property
+    def rate_gbps(self) -> float:
+        return link_gbps(self.link_width_active, self.link_speed_active, self.link_speed_ext_active)
+
+    @property
+    def rate(self) -> Rate:
+        return link_rate(self.link_width_active, self.link_speed_active, self.link_speed_ext_active)
+
+    @property
+    def lid_count(self) -> int:
+        return 1 << self.lmc
+
+
+class VlArbEntry(NamedTuple):
+    vl: int
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    """One port of a node.  `guid` is the port GUID (a switch's ports all
+    report the switch's port-0 GUID, as IBA has no GUIDs for switch data
+    ports).  Tables hold what the SM programmed: `pkeys` the used entries
+    of the P_Key table (the rest up to PartitionCap are 0), `guids` the
+    GUIDInfo entries in use.  `sl2vl` maps SL to VL for traffic leaving
+    this port (for a switch, from every input port)."""
+
+    node_guid: int
+    num: int
+    guid: int
+    info: PortInfo
+    pkeys: tuple[int, ...]
+    sl2vl: tuple[int, ...]
+    vl_arb_high: tuple[VlArbEntry, ...]
+    vl_arb_low: tuple[VlArbEntry, ...]
+    guids: tuple[int, ...]
+    remote: PortRef | None
+    physical_interface: PhysicalInterface
+    led_on: bool = False
+    degraded: bool = False
+    vendor_diag: bytes = b""
+
+    @property
+    def ref(self) -> PortRef:
+        return PortRef(self.node_guid, self.num)
+
+    @property
+    def lid(self) -> int:
+        return self.info.lid
+
+    @property
+    def lmc(self) -> int:
+        return self.info.lmc
+
+    @property
+    def is_active(self) -> bool:
+        return self.info.port_state is PortState.ACTIVE
+
+    @property
+    def is_link_up(self) -> bool:
+        return self.info.phys_state is PortPhysState.LINK_UP
+
+    def covers_lid(self, lid: int) -> bool:
+        base = self.info.lid
+        return base != 0 and base <= lid < base + (1 << self.info.lmc)
+
+    def gid(self, index: int = 0) -> int:
+        return make_gid(self.info.gid_prefix, self.guids[index])
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchInfo:
+    """The SwitchInfo attribute (IBA 14.2.5.4)."""
+
+    linear_fdb_cap: int
+    random_fdb_cap: int
+    multicast_fdb_cap: int
+    linear_fdb_top: int
+    default_port: int
+    default_multicast_primary_port: int
+    default_multicast_not_primary_port: int
+    life_time_value: int
+    port_state_change: bool
+    optimized_sl_to_vl_mapping_programming: bool
+    lids_per_port: int
+    partition_enforcement_cap: int
+    inbound_enforcement_cap: bool
+    outbound_enforcement_cap: bool
+    filter_raw_inbound_cap: bool
+    filter_raw_outbound_cap: bool
+    enhanced_port0: bool
+    multicast_fdb_top: int
+
+
+@dataclass(frozen=True, slots=True)
+class CaInfo:
+    """What IB-CA-MIB asks of a channel adapter (IBA 17.2, Table 314/313).
+    Port-level values here are the same for every port of the adapter."""
+
+    ca_type: CaType
+    reliable_connection: bool
+    unreliable_connection: bool
+    reliable_datagram: bool
+    unreliable_datagram: bool
+    atomic_operations: bool
+    other_operations: bool
+    solicited_events: bool
+    max_path_mtu: Mtu
+    end_to_end_flow_control: bool
+    multicast: bool
+    automatic_path_migration: bool
+    memory_protection: bool
+    loopback: bool
+    subnet_manager: bool
+    static_rate_control: bool
+    interpacket_delay: int
+    multipathing: bool
+    validates_inbound_dlid: bool
+    max_gids_per_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """NodeInfo, NodeDescription and the node's ports.  `ports` is sorted
+    by number: switches start at port 0, channel adapters at port 1."""
+
+    guid: int
+    node_type: NodeType
+    description: str
+    system_image_guid: int
+    base_version: int
+    class_version: int
+    vendor_id: int
+    device_id: int
+    revision: int
+    num_ports: int
+    partition_cap: int
+    local_port_num: int
+    ports: tuple[Port, ...]
+    switch: SwitchInfo | None = None
+    ca: CaInfo | None = None
+    model_name: str = ""
+
+    @property
+    def is_switch(self) -> bool:
+        return self.node_type is NodeType.SWITCH
+
+    @property
+    def is_ca(self) -> bool:
+        return self.node_type is NodeType.CA
+
+    def port(self, num: int) -> Port | None:
+        index = num - self.ports[0].num if self.ports else -1
+        if 0 <= index < len(self.ports):
+            return self.ports[index]
+        return None
+
+    @property
+    def data_ports(self) -> tuple[Port, ...]:
+        return self.ports[1:] if self.is_switch else self.ports
+
+    @property
+    def port_guid(self) -> int:
+        """NodeInfo.PortGUID: the GUID of the port the SM reaches us on."""
+        port = self.port(self.local_port_num)
+        return port.guid if port is not None else self.ports[0].guid
+
+    @property
+    def led_on(self) -> bool:
+        return any(port.led_on for port in self.ports)
+
+    @property
+    def management_port(self) -> Port:
+        """Port 0 of a switch, or the port the SM reaches a CA through."""
+        port = self.port(0 if self.is_switch else self.local_port_num)
+        return port if port is not None else self.ports[0]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Link:
+    """A physical link that is up; `a` sorts before `b`."""
+
+    a: PortRef
+    b: PortRef
+
+    @staticmethod
+    def between(x: PortRef, y: PortRef) -> Link:
+        return Link(x, y) if x <= y else Link(y, x)
+
+
+@dataclass(frozen=True, slots=True)
+class SmInfo:
+    """SMInfo (IBA 14.2.5.13) of one subnet manager and where it runs.
+    ActCount grows while the SM works: `act_count` at the snapshot's epoch
+    and `act_rate` per second (see counters.sm_act_count)."""
+
+    guid: int
+    sm_key: int
+    act_count: int
+    priority: int
+    state: SmState
+    node_guid: int
+    port_num: int
+    act_rate: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SmConfig:
+    """Operating parameters of the subnet manager (OpenSM's names)."""
+
+    sweep_interval_s: int
+    transaction_timeout_ms: int
+    port_aging_time_s: int
+    min_unicast_lid: int
+    max_unicast_lid: int
+    lmc: int
+    master_poll_interval_s: int
+    master_poll_retries: int
+    m_key: int
+    m_key_lease_period_s: int
+    m_key_protect_bits: MKeyProtect
+    subnet_timeout: int
+    packet_life_time: int
+    head_of_queue_lifetime: int
+    leaf_head_of_queue_lifetime: int
+    vl_stall_count: int
+    local_phy_errors_threshold: int
+    overrun_errors_threshold: int
+
+
+class PartitionMember(NamedTuple):
+    guid: int
+    port: int
+    full: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A partition: `pkey` is the 15-bit partition number; members carry
+    their membership type.  Members are sorted by (GUID, port)."""
+
+    pkey: int
+    name: str
+    members: tuple[PartitionMember, ...]
+    ipoib: bool = False
+
+    @property
+    def full_pkey(self) -> int:
+        return self.pkey | 0x8000
+
+    @property
+    def limited_pkey(self) -> int:
+        return self.pkey & 0x7FFF
+
+
+class McMember(NamedTuple):
+    guid: int
+    port: int
+    join_state: JoinState
+    proxy_join: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MulticastGroup:
+    """MCMemberRecord group fields and members (sorted by GUID, port)."""
+
+    mgid: int
+    mlid: int
+    q_key: int
+    mtu: Mtu
+    rate: Rate
+    sl: int
+    pkey: int
+    members: tuple[McMember, ...]
+    traffic_class: int = 0
+    flow_label: int = 0
+    hop_limit: int = 0
+    packet_life_time: int = 0
+    name: str = ""
+
+    @property
+    def scope(self) -> MulticastScope:
+        return multicast_scope(self.mgid)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRecord:
+    """A ServiceRecord registered with the SA (IBA 15.2.5.14)."""
+
+    service_id: int
+    gid: int
+    pkey: int
+    lease: int
+    key: bytes
+    name: str
+    data: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class UdEndpoint:
+    """An unreliable-datagram QP listening on a port (`qpn` is the wire
+    value; IBCONNECTION-MIB indexes it plus one)."""
+
+    gid: int
+    lid: int
+    qpn: int
+
+
+@dataclass(frozen=True, slots=True)
+class RdConnection:
+    """A reliable-datagram end-to-end context pair."""
+
+    local_gid: int
+    local_lid: int
+    local_eecn: int
+    remote_gid: int
+    remote_lid: int
+    remote_eecn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectedQp:
+    """One end of an RC (reliable) or UC connection, seen from the local node."""
+
+    local_gid: int
+    local_lid: int
+    local_qpn: int
+    remote_gid: int
+    remote_lid: int
+    remote_qpn: int
+    state: CmState
+    reliable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConnections:
+    """The transport endpoints of one CA node, each tuple sorted as the
+    IBCONNECTION-MIB indexes its table.  The rates drive the counters in
+    counters.connection_counters_at."""
+
+    ud: tuple[UdEndpoint, ...]
+    rd: tuple[RdConnection, ...]
+    connected: tuple[ConnectedQp, ...]
+    ud_datagrams_per_s: float = 0.0
+    rd_datagrams_per_s: float = 0.0
+    segments_per_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fabric:
+    """One consistent snapshot of a subnet.
+
+    `nodes` keeps discovery order (breadth first from the local node).
+    `lid_map` maps each port's base LID to the port; `resolve_lid` also
+    finds LIDs inside an LMC block.  `connections` may be computed lazily
+    by the provider (any Mapping works).  `seed` is set for simulated
+    fabrics and drives the traffic model.
+    """
+
+    subnet_prefix: int
+    nodes: Mapping[int, Node]
+    links: tuple[Link, ...]
+    lid_map: Mapping[int, PortRef]
+    sms: tuple[SmInfo, ...]
+    sm_config: SmConfig
+    partitions: tuple[Partition, ...]
+    multicast_groups: tuple[MulticastGroup, ...]
+    services: tuple[ServiceRecord, ...]
+    connections: Mapping[int, NodeConnections]
+    local_node_guid: int
+    seed: int | None = None
+    spec: str = ""
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # -- lookups ---------------------------------------------------------
+
+    def node(self, guid: int) -> Node | None:
+        return self.nodes.get(guid)
+
+    def port(self, guid: int, num: int) -> Port | None:
+        node = self.nodes.get(guid)
+        return node.port(num) if node is not None else None
+
+    def port_at(self, ref: PortRef) -> Port:
+        port = self.port(ref.guid, ref.port)
+        if port is None:
+            raise KeyError(ref)
+        return port
+
+    def peer(self, guid: int, num: int) -> PortRef | None:
+        port = self.port(guid, num)
+        return port.remote if port is not None else None
+
+    def resolve_lid(self, lid: int) -> PortRef | None:
+        """The port owning a unicast LID, including LIDs of an LMC block."""
+        for lmc in range(8):
+            ref = self.lid_map.get(lid & ~((1 << lmc) - 1))
+            if ref is not None:
+                port = self.port_at(ref)
+                if port.covers_lid(lid):
+                    return ref
+        return None
+
+    @property
+    def local_node(self) -> Node:
+        return self.nodes[self.local_node_guid]
+
+    @property
+    def master_sm(self) -> SmInfo | None:
+        return next((sm for sm in self.sms if sm.state is SmState.MASTER), None)
+
+    def partition(self, pkey: int) -> Partition | None:
+        return self._index("partition_by_key", lambda: {p.pkey: p for p in self.partitions}).get(
+            pkey & 0x7FFF
+        )
+
+    def multicast_group(self, mgid: int) -> MulticastGroup | None:
+        return self._index("group_by_mgid", lambda: {g.mgid: g for g in self.multicast_groups}).get(mgid)
+
+    def group_by_mlid(self, mlid: int) -> tuple[MulticastGroup, ...]:
+        def build() -> dict[int, tuple[MulticastGroup, ...]]:
+            result: dict[int, list[MulticastGroup]] = {}
+            for group in self.multicast_groups:
+                result.setdefault(group.mlid, []).append(group)
+            return {mlid: tuple(groups) for mlid, groups in result.items()}
+
+        return self._index("groups_by_mlid", build).get(mlid, ())
+
+    def gid_of(self, ref: PortRef) -> int:
+        return self.port_at(ref).gid()
+
+    @property
+    def max_lid(self) -> int:
+        """The highest unicast LID in use (LinearFDBTop)."""
+
+        def build() -> int:
+            top = 0
+            for ref in self.lid_map.values():
+                port = self.port_at(ref)
+                top = max(top, port.info.lid + (1 << port.info.lmc) - 1)
+            return top
+
+        return self._index("max_lid", build)
+
+    # -- sorted index keys, built once per snapshot -----------------------
+
+    def sorted_node_guids(self) -> tuple[int, ...]:
+        return self._index("node_guids", lambda: tuple(sorted(self.nodes)))
+
+    def sorted_switch_guids(self) -> tuple[int, ...]:
+        return self._index(
+            "switch_guids", lambda: tuple(g for g in self.sorted_node_guids() if self.nodes[g].is_switch)
+        )
+
+    def sorted_ca_guids(self) -> tuple[int, ...]:
+        return self._index("ca_guids", lambda: tuple(g for g in self.sorted_node_guids() if self.nodes[g].is_ca))
+
+    def sorted_port_keys(self) -> tuple[PortRef, ...]:
+        """Every port of every node (switch port 0 included)."""
+        return self._index(
+            "port_keys",
+            lambda: tuple(port.ref for guid in self.sorted_node_guids() for port in self.nodes[guid].ports),
+        )
+
+    def sorted_link_keys(self) -> tuple[PortRef, ...]:
+        """Both ends of every link: the from-side keys of a directed link table."""
+        return self._index(
+            "link_keys", lambda: tuple(sorted(end for link in self.links for end in (link.a, link.b)))
+        )
+
+    def sorted_lids(self) -> tuple[int, ...]:
+        return self._index("lids", lambda: tuple(sorted(self.lid_map)))
+
+    def sorted_partition_keys(self) -> tuple[int, ...]:
+        return self._index("partition_keys", lambda: tuple(sorted(p.pkey for p in self.partitions)))
+
+    def sorted_mgids(self) -> tuple[int, ...]:
+        return self._index("mgids", lambda: tuple(sorted(g.mgid for g in self.multicast_groups)))
+
+    def sorted_service_keys(self) -> tuple[tuple[int, int, int], ...]:
+        """(service ID, GID, P_Key) of every service, sorted."""
+        return self._index(
+            "service_keys", lambda: tuple(sorted((s.service_id, s.gid, s.pkey) for s in self.services))
+        )
+
+    def sorted_sm_guids(self) -> tuple[int, ...]:
+        return self._index("sm_guids", lambda: tuple(sorted(sm.guid for sm in self.sms)))
+
+    def cached(self, key: str, build: Callable[[], _T]) -> _T:
+        """Compute derived data once per snapshot (used by routing, counters)."""
+        return self._index(key, build)
+
+    def _index(self, key: str, build: Callable[[], _T]) -> _T:
+        cache = self._cache
+        try:
+            return cache[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = build()
+            # setdefault keeps the first value if two threads raced.
+            return cache.setdefault(key, value)  # type: ignore[no-any-return]

@@ -1,0 +1,73 @@
+"""The seam between the SNMP engine and the InfiniBand MIB objects.
+
+The engine knows nothing of InfiniBand: for a request in some SNMP context
+it asks a `ContextResolver` which node that context speaks for, then asks
+the `VirtualMib` for values under the InfiniBand subtree. Reads never await
+and never block: they look at the current fabric snapshot only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Oid = tuple[int, ...]
+
+INFINIBAND_MIB: Oid = (1, 3, 6, 1, 3, 117)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextTarget:
+    """What one SNMP context describes: one node of one fabric snapshot.
+
+    `fabric` and `node` are ibsnmp.fabric.model objects (typed loosely here
+    so the engine does not import the fabric package). `serves_sm` is true
+    where IB-SM-MIB is answered: the default context and nodes running an SM.
+    `elapsed` is the time in seconds since the provider's epoch when the
+    request arrived: counters and other values that grow with time read it.
+    """
+
+    fabric: Any
+    node: Any
+    serves_sm: bool
+    elapsed: float = 0.0
+
+
+# contextName (b"" for the default context, else 16 lower-case hex digits of
+# a node GUID) -> the target, or None when no such node exists.
+ContextResolver = Callable[[bytes], ContextTarget | None]
+
+
+class Missing:
+    """Why a GET found no value: the RFC 3416 exception it becomes."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_SUCH_OBJECT = Missing("noSuchObject")
+NO_SUCH_INSTANCE = Missing("noSuchInstance")
+
+
+class VirtualMib(Protocol):
+    """Read access to every InfiniBand MIB object for one context target.
+
+    Values are pysnmp syntax objects of the type the compiled module
+    declares. OIDs are plain tuples.
+    """
+
+    subtree: Oid
+
+    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+        """The value at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
+        ...
+
+    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+        """The first instance after `oid` inside `subtree`, or None at its end."""
+        ...

@@ -1,0 +1,62 @@
+"""Declarative bindings: MIB scalars and virtual tables over the fabric model.
+
+A binding module (sma.py, pma.py, ...) declares, per MIB object descriptor,
+a getter on the model. Getters return plain Python values (int, bytes, str)
+or None where the object has no instance; the MIB layer turns them into the
+types the compiled modules declare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .api import ContextTarget
+
+Applies = Callable[[ContextTarget], bool]
+
+
+def always(target: ContextTarget) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class ScalarBinding:
+    name: str
+    getter: Callable[[ContextTarget], Any]
+
+
+@dataclass(frozen=True)
+class TableBinding:
+    """One conceptual table.
+
+    `rows(target)` yields (index values in INDEX order, row object); order
+    does not matter. `columns` maps each readable column descriptor to a
+    getter `(row, target) -> value`. `per_node` says whether the rows depend on the
+    context's node (SMA, PMA...) or only on the fabric (IB-SM-MIB), which
+    decides how built row indexes are shared between contexts.
+    """
+
+    entry: str
+    rows: Callable[[ContextTarget], Iterable[tuple[tuple[Any, ...], Any]]]
+    columns: Mapping[str, Callable[[Any, ContextTarget], Any]]
+    per_node: bool = True
+    # For tables too large to index whole (a fabric's switch SL-to-VL
+    # matrix): `shards(target)` yields (leading index values, rows of that
+    # shard) with the rows as a zero-argument function, so each shard is
+    # built only when a request reaches it. `rows` is not used then.
+    shards: Callable[[ContextTarget], Iterable[tuple[tuple[Any, ...], Shard]]] | None = None
+
+
+Shard = Callable[[], Iterable[tuple[tuple[Any, ...], Any]]]
+
+
+@dataclass(frozen=True)
+class ModuleBinding:
+    """Everything one MIB module serves, and in which contexts."""
+
+    module: str
+    scalars: tuple[ScalarBinding, ...] = ()
+    tables: tuple[TableBinding, ...] = ()
+    applies: Applies = field(default=always)

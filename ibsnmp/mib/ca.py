@@ -1,0 +1,123 @@
+"""IB-CA-MIB: the channel adapter a context describes (CaInfo in the model).
+
+A context speaks for one node, so the CA tables hold at most one adapter:
+ibCaIndex 1 is the context's node (the draft numbers the CAs "on this
+network entity" 1..N; an agent context here is one node). On a switch, or a
+node without CaInfo, every table is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..fabric.iba import guid_bytes
+from .api import ContextTarget
+from .binding import ModuleBinding, TableBinding
+
+# The one CA of the context (see the module docstring).
+CA_INDEX = 1
+
+
+def _truth(flag: bool) -> int:
+    """TruthValue: true(1), false(2)."""
+    return 1 if flag else 2
+
+
+def _ca_node(target: ContextTarget) -> Any | None:
+    node = target.node
+    return node if node.is_ca and node.ca is not None else None
+
+
+def _general_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
+    node = _ca_node(target)
+    if node is not None:
+        yield (CA_INDEX,), node
+
+
+def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], Any]]:
+    node = _ca_node(target)
+    if node is not None:
+        for port in node.data_ports:  # CA ports are numbered from 1
+            yield (CA_INDEX, port.num), (node.ca, port)
+
+
+def _gid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], bytes]]:
+    """One row per GUIDInfo entry in use: GID index i (1-based) is the port's
+    GID prefix joined with GUID entry i-1 (IBA 4.1.1). The GID bytes are built
+    here, once per snapshot, so the getter only returns them."""
+    node = _ca_node(target)
+    if node is not None:
+        for port in node.data_ports:
+            for i in range(len(port.guids)):
+                yield (CA_INDEX, port.num, i + 1), port.gid(i).to_bytes(16, "big")
+
+
+def _attr(name: str):  # type: ignore[no-untyped-def]
+    """A TruthValue column read from one CaInfo flag."""
+    return lambda node, target: _truth(getattr(node.ca, name))
+
+
+IB_CA_MIB = ModuleBinding(
+    module="IB-CA-MIB",
+    tables=(
+        TableBinding(
+            entry="ibCaGeneralInfoEntry",
+            rows=_general_rows,
+            columns={
+                # CaType uses IB-CA-MIB's numbering already (iba.CaType).
+                "ibCaType": lambda node, target: int(node.ca.ca_type),
+                "ibCaNodeGuid": lambda node, target: guid_bytes(node.guid),
+                # NodeInfo NumPorts: a CA has 1..254 physical ports.
+                "ibCaNumPorts": lambda node, target: node.num_ports,
+            },
+        ),
+        TableBinding(
+            entry="ibCaAttributeEntry",
+            rows=_general_rows,
+            columns={
+                "ibCaHasReliableConnection": _attr("reliable_connection"),
+                "ibCaHasUnreliableConnection": _attr("unreliable_connection"),
+                "ibCaHasReliableDatagram": _attr("reliable_datagram"),
+                "ibCaHasUnreliableDatagram": _attr("unreliable_datagram"),
+                "ibCaSupportsAtomicOperations": _attr("atomic_operations"),
+                "ibCaSupportsOtherOperations": _attr("other_operations"),
+                "ibCaSupportsSolicitedEvents": _attr("solicited_events"),
+                # ibCaPathMtuSetSupport: mtu256(1) .. mtu256n512n1024n2048n4096(5)
+                # names the set of MTUs up to the largest one; the IBA MTU code
+                # of that largest MTU (256=1 .. 4096=5) is the same number.
+                "ibCaPathMtuSetSupport": lambda node, target: int(node.ca.max_path_mtu),
+                "ibCaGenEndToEndFlowControl": _attr("end_to_end_flow_control"),
+                "ibCaSupportsMulticast": _attr("multicast"),
+                "ibCaSupportsAutoPathMigration": _attr("automatic_path_migration"),
+                "ibCaSupportsMemoryProtection": _attr("memory_protection"),
+                "ibCaSupportsLoopback": _attr("loopback"),
+                "ibCaSupportsSubnetManager": _attr("subnet_manager"),
+            },
+        ),
+        TableBinding(
+            entry="ibCaPortAttributeEntry",
+            rows=_port_rows,
+            columns={
+                "ibCaPortGuid": lambda row, target: guid_bytes(row[1].guid),
+                # iba.PhysicalInterface uses IB-CA-MIB's numbering:
+                # cable(1), fiber(2), backplane(3).
+                "ibCaPhysicalInterface": lambda row, target: int(row[1].physical_interface),
+                "ibCaSupportsStaticRateControl": lambda row, target: _truth(row[0].static_rate_control),
+                # "Otherwise, 0 is returned" when static rate control is absent.
+                "ibCaInterpacketDelayValue": lambda row, target: (
+                    row[0].interpacket_delay if row[0].static_rate_control else 0
+                ),
+                "ibCaSupportsMultipathing": lambda row, target: _truth(row[0].multipathing),
+                "ibCaValidatesInPktDlid": lambda row, target: _truth(row[0].validates_inbound_dlid),
+                # Every port has at least one GID (the draft's range is 1..65535).
+                "ibCaMaxGidsPerPort": lambda row, target: min(max(row[0].max_gids_per_port, 1), 65535),
+            },
+        ),
+        TableBinding(
+            entry="ibCaPortGidEntry",
+            rows=_gid_rows,
+            columns={"ibCaPortGidValue": lambda gid, target: gid},
+        ),
+    ),
+)

@@ -1,0 +1,56 @@
+"""SMIv2 INDEX encoding (RFC 2578 section 7.7) without pysnmp objects.
+
+Integers are one sub-identifier; a fixed-size OCTET STRING is its octets
+with no length; a variable-size one is length then octets, unless IMPLIED;
+an IpAddress is four octets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyasn1.type import univ
+
+from .api import Oid
+from .loader import IndexPart, size_range
+
+
+class IndexCodec:
+    """Encodes and decodes one table's index values."""
+
+    def __init__(self, parts: Sequence[IndexPart]) -> None:
+        self._kinds: list[tuple[str, int | None, bool]] = []
+        for part in parts:
+            self._kinds.append(_kind_of(part))
+
+    def encode(self, values: Sequence[Any]) -> Oid:
+        if len(values) != len(self._kinds):
+            raise ValueError(f"index has {len(self._kinds)} parts, got {len(values)} values")
+        return self.encode_prefix(values)
+
+    def encode_prefix(self, values: Sequence[Any]) -> Oid:
+        """The sub-identifiers of the first len(values) index parts."""
+        out: list[int] = []
+        for (kind, fixed, implied), value in zip(self._kinds, values):
+            if kind == "int":
+                out.append(int(value))
+                continue
+            octets = value.encode("latin-1") if isinstance(value, str) else bytes(value)
+            if fixed is None and not implied:
+                out.append(len(octets))
+            out.extend(octets)
+        return tuple(out)
+
+
+def _kind_of(part: IndexPart) -> tuple[str, int | None, bool]:
+    syntax = part.syntax
+    if isinstance(syntax, univ.OctetString):
+        if type(syntax).__name__ == "IpAddress":
+            return ("octets", 4, part.implied)
+        bounds = size_range(syntax)
+        fixed = bounds[0] if bounds and bounds[0] == bounds[1] else None
+        return ("octets", fixed, part.implied)
+    if isinstance(syntax, univ.Integer):
+        return ("int", None, False)
+    raise TypeError(f"index {part.name}: unsupported syntax {type(syntax).__name__}")

@@ -1,0 +1,196 @@
+"""PMA-MIB: the Performance Management Agent counters of the context's node.
+
+Every table is indexed by IbDataPort (1..254): a CA's ports, a switch's
+ports 1..N (switch port 0, the management port, has no row). Values are the
+counters.py functions of the port's traffic profile at `target.elapsed`:
+they grow with time and saturate at all ones at the IBA field width, which
+the compiled ranges match (see mibs/ERRATA.md for the widened ones). Data
+counters count 4-octet words, as IBA and the MIB's DESCRIPTIONs say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, traffic_profile
+from .api import ContextTarget
+from .binding import ModuleBinding, TableBinding
+
+Getter = Callable[[Any, ContextTarget], Any]
+
+
+class _PortRow:
+    """One data port: its traffic profile and the last attribute values read,
+    so the many columns of one request compute each attribute once."""
+
+    __slots__ = ("num", "profile", "memo")
+
+    def __init__(self, num: int, profile: Any) -> None:
+        self.num = num
+        self.profile = profile
+        self.memo: dict[tuple[str, int], tuple[float, Any]] = {}
+
+    def read(self, method: str, t: float, opcode: int = -1) -> Any:
+        key = (method, opcode)
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] == t:
+            return hit[1]
+        attribute = getattr(self.profile, method)
+        value = attribute(t) if opcode < 0 else attribute(opcode, t)
+        self.memo[key] = (t, value)
+        return value
+
+
+def _port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
+    """Every data port of the node, built once per snapshot and node and
+    shared by all PMA tables (so they share the per-row memo)."""
+    fabric, node = target.fabric, target.node
+    return fabric.cached(
+        f"pma.rows.{node.guid:016x}",
+        lambda: [((p.num,), _PortRow(p.num, traffic_profile(fabric, p))) for p in node.data_ports],
+    )
+
+
+def _switch_port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
+    # SwPortVLCongestion is a switch attribute (IBA 16.1.4.9): a CA has no rows.
+    return _port_rows(target) if target.node.is_switch else []
+
+
+# ibPmaPortOpCode*Index is "the op code ... Note: this is a 1-based value",
+# and the draft says no more: index = IBA opcode (IBA 9.2, Table 38) + 1,
+# so opcode 0x00 is index 1 and 0xFE is 255. Rows exist for the opcodes the
+# port's PMA tracks (counters.TRACKED_OPCODES); the model counts 0 for every
+# other opcode, which are left out rather than listed as 250 rows of zeros.
+def _opcode_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]:
+    for (num,), row in _port_rows(target):
+        for opcode in TRACKED_OPCODES:
+            yield (num, opcode + 1), (row, opcode)
+
+
+def _field(method: str, name: str) -> Getter:
+    """A column that is one field of a per-port attribute."""
+    return lambda row, target: getattr(row.read(method, target.elapsed), name)
+
+
+def _vl(method: str, vl: int) -> Getter:
+    """A per-VL column of a per-port attribute."""
+    return lambda row, target: row.read(method, target.elapsed).per_vl[vl]
+
+
+def _op_field(method: str, name: str) -> Getter:
+    """A column of a per-port, per-opcode attribute (row = (port row, opcode))."""
+    return lambda row, target: getattr(row[0].read(method, target.elapsed, row[1]), name)
+
+
+def _op_vl(method: str, vl: int) -> Getter:
+    return lambda row, target: row[0].read(method, target.elapsed, row[1]).per_vl[vl]
+
+
+def _columns(prefix: str, make: Callable[[int], Getter]) -> dict[str, Getter]:
+    """The sixteen per-VL columns prefix0 .. prefix15."""
+    return {f"{prefix}{vl}": make(vl) for vl in range(NUM_VLS)}
+
+
+_COUNTERS = "counters_at"  # PortCounters (IBA 16.1.3.5)
+
+PMA_MIB = ModuleBinding(
+    module="PMA-MIB",
+    tables=(
+        TableBinding(
+            entry="ibPmaPortCntrsEntry",
+            rows=_port_rows,
+            columns={
+                "ibPmaSymbolErrCounter": _field(_COUNTERS, "symbol_error_counter"),
+                "ibPmaLinkErrRecoveryCntr": _field(_COUNTERS, "link_error_recovery_counter"),
+                "ibPmaLinkDownedCntr": _field(_COUNTERS, "link_downed_counter"),
+                "ibPmaPortRcvErr": _field(_COUNTERS, "port_rcv_errors"),
+                "ibPmaPortRcvRemPhysErr": _field(_COUNTERS, "port_rcv_remote_physical_errors"),
+                "ibPmaPortRcvSwitchRelayErr": _field(_COUNTERS, "port_rcv_switch_relay_errors"),
+                "ibPmaPortXmitDiscard": _field(_COUNTERS, "port_xmit_discards"),
+                "ibPmaPortXmitConstraintErr": _field(_COUNTERS, "port_xmit_constraint_errors"),
+                "ibPmaPortRcvConstraintErr": _field(_COUNTERS, "port_rcv_constraint_errors"),
+                "ibPmaLocalLinkIntegrityErr": _field(_COUNTERS, "local_link_integrity_errors"),
+                "ibPmaExcessBufOverrunErr": _field(_COUNTERS, "excessive_buffer_overrun_errors"),
+                "ibPmaVl15Dropped": _field(_COUNTERS, "vl15_dropped"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortCntrsOptEntry",
+            rows=_port_rows,
+            columns={
+                "ibPmaPortXmitData": _field(_COUNTERS, "port_xmit_data"),
+                "ibPmaPortRcvData": _field(_COUNTERS, "port_rcv_data"),
+                "ibPmaPortXmitPkts": _field(_COUNTERS, "port_xmit_pkts"),
+                "ibPmaPortRcvPkts": _field(_COUNTERS, "port_rcv_pkts"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortRcvErrEntry",  # PortRcvErrorDetails (IBA 16.1.4.1)
+            rows=_port_rows,
+            columns={
+                "ibPmaPortRcvErrLocalPhysErrs": _field("rcv_error_details_at", "port_local_physical_errors"),
+                "ibPmaPortMalformedPacketErrs": _field("rcv_error_details_at", "port_malformed_packet_errors"),
+                "ibPmaPortBufferOverrunErrs": _field("rcv_error_details_at", "port_buffer_overrun_errors"),
+                "ibPmaPortDLIDMappingErrs": _field("rcv_error_details_at", "port_dlid_mapping_errors"),
+                "ibPmaPortVLMappingErrs": _field("rcv_error_details_at", "port_vl_mapping_errors"),
+                "ibPmaPortLoopingErrs": _field("rcv_error_details_at", "port_looping_errors"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortXmitDiscardEntry",  # PortXmitDiscardDetails (IBA 16.1.4.2)
+            rows=_port_rows,
+            columns={
+                "ibPmaPortInactiveDiscards": _field("xmit_discard_details_at", "port_inactive_discards"),
+                "ibPmaPortNeighborMtuDiscards": _field("xmit_discard_details_at", "port_neighbor_mtu_discards"),
+                "ibPmaPortSwLifetimeLimitDiscards": _field(
+                    "xmit_discard_details_at", "port_sw_lifetime_limit_discards"
+                ),
+                "ibPmaPortSwHoqLimitDiscards": _field("xmit_discard_details_at", "port_sw_hoq_limit_discards"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortFlowCtlCntrsEntry",  # PortFlowCtlCounters (IBA 16.1.4.4)
+            rows=_port_rows,
+            columns={
+                "ibPmaPortFlowCtlXmitFlowPkts": _field("flow_ctl_counters_at", "port_xmit_flow_pkts"),
+                "ibPmaPortFlowCtlRcvFlowPkts": _field("flow_ctl_counters_at", "port_rcv_flow_pkts"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortOpCodeRcvCntrsEntry",  # PortOpRcvCounters (IBA 16.1.4.3)
+            rows=_opcode_rows,
+            columns={
+                "ibPmaPortOpCodeRcvCntrsRcvPkts": _op_field("op_rcv_counters_at", "port_op_rcv_pkts"),
+                "ibPmaPortOpCodeRcvCntrsRcvData": _op_field("op_rcv_counters_at", "port_op_rcv_data"),
+            },
+        ),
+        TableBinding(
+            entry="ibPmaPortOpCodeVlCntrsEntry",  # PortVLOpPackets (IBA 16.1.4.5)
+            rows=_opcode_rows,
+            columns=_columns("ibPmaPortVlOpPkt", lambda vl: _op_vl("vl_op_packets_at", vl)),
+        ),
+        TableBinding(
+            entry="ibPmaPortOpCodeVlDataCntrsEntry",  # PortVLOpData (IBA 16.1.4.6)
+            rows=_opcode_rows,
+            columns=_columns("ibPmaPortVlOpData", lambda vl: _op_vl("vl_op_data_at", vl)),
+        ),
+        TableBinding(
+            # PortVLXmitFlowCtlUpdateErrors (IBA 16.1.4.7): 2 bits per VL, so
+            # 0..3 inside the draft's 0..255.
+            entry="ibPmaPortVlXmitFCUpErrEntry",
+            rows=_port_rows,
+            columns=_columns("ibPmaPortVlXmitFCUpErr", lambda vl: _vl("vl_xmit_flow_ctl_update_errors_at", vl)),
+        ),
+        TableBinding(
+            entry="ibPmaPortVlXmitWaitCntrsEntry",  # PortVLXmitWaitCounters (IBA 16.1.4.8)
+            rows=_port_rows,
+            columns=_columns("ibPmaPortVlXmitWait", lambda vl: _vl("vl_xmit_wait_at", vl)),
+        ),
+        TableBinding(
+            entry="ibPmaPortVlSwCongestionEntry",  # SwPortVLCongestion (IBA 16.1.4.9)
+            rows=_switch_port_rows,
+            columns=_columns("ibPmaPortVlSwCongestion", lambda vl: _vl("sw_port_vl_congestion_at", vl)),
+        ),
+    ),
+)

@@ -1,0 +1,757 @@
+"""IB-SM-MIB: the fabric as its subnet manager sees it.
+
+Served where `target.serves_sm` (the default context and nodes running an
+SM).  Every table describes the whole subnet, so rows are built once per
+snapshot and shared by all contexts (per_node=False); only ibSmConfigTable's
+values depend on the context (the SM hosted by the context's node).
+
+Rows are generated in index order from the Fabric.sorted_* helpers, so the
+machinery's sort of the encoded indexes runs over presorted input.
+
+The request/result tables (path, multipath, trace, service association)
+are filled by SETs in a later change; they are bound now with no rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
+from typing import Any, NamedTuple
+
+from ibsnmp.fabric.counters import sm_act_count
+from ibsnmp.fabric.iba import SmState, make_gid
+from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
+
+from .api import ContextTarget
+from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding
+
+Row = tuple[tuple[Any, ...], Any]
+
+_TRUE, _FALSE = 1, 2  # TruthValue
+_ROW_ACTIVE = 1  # RowStatus active(1): the row exists and is in service
+_INTEGER32_MAX = 2147483647
+
+
+# -- shared helpers --------------------------------------------------------------
+
+
+def _guid(value: int) -> bytes:
+    return value.to_bytes(8, "big")
+
+
+def _truth(flag: bool) -> int:
+    return _TRUE if flag else _FALSE
+
+
+def _text64(text: str) -> str:
+    """A DisplayString (SIZE(0..64)): NodeDescription and ServiceName are
+    64-octet IBA fields; anything longer or non-ASCII is cut to fit."""
+    if len(text) <= 64 and text.isascii():
+        return text
+    return text.encode("ascii", "replace")[:64].decode("ascii")
+
+
+def _prefix(fabric: Fabric) -> bytes:
+    return fabric.cached("ibsm.prefix", lambda: fabric.subnet_prefix.to_bytes(8, "big"))
+
+
+def _subnet_prefix(row: Any, target: ContextTarget) -> bytes:
+    """Every table's ibSm*SubnetPrefix column (one subnet per fabric)."""
+    return _prefix(target.fabric)
+
+
+def _node_guid_of_port(port: Port, target: ContextTarget) -> bytes:
+    return _guid(port.node_guid)
+
+
+def _node_guid(node: Node, target: ContextTarget) -> bytes:
+    return _guid(node.guid)
+
+
+# -- ibSmConfigTable -----------------------------------------------------------------
+# INDEX { ibSmConfigSubnetPrefix }: one row per subnet the SM on "this device"
+# manages (draft section 4.1).  A fabric is one subnet, so there is one row.
+# It describes the SM hosted by the context's node; where that node runs none
+# (the default context on a host without an SM) it describes the master SM,
+# which is the SM the agent speaks for.  The configuration (sweep interval,
+# LID range ...) is the subnet's, shared by master and standby.
+
+
+class _SmSite(NamedTuple):
+    config: SmConfig
+    by_node: Mapping[int, SmInfo]
+    default: SmInfo
+
+
+def _config_rows(target: ContextTarget) -> Iterable[Row]:
+    fabric = target.fabric
+    if not fabric.sms:
+        return ()
+    # Master first, then by priority: a node hosting several SMs shows its best.
+    ordered = sorted(fabric.sms, key=lambda sm: (sm.state is not SmState.MASTER, -sm.priority, sm.guid))
+    by_node: dict[int, SmInfo] = {}
+    for sm in ordered:
+        by_node.setdefault(sm.node_guid, sm)
+    return (((_prefix(fabric),), _SmSite(fabric.sm_config, by_node, ordered[0])),)
+
+
+def _sm(site: _SmSite, target: ContextTarget) -> SmInfo:
+    return site.by_node.get(target.node.guid, site.default)
+
+
+def _admin_status(sm: SmInfo) -> int:
+    # ibSmConfigAdminStatus enable(1)/disable(2): an SM in NOTACTIVE has been
+    # disabled (IBA 14.4.1, SMInfo DISABLE moves it there); any other state runs.
+    return 2 if sm.state is SmState.NOT_ACTIVE else 1
+
+
+_CONFIG = TableBinding(
+    entry="ibSmConfigEntry",
+    rows=_config_rows,
+    per_node=False,
+    columns={
+        "ibSmConfigSubnetPrefix": _subnet_prefix,
+        "ibSmConfigGUID": lambda s, t: _guid(_sm(s, t).guid),
+        "ibSmConfigPriority": lambda s, t: _sm(s, t).priority,
+        "ibSmConfigSMKey": lambda s, t: _sm(s, t).sm_key.to_bytes(8, "big"),
+        "ibSmConfigAdminStatus": lambda s, t: _admin_status(_sm(s, t)),
+        # notActive(0) .. master(3): the IBA SMInfo SMState codes.
+        "ibSmConfigOperStatus": lambda s, t: int(_sm(s, t).state),
+        # Counter32 wraps at 32 bits, as SMInfo ActCount does.
+        "ibSmConfigActCount": lambda s, t: sm_act_count(_sm(s, t), t.elapsed),
+        "ibSmConfigStatus": lambda s, t: _ROW_ACTIVE,
+        "ibSmConfigSweepInterval": lambda s, t: s.config.sweep_interval_s,
+        "ibSmConfigResponseTimeout": lambda s, t: s.config.transaction_timeout_ms,
+        "ibSmConfigPortAgingTime": lambda s, t: s.config.port_aging_time_s,
+        "ibSmConfigMinUnicastLID": lambda s, t: s.config.min_unicast_lid,
+        "ibSmConfigMaxUnicastLID": lambda s, t: s.config.max_unicast_lid,
+        "ibSmConfigDefaultLMC": lambda s, t: s.config.lmc,
+        "ibSmConfigMasterPollInterval": lambda s, t: s.config.master_poll_interval_s,
+        "ibSmConfigMasterPollRetries": lambda s, t: s.config.master_poll_retries,
+        "ibSmConfigMKeyLeasePeriod": lambda s, t: s.config.m_key_lease_period_s,
+    },
+)
+
+
+# -- ibSmNodeInfoTable: NodeInfo and NodeDescription of every node -----------------------
+
+
+def _node_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    nodes = fabric.nodes
+    for guid in fabric.sorted_node_guids():
+        yield (prefix, _guid(guid)), nodes[guid]
+
+
+_NODE_INFO = TableBinding(
+    entry="ibSmNodeInfoEntry",
+    rows=_node_rows,
+    per_node=False,
+    columns={
+        "ibSmNodeInfoSubnetPrefix": _subnet_prefix,
+        "ibSmNodeInfoNodeGUID": _node_guid,
+        "ibSmNodeInfoBaseVersion": lambda n, t: n.base_version,
+        "ibSmNodeInfoClassVersion": lambda n, t: n.class_version,
+        # channelAdapter(1), switch(2), router(3): the IBA NodeType codes.
+        "ibSmNodeInfoType": lambda n, t: int(n.node_type),
+        "ibSmNodeInfoNumPorts": lambda n, t: n.num_ports,
+        "ibSmNodeInfoSystemImageGUID": lambda n, t: _guid(n.system_image_guid),
+        "ibSmNodeInfoPortGUID": lambda n, t: _guid(n.port_guid),
+        "ibSmNodeInfoPartitionCap": lambda n, t: n.partition_cap,
+        "ibSmNodeInfoDeviceID": lambda n, t: n.device_id.to_bytes(2, "big"),
+        "ibSmNodeInfoRevision": lambda n, t: n.revision.to_bytes(4, "big"),
+        "ibSmNodeInfoLocalPortNum": lambda n, t: n.local_port_num,
+        "ibSmNodeInfoVendorID": lambda n, t: n.vendor_id.to_bytes(3, "big"),
+        "ibSmNodeInfoDescription": lambda n, t: _text64(n.description),
+    },
+)
+
+
+# -- ibSmPortInfoTable: PortInfo of every port (switch port 0 included) ---------------
+
+
+def _ports_in_order(fabric: Fabric) -> Iterator[tuple[bytes, Port]]:
+    """(node GUID octets, port) for every port, in (GUID, port number) order:
+    the order of Fabric.sorted_port_keys, without a lookup per port."""
+    nodes = fabric.nodes
+    for guid in fabric.sorted_node_guids():
+        key = _guid(guid)
+        for port in nodes[guid].ports:  # sorted by number
+            yield key, port
+
+
+def _port_rows(target: ContextTarget) -> Iterator[Row]:
+    prefix = _prefix(target.fabric)
+    for key, port in _ports_in_order(target.fabric):
+        yield (prefix, key, port.num), port
+
+
+# Bit-set and code fields are served as the raw IBA PortInfo values: the
+# DESCRIPTION texts list the IBA 1.0 codes (LinkWidth 1 = 1x, 2 = 4x, 8 = 12x;
+# LinkSpeed 1 = 2.5 Gb/s), which later IBA releases extended in the same
+# fields (8x = 4, 2x = 16; DDR = 2, QDR = 4).  PortPhysState 7 ("reserved" in
+# the text) is IBA's PhyTest.  MTU and VL codes equal the enumerations
+# (mtu256(1) .. mtu4096(5), vl0(1) .. vl0ToVl14(5)).
+_PORT_INFO = TableBinding(
+    entry="ibSmPortInfoEntry",
+    rows=_port_rows,
+    per_node=False,
+    columns={
+        "ibSmPortInfoSubnetPrefix": _subnet_prefix,
+        "ibSmPortInfoNodeGUID": _node_guid_of_port,
+        "ibSmPortInfoLocalPortNum": lambda p, t: p.num,
+        "ibSmPortInfoMKey": lambda p, t: p.info.m_key.to_bytes(8, "big"),
+        "ibSmPortInfoGIDPrefix": lambda p, t: p.info.gid_prefix.to_bytes(8, "big"),
+        # LID 0 means "not assigned"; the MIB's range starts at 1: no instance.
+        "ibSmPortInfoLID": lambda p, t: p.info.lid or None,
+        "ibSmPortInfoMasterSmLID": lambda p, t: p.info.master_sm_lid or None,
+        "ibSmPortInfoCapMask": lambda p, t: p.info.capability_mask.to_bytes(4, "big"),
+        "ibSmPortInfoDiagCode": lambda p, t: p.info.diag_code.to_bytes(2, "big"),
+        "ibSmPortInfoMKeyLeasePeriod": lambda p, t: p.info.m_key_lease_period,
+        "ibSmPortInfoLinkWidthEnabled": lambda p, t: int(p.info.link_width_enabled),
+        "ibSmPortInfoLinkWidthSupported": lambda p, t: int(p.info.link_width_supported),
+        "ibSmPortInfoLinkWidthActive": lambda p, t: int(p.info.link_width_active),
+        "ibSmPortInfoLinkSpeedSupported": lambda p, t: int(p.info.link_speed_supported),
+        # noStateChange(0), down(1), initialize(2), armed(3), active(4): IBA PortState.
+        "ibSmPortInfoState": lambda p, t: int(p.info.port_state),
+        "ibSmPortInfoPhyState": lambda p, t: int(p.info.phys_state),
+        "ibSmPortInfoLinkDownDefState": lambda p, t: int(p.info.link_down_default_state),
+        "ibSmPortInfoMKeyProtBits": lambda p, t: int(p.info.m_key_protect_bits),
+        "ibSmPortInfoLMC": lambda p, t: p.info.lmc,
+        "ibSmPortInfoLinkSpeedActive": lambda p, t: int(p.info.link_speed_active),
+        "ibSmPortInfoLinkSpeedEnabled": lambda p, t: int(p.info.link_speed_enabled),
+        "ibSmPortInfoNeighborMTU": lambda p, t: int(p.info.neighbor_mtu),
+        "ibSmPortInfoMasterSmSL": lambda p, t: p.info.master_sm_sl,
+        "ibSmPortInfoVLCap": lambda p, t: int(p.info.vl_cap),
+        "ibSmPortInfoVLHighLimit": lambda p, t: p.info.vl_high_limit,
+        "ibSmPortInfoVLArbHighCap": lambda p, t: p.info.vl_arb_high_cap,
+        "ibSmPortInfoVLArbLowCap": lambda p, t: p.info.vl_arb_low_cap,
+        "ibSmPortInfoMTUCap": lambda p, t: int(p.info.mtu_cap),
+        "ibSmPortInfoVLStallCount": lambda p, t: p.info.vl_stall_count,
+        "ibSmPortInfoHOQLife": lambda p, t: p.info.hoq_life,
+        "ibSmPortInfoOperVL": lambda p, t: int(p.info.operational_vls),
+        "ibSmPortInfoInPartEnforce": lambda p, t: _truth(p.info.partition_enforcement_inbound),
+        "ibSmPortInfoOutPartEnforce": lambda p, t: _truth(p.info.partition_enforcement_outbound),
+        "ibSmPortInfoInFilterRawPktEnf": lambda p, t: _truth(p.info.filter_raw_inbound),
+        "ibSmPortInfoOutFilterRawPktEnf": lambda p, t: _truth(p.info.filter_raw_outbound),
+        # 16-bit IBA violation counters that stop at all ones.
+        "ibSmPortInfoMKeyViolation": lambda p, t: min(p.info.m_key_violations, 0xFFFF),
+        "ibSmPortInfoPKeyViolation": lambda p, t: min(p.info.p_key_violations, 0xFFFF),
+        "ibSmPortInfoQKeyViolation": lambda p, t: min(p.info.q_key_violations, 0xFFFF),
+        "ibSmPortInfoGUIDCap": lambda p, t: p.info.guid_cap,
+        "ibSmPortInfoSubnetTimeout": lambda p, t: p.info.subnet_timeout,
+        "ibSmPortInfoRespTime": lambda p, t: p.info.resp_time_value,
+        "ibSmPortInfoLocalPhyError": lambda p, t: p.info.local_phy_errors_threshold,
+        "ibSmPortInfoOverrunError": lambda p, t: p.info.overrun_errors_threshold,
+        # 4-bit IBA fields in one octet.
+        "ibSmPortInfoInitType": lambda p, t: bytes((p.info.init_type & 0xF,)),
+        "ibSmPortInfoInitTypeReply": lambda p, t: bytes((p.info.init_type_reply & 0xF,)),
+    },
+)
+
+
+# -- ibSmSwitchInfoTable: SwitchInfo of every switch -------------------------------------
+
+
+def _switch_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    nodes = fabric.nodes
+    for guid in fabric.sorted_switch_guids():
+        node = nodes[guid]
+        if node.switch is not None:
+            yield (prefix, _guid(guid)), node
+
+
+_SWITCH_INFO = TableBinding(
+    entry="ibSmSwitchInfoEntry",
+    rows=_switch_rows,
+    per_node=False,
+    columns={
+        "ibSmSwitchInfoSubnetPrefix": _subnet_prefix,
+        "ibSmSwitchInfoNodeGUID": _node_guid,
+        "ibSmSwitchInfoLinearFdbCap": lambda n, t: n.switch.linear_fdb_cap,
+        "ibSmSwitchInfoRandomFdbCap": lambda n, t: n.switch.random_fdb_cap,
+        "ibSmSwitchInfoMcastFdbCap": lambda n, t: n.switch.multicast_fdb_cap,
+        "ibSmSwitchInfoLinearFdbTop": lambda n, t: n.switch.linear_fdb_top,
+        "ibSmSwitchInfoDefaultPort": lambda n, t: n.switch.default_port,
+        "ibSmSwitchInfoDefPriMcastPort": lambda n, t: n.switch.default_multicast_primary_port,
+        "ibSmSwitchInfoDefNonPriMcastPort": lambda n, t: n.switch.default_multicast_not_primary_port,
+        "ibSmSwitchInfoLifeTimeValue": lambda n, t: n.switch.life_time_value,
+        # portNotInTransition(0), portInTransition(1): the IBA PortStateChange bit.
+        "ibSmSwitchInfoPortStateChange": lambda n, t: int(n.switch.port_state_change),
+        "ibSmSwitchInfoLIDsPerPort": lambda n, t: n.switch.lids_per_port,
+        "ibSmSwitchInfoPartitionEnfCap": lambda n, t: n.switch.partition_enforcement_cap,
+        "ibSmSwitchInfoInEnfCap": lambda n, t: _truth(n.switch.inbound_enforcement_cap),
+        "ibSmSwitchInfoOutEnfCap": lambda n, t: _truth(n.switch.outbound_enforcement_cap),
+        "ibSmSwitchInfoInFilterRawPktCap": lambda n, t: _truth(n.switch.filter_raw_inbound_cap),
+        "ibSmSwitchInfoOutFilterRawPktCap": lambda n, t: _truth(n.switch.filter_raw_outbound_cap),
+        "ibSmSwitchInfoEnhanced0": lambda n, t: _truth(n.switch.enhanced_port0),
+    },
+)
+
+
+# -- vector tables: partition and multicast membership ------------------------------
+# A vector is at most 255 octets (SIZE(0..255)) of fixed-size elements, so it
+# holds 25 partition elements (10 octets) or 14 multicast elements (18
+# octets).  Vectors are numbered from 0, the low end of the index's range.
+# A partition or group without members still has one, empty, vector.
+#
+# ibSm*LastChange: the model records no time at which membership changed; a
+# snapshot's membership is served as unchanged since the agent started, so
+# the value is 0 (the convention of RFC 2863 ifLastChange).  A provider whose
+# membership changes at run time needs a change time in the model.
+
+
+class _Vector(NamedTuple):
+    key: bytes  # the P_Key or MGID the vector belongs to
+    index: int
+    data: bytes
+
+
+_PARTITION_ELEMENT = 10  # node GUID (8), port (1), membership type (1)
+_MCAST_ELEMENT = 18  # port GID (16), JoinState (1), ProxyJoin (1)
+_NO_CHANGE = 0
+
+
+def _vectors(prefix: bytes, key: bytes, elements: list[bytes], size: int) -> Iterator[Row]:
+    per_vector = 255 // size
+    chunks = [elements[i : i + per_vector] for i in range(0, len(elements), per_vector)] or [[]]
+    for index, chunk in enumerate(chunks):
+        yield (prefix, key, index), _Vector(key, index, b"".join(chunk))
+
+
+def _partition_rows(target: ContextTarget) -> Iterator[Row]:
+    # ibSmPartitionKey names the partition: its 15-bit P_Key base with bit 15
+    # (the membership bit) clear, since membership is per member, in byte 10
+    # of each element: fullMembership(1), limitedMembership(2).
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    for pkey in fabric.sorted_partition_keys():
+        partition = fabric.partition(pkey)
+        if partition is None:
+            continue
+        elements = [
+            _guid(m.guid) + bytes((m.port, 1 if m.full else 2)) for m in partition.members
+        ]
+        yield from _vectors(prefix, (pkey & 0x7FFF).to_bytes(2, "big"), elements, _PARTITION_ELEMENT)
+
+
+def _mcast_member_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    known: dict[Any, bytes | None] = {}  # the same members recur across groups
+
+    def element(member: McMember) -> bytes | None:
+        port = fabric.port(member.guid, member.port)
+        if port is None:
+            return None
+        gid = make_gid(port.info.gid_prefix, port.guid).to_bytes(16, "big")
+        # JoinState bits as IBA MCMemberRecord has them; ProxyJoin true(1)/false(2).
+        return gid + bytes((int(member.join_state) & 0xFF, _truth(member.proxy_join)))
+
+    for mgid in fabric.sorted_mgids():
+        group = fabric.multicast_group(mgid)
+        if group is None:
+            continue
+        elements = []
+        for member in group.members:
+            data = known[member] if member in known else known.setdefault(member, element(member))
+            if data is not None:
+                elements.append(data)
+        yield from _vectors(prefix, mgid.to_bytes(16, "big"), elements, _MCAST_ELEMENT)
+
+
+def _vector_columns(table: str, key_column: str, element: int) -> dict[str, Any]:
+    return {
+        f"ibSm{table}SubnetPrefix": _subnet_prefix,
+        key_column: lambda v, t: v.key,
+        f"ibSm{table}VectorIndex": lambda v, t: v.index,
+        f"ibSm{table}Vector": lambda v, t: v.data,
+        f"ibSm{table}VectorSize": lambda v, t: len(v.data),
+        f"ibSm{table}VectorElementSize": lambda v, t: element,
+        f"ibSm{table}LastChange": lambda v, t: _NO_CHANGE,
+    }
+
+
+_PARTITION = TableBinding(
+    entry="ibSmPartitionEntry",
+    rows=_partition_rows,
+    per_node=False,
+    columns=_vector_columns("Partition", "ibSmPartitionKey", _PARTITION_ELEMENT),
+)
+
+
+# -- ibSmMcastGroupTable ------------------------------------------------------------------
+
+
+def _mcast_group_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    for mgid in fabric.sorted_mgids():
+        group = fabric.multicast_group(mgid)
+        if group is not None:
+            yield (prefix, mgid.to_bytes(16, "big")), group
+
+
+# ibSmMcastGroupRate enumerates only mbps2500(2), gbps10(3), gbps30(4), the
+# IBA rate codes of IBA 1.0; a group at another rate has no value here.
+_MCAST_RATES = frozenset((2, 3, 4))
+# ibSmMcastGroupScope: linkLocal(2), siteLocal(5), orgLocal(8), global(14),
+# the scope nibble of the MGID; other nibbles have no enumeration.
+_MCAST_SCOPES = frozenset((2, 5, 8, 14))
+# ibSmMcastGroupRateSelector: the SA keeps a group's rate as an exact value
+# (OpenSM records MTU, rate and packet lifetime with selector 2): equal(2).
+_SELECTOR_EXACTLY = 2
+
+
+def _mcast_scope(mgid: int) -> int | None:
+    scope = (mgid >> 112) & 0xF
+    return scope if scope in _MCAST_SCOPES else None
+
+
+_MCAST_GROUP = TableBinding(
+    entry="ibSmMcastGroupEntry",
+    rows=_mcast_group_rows,
+    per_node=False,
+    columns={
+        "ibSmMcastGroupSubnetPrefix": _subnet_prefix,
+        "ibSmMcastGroupMGID": lambda g, t: g.mgid.to_bytes(16, "big"),
+        "ibSmMcastGroupQKey": lambda g, t: g.q_key.to_bytes(4, "big"),
+        "ibSmMcastGroupMLID": lambda g, t: g.mlid.to_bytes(2, "big"),
+        # mtu256(1) .. mtu4096(5): the IBA MTU codes of MCMemberRecord.
+        "ibSmMcastGroupMTU": lambda g, t: int(g.mtu),
+        "ibSmMcastGroupTClass": lambda g, t: g.traffic_class,
+        "ibSmMcastGroupPKey": lambda g, t: g.pkey.to_bytes(2, "big"),
+        "ibSmMcastGroupRateSelector": lambda g, t: _SELECTOR_EXACTLY,
+        "ibSmMcastGroupRate": lambda g, t: int(g.rate) if int(g.rate) in _MCAST_RATES else None,
+        "ibSmMcastGroupPacketLifeTime": lambda g, t: g.packet_life_time,
+        "ibSmMcastGroupSL": lambda g, t: g.sl,
+        "ibSmMcastGroupFlowLabel": lambda g, t: (g.flow_label & 0xFFFFF).to_bytes(3, "big"),
+        "ibSmMcastGroupHopLimit": lambda g, t: g.hop_limit,
+        "ibSmMcastGroupScope": lambda g, t: _mcast_scope(g.mgid),
+    },
+)
+
+
+_MCAST_MEMBER = TableBinding(
+    entry="ibSmMcastMemberEntry",
+    rows=_mcast_member_rows,
+    per_node=False,
+    columns=_vector_columns("McastMember", "ibSmMcastMemberMGID", _MCAST_ELEMENT),
+)
+
+
+# -- ibSmSMInfoTable: every SM on the subnet ----------------------------------------------
+# The DESCRIPTION speaks of the "other" SMs; the table is shared by all
+# contexts, and the default context hosts no SM of its own, so it lists every
+# SM of the subnet (as an SA SMInfoRecord query does), this device's included.
+
+
+def _sm_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    for sm in sorted(fabric.sms, key=lambda sm: sm.guid):
+        yield (prefix, _guid(sm.guid)), sm
+
+
+_SM_INFO = TableBinding(
+    entry="ibSmSMInfoEntry",
+    rows=_sm_rows,
+    per_node=False,
+    columns={
+        "ibSmSMInfoSubnetPrefix": _subnet_prefix,
+        "ibSmSMInfoGUID": lambda sm, t: _guid(sm.guid),
+        # SIZE(2) cannot hold the 64-bit SM_Key: the first two octets of the
+        # key in network order are served, i.e. the start of ibSmConfigSMKey.
+        "ibSmSMInfoSMKey": lambda sm, t: (sm.sm_key >> 48).to_bytes(2, "big"),
+        # INTEGER (Integer32) cannot hold the 32-bit ActCount past 2**31 - 1.
+        # ActCount is a wrapping counter (IBA 14.2.5.13) whose use is to be seen
+        # changing (a standby polls it), so it wraps at 31 bits rather than
+        # freezing at the maximum.
+        "ibSmSMInfoActCount": lambda sm, t: sm_act_count(sm, t.elapsed) & _INTEGER32_MAX,
+        "ibSmSMInfoPriority": lambda sm, t: sm.priority,
+        # notActive(0), discovering(1), standby(2), master(3): IBA SMState.
+        "ibSmSMInfoSMState": lambda sm, t: int(sm.state),
+    },
+)
+
+
+# -- ibSmLinkTable: both directions of every physical link that is up ---------------------
+
+
+def _link_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    far: dict[Any, Any] = {}
+    for link in fabric.links:
+        far[link.a] = link.b
+        far[link.b] = link.a
+    for ref in fabric.sorted_link_keys():
+        yield (prefix, _guid(ref.guid), ref.port), (ref, far[ref])
+
+
+_LINK = TableBinding(
+    entry="ibSmLinkEntry",
+    rows=_link_rows,
+    per_node=False,
+    columns={
+        "ibSmLinkSubnetPrefix": _subnet_prefix,
+        "ibSmLinkFromNodeGUID": lambda r, t: _guid(r[0].guid),
+        "ibSmLinkFromPortNum": lambda r, t: r[0].port,
+        "ibSmLinkToNodeGUID": lambda r, t: _guid(r[1].guid),
+        "ibSmLinkToPortNum": lambda r, t: r[1].port,
+    },
+)
+
+
+# -- request/result tables: rows created by SETs (a later change) -----------------------------
+# Rows will come from a per-agent session store passed in by that change, as
+# (index values, {column descriptor: plain value}); until then there are none.
+# Notes for whoever fills them: Path/MultiPath MTU columns use 0..5 with
+# mtu256(0) (the IBA MTU code minus one), unlike PortInfo's 1..5; Rate columns
+# use the IBA PathRecord rate codes (2 = 2.5, 3 = 10, 4 = 30 Gb/s ...).
+
+
+def _no_sessions(target: ContextTarget) -> Iterable[Row]:
+    return ()  # no session store yet: every request/result table is empty
+
+
+def _stored(table: str, *fields: str) -> dict[str, Any]:
+    """Getters for rows kept as {column descriptor: value} mappings."""
+    return {
+        f"ibSm{table}{field}": (lambda row, t, name=f"ibSm{table}{field}": row.get(name))
+        for field in fields
+    }
+
+
+_PATH_FIELDS = (
+    "DstGID", "SrcGID", "NumbPath", "DstLID", "SrcLID", "RawTraffic", "FlowLabel", "HopLimit",
+    "TClass", "PKey", "SL", "MTUSel", "MTU", "RateSel", "Rate", "PktLifeTimeSel", "PktLifeTime",
+    "Preference",
+)
+_MULTIPATH_REQ_FIELDS = (
+    "RowStatus", "CreationTime", "CompMask", "RawTraffic", "FlowLabel", "HopLimit", "TClass",
+    "NumbPath", "PKey", "SL", "MTUSel", "MTU", "RateSel", "Rate", "PktLifeTimeSel", "PktLifeTime",
+    "IndepSel", "SGIDCount", "DGIDCount",
+) + tuple(f"SDGIDBlock{n}" for n in range(1, 33))
+_TRACE_FIELDS = (
+    "IDGeneration", "NodeType", "NodeID", "ChassisID", "EntryPortID", "ExitPortID", "EntryPort",
+    "ExitPort",
+)
+
+
+def _session_table(entry: str, columns: dict[str, Any]) -> TableBinding:
+    return TableBinding(entry=entry, rows=_no_sessions, columns=columns, per_node=False)
+
+
+_SESSION_TABLES = (
+    _session_table("ibSmPathReqEntry",
+                   _stored("PathReq", "RowStatus", "CreationTime", "RowCompMask", *_PATH_FIELDS)),
+    _session_table("ibSmPathResultEntry", _stored("PathResult", *_PATH_FIELDS)),
+    _session_table("ibSmMultiPathReqEntry", _stored("MultiPathReq", *_MULTIPATH_REQ_FIELDS)),
+    _session_table("ibSmMultiPathResultEntry", _stored("MultiPathResult", *_PATH_FIELDS)),
+    _session_table("ibSmTraceReqEntry",
+                   _stored("TraceReq", "SessionId", "RowStatus", "CreationTime", "CompMask",
+                           *_TRACE_FIELDS)),
+    _session_table("ibSmTraceResultEntry", _stored("TraceResult", *_TRACE_FIELDS)),
+    _session_table("ibSmServiceAssocEntry",
+                   _stored("ServiceAssoc", "Key", "Name", "RowStatus")),
+)
+
+
+# -- ibSmServiceTable: ServiceRecords registered with the SA ---------------------------------
+
+
+def _service_rows(target: ContextTarget) -> Iterator[Row]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    by_key = {(s.service_id, s.gid, s.pkey): s for s in fabric.services}
+    for service_id, gid, pkey in fabric.sorted_service_keys():
+        yield (
+            (prefix, service_id.to_bytes(8, "big"), gid.to_bytes(16, "big"), pkey.to_bytes(2, "big")),
+            by_key[(service_id, gid, pkey)],
+        )
+
+
+_SERVICE = TableBinding(
+    entry="ibSmServiceEntry",
+    rows=_service_rows,
+    per_node=False,
+    columns={
+        "ibSmServiceSubnetPrefix": _subnet_prefix,
+        "ibSmServiceID": lambda s, t: s.service_id.to_bytes(8, "big"),
+        "ibSmServiceGID": lambda s, t: s.gid.to_bytes(16, "big"),
+        "ibSmServicePKey": lambda s, t: s.pkey.to_bytes(2, "big"),
+        # The text's indefinite lease 4294967295 (IBA ServiceLease 0xFFFFFFFF)
+        # does not fit INTEGER: leases clamp to 2147483647, which therefore
+        # also reads as "indefinite" (68 years).
+        "ibSmServiceLease": lambda s, t: min(s.lease, _INTEGER32_MAX),
+        # ServiceKey (16 octets) and ServiceData (64 octets) are fixed-size
+        # IBA fields: a shorter stored value is zero-filled, as on the wire.
+        "ibSmServiceKey": lambda s, t: s.key[:16].ljust(16, b"\0"),
+        "ibSmServiceName": lambda s, t: _text64(s.name),
+        "ibSmServiceData": lambda s, t: s.data[:64].ljust(64, b"\0"),
+    },
+)
+
+
+# -- SL to VL mapping tables -------------------------------------------------------------
+# The model keeps one SLtoVL table per output port ("for a switch, from every
+# input port"): a switch row (input, output) shows the output port's table.
+# Switch rows cover every pair of data ports (1..255 in the INDEX), so the
+# table grows with the square of the radix: a 10,000-node two-level
+# fat-tree (leaves of ~230 ports) has ~2.5 million rows. It is served as one
+# shard per switch, built only when a request reaches that switch.
+
+
+class _SwSl2Vl(NamedTuple):
+    guid: bytes
+    in_port: int
+    out_port: int
+    sl2vl: tuple[int, ...]
+
+
+def _sw_sl2vl_shards(target: ContextTarget) -> Iterator[tuple[tuple[Any, ...], Shard]]:
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    nodes = fabric.nodes
+    for guid in fabric.sorted_switch_guids():
+        key = _guid(guid)
+        yield (prefix, key), partial(_switch_sl2vl_rows, prefix, key, nodes[guid])
+
+
+def _switch_sl2vl_rows(prefix: bytes, key: bytes, switch: Any) -> Iterator[Row]:
+    ports = [(p.num, p.sl2vl) for p in switch.data_ports if p.sl2vl]
+    for in_num, _ in ports:
+        for out_num, table in ports:
+            yield (prefix, key, in_num, out_num), _SwSl2Vl(key, in_num, out_num, table)
+
+
+def _ca_sl2vl_rows(target: ContextTarget) -> Iterator[Row]:
+    # "channel adapters and routers": every node that is not a switch.
+    fabric = target.fabric
+    prefix = _prefix(fabric)
+    nodes = fabric.nodes
+    for guid in fabric.sorted_node_guids():
+        node = nodes[guid]
+        if node.is_switch:
+            continue
+        key = _guid(guid)
+        for port in node.ports:
+            if port.num >= 1 and port.sl2vl:
+                yield (prefix, key, port.num), port
+
+
+def _sl_columns(table: str, get) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return {f"ibSm{table}SL{sl}toVL": (lambda r, t, sl=sl: get(r)[sl]) for sl in range(16)}
+
+
+_SW_SL2VL = TableBinding(
+    entry="ibSmSwSLtoVLMapEntry",
+    rows=lambda target: (),
+    shards=_sw_sl2vl_shards,
+    per_node=False,
+    columns={
+        "ibSmSwSLtoVLMapSubnetPrefix": _subnet_prefix,
+        "ibSmSwSLtoVLMapNodeGUID": lambda r, t: r.guid,
+        "ibSmSwSLtoVLMapInPortNum": lambda r, t: r.in_port,
+        "ibSmSwSLtoVLMapOutPortNum": lambda r, t: r.out_port,
+        **_sl_columns("SwSLtoVLMap", lambda r: r.sl2vl),
+    },
+)
+
+_CA_SL2VL = TableBinding(
+    entry="ibSmCaSLtoVLMapEntry",
+    rows=_ca_sl2vl_rows,
+    per_node=False,
+    columns={
+        "ibSmCaSLtoVLMapSubnetPrefix": _subnet_prefix,
+        "ibSmCaSLtoVLMapNodeGUID": _node_guid_of_port,
+        "ibSmCaSLtoVLMapPortNum": lambda p, t: p.num,
+        **_sl_columns("CaSLtoVLMap", lambda p: p.sl2vl),
+    },
+)
+
+
+# -- ibSmVLArbitrationTable ---------------------------------------------------------------
+# The draft's INDEX { prefix, node, port, priority } has no entry index, so
+# only one row per (node, port, priority) fits: the first entry (entry 1,
+# ibSmVLArbitrationIndex) of each priority's VLArbitrationTable is served.
+# The entry's VL has no column in the draft.  Ports whose table for a
+# priority is empty (VLArbHighCap / VLArbLowCap 0) have no row for it.
+
+_LOW_PRIORITY, _HIGH_PRIORITY = 1, 2  # lowPriority(1), highPriority(2)
+_FIRST_ENTRY = 1
+
+
+class _VlArb(NamedTuple):
+    port: Port
+    priority: int
+    weight: int
+
+
+def _vl_arb_rows(target: ContextTarget) -> Iterator[Row]:
+    prefix = _prefix(target.fabric)
+    for key, port in _ports_in_order(target.fabric):
+        num = port.num
+        if port.vl_arb_low:
+            yield (prefix, key, num, _LOW_PRIORITY), _VlArb(port, _LOW_PRIORITY, port.vl_arb_low[0].weight)
+        if port.vl_arb_high:
+            yield (prefix, key, num, _HIGH_PRIORITY), _VlArb(port, _HIGH_PRIORITY, port.vl_arb_high[0].weight)
+
+
+_VL_ARBITRATION = TableBinding(
+    entry="ibSmVLArbitrationEntry",
+    rows=_vl_arb_rows,
+    per_node=False,
+    columns={
+        "ibSmVLArbitrationSubnetPrefix": _subnet_prefix,
+        "ibSmVLArbitrationNodeGUID": lambda r, t: _guid(r.port.node_guid),
+        "ibSmVLArbitrationPriority": lambda r, t: r.priority,
+        "ibSmVLArbitrationIndex": lambda r, t: _FIRST_ENTRY,
+        "ibSmVLArbitrationPortNum": lambda r, t: r.port.num,
+        "ibSmVLArbitrationWeight": lambda r, t: r.weight,
+    },
+)
+
+
+# -- ibSmPartitionConfig scalars -------------------------------------------------------
+# A write buffer for partition operations (a later SET change).  Nothing has
+# been written yet: the action reads its DEFVAL none(1), the other objects
+# have no value (noSuchInstance) until a manager sets them.
+
+_ACTION_NONE = 1
+
+_PARTITION_CONFIG = (
+    ScalarBinding("ibSmPartitionConfigSubnetPrefix", lambda t: None),
+    ScalarBinding("ibSmPartitionConfigKey", lambda t: None),
+    ScalarBinding("ibSmPartitionConfigAction", lambda t: _ACTION_NONE),
+    ScalarBinding("ibSmPartitionConfigMemberNodeGUID", lambda t: None),
+    ScalarBinding("ibSmPartitionConfigMemberPortNum", lambda t: None),
+    ScalarBinding("ibSmPartitionConfigMemberType", lambda t: None),
+)
+
+
+IB_SM_MIB = ModuleBinding(
+    module="IB-SM-MIB",
+    scalars=_PARTITION_CONFIG,
+    tables=(
+        _CONFIG,
+        _NODE_INFO,
+        _PORT_INFO,
+        _SWITCH_INFO,
+        _PARTITION,
+        _MCAST_GROUP,
+        _MCAST_MEMBER,
+        _SM_INFO,
+        _LINK,
+        *_SESSION_TABLES,
+        _SERVICE,
+        _SW_SL2VL,
+        _CA_SL2VL,
+        _VL_ARBITRATION,
+    ),
+    applies=lambda target: target.serves_sm,
+)

@@ -1,0 +1,272 @@
+"""The InfiniBand MIB as one virtual tree: GET by lookup, GETNEXT by bisect.
+
+No Python object exists per cell. Each table's sorted instance suffixes are
+built once per fabric snapshot (and node, for per-node tables) on first use
+and kept in a small cache, so GETNEXT costs O(log n).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .api import INFINIBAND_MIB, NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Missing, Oid
+from .binding import Applies, ModuleBinding, Shard, TableBinding
+from .index import IndexCodec
+from .loader import MibDefinitions, definitions
+
+ROW_INDEX_CACHE_SIZE = 512  # contexts whose row index a table keeps
+ROW_INDEX_CACHE_ROWS = 250_000  # and at most this many rows in all of them
+
+
+class BindingError(ValueError):
+    """A binding names an object the compiled modules do not have, or misses one."""
+
+
+class _RowIndex:
+    __slots__ = ("fabric", "suffixes", "rows")
+
+    def __init__(self, fabric: Any, rows: dict[Oid, Any]) -> None:
+        self.fabric = fabric  # kept so a recycled id() never matches
+        self.suffixes = sorted(rows)
+        self.rows = rows
+
+
+class _ShardIndex:
+    """The sorted leading-index prefixes of a sharded table, and their builders."""
+
+    __slots__ = ("fabric", "prefixes", "builders")
+
+    def __init__(self, fabric: Any, shards: dict[Oid, Shard]) -> None:
+        self.fabric = fabric
+        self.prefixes = sorted(shards)
+        self.builders = shards
+
+
+class _BoundedCache:
+    """Row indexes by key, least recently used first out, bounded in rows too:
+    large per-node tables must not pile up when a manager walks every node."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[Any, _RowIndex] = OrderedDict()
+        self._rows = 0
+
+    def get(self, key: Any, fabric: Any) -> _RowIndex | None:
+        found = self._entries.get(key)
+        if found is None or found.fabric is not fabric:
+            return None
+        self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: Any, built: _RowIndex) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._rows -= len(old.rows)
+        self._entries[key] = built
+        self._rows += len(built.rows)
+        while len(self._entries) > 1 and (
+            len(self._entries) > ROW_INDEX_CACHE_SIZE or self._rows > ROW_INDEX_CACHE_ROWS
+        ):
+            _, evicted = self._entries.popitem(last=False)
+            self._rows -= len(evicted.rows)
+
+
+class _Table:
+    """One table's rows for a context: looked up by suffix, walked in order."""
+
+    def __init__(self, binding: TableBinding, codec: IndexCodec) -> None:
+        self.binding = binding
+        self.codec = codec
+        self._rows = _BoundedCache()
+        self._shards: OrderedDict[tuple[int, Any], _ShardIndex] = OrderedDict()
+
+    def _scope(self, target: ContextTarget) -> tuple[int, Any]:
+        return (id(target.fabric), target.node.guid if self.binding.per_node else None)
+
+    def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]]) -> _RowIndex:
+        encode = self.codec.encode
+        return _RowIndex(fabric, {encode(values): row for values, row in rows})
+
+    def _whole(self, target: ContextTarget) -> _RowIndex:
+        key = self._scope(target)
+        found = self._rows.get(key, target.fabric)
+        if found is None:
+            found = self._build(target.fabric, self.binding.rows(target))
+            self._rows.put(key, found)
+        return found
+
+    def _shard_index(self, target: ContextTarget) -> _ShardIndex:
+        key = self._scope(target)
+        found = self._shards.get(key)
+        if found is None or found.fabric is not target.fabric:
+            assert self.binding.shards is not None
+            encode = self.codec.encode_prefix
+            shards = {encode(values): build for values, build in self.binding.shards(target)}
+            found = _ShardIndex(target.fabric, shards)
+            self._shards[key] = found
+            if len(self._shards) > ROW_INDEX_CACHE_SIZE:
+                self._shards.popitem(last=False)
+        return found
+
+    def _shard(self, target: ContextTarget, index: _ShardIndex, prefix: Oid) -> _RowIndex:
+        key = self._scope(target) + (prefix,)
+        found = self._rows.get(key, target.fabric)
+        if found is None:
+            found = self._build(target.fabric, index.builders[prefix]())
+            self._rows.put(key, found)
+        return found
+
+    def lookup(self, target: ContextTarget, suffix: Oid) -> Any:
+        if self.binding.shards is None:
+            return self._whole(target).rows.get(suffix, _ABSENT)
+        index = self._shard_index(target)
+        position = bisect_right(index.prefixes, suffix) - 1
+        if position < 0:
+            return _ABSENT
+        prefix = index.prefixes[position]
+        if suffix[: len(prefix)] != prefix:
+            return _ABSENT
+        return self._shard(target, index, prefix).rows.get(suffix, _ABSENT)
+
+    def after(self, target: ContextTarget, suffix: Oid | None) -> Iterator[tuple[Oid, Any]]:
+        """Rows whose suffix follows `suffix` (all rows when None), in order."""
+        if self.binding.shards is None:
+            yield from _rows_after(self._whole(target), suffix)
+            return
+        index = self._shard_index(target)
+        prefixes = index.prefixes
+        position = 0
+        if suffix is not None:
+            position = max(bisect_right(prefixes, suffix) - 1, 0)
+        for prefix in prefixes[position:]:
+            if suffix is not None and prefix < suffix[: len(prefix)]:
+                continue
+            yield from _rows_after(self._shard(target, index, prefix), suffix)
+
+
+def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any]]:
+    suffixes = index.suffixes
+    rows = index.rows
+    position = 0 if suffix is None else bisect_right(suffixes, suffix)
+    for found in suffixes[position:] if position else suffixes:
+        yield found, rows[found]
+
+
+class _Handler:
+    """A scalar or one table column: the leaf object under which instances live."""
+
+    __slots__ = ("oid", "syntax", "applies", "getter", "table")
+
+    def __init__(self, oid: Oid, syntax: Any, applies: Applies, getter: Any, table: _Table | None):
+        self.oid = oid
+        self.syntax = syntax
+        self.applies = applies
+        self.getter = getter
+        self.table = table
+
+    def get(self, target: ContextTarget, suffix: Oid) -> Any:
+        if self.table is None:
+            if suffix != (0,):
+                return NO_SUCH_INSTANCE
+            value = self.getter(target)
+        else:
+            row = self.table.lookup(target, suffix)
+            if row is _ABSENT:
+                return NO_SUCH_INSTANCE
+            value = self.getter(row, target)
+        return NO_SUCH_INSTANCE if value is None else self.syntax.clone(value)
+
+    def next(self, target: ContextTarget, suffix: Oid | None) -> tuple[Oid, Any] | None:
+        if self.table is None:
+            if suffix is not None and suffix >= (0,):
+                return None
+            value = self.getter(target)
+            return None if value is None else ((0,), self.syntax.clone(value))
+        getter = self.getter
+        syntax = self.syntax
+        for found, row in self.table.after(target, suffix):
+            value = getter(row, target)
+            if value is not None:
+                return found, syntax.clone(value)
+        return None
+
+
+_ABSENT = object()
+
+
+class InfinibandMib:
+    """Implements api.VirtualMib over a set of module bindings."""
+
+    subtree: Oid = INFINIBAND_MIB
+
+    def __init__(self, modules: Iterable[ModuleBinding], mib: MibDefinitions | None = None):
+        self._mib = mib or definitions()
+        handlers: list[_Handler] = []
+        for module in modules:
+            handlers.extend(self._handlers_of(module))
+        handlers.sort(key=lambda h: h.oid)
+        self._handlers = handlers
+        self._oids = [h.oid for h in handlers]
+
+    def _handlers_of(self, module: ModuleBinding) -> list[_Handler]:
+        mib = self._mib
+        out: list[_Handler] = []
+        for scalar in module.scalars:
+            obj = self._object(scalar.name, "scalar", module.module)
+            out.append(_Handler(obj.oid, obj.syntax, module.applies, scalar.getter, None))
+        for table_binding in module.tables:
+            entry = self._object(table_binding.entry, "entry", module.module)
+            table = _Table(table_binding, IndexCodec(mib.index_of(entry.name)))
+            readable = {c.name for c in mib.columns_of(entry.name) if mib.readable(c.name)}
+            unknown = set(table_binding.columns) - readable
+            missing = readable - set(table_binding.columns)
+            if unknown or missing:
+                raise BindingError(
+                    f"{entry.name}: columns not readable in the MIB {sorted(unknown)}, "
+                    f"readable columns without a getter {sorted(missing)}"
+                )
+            for name, getter in table_binding.columns.items():
+                column = mib.objects[name]
+                out.append(_Handler(column.oid, column.syntax, module.applies, getter, table))
+        return out
+
+    def _object(self, name: str, kind: str, module: str):
+        obj = self._mib.objects.get(name)
+        if obj is None or obj.kind != kind or obj.module != module:
+            raise BindingError(f"{module}: {name} is not a {kind} of this module")
+        return obj
+
+    @property
+    def object_oids(self) -> list[Oid]:
+        """Every bound scalar and column, in OID order."""
+        return list(self._oids)
+
+    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+        position = bisect_right(self._oids, oid) - 1
+        if position < 0:
+            return NO_SUCH_OBJECT
+        handler = self._handlers[position]
+        prefix = handler.oid
+        if oid[: len(prefix)] != prefix or not handler.applies(target):
+            return NO_SUCH_OBJECT
+        return handler.get(target, oid[len(prefix) :])
+
+    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+        handlers = self._handlers
+        position = bisect_right(self._oids, oid) - 1
+        suffix: Oid | None = None
+        if position >= 0 and oid[: len(self._oids[position])] == self._oids[position]:
+            suffix = oid[len(self._oids[position]) :]
+        else:
+            position = bisect_left(self._oids, oid)
+        while position < len(handlers):
+            handler = handlers[position]
+            if handler.applies(target):
+                found = handler.next(target, suffix)
+                if found is not None:
+                    return handler.oid + found[0], found[1]
+            suffix = None
+            position += 1
+        return None

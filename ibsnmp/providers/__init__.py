@@ -1,0 +1,1 @@
+"""Data providers: where the fabric model comes from."""

@@ -1,0 +1,173 @@
+"""PMA counters: IBA widths, saturation, 4-octet words and the traffic model."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ibsnmp.fabric import build_fabric, counters
+from ibsnmp.fabric.counters import (
+    NUM_VLS,
+    TRACKED_OPCODES,
+    ErrorRates,
+    Flow,
+    PortCounters,
+    TrafficProfile,
+)
+from ibsnmp.fabric.model import Fabric
+
+TIMES = [0, 0.5, 1, 7, 60, 333, 3600, 86_400, 30 * 86_400, 10**9]
+
+IBA_WIDTHS = {
+    "symbol_error_counter": 16,
+    "link_error_recovery_counter": 8,
+    "link_downed_counter": 8,
+    "port_rcv_errors": 16,
+    "port_rcv_remote_physical_errors": 16,
+    "port_rcv_switch_relay_errors": 16,
+    "port_xmit_discards": 16,
+    "port_xmit_constraint_errors": 8,
+    "port_rcv_constraint_errors": 8,
+    "local_link_integrity_errors": 4,
+    "excessive_buffer_overrun_errors": 4,
+    "vl15_dropped": 16,
+    "port_xmit_data": 32,
+    "port_rcv_data": 32,
+    "port_xmit_pkts": 32,
+    "port_rcv_pkts": 32,
+    "port_xmit_wait": 32,
+}
+
+
+@pytest.fixture(scope="module")
+def fabric() -> Fabric:
+    return build_fabric("fat-tree:spines=2,leaves=3,hosts=4,ports=2,faults=6", seed=21)
+
+
+def _ports(fabric: Fabric):  # type: ignore[no-untyped-def]
+    return [p for n in fabric.nodes.values() for p in n.data_ports]
+
+
+def test_widths_are_the_iba_ones() -> None:
+    assert PortCounters.BITS == IBA_WIDTHS
+    assert [f.name for f in dataclasses.fields(PortCounters)] == list(IBA_WIDTHS)
+    assert counters.PortVLXmitFlowCtlUpdateErrors.BITS == 2
+    assert counters.PortVLOpPackets.BITS == 16 and counters.PortVLOpData.BITS == 32
+    assert counters.SwPortVLCongestion.BITS == 16 and counters.PortVLXmitWaitCounters.BITS == 16
+
+
+def test_saturate() -> None:
+    assert counters.saturate(-3, 4) == 0
+    assert counters.saturate(14.9, 4) == 14
+    assert counters.saturate(15, 4) == 15
+    assert counters.saturate(10**30, 4) == 15
+
+
+def test_every_counter_is_monotonic_and_within_its_width(fabric: Fabric) -> None:
+    for port in _ports(fabric):
+        previous = None
+        for t in TIMES:
+            now = counters.port_counters(fabric, port, t)
+            for name, bits in IBA_WIDTHS.items():
+                value = getattr(now, name)
+                assert 0 <= value <= (1 << bits) - 1
+                if previous is not None:
+                    assert value >= getattr(previous, name), (port.ref, name, t)
+            previous = now
+
+
+def test_counters_saturate_at_all_ones(fabric: Fabric) -> None:
+    busy = next(p for p in _ports(fabric) if p.is_active and p.degraded)
+    late = counters.port_counters(fabric, busy, 10**12)
+    for name in ("port_xmit_data", "port_rcv_data", "port_xmit_pkts", "port_rcv_pkts", "port_xmit_wait",
+                 "symbol_error_counter", "port_rcv_errors", "link_error_recovery_counter",
+                 "local_link_integrity_errors"):
+        assert getattr(late, name) == (1 << IBA_WIDTHS[name]) - 1, name
+    profile = counters.traffic_profile(fabric, busy)
+    assert set(profile.vl_xmit_flow_ctl_update_errors_at(10**12).per_vl) <= {0, 3}
+    assert max(profile.vl_xmit_wait_at(10**12).per_vl) == 0xFFFF
+
+
+def test_data_counts_four_octet_words() -> None:
+    flow = Flow(bytes_per_s=4000.0, packet_bytes=100.0)
+    profile = TrafficProfile(True, False, flow, flow, 0.0, 0.0, (1.0,) + (0.0,) * 15, ((0x04, 1.0),))
+    at = profile.counters_at(10)
+    assert at.port_xmit_data == 40_000 // 4 and at.port_rcv_data == 10_000
+    assert at.port_xmit_pkts == 400
+    op = profile.op_rcv_counters_at(0x04, 10)
+    assert (op.port_op_rcv_pkts, op.port_op_rcv_data) == (400, 10_000)
+    assert profile.vl_op_data_at(0x04, 10).per_vl[0] == 10_000
+    assert profile.op_rcv_counters_at(0x20, 10).port_op_rcv_pkts == 0
+
+
+def test_bursts_keep_counters_monotonic() -> None:
+    flow = Flow(1e6, 1000.0, burst_period_s=10.0, burst_length_s=2.0, burst_boost=3.0, phase_s=4.0)
+    values = [flow.load(t / 10) for t in range(0, 1000)]
+    assert values == sorted(values)
+    assert flow.load(10.0) == pytest.approx(10.0 + 3.0 * 2.0)  # one whole burst per period
+
+
+def test_down_port_has_no_traffic(fabric: Fabric) -> None:
+    down = [p for p in _ports(fabric) if not p.is_active]
+    assert down
+    for port in down:
+        for t in TIMES:
+            now = counters.port_counters(fabric, port, t)
+            assert now.port_xmit_data == now.port_rcv_data == now.port_xmit_pkts == now.port_rcv_pkts == 0
+            assert now.symbol_error_counter == 0
+        profile = counters.traffic_profile(fabric, port)
+        assert profile.flow_ctl_counters_at(3600).port_xmit_flow_pkts == 0
+    single = build_fabric("single", seed=1)
+    empty = single.local_node.port(2)
+    assert counters.port_counters(single, empty, 3600) == counters.port_counters(single, empty, 0)
+
+
+def test_degraded_ports_accumulate_errors_healthy_ones_mostly_not(fabric: Fabric) -> None:
+    day = 86_400
+    degraded = [p for p in _ports(fabric) if p.degraded and p.is_active]
+    assert degraded
+    for port in degraded:
+        now = counters.port_counters(fabric, port, day)
+        assert now.symbol_error_counter > 0 and now.link_error_recovery_counter > 0
+        details = counters.traffic_profile(fabric, port).rcv_error_details_at(day)
+        assert now.port_rcv_errors == min(0xFFFF, sum(dataclasses.astuple(details)))
+    healthy = [p for p in _ports(fabric) if p.is_active and not p.degraded]
+    quiet = [p for p in healthy if counters.port_counters(fabric, p, day).symbol_error_counter == 0]
+    assert len(quiet) > len(healthy) // 2
+
+
+def test_a_link_carries_what_its_peer_sends(fabric: Fabric) -> None:
+    for link in fabric.links[:10]:
+        a, b = fabric.port_at(link.a), fabric.port_at(link.b)
+        at_a, at_b = counters.port_counters(fabric, a, 42), counters.port_counters(fabric, b, 42)
+        assert at_a.port_xmit_data == at_b.port_rcv_data and at_a.port_rcv_pkts == at_b.port_xmit_pkts
+
+
+def test_per_vl_and_opcode_attributes(fabric: Fabric) -> None:
+    switch_port = next(p for n in fabric.nodes.values() if n.is_switch for p in n.data_ports if p.is_active)
+    ca_port = fabric.local_node.port(1)
+    for port in (switch_port, ca_port):
+        profile = counters.traffic_profile(fabric, port)
+        assert len(profile.vl_shares) == NUM_VLS and sum(profile.vl_shares) == pytest.approx(1.0)
+        total = sum(profile.op_rcv_counters_at(op, 30).port_op_rcv_pkts for op in TRACKED_OPCODES)
+        assert total == pytest.approx(profile.counters_at(30).port_rcv_pkts, rel=1e-3, abs=len(TRACKED_OPCODES))
+        assert len(profile.vl_op_packets_at(0x04, 30).per_vl) == NUM_VLS
+    assert any(counters.traffic_profile(fabric, switch_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert not any(counters.traffic_profile(fabric, ca_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert counters.traffic_profile(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
+
+
+def test_error_rates_default_to_none() -> None:
+    assert all(value == 0.0 for value in dataclasses.astuple(ErrorRates()))
+
+
+def test_sm_act_count_and_connection_counters(fabric: Fabric) -> None:
+    master = fabric.master_sm
+    assert counters.sm_act_count(master, 0) == master.act_count
+    assert counters.sm_act_count(master, 100) > counters.sm_act_count(master, 10)
+    conns = fabric.connections[fabric.local_node_guid]
+    early, late = counters.connection_counters_at(conns, 10), counters.connection_counters_at(conns, 1000)
+    assert late.ud_in_datagrams > early.ud_in_datagrams > 0
+    assert late.connected_in_segments > early.connected_in_segments > 0
+    assert late.rd_in_datagrams == 0  # ConnectX has no reliable datagram
