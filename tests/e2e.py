@@ -37,7 +37,11 @@ class RunningAgent:
     banner: str
 
     def snmp(self, tool: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-        return net_snmp(tool, *args, self.address, timeout=timeout)
+        """Run `tool` against this agent; the address goes before the first OID."""
+        first_oid = next((i for i, a in enumerate(args) if "::" in a or a.startswith(".")),
+                         len(args))
+        return net_snmp(tool, *args[:first_oid], self.address, *args[first_oid:],
+                        timeout=timeout)
 
 
 @contextmanager
