@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 DEBIAN_PACKAGES := python3-venv smitools snmp snmptrapd
 STAMP := $(VENV)/.installed
 
-.PHONY: test run setup debian-packages mibs check-mibs clean
+.PHONY: test run bench setup debian-packages mibs check-mibs clean
 
 RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 
@@ -18,6 +18,11 @@ test: setup
 # The agent on a small simulated fat-tree, for a try from another shell.
 run: setup
 	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --community public --fabric $(RUN_FABRIC)
+
+# Benchmarks against peers measured in the same run (see README).
+bench: setup
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python bench/walk.py
 
 setup: debian-packages $(STAMP)
 

@@ -241,3 +241,12 @@ def test_an_explicitly_empty_community_list_stays_empty(tmp_path: Path) -> None:
 def test_bad_flags(argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         settings_from_args(parse_args(*argv))
+
+
+def test_shipped_example_config_loads() -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "ibsnmp.toml"
+    config = load_config(example)
+    settings = merge_settings(config)
+    assert [c.access for c in settings.communities] == ["read", "write"]
+    assert [(u.name, u.auth, u.priv) for u in settings.users] == [
+        ("monitor", "SHA256", "AES"), ("admin", "SHA512", "AES256")]

@@ -45,7 +45,7 @@ def is_end_of_mib_view(value: Any) -> bool:
 class ContextView:
     """What `SnmpContext.get_mib_instrum` returns: one request, one context.
 
-    Holds nothing but three references, so it costs nothing per node.
+    A handful of references built per request: nothing is stored per node.
     `target` is None for a context nobody knows: the access check then fails
     the request the standard way (noSuchContext) before any value is read.
     """
