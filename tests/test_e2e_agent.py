@@ -284,3 +284,44 @@ def test_every_object_has_an_instance_on_a_switch(agent: RunningAgent, fabric: F
     seen = _walk_names(agent, f"public@{context_name(switch_of(fabric).guid)}")
     _check_instances(seen, set(MODULE_SUBTREES),
                      NO_INSTANCE | NO_INSTANCE_ON_SWITCH | NO_INSTANCE_WITHOUT_SM)
+
+
+# -- a pysnmp manager ----------------------------------------------------------
+
+async def test_pysnmp_manager_reads_a_port_table_in_a_switch_context(
+        agent: RunningAgent, fabric: Fabric) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from pysnmp.hlapi.v3arch.asyncio import (
+            USM_AUTH_HMAC192_SHA256,
+            USM_PRIV_CFB128_AES,
+            ContextData,
+            ObjectIdentity,
+            ObjectType,
+            SnmpEngine,
+            UdpTransportTarget,
+            UsmUserData,
+            walk_cmd,
+        )
+    switch = switch_of(fabric)
+    user = UsmUserData(USER[0], USER[1], USER[2], authProtocol=USM_AUTH_HMAC192_SHA256,
+                       privProtocol=USM_PRIV_CFB128_AES)
+    host, port = agent.address.rsplit(":", 1)
+    column = definitions().objects["ibSmaPortLinkState"]
+    engine = SnmpEngine()
+    states: dict[int, int] = {}
+    try:
+        target = await UdpTransportTarget.create((host, int(port)), timeout=3, retries=1)
+        context = ContextData(contextName=context_name(switch.guid).encode())
+        async for error, status, _, var_binds in walk_cmd(
+                engine, user, target, context, ObjectType(ObjectIdentity(column.oid)),
+                lexicographicMode=False):
+            assert error is None and not status
+            for name, value in var_binds:
+                states[tuple(name)[-1]] = int(value)
+    finally:
+        engine.close_dispatcher()
+    # ibSmaPortLinkState is the IBA PortState plus one: active(5) is IBA's 4.
+    assert states == {p.num: int(p.info.port_state) + 1 for p in switch.data_ports}
