@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
+from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.model import Fabric
+
+EventListener = Callable[[TrapEvent], None]
 
 
 class Provider(Protocol):
@@ -16,6 +20,11 @@ class Provider(Protocol):
 
     @property
     def epoch(self) -> float: ...
+
+    def add_listener(self, listener: EventListener) -> None:
+        """Call `listener` for every event from now on (synchronously, from
+        the provider's task: a listener must not block)."""
+        ...
 
     async def start(self) -> None: ...
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import time
 
+from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric
+
+from .base import EventListener
 
 DEFAULT_SPEC = "fat-tree:spines=2,leaves=4,hosts=4"
 
@@ -18,6 +21,7 @@ class SimulatedProvider:
     def __init__(self, spec: str = DEFAULT_SPEC, seed: int = 1) -> None:
         self._fabric = build_fabric(spec, seed=seed)
         self._epoch = time.monotonic()
+        self._listeners: list[EventListener] = []
 
     @property
     def snapshot(self) -> Fabric:
@@ -26,6 +30,13 @@ class SimulatedProvider:
     @property
     def epoch(self) -> float:
         return self._epoch
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: TrapEvent) -> None:
+        for listener in self._listeners:
+            listener(event)
 
     async def start(self) -> None:
         """Nothing to poll: the simulated fabric changes only with time."""
