@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from mib_walk import walk as walk_from
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
@@ -25,15 +26,9 @@ def fabric():
     return build_fabric("fat-tree:spines=2,leaves=4,hosts=3", seed=1)
 
 
-def walk(mib: InfinibandMib, target: ContextTarget) -> dict[tuple[int, ...], object]:
-    found = {}
-    oid = MODULE_OID
-    while (step := mib.get_next(target, oid)) is not None and step[0][: len(MODULE_OID)] == MODULE_OID:
-        assert step[0] > oid
-        oid = step[0]
-        found[oid] = step[1]
-    return found
 
+def walk(mib, target):
+    return walk_from(mib, target, MODULE_OID)
 
 def column(name: str) -> tuple[int, ...]:
     return definitions().objects[name].oid

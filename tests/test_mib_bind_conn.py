@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from mib_walk import walk as walk_from
 
 from ibsnmp.fabric.counters import connection_counters_at
 from ibsnmp.fabric.generators import build_fabric
@@ -47,15 +48,9 @@ def ca(fabric):
     return next(n for n in fabric.nodes.values() if n.is_ca and n.guid in fabric.connections)
 
 
-def walk(mib, target):
-    found = {}
-    oid = MODULE_OID
-    while (step := mib.get_next(target, oid)) is not None and step[0][: len(MODULE_OID)] == MODULE_OID:
-        assert step[0] > oid
-        oid = step[0]
-        found[oid] = step[1]
-    return found
 
+def walk(mib, target):
+    return walk_from(mib, target, MODULE_OID)
 
 def oid_of(name):
     return definitions().objects[name].oid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mib_walk import walk as walk_from
 
 from ibsnmp.fabric import counters
 from ibsnmp.fabric.generators import build_fabric
@@ -35,15 +36,9 @@ def switch(fabric):
     return next(n for n in fabric.nodes.values() if n.is_switch)
 
 
-def walk(mib, target, start=MODULE_OID):
-    found = {}
-    oid = start
-    while (step := mib.get_next(target, oid)) is not None and step[0][: len(start)] == start:
-        assert step[0] > oid
-        oid = step[0]
-        found[oid] = step[1]
-    return found
 
+def walk(mib, target, start=MODULE_OID):
+    return walk_from(mib, target, start)
 
 def column(name):
     return definitions().objects[name].oid

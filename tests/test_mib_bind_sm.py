@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mib_walk import walk as walk_from
 
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.generators import build_fabric
@@ -89,16 +90,10 @@ def first_per_column(mib, target) -> dict[str, tuple[tuple[int, ...], object]]:
     return found
 
 
+
 def walk(mib, target, start: tuple[int, ...]) -> list[tuple[tuple[int, ...], object]]:
     """Every instance under `start`."""
-    out = []
-    oid = start
-    while (step := mib.get_next(target, oid)) is not None and step[0][: len(start)] == start:
-        assert step[0] > oid
-        out.append(step)
-        oid = step[0]
-    return out
-
+    return list(walk_from(mib, target, start).items())
 
 def column(mib, target, name: str) -> list[object]:
     return [value for _, value in walk(mib, target, oid_of(name))]

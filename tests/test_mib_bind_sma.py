@@ -6,6 +6,7 @@ import dataclasses
 from types import MappingProxyType
 
 import pytest
+from mib_walk import walk as walk_from
 
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.generators import build_fabric
@@ -73,15 +74,9 @@ def sm_host_walk(mib, fabric, sm_host):
     return walk(mib, ContextTarget(fabric, sm_host, True, 10.0))
 
 
-def walk(mib: InfinibandMib, target: ContextTarget) -> dict[tuple[int, ...], object]:
-    found = {}
-    oid = MODULE_OID
-    while (step := mib.get_next(target, oid)) is not None and step[0][: len(MODULE_OID)] == MODULE_OID:
-        assert step[0] > oid
-        oid = step[0]
-        found[oid] = step[1]
-    return found
 
+def walk(mib, target):
+    return walk_from(mib, target, MODULE_OID)
 
 def oid_of(name: str) -> tuple[int, ...]:
     return definitions().objects[name].oid
