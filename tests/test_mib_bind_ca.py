@@ -30,6 +30,7 @@ def fabric():
 def walk(mib, target):
     return walk_from(mib, target, MODULE_OID)
 
+
 def column(name: str) -> tuple[int, ...]:
     return definitions().objects[name].oid
 

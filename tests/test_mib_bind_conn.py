@@ -52,6 +52,7 @@ def ca(fabric):
 def walk(mib, target):
     return walk_from(mib, target, MODULE_OID)
 
+
 def oid_of(name):
     return definitions().objects[name].oid
 

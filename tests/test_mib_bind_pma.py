@@ -40,6 +40,7 @@ def switch(fabric):
 def walk(mib, target, start=MODULE_OID):
     return walk_from(mib, target, start)
 
+
 def column(name):
     return definitions().objects[name].oid
 

@@ -95,6 +95,7 @@ def walk(mib, target, start: tuple[int, ...]) -> list[tuple[tuple[int, ...], obj
     """Every instance under `start`."""
     return list(walk_from(mib, target, start).items())
 
+
 def column(mib, target, name: str) -> list[object]:
     return [value for _, value in walk(mib, target, oid_of(name))]
 

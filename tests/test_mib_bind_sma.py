@@ -78,6 +78,7 @@ def sm_host_walk(mib, fabric, sm_host):
 def walk(mib, target):
     return walk_from(mib, target, MODULE_OID)
 
+
 def oid_of(name: str) -> tuple[int, ...]:
     return definitions().objects[name].oid
 
