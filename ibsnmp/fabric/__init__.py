@@ -2,9 +2,12 @@
 
     from ibsnmp.fabric import build_fabric, routing, counters
     fabric = build_fabric("fat-tree:spines=2,leaves=4,hosts=8", seed=1)
+
+Snapshots never change; `changes` makes new ones from old (a port's state,
+PortInfo/NodeInfo fields, error bursts, counter clears).
 """
 
-from . import counters, iba, routing
+from . import changes, counters, iba, routing
 from .generators import build_fabric, generate
 from .ibnetdiscover import export as export_ibnetdiscover
 from .jsonexport import to_json
@@ -13,6 +16,7 @@ from .model import (
     ConnectedQp,
     Fabric,
     Link,
+    LinkTraining,
     McMember,
     MulticastGroup,
     Node,
@@ -20,6 +24,7 @@ from .model import (
     Partition,
     PartitionMember,
     Port,
+    PortHistory,
     PortInfo,
     PortRef,
     RdConnection,
@@ -33,6 +38,7 @@ from .model import (
 from .spec import FabricSpec, FatTreeSpec, SingleSpec, SpecError, parse_spec
 
 __all__ = [
+    "changes",
     "counters",
     "iba",
     "routing",
@@ -49,6 +55,7 @@ __all__ = [
     "ConnectedQp",
     "Fabric",
     "Link",
+    "LinkTraining",
     "McMember",
     "MulticastGroup",
     "Node",
@@ -56,6 +63,7 @@ __all__ = [
     "Partition",
     "PartitionMember",
     "Port",
+    "PortHistory",
     "PortInfo",
     "PortRef",
     "RdConnection",

@@ -10,14 +10,15 @@ transmits its peer receives, so PortXmitData here equals PortRcvData there.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from .detrand import unit as _unit
-from .iba import NodeType
-from .model import Fabric, NodeConnections, Port, SmInfo
+from .iba import NodeType, PortPhysState, PortState
+from .model import ALWAYS_UP, Fabric, NodeConnections, Port, PortHistory, PortRef, SmInfo
 
 __all__ = [
     "TRACKED_OPCODES",
@@ -38,8 +39,11 @@ __all__ = [
     "PortVLXmitWaitCounters",
     "SwPortVLCongestion",
     "ConnectionCounters",
+    "ERROR_NAMES",
+    "CLEARABLE",
     "traffic_profile",
     "port_counters",
+    "threshold_watch_ports",
     "sm_act_count",
     "connection_counters_at",
 ]
@@ -128,6 +132,11 @@ class ErrorRates:
 
 
 NO_ERRORS = ErrorRates()
+# The names a scenario's error burst may use: the ErrorRates fields.
+ERROR_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ErrorRates))
+_RCV_ERROR_NAMES = ("local_physical", "malformed_packet", "buffer_overrun", "dlid_mapping", "vl_mapping", "looping")
+_DISCARD_NAMES = ("inactive_discards", "neighbor_mtu_discards", "sw_lifetime_limit_discards",
+                  "sw_hoq_limit_discards")
 
 
 def _count(rate: float, t: float) -> float:
@@ -269,7 +278,13 @@ class SwPortVLCongestion:
 @dataclass(frozen=True, slots=True)
 class TrafficProfile:
     """Everything the counters of one port derive from; the *_at methods
-    are the counters after `t` seconds."""
+    are the counters after `t` seconds.
+
+    `history` (a port a scenario touched, see model.PortHistory) bends the
+    steady model: traffic and error rates run only while the port was up,
+    error bursts add on top, LinkDownedCounter counts the downs, and a
+    PortCounters field cleared at time c reads as its count since c.  Every
+    value is still a pure function of t, monotonic between clears."""
 
     active: bool
     is_switch: bool
@@ -281,9 +296,12 @@ class TrafficProfile:
     opcode_shares: tuple[tuple[int, float], ...]
     errors: ErrorRates = NO_ERRORS
     link_downed_base: int = 0
+    history: PortHistory | None = None
 
     def counters_at(self, t: float) -> PortCounters:
         t = max(0.0, t)
+        if self.history is not None:
+            return self._history_counters(t)
         xmit_load, rcv_load = self.xmit.load(t), self.rcv.load(t)
         xmit_octets, rcv_octets = self.xmit.bytes_per_s * xmit_load, self.rcv.bytes_per_s * rcv_load
         e = self.errors
@@ -316,45 +334,65 @@ class TrafficProfile:
             saturate(self.xmit_wait_per_s * xmit_load, 32),
         )
 
+    def threshold_counters_at(self, t: float) -> tuple[int, int]:
+        """(LocalLinkIntegrityErrors, ExcessiveBufferOverrunErrors) alone:
+        what a threshold watcher polls, without the other fifteen."""
+        t = max(0.0, t)
+        if self.history is not None:
+            counters = self._history_counters(t)
+            return counters.local_link_integrity_errors, counters.excessive_buffer_overrun_errors
+        e = self.errors
+        if e is NO_ERRORS:
+            return 0, 0
+        return saturate(e.local_link_integrity * t, 4), saturate(e.excessive_buffer_overrun * t, 4)
+
     def rcv_error_details_at(self, t: float) -> PortRcvErrorDetails:
+        if self.history is not None:
+            tau = self._up_time(t)
+            return PortRcvErrorDetails(*(saturate(self._error(n, t, tau), 16) for n in _RCV_ERROR_NAMES))
         return PortRcvErrorDetails(*(saturate(v, 16) for v in _raw_rcv_errors(self.errors, t)))
 
     def xmit_discard_details_at(self, t: float) -> PortXmitDiscardDetails:
+        if self.history is not None:
+            tau = self._up_time(t)
+            return PortXmitDiscardDetails(*(saturate(self._error(n, t, tau), 16) for n in _DISCARD_NAMES))
         return PortXmitDiscardDetails(*(saturate(v, 16) for v in _raw_discards(self.errors, t)))
 
     def op_rcv_counters_at(self, opcode: int, t: float) -> PortOpRcvCounters:
         share = self._opcode_share(opcode)
-        return PortOpRcvCounters(
-            opcode,
-            saturate(self.rcv.packets(t) * share, 32),
-            saturate(self.rcv.octets(t) * share / 4, 32),
-        )
+        octets = self.rcv.bytes_per_s * self._load(self.rcv, t)
+        packets = octets / self.rcv.packet_bytes if self.rcv.packet_bytes else 0.0
+        return PortOpRcvCounters(opcode, saturate(packets * share, 32), saturate(octets * share / 4, 32))
 
     def flow_ctl_counters_at(self, t: float) -> PortFlowCtlCounters:
-        count = saturate(_count(self.flow_ctl_pkts_per_s, t), 32)
+        count = saturate(self.flow_ctl_pkts_per_s * self._up_time(t), 32)
         return PortFlowCtlCounters(count, count)
 
     def vl_op_packets_at(self, opcode: int, t: float) -> PortVLOpPackets:
-        packets = self.rcv.packets(t) * self._opcode_share(opcode)
+        octets = self.rcv.bytes_per_s * self._load(self.rcv, t)
+        packets = (octets / self.rcv.packet_bytes if self.rcv.packet_bytes else 0.0) * self._opcode_share(opcode)
         return PortVLOpPackets(opcode, tuple(saturate(packets * s, 16) for s in self.vl_shares))
 
     def vl_op_data_at(self, opcode: int, t: float) -> PortVLOpData:
-        words = self.rcv.octets(t) / 4 * self._opcode_share(opcode)
+        words = self.rcv.bytes_per_s * self._load(self.rcv, t) / 4 * self._opcode_share(opcode)
         return PortVLOpData(opcode, tuple(saturate(words * s, 32) for s in self.vl_shares))
 
     def vl_xmit_flow_ctl_update_errors_at(self, t: float) -> PortVLXmitFlowCtlUpdateErrors:
-        errors = _count(self.errors.vl_flow_ctl_update, t)
+        if self.history is not None:
+            errors: float = self._error("vl_flow_ctl_update", t, self._up_time(t))
+        else:
+            errors = _count(self.errors.vl_flow_ctl_update, t)
         return PortVLXmitFlowCtlUpdateErrors(tuple(saturate(errors if s else 0, 2) for s in self.vl_shares))
 
     def vl_xmit_wait_at(self, t: float) -> PortVLXmitWaitCounters:
-        wait = self.xmit_wait_per_s * self.xmit.load(t)
+        wait = self.xmit_wait_per_s * self._load(self.xmit, t)
         return PortVLXmitWaitCounters(tuple(saturate(wait * s, 16) for s in self.vl_shares))
 
     def sw_port_vl_congestion_at(self, t: float) -> SwPortVLCongestion:
         if not self.is_switch:
             return SwPortVLCongestion((0,) * NUM_VLS)
         # Congestion marks: a sampled fraction of the wait ticks.
-        wait = self.xmit_wait_per_s * self.xmit.load(t) / 256
+        wait = self.xmit_wait_per_s * self._load(self.xmit, t) / 256
         return SwPortVLCongestion(tuple(saturate(wait * s, 16) for s in self.vl_shares))
 
     def _opcode_share(self, opcode: int) -> float:
@@ -362,6 +400,85 @@ class TrafficProfile:
             if code == opcode:
                 return share
         return 0.0
+
+    # -- the history path (ports a scenario touched) ----------------------------
+
+    def _intervals(self) -> tuple[tuple[float, float], ...]:
+        history = self.history
+        if history is not None and history.up is not None:
+            return history.up
+        return ALWAYS_UP if self.active else ()
+
+    def _load(self, flow: Flow, t: float) -> float:
+        """Traffic-weighted time the port was up by t (Flow.load without history)."""
+        if self.history is None:
+            return flow.load(t)
+        return sum(flow.load(min(t, end)) - flow.load(start) for start, end in self._intervals() if start < t)
+
+    def _up_time(self, t: float) -> float:
+        if self.history is None:
+            return t if t > 0 else 0.0
+        return sum(min(t, end) - start for start, end in self._intervals() if start < t)
+
+    def _error(self, name: str, t: float, up_time: float) -> int:
+        """Errors of one ErrorRates kind by t: the steady rate while up, plus bursts."""
+        count = math.floor(getattr(self.errors, name) * up_time)
+        history = self.history
+        if history is not None:
+            count += sum(n for when, kind, n in history.bursts if kind == name and when <= t)
+        return count
+
+    def _raw_counters(self, t: float) -> list[int]:
+        """The PortCounters fields before saturation, as counts since the epoch."""
+        history = self.history
+        assert history is not None
+        tau = self._up_time(t)
+        xmit_load, rcv_load = self._load(self.xmit, t), self._load(self.rcv, t)
+        xmit_octets, rcv_octets = self.xmit.bytes_per_s * xmit_load, self.rcv.bytes_per_s * rcv_load
+
+        def err(name: str) -> int:
+            return self._error(name, t, tau)
+
+        downs = sum(1 for when in history.downs if when <= t)
+        return [
+            err("symbol"),
+            err("link_error_recovery"),
+            self.link_downed_base + err("link_downed") + downs,
+            sum(err(name) for name in _RCV_ERROR_NAMES),
+            err("rcv_remote_physical"),
+            err("rcv_switch_relay"),
+            sum(err(name) for name in _DISCARD_NAMES),
+            err("xmit_constraint"),
+            err("rcv_constraint"),
+            err("local_link_integrity"),
+            err("excessive_buffer_overrun"),
+            err("vl15_dropped"),
+            math.floor(xmit_octets / 4),
+            math.floor(rcv_octets / 4),
+            math.floor(xmit_octets / self.xmit.packet_bytes) if self.xmit.packet_bytes else 0,
+            math.floor(rcv_octets / self.rcv.packet_bytes) if self.rcv.packet_bytes else 0,
+            math.floor(self.xmit_wait_per_s * xmit_load),
+        ]
+
+    def _history_counters(self, t: float) -> PortCounters:
+        history = self.history
+        assert history is not None
+        raw = self._raw_counters(t)
+        earlier: dict[float, list[int]] = {}
+        for name, when in history.clears:
+            if when <= t:
+                index = _COUNTER_INDEX[name]
+                before = earlier.get(when)
+                if before is None:
+                    before = earlier[when] = self._raw_counters(when)
+                raw[index] -= before[index]
+        return PortCounters(*(saturate(value, bits) for value, bits in zip(raw, _COUNTER_BITS)))
+
+
+_COUNTER_INDEX = {name: i for i, name in enumerate(PortCounters.BITS)}
+_COUNTER_BITS = tuple(PortCounters.BITS.values())
+# The fields a PMA Set(PortCounters) can clear (CounterSelect bits).
+CLEARABLE: frozenset[str] = frozenset(PortCounters.BITS)
 
 
 def _raw_rcv_errors(e: ErrorRates, t: float) -> tuple[float, ...]:
@@ -380,8 +497,6 @@ def _raw_discards(e: ErrorRates, t: float) -> tuple[float, ...]:
     )
 
 
-
-
 # -- profiles derived from the seed ------------------------------------------
 
 _IDLE_VLS = (0.0,) * NUM_VLS
@@ -389,18 +504,54 @@ _IDLE_VLS = (0.0,) * NUM_VLS
 
 def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile:
     """The port's profile, derived once per snapshot from the fabric seed,
-    the link the port is on and its state (down ports carry nothing)."""
+    the link the port is on and its state (down ports carry nothing), and
+    what a scenario did to it (fabric.port_history)."""
     cache: dict[tuple[int, int], TrafficProfile] = fabric.cached("counters.profiles", dict)
     key = (port.node_guid, port.num)
     profile = cache.get(key)
     if profile is None:
-        profile = cache.setdefault(key, _derive_profile(fabric, port))
+        history = fabric.port_history.get(port.ref) if fabric.port_history else None
+        if history is None:
+            profile = _derive_profile(fabric, port)
+        else:
+            profile = _derive_history_profile(fabric, port, history)
+        profile = cache.setdefault(key, profile)
     return profile
 
 
 def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters:
     """PortCounters of a port `elapsed` seconds after they were cleared."""
     return traffic_profile(fabric, port).counters_at(elapsed)
+
+
+def _derive_history_profile(fabric: Fabric, port: Port, history: PortHistory) -> TrafficProfile:
+    """A touched port: the rates it has when its link is up (taken from the
+    training it had, if it is down now), bent by its history."""
+    basis = port
+    if not port.is_active and port.num != 0 and history.training is not None and history.peer is not None:
+        width, speed, speed_ext, vls = history.training
+        info = port.info._replace(
+            port_state=PortState.ACTIVE, phys_state=PortPhysState.LINK_UP, link_width_active=width,
+            link_speed_active=speed, link_speed_ext_active=speed_ext, operational_vls=vls,
+        )
+        basis = dataclasses.replace(port, info=info, remote=history.peer)
+    profile = _derive_profile(fabric, basis)
+    return dataclasses.replace(profile, active=port.is_active, history=history)
+
+
+def threshold_watch_ports(fabric: Fabric) -> tuple[PortRef, ...]:
+    """Every port whose LocalLinkIntegrityErrors or ExcessiveBufferOverrunErrors
+    can change: the degraded links (the only ports `_errors` gives those
+    rates) and the ports with a history (bursts, downs, clears).  A watcher
+    polling these sees everything a poll of every port would."""
+    degraded: tuple[PortRef, ...] = fabric.cached(
+        "counters.degraded",
+        lambda: tuple(p.ref for node in fabric.nodes.values() for p in node.ports if p.degraded),
+    )
+    if not fabric.port_history:
+        return degraded
+    seen = set(degraded)
+    return degraded + tuple(sorted(ref for ref in fabric.port_history if ref not in seen))
 
 
 def _derive_profile(fabric: Fabric, port: Port) -> TrafficProfile:

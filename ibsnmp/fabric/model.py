@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from .iba import (
@@ -63,6 +64,8 @@ __all__ = [
     "RdConnection",
     "ConnectedQp",
     "NodeConnections",
+    "LinkTraining",
+    "PortHistory",
     "Fabric",
 ]
 
@@ -500,6 +503,55 @@ class NodeConnections:
     segments_per_s: float = 0.0
 
 
+class LinkTraining(NamedTuple):
+    """What a link trained to (PortInfo's active width, speeds and VLs),
+    kept while the link is down so it comes back the same."""
+
+    width: LinkWidth
+    speed: LinkSpeed
+    speed_ext: LinkSpeedExt
+    operational_vls: VLCap
+
+
+ALWAYS_UP: tuple[tuple[float, float], ...] = ((0.0, float("inf")),)
+
+
+@dataclass(frozen=True, slots=True)
+class PortHistory:
+    """What happened to one port since the provider's epoch, beyond what the
+    generator made (scenario events, counter clears).  The counters read it
+    (counters.TrafficProfile), so they stay pure functions of elapsed time.
+    Times are seconds since the epoch.
+
+    up: the intervals (start, end) the port was Active and passed traffic
+      (end = inf while it still is); None: as generated (always, if the port
+      is active).
+    downs: when the link went down (each adds one to LinkDownedCounter).
+    bursts: (time, ErrorRates field name, count) error events on top of the
+      port's steady error rates.
+    clears: (PortCounters field name, time) the last time each counter was
+      cleared (a PMA Set(PortCounters) with that CounterSelect bit).
+    peer: the port at the other end of the cable, kept while the link is
+      down; training: what the link trained to when it was last up.
+    """
+
+    up: tuple[tuple[float, float], ...] | None = None
+    downs: tuple[float, ...] = ()
+    bursts: tuple[tuple[float, str, int], ...] = ()
+    clears: tuple[tuple[str, float], ...] = ()
+    peer: PortRef | None = None
+    training: LinkTraining | None = None
+
+    def cleared_at(self, name: str) -> float | None:
+        for field_name, when in self.clears:
+            if field_name == name:
+                return when
+        return None
+
+
+NO_HISTORY: Mapping[PortRef, PortHistory] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Fabric:
     """One consistent snapshot of a subnet.
@@ -508,7 +560,9 @@ class Fabric:
     `lid_map` maps each port's base LID to the port; `resolve_lid` also
     finds LIDs inside an LMC block.  `connections` may be computed lazily
     by the provider (any Mapping works).  `seed` is set for simulated
-    fabrics and drives the traffic model.
+    fabrics and drives the traffic model.  `port_history` holds what
+    happened to the few ports a scenario touched (see PortHistory); the
+    snapshots that change it are made by `fabric.changes`.
     """
 
     subnet_prefix: int
@@ -524,6 +578,7 @@ class Fabric:
     local_node_guid: int
     seed: int | None = None
     spec: str = ""
+    port_history: Mapping[PortRef, PortHistory] = field(default_factory=lambda: NO_HISTORY)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- lookups ---------------------------------------------------------

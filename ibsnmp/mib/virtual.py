@@ -150,7 +150,10 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
     suffixes = index.suffixes
     rows = index.rows
     position = 0 if suffix is None else bisect_right(suffixes, suffix)
-    for found in suffixes[position:] if position else suffixes:
+    # By index, not a slice: a slice would copy the rest of the table on
+    # every GETNEXT.
+    for at in range(position, len(suffixes)):
+        found = suffixes[at]
         yield found, rows[found]
 
 

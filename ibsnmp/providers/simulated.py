@@ -1,27 +1,89 @@
 """The embedded default provider: a simulated fabric built from a spec and a seed.
 
 Counters need no background task: the fabric model computes them from the
-time elapsed since `epoch`.
+time elapsed since `epoch`.  Two optional tasks run from `start()`:
+
+- the scenario (`scenario=`, see providers.scenario): timed events that
+  swap in new snapshots (a port down, an error burst, a capability mask
+  change ...) and emit the IBA traps they raise;
+- the threshold watcher (providers.thresholds): polls the error counters
+  every `watch_interval` and emits traps 129 and 130.
+
+Every change builds a new immutable snapshot and swaps it in with one
+assignment before the events that report it are emitted.  Scenario times
+count from the epoch (the provider's creation), multiplied by
+`time_scale`; events already due when `start()` runs fire at once, in order.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
+from pathlib import Path
 
 from ibsnmp.events import TrapEvent
+from ibsnmp.fabric.changes import with_counters_cleared
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric
 
 from .base import EventListener
+from .scenario import Scenario, Step, apply_step, load_scenario
+from .thresholds import ThresholdWatcher
 
 DEFAULT_SPEC = "fat-tree:spines=2,leaves=4,hosts=4"
+DEFAULT_WATCH_INTERVAL = 1.0
+
+log = logging.getLogger("ibsnmp.providers.simulated")
 
 
 class SimulatedProvider:
-    def __init__(self, spec: str = DEFAULT_SPEC, seed: int = 1) -> None:
+    """`SimulatedProvider(spec, seed, scenario=None, *, time_scale=None,
+    watch_interval=None)`.
+
+    scenario: a Scenario or a path to load; its node names are resolved
+      against the fabric here, so a bad name fails at construction
+      (ScenarioError).
+    time_scale: multiplies scenario times and the watch interval (default:
+      the scenario's, else 1.0); 0.01 runs a 30 s scenario in 0.3 s.
+    watch_interval: seconds (before time_scale) between threshold polls
+      (default: the scenario's, else 1.0); 0 turns the watcher off.
+    """
+
+    def __init__(
+        self,
+        spec: str = DEFAULT_SPEC,
+        seed: int = 1,
+        scenario: Scenario | str | Path | None = None,
+        *,
+        time_scale: float | None = None,
+        watch_interval: float | None = None,
+    ) -> None:
         self._fabric = build_fabric(spec, seed=seed)
-        self._epoch = time.monotonic()
+        self._seed = seed
         self._listeners: list[EventListener] = []
+        if isinstance(scenario, (str, Path)):
+            scenario = load_scenario(scenario)
+        self._scenario = scenario
+        self._steps: tuple[Step, ...] = scenario.schedule(self._fabric, seed) if scenario is not None else ()
+        if time_scale is None:
+            time_scale = scenario.time_scale if scenario is not None else 1.0
+        if watch_interval is None:
+            watch_interval = scenario.watch_interval if scenario is not None else DEFAULT_WATCH_INTERVAL
+        if time_scale <= 0:
+            raise ValueError(f"time_scale must be > 0, got {time_scale}")
+        if watch_interval < 0:
+            raise ValueError(f"watch_interval must be >= 0, got {watch_interval}")
+        self._time_scale = time_scale
+        self._watch_interval = watch_interval
+        self._watcher = ThresholdWatcher()
+        self._watching = False  # the watcher has its baseline
+        self._next_step = 0  # the scenario resumes here after stop() and start()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._epoch = time.monotonic()
+
+    # -- the Provider interface ---------------------------------------------------
 
     @property
     def snapshot(self) -> Fabric:
@@ -34,12 +96,109 @@ class SimulatedProvider:
     def add_listener(self, listener: EventListener) -> None:
         self._listeners.append(listener)
 
-    def _emit(self, event: TrapEvent) -> None:
-        for listener in self._listeners:
-            listener(event)
-
     async def start(self) -> None:
-        """Nothing to poll: the simulated fabric changes only with time."""
+        """Arm the threshold watcher and start the scenario and watch tasks.
+        After stop(), start() resumes the scenario where it stopped (what
+        fell due in between runs at once)."""
+        if self._tasks:
+            return
+        if self._watch_interval > 0:
+            if not self._watching:
+                self._watcher.poll(self._fabric, self.elapsed())  # the baseline
+                self._watching = True
+            self._tasks.append(asyncio.create_task(self._watch(), name="ibsnmp-thresholds"))
+        if self._next_step < len(self._steps):
+            self._tasks.append(asyncio.create_task(self._run_scenario(), name="ibsnmp-scenario"))
 
     async def stop(self) -> None:
-        """Nothing to release."""
+        """Cancel the tasks and wait for them to end."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # -- extras -------------------------------------------------------------------
+
+    @property
+    def scenario(self) -> Scenario | None:
+        return self._scenario
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The scenario's occurrences in the order they run (scenario seconds)."""
+        return self._steps
+
+    @property
+    def time_scale(self) -> float:
+        return self._time_scale
+
+    @property
+    def watcher(self) -> ThresholdWatcher:
+        return self._watcher
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._epoch
+
+    def apply(self, step: Step) -> tuple[TrapEvent, ...]:
+        """Run one scenario step now: swap in its snapshot, then emit its traps."""
+        new, events = apply_step(self._fabric, step, self.elapsed())
+        self._fabric = new
+        for event in events:
+            self._emit(event)
+        return events
+
+    def check_thresholds(self) -> tuple[TrapEvent, ...]:
+        """One threshold poll now: emit 129/130 for each crossing, then swap
+        in the snapshot with the counters the watcher cleared."""
+        at = self.elapsed()
+        fabric = self._fabric
+        crossings = self._watcher.poll(fabric, at)
+        events = tuple(c.event(fabric) for c in crossings)
+        for event in events:
+            self._emit(event)
+        cleared = fabric
+        for crossing in crossings:
+            if crossing.clear:
+                cleared = with_counters_cleared(cleared, crossing.ref, (crossing.counter,), at=at)
+        if cleared is not fabric:
+            # A scenario step may not have swapped in between: the two share
+            # one event loop thread and neither awaits here.
+            self._fabric = cleared
+            self._watcher.observe(cleared, at)
+        return events
+
+    def _emit(self, event: TrapEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener's bug must not stop the scenario
+                log.exception("event listener failed on %s", event.trap.name)
+
+    async def _run_scenario(self) -> None:
+        scale = self._time_scale
+        while self._next_step < len(self._steps):
+            step = self._steps[self._next_step]
+            delay = self._epoch + step.at * scale - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._next_step += 1
+            try:
+                events = self.apply(step)
+            except Exception:
+                log.exception("scenario: %s failed", step.describe(self._fabric))
+                continue
+            log.info("scenario: %s -> %s", step.describe(self._fabric),
+                     ", ".join(str(int(e.trap)) for e in events) or "no trap")
+
+    async def _watch(self) -> None:
+        interval = self._watch_interval * self._time_scale
+        next_at = time.monotonic() + interval
+        while True:
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at + interval, time.monotonic())  # no catch-up bursts
+            try:
+                self.check_thresholds()
+            except Exception:
+                log.exception("threshold watch failed; trying again in %.3g s", interval)

@@ -1,0 +1,649 @@
+#!/usr/bin/env python3
+"""ibsnmp benchmark: walk throughput against snmpsim (and net-snmp snmpd),
+GETNEXT latency near the end of a large table, start-up time and memory.
+
+    .venv/bin/python bench/walk.py            # the whole benchmark, < ~10 min on 2 cores
+    .venv/bin/python bench/walk.py --quick    # fewer repetitions, no 200k walk
+
+Every figure that has a target is a ratio against a peer measured in the
+same run, or an absolute limit (memory, start-up). Measurements are
+interleaved (the order alternates each round) and repeated; medians are
+reported. Every process started here listens on 127.0.0.1 only, on free
+ports, and is stopped before the script exits.
+
+1. Walk throughput. ibsnmp's IB-SM-MIB port info table (.1.3.6.1.3.117.7.1.3)
+   is recorded to a .snmprec file, snmpsim serves that file, and both are
+   walked with `snmpbulkwalk -v2c -Cr50 -On -OQ` at ~20,000 and ~200,000
+   varbinds, after checking that both walks return the same OIDs and
+   values. net-snmp's snmpd serves the same varbinds (one `override` line
+   each) at the 20,000 size.
+2. GETNEXT latency a few rows before the end of the port info table, on a
+   small fabric and on a ~10,000-node fabric, over a raw UDP socket.
+3. Start-up time (process start to the 'ibsnmp: serving' line) and VmRSS at
+   10,000 nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402
+    END_OF_MIB_VIEW,
+    LOCALHOST,
+    VENV_BIN,
+    Oid,
+    Proc,
+    Processes,
+    SnmpClient,
+    check_decoder,
+    decode_response,
+    free_udp_port,
+    median,
+    oid_text,
+    parse_oid,
+    snmpd_override_line,
+    snmprec_line,
+    start_ibsnmp,
+    vm_status,
+    wait_until_answers,
+)
+
+PORT_INFO_TABLE = parse_oid(".1.3.6.1.3.117.7.1.3")  # IB-SM-MIB::ibSmPortInfo: only the table
+PORT_INFO_ENTRY = PORT_INFO_TABLE + (1, 1)  # ibSmPortInfoEntry; its columns are .<col>.<index>
+
+SMALL_WALK_FABRIC = "fat-tree:spines=3,leaves=8,hosts=6"  # ~21,000 port info varbinds
+LARGE_WALK_FABRIC = "fat-tree:spines=11,leaves=44,hosts=36"  # ~209,000 port info varbinds
+SMALL_FABRIC = "fat-tree:spines=2,leaves=4,hosts=4"  # 22 nodes
+LARGE_FABRIC = "fat-tree:spines=18,leaves=72,hosts=138"  # 10,026 nodes
+
+WALK_TARGET = 1.3  # ibsnmp varbinds/s >= 1.3 x snmpsim's
+LATENCY_TARGET = 1.2  # GETNEXT median at 10k nodes <= 1.2 x the small fabric's
+RSS_TARGET_MB = 150.0
+STARTUP_TARGET_S = 3.0
+
+SNMPD_MAX_VARBINDS = 50_000  # snmpd loads `override`s in quadratic time: 200k take > 5 min
+SNMPD_START_TIMEOUT = 90.0
+WALK_TIMEOUT = 240.0  # one snmpbulkwalk
+
+
+class BenchError(RuntimeError):
+    """A check failed: the figures would not compare like with like."""
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else "PASS" if ok else "FAIL"
+
+
+@dataclass
+class Row:
+    """One line of the summary table."""
+
+    measure: str
+    ibsnmp: str
+    peer: str = ""
+    ratio: str = ""
+    target: str = ""
+    result: str = ""
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *args: str, **kwargs: str) -> None:
+        self.rows.append(Row(*args, **kwargs))
+
+    def markdown(self) -> str:
+        head = ("| measurement | ibsnmp | peer | ratio | target | result |\n"
+                "|---|---:|---:|---:|---|---|")
+        lines = [head]
+        for r in self.rows:
+            lines.append(f"| {r.measure} | {r.ibsnmp} | {r.peer} | {r.ratio} | {r.target} "
+                         f"| {r.result} |")
+        return "\n".join(lines)
+
+
+class Budget:
+    """Wall-clock budget of the whole run: repetitions stop early when it runs out."""
+
+    def __init__(self, seconds: float) -> None:
+        self.start = time.monotonic()
+        self.seconds = seconds
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+
+# -- part 1: walk throughput ------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    proc: Proc
+    rates: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+
+def record(port: int, root: Oid, snmprec: Path, snmpd_conf: Path | None,
+           limit: int = 2_000_000) -> tuple[int, int, str | None]:
+    """Walk `root` on ibsnmp and write the .snmprec (and snmpd.conf) of it.
+
+    The first varbind after the subtree is written too, so that every agent
+    ends the walk the same way (on an OID outside the subtree, not on
+    endOfMibView). Returns (varbinds in the subtree, snmpd override lines,
+    why snmpd cannot serve them or None).
+    """
+    count = 0
+    overrides = 0
+    problem: str | None = None
+    with SnmpClient(port, timeout=10.0) as client, open(snmprec, "w", encoding="ascii") as rec:
+        conf = open(snmpd_conf, "w", encoding="ascii") if snmpd_conf else None
+        try:
+            if conf:
+                conf.write(f"rocommunity public {LOCALHOST}\n"
+                           "dontLogTCPWrappersConnects yes\n")
+            varbinds = list(client.walk(root, limit=limit))
+            after = client.get_next(varbinds[-1][0]) if varbinds else None
+            if after is not None and after[1] != END_OF_MIB_VIEW:
+                varbinds.append(after)
+            for oid, tag, value in varbinds:
+                rec.write(snmprec_line(oid, tag, value) + "\n")
+                if conf and problem is None:
+                    line = snmpd_override_line(oid, tag, value)
+                    if line is None:
+                        problem = (f"`override` has no type for {oid_text(oid)} "
+                                   f"(BER type 0x{tag:02x})")
+                    else:
+                        conf.write(line + "\n")
+                        overrides += 1
+                if oid[: len(root)] == root:
+                    count += 1
+        finally:
+            if conf:
+                conf.close()
+    if count == 0:
+        raise BenchError(f"ibsnmp returned nothing under {oid_text(root)}")
+    return count, overrides, problem
+
+
+def start_snmpsim(procs: Processes, data_dir: Path, cache_dir: Path, root: Oid) -> Server:
+    port = free_udp_port()
+    argv = [str(VENV_BIN / "snmpsim-command-responder"), f"--data-dir={data_dir}",
+            f"--cache-dir={cache_dir}", f"--agent-udpv4-endpoint={LOCALHOST}:{port}",
+            # Per-request log lines at the default (info) level would slow it down.
+            "--log-level=error"]
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env["SNMPSIM_ALLOW_ROOT"] = "true"  # it refuses root otherwise (drops to a user)
+    proc = procs.start("snmpsim", argv, env=env)
+    wait_until_answers(port, root, timeout=300.0, proc=proc)  # builds its index first
+    return Server("snmpsim", port, proc)
+
+
+def start_snmpd(procs: Processes, conf: Path, persist: Path, root: Oid) -> tuple[Server, float]:
+    snmpd = shutil.which("snmpd") or "/usr/sbin/snmpd"
+    port = free_udp_port()
+    env = dict(os.environ, SNMP_PERSISTENT_DIR=str(persist), MIBS="")
+    # -C: only this config file; -I -smux: no SMUX listener on 0.0.0.0:199.
+    argv = [snmpd, "-f", "-Lo", "-C", "-c", str(conf), "-I", "-smux", f"udp:{LOCALHOST}:{port}"]
+    start = time.monotonic()
+    proc = procs.start("snmpd", argv, env=env)
+    wait_until_answers(port, root, timeout=SNMPD_START_TIMEOUT, proc=proc)
+    return Server("snmpd", port, proc), time.monotonic() - start
+
+
+def bulkwalk(port: int, root: Oid, out: Path) -> tuple[float, int]:
+    """One timed `snmpbulkwalk`; returns (seconds, varbinds under root)."""
+    argv = ["snmpbulkwalk", "-v2c", "-c", "public", "-Cr50", "-On", "-OQ", "-t", "5", "-r", "2",
+            f"{LOCALHOST}:{port}", oid_text(root)]
+    with open(out, "wb") as fh:
+        start = time.perf_counter()
+        done = subprocess.run(argv, stdout=fh, stderr=subprocess.PIPE, timeout=WALK_TIMEOUT)
+        seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise BenchError(f"snmpbulkwalk on port {port} failed ({done.returncode}): "
+                         f"{done.stderr.decode(errors='replace').strip()}")
+    return seconds, len(walk_oids(out, root))
+
+
+def walk_oids(path: Path, root: Oid) -> list[str]:
+    """The OIDs of an `-On -OQ` walk output (continuation lines skipped)."""
+    prefix = oid_text(root) + "."
+    oids: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith(prefix):
+                oid, sep, _ = line.partition(" = ")
+                if sep:
+                    oids.append(oid)
+    return oids
+
+
+def compare_walks(reference: Path, other: Path, root: Oid, names: tuple[str, str]) -> str:
+    """Raise unless both walks list the same OIDs; say whether values match too."""
+    ref_oids, oth_oids = walk_oids(reference, root), walk_oids(other, root)
+    if len(ref_oids) != len(oth_oids):
+        raise BenchError(f"{names[0]} walked {len(ref_oids)} varbinds, {names[1]} "
+                         f"{len(oth_oids)}: not the same data")
+    if ref_oids != oth_oids:
+        first = next(i for i, (a, b) in enumerate(zip(ref_oids, oth_oids)) if a != b)
+        raise BenchError(f"{names[0]} and {names[1]} differ at varbind {first}: "
+                         f"{ref_oids[first]} vs {oth_oids[first]}")
+    ref_text = reference.read_bytes().splitlines()
+    oth_text = other.read_bytes().splitlines()
+    differing = sum(1 for a, b in zip(ref_text, oth_text) if a != b)
+    differing += abs(len(ref_text) - len(oth_text))
+    if differing:
+        return f"same {len(ref_oids):,} OIDs, {differing} output lines differ in value"
+    return f"same {len(ref_oids):,} OIDs and values"
+
+
+def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
+              procs: Processes, work: Path, report: Report, *, rounds: int,
+              with_snmpd: bool, snmpd_loads: list[tuple[int, float]]) -> None:
+    root = PORT_INFO_TABLE
+    say(f"\n== walk {label}: IB-SM-MIB port info table {oid_text(root)}, "
+        f"fabric {fabric} ==")
+    size_dir = work / f"walk-{label}"
+    data_dir = size_dir / "data"
+    data_dir.mkdir(parents=True)
+    started: list[Proc] = []
+    try:
+        ib_proc, ib_port, _ = start_ibsnmp(procs, fabric, seed=args.seed)
+        started.append(ib_proc)
+        check_decoder(ib_port, root)
+        snmprec = data_dir / "public.snmprec"
+        conf = size_dir / "snmpd.conf" if with_snmpd else None
+        t0 = time.monotonic()
+        count, overrides, snmpd_problem = record(ib_port, root, snmprec, conf)
+        say(f"recorded {count:,} varbinds (+1 past the end) from ibsnmp to {snmprec.name} "
+            f"in {time.monotonic() - t0:.1f} s")
+        servers = [Server("ibsnmp", ib_port, ib_proc)]
+        sim = start_snmpsim(procs, data_dir, size_dir / "cache", root)
+        started.append(sim.proc)
+        servers.append(sim)
+        if with_snmpd and snmpd_problem:
+            say(f"snmpd: not measured: {snmpd_problem}")
+            report.notes.append(f"snmpd at {label}: not measured: {snmpd_problem}")
+        elif with_snmpd and count > args.snmpd_max:
+            loaded = snmpd_loads[-1] if snmpd_loads else None
+            why = (f"{count:,} `override` lines are over --snmpd-max {args.snmpd_max:,}: snmpd "
+                   "registers each one in its sorted list of subtrees, so loading grows with "
+                   "the square of their number")
+            if loaded:
+                estimate = loaded[1] * (count / loaded[0]) ** 2
+                why += (f" ({loaded[0]:,} took {loaded[1]:.1f} s here, so at least "
+                        f"~{estimate:.0f} s to start; a trial with ~209,000 was still loading "
+                        f"after 15 minutes)")
+            say(f"snmpd: not measured: {why}")
+            report.notes.append(f"snmpd at {label}: not measured: {why}")
+        elif with_snmpd:
+            try:
+                snmpd, snmpd_start = start_snmpd(procs, conf, size_dir / "snmpd-persist", root)
+                started.append(snmpd.proc)
+                servers.append(snmpd)
+                snmpd_loads.append((overrides, snmpd_start))
+                say(f"snmpd answers with {overrides:,} `override` lines after {snmpd_start:.1f} s")
+            except (BenchError, TimeoutError, RuntimeError, OSError) as exc:
+                say(f"snmpd: not measured: {exc}")
+                report.notes.append(f"snmpd at {label}: not measured "
+                                    f"({str(exc).splitlines()[0]})")
+
+        # Timed rounds, the order rotating each round. The first round's
+        # outputs are checked: every server must walk the same OIDs as ibsnmp.
+        outputs = {s.name: size_dir / f"{s.name}.walk" for s in servers}
+        done_rounds = 0
+        for rnd in range(rounds):
+            expect = sum(s.seconds[-1] if s.seconds else 0.0 for s in servers)
+            if done_rounds >= 1 and budget.left() < expect * 1.2 + args.reserve:
+                say(f"(time budget: stopping after {done_rounds} rounds)")
+                break
+            order = servers[rnd % len(servers):] + servers[: rnd % len(servers)]
+            parts = []
+            for server in order:
+                seconds, got = bulkwalk(server.port, root, outputs[server.name])
+                if got != count:
+                    raise BenchError(f"{server.name} walked {got:,} varbinds, recorded {count:,}")
+                server.seconds.append(seconds)
+                server.rates.append(got / seconds)
+                parts.append(f"{server.name} {fmt_rate(got / seconds)}/s ({seconds:.2f} s)")
+            if rnd == 0:
+                for server in servers[1:]:
+                    same = compare_walks(outputs["ibsnmp"], outputs[server.name], root,
+                                         ("ibsnmp", server.name))
+                    say(f"check ibsnmp vs {server.name}: {same}")
+            done_rounds += 1
+            say(f"round {rnd + 1}: " + ", ".join(parts))
+
+        ib = servers[0]
+        for peer in servers[1:]:
+            paired = [a / b for a, b in zip(ib.rates, peer.rates)]
+            ratio = median(paired)
+            is_target = peer.name == "snmpsim"
+            ok = ratio >= WALK_TARGET if is_target else None
+            say(f"{label}: ibsnmp {fmt_rate(median(ib.rates))} varbinds/s, {peer.name} "
+                f"{fmt_rate(median(peer.rates))} varbinds/s, ratio ibsnmp/{peer.name} "
+                f"{ratio:.2f} (median of {len(paired)} paired rounds)"
+                + (f" -> target >= {WALK_TARGET}x: {verdict(ok)}" if is_target else ""))
+            report.add(f"bulkwalk {count:,} varbinds, vs {peer.name} (varbinds/s)",
+                       fmt_rate(median(ib.rates)), fmt_rate(median(peer.rates)),
+                       f"{ratio:.2f}x", f">= {WALK_TARGET}x" if is_target else "(info)",
+                       verdict(ok))
+        if with_snmpd and not any(s.name == "snmpd" for s in servers):
+            report.add(f"bulkwalk {count:,} varbinds, vs snmpd (varbinds/s)",
+                       fmt_rate(median(servers[0].rates)), "not measured", "", "(info)", "n/a")
+    finally:
+        for proc in reversed(started):
+            procs.stop(proc)
+
+
+# -- part 2 and 3: GETNEXT latency, start-up, RSS -------------------------------------------------
+
+
+@dataclass
+class LatencyAgent:
+    name: str
+    fabric: str
+    proc: Proc
+    port: int
+    startup: float
+    rows: int = 0
+    near_end: Oid = ()
+    expect_end: Oid = ()
+    near_start: Oid = ()
+    expect_start: Oid = ()
+    samples_end: list[float] = field(default_factory=list)
+    samples_start: list[float] = field(default_factory=list)
+
+
+def last_column(client: SnmpClient, entry: Oid) -> int:
+    """The highest column of a table that has an instance (one GETNEXT per column)."""
+    column = 0
+    for _ in range(256):
+        oid, _tag, _value = client.get_next(entry + (column + 1,))
+        if oid[: len(entry)] != entry:
+            break
+        column = oid[len(entry)]
+    if not column:
+        raise BenchError(f"no row in {oid_text(entry)}")
+    return column
+
+
+def prepare_latency(agent: LatencyAgent, rows_back: int) -> None:
+    """Walk the table's last column; pick an OID `rows_back` rows before its end."""
+    with SnmpClient(agent.port, timeout=30.0) as client:
+        column = last_column(client, PORT_INFO_ENTRY)
+        col_oid = PORT_INFO_ENTRY + (column,)
+        oids = [oid for oid, _t, _v in client.walk(col_oid, max_repetitions=50, limit=200_000)]
+    if len(oids) < 2 * rows_back + 2:
+        raise BenchError(f"{agent.name}: only {len(oids)} rows in {oid_text(col_oid)}")
+    agent.rows = len(oids)
+    agent.near_end, agent.expect_end = oids[-rows_back - 1], oids[-rows_back]
+    agent.near_start, agent.expect_start = oids[rows_back - 1], oids[rows_back]
+
+
+def getnext_block(client: SnmpClient, oid: Oid, expect: Oid, count: int,
+                  samples: list[float]) -> None:
+    """`count` GETNEXTs of one pre-encoded request, each timed send -> receive."""
+    request_id = client.next_request_id()
+    request = client.encode("next", [oid], request_id)
+    sock = client.sock
+    sock.settimeout(5.0)
+    clock = time.perf_counter
+    answer = b""
+    for _ in range(count):
+        start = clock()
+        sock.send(request)
+        answer = sock.recv(65535)
+        samples.append(clock() - start)
+    rid, status, _index, varbinds = decode_response(answer)
+    if rid != request_id or status or not varbinds or varbinds[0][0] != expect:
+        got = oid_text(varbinds[0][0]) if varbinds else "nothing"
+        raise BenchError(f"GETNEXT {oid_text(oid)} answered {got} (status {status}), "
+                         f"expected {oid_text(expect)}")
+
+
+def latency_and_memory(args: argparse.Namespace, budget: Budget, procs: Processes,
+                       report: Report) -> None:
+    say(f"\n== GETNEXT latency {args.rows_back} rows before the end of the port info table, "
+        f"start-up and memory ==")
+    agents: list[LatencyAgent] = []
+    try:
+        for name, fabric in (("small", args.small_fabric), ("10k", args.large_fabric)):
+            proc, port, startup = start_ibsnmp(procs, fabric, seed=args.seed)
+            agent = LatencyAgent(name, fabric, proc, port, startup)
+            agents.append(agent)
+            if name == "10k":
+                rss_start = vm_status(proc.pid)
+        for agent in agents:
+            t0 = time.monotonic()
+            prepare_latency(agent, args.rows_back)
+            say(f"{agent.name} ({agent.fabric}): {agent.rows:,} rows; walked the last column "
+                f"in {time.monotonic() - t0:.1f} s; GETNEXT {oid_text(agent.near_end)}")
+
+        with SnmpClient(agents[0].port) as c0, SnmpClient(agents[1].port) as c1:
+            clients = [c0, c1]
+            for agent, client in zip(agents, clients):  # warm-up
+                getnext_block(client, agent.near_end, agent.expect_end, 50, [])
+                getnext_block(client, agent.near_start, agent.expect_start, 20, [])
+            deadline = time.monotonic() + args.latency_seconds
+            for rnd in range(args.latency_rounds):
+                if rnd >= 3 and time.monotonic() > deadline:
+                    break
+                pairs = list(zip(agents, clients))
+                if rnd % 2:
+                    pairs.reverse()
+                for agent, client in pairs:
+                    getnext_block(client, agent.near_end, agent.expect_end, args.latency_block,
+                                  agent.samples_end)
+                    getnext_block(client, agent.near_start, agent.expect_start,
+                                  max(args.latency_block // 5, 1), agent.samples_start)
+        small, large = agents
+        end_small, end_large = median(small.samples_end) * 1e6, median(large.samples_end) * 1e6
+        start_small = median(small.samples_start) * 1e6
+        start_large = median(large.samples_start) * 1e6
+        ratio = end_large / end_small
+        ok = ratio <= LATENCY_TARGET
+        say(f"GETNEXT near the end: small {end_small:.0f} us ({small.rows:,} rows), 10k "
+            f"{end_large:.0f} us ({large.rows:,} rows), median of {len(small.samples_end)} each; "
+            f"ratio 10k/small {ratio:.2f} -> target <= {LATENCY_TARGET}x: {verdict(ok)}")
+        say(f"GETNEXT near the start (info): small {start_small:.0f} us, 10k {start_large:.0f} us, "
+            f"ratio {start_large / start_small:.2f}")
+        report.add(f"GETNEXT {args.rows_back} rows before the end of port info, median us "
+                   f"(10k nodes vs {small.rows:,}-row fabric)",
+                   f"{end_large:.0f}", f"{end_small:.0f}", f"{ratio:.2f}x",
+                   f"<= {LATENCY_TARGET}x", verdict(ok))
+        report.add(f"GETNEXT {args.rows_back} rows after the start of port info, median us "
+                   "(10k vs small)", f"{start_large:.0f}", f"{start_small:.0f}",
+                   f"{start_large / start_small:.2f}x", "(info)", "")
+
+        rss_after = vm_status(large.proc.pid)
+        startups = [large.startup]
+    finally:
+        for agent in reversed(agents):
+            procs.stop(agent.proc)
+
+    # More cold starts of the 10k-node agent, for a median start-up time.
+    for _ in range(args.starts - 1):
+        if budget.left() < 20:
+            break
+        proc, _port, startup = start_ibsnmp(procs, args.large_fabric, seed=args.seed)
+        try:
+            startups.append(startup)
+        finally:
+            procs.stop(proc)
+    startup = median(startups)
+    ok_start = startup <= STARTUP_TARGET_S
+    say(f"start-up at 10k nodes (process start -> 'ibsnmp: serving'): median {startup:.2f} s of "
+        f"{len(startups)} ({', '.join(f'{s:.2f}' for s in startups)}) -> target <= "
+        f"{STARTUP_TARGET_S:.0f} s: {verdict(ok_start)}")
+    rss0, rss1 = rss_start["VmRSS"] / 1024, rss_after["VmRSS"] / 1024
+    peak = rss_after.get("VmHWM", 0) / 1024
+    ok0, ok1 = rss0 <= RSS_TARGET_MB, rss1 <= RSS_TARGET_MB
+    say(f"VmRSS at 10k nodes: {rss0:.1f} MB right after start -> {verdict(ok0)}; "
+        f"{rss1:.1f} MB after the GETNEXT test (peak VmHWM {peak:.1f} MB) -> {verdict(ok1)} "
+        f"(target <= {RSS_TARGET_MB:.0f} MB)")
+    report.add("start-up at 10k nodes, s (median)", f"{startup:.2f}", "", "",
+               f"<= {STARTUP_TARGET_S:.0f} s", verdict(ok_start))
+    report.add("VmRSS at 10k nodes right after start, MB", f"{rss0:.1f}", "", "",
+               f"<= {RSS_TARGET_MB:.0f} MB", verdict(ok0))
+    report.add("VmRSS at 10k nodes after the GETNEXT test, MB", f"{rss1:.1f}", "", "",
+               f"<= {RSS_TARGET_MB:.0f} MB", verdict(ok1))
+    report.add("VmHWM (peak RSS) at 10k nodes after the GETNEXT test, MB", f"{peak:.1f}",
+               "", "", "(info)", "")
+
+
+# -- main -------------------------------------------------------------------------------------------
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for package in ("ibsnmp", "pysnmp", "pyasn1", "snmpsim"):
+        try:
+            parts.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            parts.append(f"{package} (not installed)")
+    try:
+        out = subprocess.run(["snmpbulkwalk", "-V"], capture_output=True, text=True, timeout=10)
+        parts.append(f"net-snmp {(out.stdout + out.stderr).strip().split()[-1]}")
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    return ", ".join(parts)
+
+
+def require_tools(need_snmpsim: bool) -> None:
+    problems = []
+    if need_snmpsim and (importlib.util.find_spec("snmpsim") is None
+                         or not (VENV_BIN / "snmpsim-command-responder").exists()):
+        problems.append("snmpsim is not installed in .venv: install the bench extra "
+                        "(.venv/bin/pip install -e '.[bench]') or "
+                        "`.venv/bin/pip install snmpsim==1.2.2`")
+    if shutil.which("snmpbulkwalk") is None:
+        problems.append("snmpbulkwalk (net-snmp) is not installed: apt-get install snmp")
+    if not (VENV_BIN / "ibsnmp").exists():
+        problems.append(f"{VENV_BIN / 'ibsnmp'} is missing: make setup")
+    if problems:
+        for problem in problems:
+            print(f"bench/walk.py: {problem}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repetitions and no 200,000-varbind walk (a smoke test)")
+    p.add_argument("--budget", type=float, default=540.0,
+                   help="seconds the whole run may take; repetitions stop early (default 540)")
+    p.add_argument("--reserve", type=float, default=60.0,
+                   help="seconds kept for the later parts when deciding on another walk round")
+    p.add_argument("--small-walk-fabric", default=SMALL_WALK_FABRIC)
+    p.add_argument("--large-walk-fabric", default=LARGE_WALK_FABRIC)
+    p.add_argument("--small-fabric", default=SMALL_FABRIC, help="small fabric for GETNEXT")
+    p.add_argument("--large-fabric", default=LARGE_FABRIC, help="~10,000-node fabric")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--small-rounds", type=int, default=5)
+    p.add_argument("--large-rounds", type=int, default=3)
+    p.add_argument("--rows-back", type=int, default=5)
+    p.add_argument("--latency-rounds", type=int, default=10)
+    p.add_argument("--latency-block", type=int, default=200)
+    p.add_argument("--latency-seconds", type=float, default=40.0)
+    p.add_argument("--starts", type=int, default=3, help="cold starts at 10k nodes")
+    p.add_argument("--no-snmpd", action="store_true", help="leave net-snmp snmpd out")
+    p.add_argument("--snmpd-max", type=int, default=SNMPD_MAX_VARBINDS,
+                   help="largest walk served by snmpd too (default %(default)s)")
+    p.add_argument("--skip-walk", action="store_true", help="only GETNEXT, start-up, memory")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.small_rounds, args.large_rounds = 2, 0
+        args.latency_rounds, args.starts = 4, 1
+    return args
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the `finally`s: agents are stopped
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminated)
+    require_tools(not args.skip_walk)
+    budget = Budget(args.budget)
+    report = Report()
+    work = Path(tempfile.mkdtemp(prefix="ibsnmp-bench-"))
+    os.chmod(work, 0o755)
+    say(f"ibsnmp benchmark: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+        f"work directory {work}")
+    say(versions())
+    snmpd_ok = not args.no_snmpd and (shutil.which("snmpd") or Path("/usr/sbin/snmpd").exists())
+    if not args.no_snmpd and not snmpd_ok:
+        note = "snmpd: not measured: net-snmp snmpd is not installed (apt-get install snmpd)"
+        say(note)
+        report.notes.append(note)
+    failed = False
+    try:
+        with Processes() as procs:
+            if not args.skip_walk:
+                snmpd_loads: list[tuple[int, float]] = []
+                walk_size("~20k", args.small_walk_fabric, args, budget, procs, work, report,
+                          rounds=args.small_rounds, with_snmpd=bool(snmpd_ok),
+                          snmpd_loads=snmpd_loads)
+                if args.large_rounds:
+                    walk_size("~200k", args.large_walk_fabric, args, budget, procs, work, report,
+                              rounds=args.large_rounds, with_snmpd=bool(snmpd_ok),
+                              snmpd_loads=snmpd_loads)
+            latency_and_memory(args, budget, procs, report)
+    except (BenchError, TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        failed = True
+        say(f"\nbench/walk.py: error: {exc}")
+    finally:
+        if args.keep:
+            say(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    say(f"\n## ibsnmp benchmark summary ({os.cpu_count()} CPUs, {budget.elapsed():.0f} s)\n")
+    say(report.markdown())
+    for note in report.notes:
+        say(f"\n- {note}")
+    say("\nWalks: `snmpbulkwalk -v2c -c public -Cr50 -On -OQ` of IB-SM-MIB ibSmPortInfoTable; "
+        "snmpsim serves ibsnmp's recording of the same table. Ratios are medians of paired, "
+        "interleaved rounds.")
+    if failed:
+        return 1
+    return 0 if all(r.result != "FAIL" for r in report.rows) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Traps 129 and 130 from the PMA error counters: a threshold watcher.
+
+What IBA says (quoted by the drafts this project serves):
+
+- PortInfo LocalPhyErrors (SMA-MIB ibSmaPortLocalPhysErrorThreshold):
+  "When the count of marginal link errors exceeds this threshold, the local
+  link integrity error shall be detected."  OverrunErrors
+  (ibSmaPortOverrunErrorThreshold): "When the count of buffer overruns over
+  consecutive flow control update periods exceeds this threshold, the
+  excessive buffer overrun error shall be detected."
+- PortCounters LocalLinkIntegrityErrors (PMA-MIB ibPmaLocalLinkIntegrityErr):
+  "The number of times that the count of packets containing local physical
+  errors exceeded the local physical errors threshold";
+  ExcessiveBufferOverrunErrors: "The number of times that overrun errors
+  consecutive flow control update periods occurred with at least one overrun
+  error in each period."  Traps 129/130 report "Local Link Integrity /
+  Excessive Buffer Overrun threshold reached at <LIDADDR><PORTNO>".
+
+IBA applies the thresholds to the raw marginal-error and overrun counts,
+which no PMA attribute exposes; the simulation has only the two PortCounters
+fields.  So the rule here (the one this project chose, see the issue) reads
+the PortInfo threshold against the growth of the visible counter:
+
+    Per watched port and counter, an armed value starts at the counter's
+    value when the watch begins (the baseline).  Each poll, if the counter
+    has grown by at least the threshold (value - armed >= threshold; a
+    threshold of 0 counts as 1) the trap fires once, whatever the growth,
+    and the counter is re-armed at its new value.  A counter cleared since
+    the last poll (a clear in the port's history) is re-armed at 0, so what
+    it counted since the clear is judged in full.
+
+So a burst of 3 x threshold between two polls fires once, not three times;
+a trickle below the threshold per poll fires once each time it has added up
+to a threshold's worth.  "Reaches" (>=) rather than IBA's "exceeds": the
+counters are 4 bits wide and saturate at 15, and a threshold of 15 could
+otherwise never fire.
+
+Saturation: a counter at 15 cannot grow, so it could not fire again.  After
+a trap, when the counter has less than one threshold of headroom left
+(value + threshold > 15; with the default thresholds of 8, always) the
+crossing asks for that counter to be cleared, as a performance manager
+would (OpenSM's PerfMgr clears a port's counters once a 4-bit one reaches
+10); the simulated provider clears it right after emitting the trap, and
+the watcher re-arms at 0, so every later burst is seen.  The clear is a PMA
+Set(PortCounters) of that one counter: a reader sees it drop to 0 right
+after the trap.
+
+Which ports: the exact set whose two counters can move
+(counters.threshold_watch_ports: degraded links, the only ports with
+non-zero rates for them, plus any port a scenario touched); a poll of every
+port would find nothing more.  On a 10,000-node fabric with the default
+fault density that is a few dozen ports per poll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.fabric.counters import PortCounters, threshold_watch_ports, traffic_profile
+from ibsnmp.fabric.model import Fabric, PortRef
+
+__all__ = ["WATCHED", "Crossing", "ThresholdWatcher"]
+
+# (trap, PortCounters field, PortInfo threshold field)
+WATCHED: tuple[tuple[IbaTrap, str, str], ...] = (
+    (IbaTrap.LOCAL_LINK_INTEGRITY, "local_link_integrity_errors", "local_phy_errors_threshold"),
+    (IbaTrap.EXCESSIVE_BUFFER_OVERRUN, "excessive_buffer_overrun_errors", "overrun_errors_threshold"),
+)
+_TOP = tuple((1 << PortCounters.BITS[name]) - 1 for _, name, _ in WATCHED)
+
+
+@dataclass(frozen=True, slots=True)
+class Crossing:
+    """A counter of `ref` grew by at least its threshold since it was armed.
+    `clear`: it has less than a threshold of room left; whoever acts on the
+    crossing should clear it (changes.with_counters_cleared), and the next
+    poll re-arms it at 0."""
+
+    ref: PortRef
+    trap: IbaTrap
+    counter: str
+    value: int
+    threshold: int
+    clear: bool
+
+    def event(self, fabric: Fabric) -> TrapEvent:
+        node = fabric.nodes[self.ref.guid]
+        lid = node.ports[0].lid if node.is_switch else fabric.port_at(self.ref).lid
+        return TrapEvent(self.trap, node.guid, lid, port=self.ref.port)
+
+
+class ThresholdWatcher:
+    """Polls the watched ports' LocalLinkIntegrityErrors and
+    ExcessiveBufferOverrunErrors; see the module text for the rule."""
+
+    def __init__(self, *, clear_after_trap: bool = True) -> None:
+        self.clear_after_trap = clear_after_trap
+        self._armed: dict[PortRef, tuple[int, int]] = {}
+        self._last: tuple[Fabric, float] | None = None
+
+    def armed(self, ref: PortRef) -> tuple[int, int] | None:
+        return self._armed.get(ref)
+
+    def poll(self, fabric: Fabric, elapsed: float) -> list[Crossing]:
+        """The crossings since the last poll.  A port seen for the first
+        time is armed at its value in the snapshot of the previous poll (at
+        that poll's time), so a burst that put it on the watch list counts;
+        on the first poll, at its value now."""
+        crossings: list[Crossing] = []
+        last = self._last
+        for ref in threshold_watch_ports(fabric):
+            port = fabric.port(ref.guid, ref.port)
+            node = fabric.nodes.get(ref.guid)
+            if port is None or node is None or (node.is_switch and ref.port == 0):
+                continue  # switch port 0 has no PortCounters
+            values = traffic_profile(fabric, port).threshold_counters_at(elapsed)
+            armed = self._armed.get(ref)
+            if armed is None:
+                armed = values
+                if last is not None:
+                    before = last[0].port(ref.guid, ref.port)
+                    if before is not None:
+                        armed = traffic_profile(last[0], before).threshold_counters_at(last[1])
+            rearmed = list(armed)
+            history = fabric.port_history.get(ref) if fabric.port_history else None
+            for i, (trap, counter, threshold_field) in enumerate(WATCHED):
+                value = values[i]
+                cleared = history.cleared_at(counter) if history is not None else None
+                if cleared is not None and last is not None and cleared >= last[1]:
+                    rearmed[i] = 0  # cleared since the last poll: it counts from 0
+                elif value < armed[i]:
+                    rearmed[i] = value
+                threshold = max(1, getattr(port.info, threshold_field))
+                if value - rearmed[i] >= threshold:
+                    clear = self.clear_after_trap and value + threshold > _TOP[i]
+                    crossings.append(Crossing(ref, trap, counter, value, threshold, clear))
+                    rearmed[i] = value
+            self._armed[ref] = (rearmed[0], rearmed[1])
+        self._last = (fabric, elapsed)
+        return crossings
+
+    def observe(self, fabric: Fabric, elapsed: float) -> None:
+        """The snapshot that now stands (e.g. after the watcher's clears),
+        for arming ports first seen at the next poll."""
+        self._last = (fabric, elapsed)
