@@ -7,6 +7,7 @@ dataclass reprs and errors about them name only the key.
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from typing import Any, Literal
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 
 Access = Literal["read", "write"]
+TrapVersion = Literal["1", "2c", "3"]
+TrapKind = Literal["trap", "inform"]
 
 # USM protocols accepted in `auth` / `priv`. SHA and MD5 are there for old
 # managers only; DES likewise. AES192/AES256 use the key extension net-snmp
@@ -25,6 +28,13 @@ PRIV_PROTOCOLS = ("AES", "AES128", "AES192", "AES256", "AES192C", "AES256C", "DE
 
 MIN_KEY_LENGTH = 8  # RFC 3414 11.2: pass phrases of at least 8 octets
 MAX_DISPLAY_STRING = 255  # SNMPv2-TC DisplayString
+
+TRAP_PORT = 162  # RFC 3417: snmptrap
+DEFAULT_TRAP_QUEUE = 1000
+DEFAULT_INFORM_TIMEOUT = 1.0  # seconds per try, like net-snmp's snmpinform -t
+DEFAULT_INFORM_RETRIES = 3
+TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
+                    "queue_size", "rate_limit", "agent_address")
 
 
 class ConfigError(ValueError):
@@ -61,6 +71,35 @@ class User:
 
 
 @dataclass(frozen=True, slots=True)
+class TrapTarget:
+    """One notification receiver ([[trap_target]]). `community` is a secret.
+
+    v1/v2c use `community`; v3 uses `user`, a [[user]] with authPriv. Informs
+    (2c/3) are re-sent `retries` times, `timeout` seconds apart, and, while
+    unanswered, kept at the head of the queue. `queue_size` bounds what
+    waits per target (the oldest is dropped and counted); `rate_limit` caps
+    notifications per second. `agent_address` overrides the SNMPv1
+    agent-addr (default: the address the agent sends from).
+    """
+
+    address: Endpoint
+    version: TrapVersion = "2c"
+    kind: TrapKind = "trap"
+    community: str = field(default="public", repr=False)
+    user: str | None = None
+    timeout: float = DEFAULT_INFORM_TIMEOUT
+    retries: int = DEFAULT_INFORM_RETRIES
+    queue_size: int = DEFAULT_TRAP_QUEUE
+    rate_limit: float | None = None
+    agent_address: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How logs name the target (never with the community)."""
+        return f"{self.address} (v{self.version} {self.kind})"
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     """Everything the engine needs, after config file and flags are merged."""
 
@@ -68,6 +107,8 @@ class AgentSettings:
     system: SystemInfo = SystemInfo()
     communities: tuple[Community, ...] = ()
     users: tuple[User, ...] = ()
+    trap_targets: tuple[TrapTarget, ...] = ()
+    engine_id: bytes | None = None  # None: pysnmp makes one per start
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +119,8 @@ class FileConfig:
     system: SystemInfo = SystemInfo()
     communities: tuple[Community, ...] | None = None
     users: tuple[User, ...] = ()
+    trap_targets: tuple[TrapTarget, ...] = ()
+    engine_id: bytes | None = None
 
 
 def load_config(path: str | Path) -> FileConfig:
@@ -103,7 +146,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     def fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"{source}: {key}: {problem}")
 
-    _check_keys(data, ("listen", "system", "community", "user"), "", fail)
+    _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id"),
+                "", fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -112,18 +156,24 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     if "community" in data:
         communities = _parse_communities(data["community"], fail)
     users = _parse_users(data.get("user", []), fail)
-    return FileConfig(listen=listen, system=system, communities=communities, users=users)
+    targets = parse_trap_targets(data.get("trap_target", []), users, fail)
+    engine_id = parse_engine_id(data["engine_id"], "engine_id", fail) if "engine_id" in data \
+        else None
+    return FileConfig(listen=listen, system=system, communities=communities, users=users,
+                      trap_targets=targets, engine_id=engine_id)
 
 
 def merge_settings(
     file: FileConfig | None,
     listen: list[str] | None = None,
     communities: list[str] | None = None,
+    trap_targets: list[str] | None = None,
 ) -> AgentSettings:
     """Apply command-line overrides to a file config (flags win, per key).
 
     `listen` replaces the file's listen list; `communities` (read-only ones)
-    replace the file's [[community]] entries. When neither the file nor the
+    replace the file's [[community]] entries; `trap_targets` (ADDR[:PORT],
+    SNMPv2c traps with community "public") are added to the file's. When neither the file nor the
     flags mention communities or users, the agent answers the read community
     "public", like most agents' packaged defaults.
     """
@@ -147,7 +197,12 @@ def merge_settings(
         comms = ()
     else:
         comms = (Community(name="public", access="read"),)
-    return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users)
+    targets = file.trap_targets
+    if trap_targets:
+        entries = [{"address": address} for address in trap_targets]
+        targets += parse_trap_targets(entries, file.users, flag_fail, key="--trap-target")
+    return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users,
+                         trap_targets=targets, engine_id=file.engine_id)
 
 
 # -- validation helpers ----------------------------------------------------------
@@ -302,4 +357,130 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
             raise fail(f"{at}.priv_key", "given without priv")
         result.append(User(name=name, auth=auth, auth_key=auth_key, priv=priv,
                            priv_key=priv_key, access=_parse_access(entry, f"{at}.access", fail)))
+    return tuple(result)
+
+
+# -- notification targets ---------------------------------------------------------
+
+
+def parse_trap_address(text: str) -> Endpoint:
+    """`HOST[:PORT]` / `[V6HOST][:PORT]` of a receiver; the port defaults to 162."""
+    text = text.strip()
+    bare_v6 = text.startswith("[") and text.endswith("]")
+    bare_v4 = not text.startswith("[") and ":" not in text
+    with_port = f"{text}:{TRAP_PORT}" if bare_v4 or bare_v6 else text
+    try:
+        endpoint = parse_endpoint(with_port)
+    except ListenSyntaxError as exc:
+        # Quote what the user wrote, and receivers' examples with port 162.
+        problem = str(exc).replace(repr(with_port), repr(text)).replace(":1161", ":1162")
+        raise ListenSyntaxError(problem) from None
+    if endpoint.port == 0:
+        raise ListenSyntaxError(f"{text!r}: a receiver's port cannot be 0")
+    return endpoint
+
+
+def parse_engine_id(value: Any, key: str, fail) -> bytes:
+    """An snmpEngineID in hex (`0x` and `:` allowed): 5 to 32 octets (RFC 3411)."""
+    text = _expect(value, str, key, fail).strip().lower().removeprefix("0x").replace(":", "")
+    try:
+        octets = bytes.fromhex(text)
+    except ValueError:
+        raise fail(key, "expected hexadecimal digits, e.g. 0x8000000001020304") from None
+    if not 5 <= len(octets) <= 32:
+        raise fail(key, f"must be 5 to 32 octets, got {len(octets)}")
+    if octets in (bytes(len(octets)), b"\xff" * len(octets)):
+        raise fail(key, "must not be all zeros or all 'ff'H (RFC 3411 SnmpEngineID)")
+    return octets
+
+
+def _number(entry: Mapping[str, Any], name: str, at: str, fail, *, integer: bool,
+            minimum: float, default: Any) -> Any:
+    if name not in entry:
+        return default
+    value = entry[name]
+    key = f"{at}.{name}"
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        raise fail(key, f"expected {'an integer' if integer else 'a number'}, "
+                        f"got {_type_name(value)}")
+    if value < minimum or value != value:  # NaN compares false
+        raise fail(key, f"must be at least {minimum:g}" if minimum else "must not be negative")
+    return value if integer else float(value)
+
+
+def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
+                       key: str = "trap_target") -> tuple[TrapTarget, ...]:
+    """Validate [[trap_target]] entries (or --trap-target flags)."""
+    _expect(value, list, key, fail)
+    by_name = {user.name: user for user in users}
+    result: list[TrapTarget] = []
+    for i, entry in enumerate(value):
+        at = f"{key}[{i}]"
+        _expect(entry, dict, at, fail)
+        _check_keys(entry, TRAP_TARGET_KEYS, f"{at}.", fail)
+        address_key = f"{at}.address" if key == "trap_target" else key
+        if "address" not in entry:
+            raise fail(address_key, "missing (HOST:PORT of the receiver, port 162 by default)")
+        try:
+            address = parse_trap_address(_expect(entry["address"], str, address_key, fail))
+        except ListenSyntaxError as exc:
+            raise fail(address_key, str(exc)) from None
+        at = f"{at} ({address})"
+        version = _expect(entry.get("version", "2c"), str, f"{at}.version", fail)
+        version = version.lower().removeprefix("v")
+        if version not in ("1", "2c", "3"):
+            raise fail(f"{at}.version", f'expected "1", "2c" or "3", got {version!r}')
+        kind = _expect(entry.get("kind", "trap"), str, f"{at}.kind", fail)
+        if kind not in ("trap", "inform"):
+            raise fail(f"{at}.kind", f'expected "trap" or "inform", got {kind!r}')
+        if kind == "inform" and version == "1":
+            raise fail(f"{at}.kind", "SNMPv1 has no informs (use version 2c or 3)")
+        for name in ("timeout", "retries"):
+            if name in entry and kind != "inform":
+                raise fail(f"{at}.{name}", "only informs are retried (kind = \"inform\")")
+        community, user = "public", None
+        if version == "3":
+            if "community" in entry:
+                raise fail(f"{at}.community", "SNMPv3 uses user, not community")
+            if "user" not in entry:
+                raise fail(f"{at}.user", "missing (the name of a [[user]] with authPriv)")
+            user = _expect(entry["user"], str, f"{at}.user", fail)
+            if user not in by_name:
+                raise fail(f"{at}.user", f"no [[user]] named {user!r}")
+            if by_name[user].priv is None:
+                raise fail(f"{at}.user", f"user {user!r} has no priv: notifications are "
+                                         f"sent authPriv")
+        else:
+            if "user" in entry:
+                raise fail(f"{at}.user", f"SNMPv{version} uses community, not user")
+            if "community" in entry:
+                community = _expect(entry["community"], str, f"{at}.community", fail)
+                if not community:
+                    raise fail(f"{at}.community", "must not be empty")
+                if len(community.encode("utf-8")) > MAX_DISPLAY_STRING:
+                    raise fail(f"{at}.community", f"longer than {MAX_DISPLAY_STRING} octets")
+        agent_address = None
+        if "agent_address" in entry:
+            if version != "1":
+                raise fail(f"{at}.agent_address", "only SNMPv1 traps carry an agent-addr")
+            agent_address = _expect(entry["agent_address"], str, f"{at}.agent_address", fail)
+            try:
+                ipaddress.IPv4Address(agent_address)
+            except ValueError:
+                raise fail(f"{at}.agent_address", f"{agent_address!r} is not an IPv4 address")
+        rate = entry.get("rate_limit")
+        if rate is not None:
+            rate = _number(entry, "rate_limit", at, fail, integer=False, minimum=0.001,
+                           default=None)
+        result.append(TrapTarget(
+            address=address, version=version, kind=kind,  # type: ignore[arg-type]
+            community=community, user=user,
+            timeout=_number(entry, "timeout", at, fail, integer=False, minimum=0.01,
+                            default=DEFAULT_INFORM_TIMEOUT),
+            retries=_number(entry, "retries", at, fail, integer=True, minimum=0,
+                            default=DEFAULT_INFORM_RETRIES),
+            queue_size=_number(entry, "queue_size", at, fail, integer=True, minimum=1,
+                               default=DEFAULT_TRAP_QUEUE),
+            rate_limit=rate, agent_address=agent_address,
+        ))
     return tuple(result)

@@ -155,7 +155,10 @@ def sys_descr(fabric_summary: str = "") -> str:
 def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib,
                  *, fabric_summary: str = "") -> AgentEngine:
     """A configured engine without transports."""
-    engine = SnmpEngine(msgAndPduDsp=GuardedDispatcher())
+    # A configured engine ID stays the same across restarts: v3 trap
+    # receivers know the sender by it (snmptrapd's createUser -e).
+    engine_id = v2c.OctetString(settings.engine_id) if settings.engine_id else None
+    engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=GuardedDispatcher())
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)

@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 
 from ibsnmp.mib.api import ContextResolver, VirtualMib
@@ -21,6 +22,9 @@ from .engine import AgentEngine, build_engine
 from .transport import Endpoint, ListenError, bind_all, bound_endpoint, open_transports
 
 log = logging.getLogger("ibsnmp.agent")
+
+# What runs beside the agent, entered once it listens (see `serve`).
+Services = Callable[["Agent"], AbstractAsyncContextManager[None]]
 
 EXIT_OK = 0
 EXIT_START_FAILED = 2  # bad config, or a port that cannot be bound
@@ -35,7 +39,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
              "replaces the config file's listen list (default 0.0.0.0:161)")
     group.add_argument(
         "--config", metavar="FILE",
-        help="TOML configuration file (listen, [system], [[community]], [[user]])")
+        help="TOML configuration file (listen, [system], [[community]], [[user]], "
+             "[[trap_target]], engine_id)")
     group.add_argument(
         "--community", action="append", metavar="NAME",
         help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
@@ -49,7 +54,8 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """
     file = load_config(args.config) if getattr(args, "config", None) else None
     return merge_settings(file, listen=getattr(args, "listen", None),
-                          communities=getattr(args, "community", None))
+                          communities=getattr(args, "community", None),
+                          trap_targets=getattr(args, "trap_target", None))
 
 
 @dataclass(slots=True)
@@ -100,11 +106,15 @@ async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: V
 
 async def serve(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
                 fabric_summary: str = "", stop: asyncio.Event | None = None,
-                on_started: Callable[[Agent], None] | None = None) -> int:
+                on_started: Callable[[Agent], None] | None = None,
+                services: Services | None = None) -> int:
     """Run the agent until SIGTERM/SIGINT (or `stop` is set); return exit code 0.
 
     Start-up failures raise (ListenError for sockets); `run` turns them into
     exit code 2. `on_started` is called once every socket is listening.
+    `services(agent)` is an async context entered once the agent listens and
+    left before it closes: what runs beside the agent (notification
+    originator, provider tasks) starts and stops there.
     """
     stop = stop or asyncio.Event()
     agent = await start_agent(settings, resolver, mib, fabric_summary=fabric_summary)
@@ -117,10 +127,11 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests), or no signals on this platform
-        if on_started is not None:
-            on_started(agent)
-        await stop.wait()
-        log.info("stopping")
+        async with services(agent) if services is not None else nullcontext():
+            if on_started is not None:
+                on_started(agent)
+            await stop.wait()
+            log.info("stopping")
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -129,14 +140,15 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
 
 
 def run(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
-        fabric_summary: str = "", on_started: Callable[[Agent], None] | None = None) -> int:
+        fabric_summary: str = "", on_started: Callable[[Agent], None] | None = None,
+        services: Services | None = None) -> int:
     """Blocking entry point for a CLI: serve, mapping start failures to exit code 2.
 
     The error message (never a secret) goes to stderr as `ibsnmp: ...`.
     """
     try:
         return asyncio.run(serve(settings, resolver, mib, fabric_summary=fabric_summary,
-                                 on_started=on_started))
+                                 on_started=on_started, services=services))
     except (ListenError, ConfigError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED

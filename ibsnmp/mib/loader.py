@@ -39,6 +39,16 @@ class ObjectDef:
     access: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class NotificationDef:
+    """A NOTIFICATION-TYPE: its OID and OBJECTS (descriptors, in clause order)."""
+
+    module: str
+    name: str
+    oid: Oid
+    objects: tuple[str, ...]
+
+
 class MibDefinitions:
     """Every object of the served modules, by descriptor."""
 
@@ -51,9 +61,11 @@ class MibDefinitions:
         self._builder = mib_builder
         self._classes = {
             name: mib_builder.import_symbols("SNMPv2-SMI", name)[0]
-            for name in ("MibScalar", "MibTableColumn", "MibTable", "MibTableRow")
+            for name in ("MibScalar", "MibTableColumn", "MibTable", "MibTableRow",
+                         "NotificationType")
         }
         self.objects: dict[str, ObjectDef] = {}
+        self.notifications: dict[str, NotificationDef] = {}
         self.indexes: dict[str, tuple[IndexPart, ...]] = {}
         self._index_names: dict[str, tuple[tuple[int, str, str], ...]] = {}
         for module in SERVED_MODULES:
@@ -70,6 +82,11 @@ class MibDefinitions:
             kind = "entry"
         elif isinstance(symbol, classes["MibTable"]):
             kind = "table"
+        elif isinstance(symbol, classes["NotificationType"]):
+            objects = tuple(descriptor for _module, descriptor in symbol.getObjects())
+            self.notifications[name] = NotificationDef(module, name, tuple(symbol.getName()),
+                                                       objects)
+            return
         else:
             return
         syntax = getattr(symbol, "syntax", None) if kind in ("scalar", "column") else None
