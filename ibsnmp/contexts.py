@@ -2,7 +2,9 @@
 
 The default context ("") is the provider's designated local node. Every
 node also answers under its node GUID as 16 lower-case hex digits.
-IB-SM-MIB is answered in the default context and where a node runs an SM.
+IB-SM-MIB is answered in the default context (when the provider knows the
+fabric's subnet managers: a lone sysfs host does not) and in the contexts
+of nodes that run an SM.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class FabricContexts:
         fabric = self._provider.snapshot
         elapsed = time.monotonic() - self._provider.epoch
         if not name:
-            return ContextTarget(fabric, fabric.local_node, True, elapsed)
+            return ContextTarget(fabric, fabric.local_node, bool(fabric.sms), elapsed)
         if GUID_CONTEXT.fullmatch(name) is None:
             return None
         guid = int(name, 16)

@@ -250,3 +250,4 @@ def test_shipped_example_config_loads() -> None:
     assert [c.access for c in settings.communities] == ["read", "write"]
     assert [(u.name, u.auth, u.priv) for u in settings.users] == [
         ("monitor", "SHA256", "AES"), ("admin", "SHA512", "AES256")]
+    assert [(t.version, t.kind) for t in settings.trap_targets] == [("2c", "trap"), ("3", "inform")]

@@ -34,7 +34,7 @@ from ibsnmp.traps.originator import TrapOriginator, node_context_name
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 3
 # sysUpTime.0, snmpTrapOID.0 (SNMPv2-MIB is not among ibsnmp's MIBs: numeric-ish names)
-V2_HEADER = ["SNMPv2-SMI::mib-2.1.3.0", "SNMPv2-SMI::snmpModules.1.1.4.1.0"]
+V2_HEADER = ["SNMPv2-MIB::sysUpTime.0", "SNMPv2-MIB::snmpTrapOID.0"]
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +140,9 @@ async def test_v1(receiver: TrapReceiver, events: list[TrapEvent], fabric: Fabri
     for lines, event in zip(handled, events, strict=True):
         fields = dict(line.split(" ", 1) for line in lines)
         number = spec_of(event.trap).oid[-1]
-        assert fields["SNMPv2-SMI::snmpModules.1.1.4.1.0"] == \
+        assert fields["SNMPv2-MIB::snmpTrapOID.0"] == \
             f"SMA-MIB::ibSmaNotificationPrefix.{number}"
-        assert fields["SNMPv2-SMI::snmpModules.1.1.4.3.0"] == "SMA-MIB::ibSmaNotifications"
+        assert fields["SNMPv2-MIB::snmpTrapEnterprise.0"] == "SMA-MIB::ibSmaNotifications"
         assert fields["SNMPv2-SMI::snmpModules.18.1.3.0"] == "127.0.0.1"  # snmpTrapAddress
 
 

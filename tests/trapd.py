@@ -59,7 +59,7 @@ class Received:
     @property
     def trap_oid(self) -> str:
         """snmpTrapOID.0 (v2c/v3), by name."""
-        return dict(self.varbinds).get("SNMPv2-SMI::snmpModules.1.1.4.1.0", "")
+        return dict(self.varbinds).get("SNMPv2-MIB::snmpTrapOID.0", "")
 
     def value(self, name: str) -> str:
         return dict(self.varbinds)[name]
