@@ -23,6 +23,9 @@ run: setup
 bench: setup
 	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	$(BIN)/python bench/walk.py
+	$(BIN)/python bench/traps.py
+	$(BIN)/python bench/sysfs_poll.py
+	$(BIN)/python bench/topology_load.py
 
 setup: debian-packages $(STAMP)
 

@@ -2,9 +2,10 @@
 
 The default context ("") is the provider's designated local node. Every
 node also answers under its node GUID as 16 lower-case hex digits.
-IB-SM-MIB is answered in the default context (when the provider knows the
-fabric's subnet managers: a lone sysfs host does not) and in the contexts
-of nodes that run an SM.
+IB-SM-MIB is answered in the default context when the provider knows a
+fabric (its subnet managers, or links: a topology dump has no SM but is a
+fabric; a lone sysfs host is neither) and in the contexts of nodes that run
+an SM.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class FabricContexts:
         fabric = self._provider.snapshot
         elapsed = time.monotonic() - self._provider.epoch
         if not name:
-            return ContextTarget(fabric, fabric.local_node, bool(fabric.sms), elapsed)
+            knows_fabric = bool(fabric.sms) or bool(fabric.links)
+            return ContextTarget(fabric, fabric.local_node, knows_fabric, elapsed)
         if GUID_CONTEXT.fullmatch(name) is None:
             return None
         guid = int(name, 16)

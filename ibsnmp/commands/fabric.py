@@ -1,4 +1,5 @@
-"""`ibsnmp fabric show|export`: look at a simulated fabric without an agent."""
+"""`ibsnmp fabric show|export`: look at a fabric without an agent: a simulated
+one (--fabric, --seed) or one read from an ibnetdiscover dump (--topology)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,48 @@ from .run import add_fabric_arguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    fabric = subparsers.add_parser("fabric", help="show or export a simulated fabric")
+    fabric = subparsers.add_parser("fabric", help="show or export a simulated or discovered fabric")
     actions = fabric.add_subparsers(dest="fabric_command", required=True)
     show = actions.add_parser("show", help="summarise nodes, links, LIDs and SMs")
     add_fabric_arguments(show)
+    _add_topology_arguments(show)
     show.set_defaults(handler=_show)
     export = actions.add_parser("export", help="write the fabric as JSON or ibnetdiscover text")
     add_fabric_arguments(export)
+    _add_topology_arguments(export)
     export.add_argument("--format", choices=("json", "ibnetdiscover"), default="json")
     export.set_defaults(handler=_export)
 
 
+def _guid(text: str) -> int:
+    from ibsnmp.fabric.ibnetdiscover_read import parse_guid
+
+    try:
+        return parse_guid(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_topology_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--topology", metavar="FILE",
+        help="read the fabric from an ibnetdiscover dump instead of simulating one "
+             "(--fabric and --seed are then ignored)")
+    parser.add_argument(
+        "--sm-guid", type=_guid, metavar="GUID",
+        help="with --topology: node or port GUID of the master SM, as sminfo prints it "
+             "(a dump does not say where the SM runs)")
+
+
 def _build(args: argparse.Namespace) -> Fabric | None:
+    if getattr(args, "topology", None):
+        from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology
+
+        try:
+            return load_topology(args.topology, sm_guid=args.sm_guid)
+        except TopologyError as exc:
+            print(f"ibsnmp: {exc}", file=sys.stderr)
+            return None
     from ibsnmp.fabric.generators import build_fabric
 
     try:
@@ -41,7 +72,7 @@ def _show(args: argparse.Namespace) -> int:
     kinds = Counter(node.node_type.name.lower() for node in fabric.nodes.values())
     ports = [port for node in fabric.nodes.values() for port in node.data_ports]
     active = sum(1 for port in ports if port.is_active)
-    print(f"fabric {fabric.spec}, seed {fabric.seed}")
+    print(f"fabric {fabric.spec}" + (f", seed {fabric.seed}" if fabric.seed is not None else ""))
     print("nodes: " + ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())))
     print(f"ports: {len(ports)} data ports, {active} active, {len(fabric.links)} links")
     print(f"LIDs: {len(fabric.lid_map)} base LIDs, highest {fabric.max_lid}")

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from .detrand import unit as _unit
 from .iba import NodeType, PortPhysState, PortState
-from .model import ALWAYS_UP, Fabric, NodeConnections, Port, PortHistory, PortRef, SmInfo
+from .model import ALWAYS_UP, Fabric, MeasuredCounters, NodeConnections, Port, PortHistory, PortRef, SmInfo
 
 __all__ = [
     "TRACKED_OPCODES",
@@ -28,6 +28,7 @@ __all__ = [
     "Flow",
     "ErrorRates",
     "TrafficProfile",
+    "MeasuredProfile",
     "PortCounters",
     "PortRcvErrorDetails",
     "PortXmitDiscardDetails",
@@ -298,6 +299,11 @@ class TrafficProfile:
     link_downed_base: int = 0
     history: PortHistory | None = None
 
+    def serves(self, method: str) -> bool:
+        """Whether the *_at method `method` has values: the model simulates
+        every attribute (MeasuredProfile does not)."""
+        return True
+
     def counters_at(self, t: float) -> PortCounters:
         t = max(0.0, t)
         if self.history is not None:
@@ -476,6 +482,48 @@ class TrafficProfile:
 
 
 _COUNTER_INDEX = {name: i for i, name in enumerate(PortCounters.BITS)}
+_COUNTER_NAMES = tuple(PortCounters.BITS)
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredProfile:
+    """A port whose counters were measured (model.MeasuredCounters, from a
+    host's sysfs): PortCounters as read at the last poll, whatever `t`,
+    each saturated at its IBA width (a 64-bit PortCountersExtended data
+    counter above 2^32-1 reads all ones, never wrapped).  A counter the
+    device did not report is None; every other PMA attribute is not
+    measured (`serves` is false, its *_at method returns None)."""
+
+    counters: PortCounters | None
+
+    @staticmethod
+    def of(measured: MeasuredCounters) -> MeasuredProfile:
+        values = measured.values
+        if not any(name in values for name in _COUNTER_NAMES):
+            return MeasuredProfile(None)
+        return MeasuredProfile(PortCounters(*(
+            saturate(values[name], bits) if name in values else None  # type: ignore[arg-type]
+            for name, bits in PortCounters.BITS.items()
+        )))
+
+    def serves(self, method: str) -> bool:
+        return self.counters is not None and method in ("counters_at", "threshold_counters_at")
+
+    def counters_at(self, t: float) -> PortCounters | None:
+        return self.counters
+
+    def threshold_counters_at(self, t: float) -> tuple[int | None, int | None]:
+        c = self.counters
+        if c is None:
+            return None, None
+        return c.local_link_integrity_errors, c.excessive_buffer_overrun_errors
+
+    def _none(self, *args: object) -> None:
+        return None
+
+    rcv_error_details_at = xmit_discard_details_at = op_rcv_counters_at = _none
+    flow_ctl_counters_at = vl_op_packets_at = vl_op_data_at = _none
+    vl_xmit_flow_ctl_update_errors_at = vl_xmit_wait_at = sw_port_vl_congestion_at = _none
 _COUNTER_BITS = tuple(PortCounters.BITS.values())
 # The fields a PMA Set(PortCounters) can clear (CounterSelect bits).
 CLEARABLE: frozenset[str] = frozenset(PortCounters.BITS)
@@ -502,16 +550,20 @@ def _raw_discards(e: ErrorRates, t: float) -> tuple[float, ...]:
 _IDLE_VLS = (0.0,) * NUM_VLS
 
 
-def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile:
+def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile | MeasuredProfile:
     """The port's profile, derived once per snapshot from the fabric seed,
     the link the port is on and its state (down ports carry nothing), and
-    what a scenario did to it (fabric.port_history)."""
-    cache: dict[tuple[int, int], TrafficProfile] = fabric.cached("counters.profiles", dict)
+    what a scenario did to it (fabric.port_history); for a port whose
+    counters were measured (port.counters, a sysfs host), the measured
+    values instead."""
+    cache: dict[tuple[int, int], TrafficProfile | MeasuredProfile] = fabric.cached("counters.profiles", dict)
     key = (port.node_guid, port.num)
     profile = cache.get(key)
     if profile is None:
         history = fabric.port_history.get(port.ref) if fabric.port_history else None
-        if history is None:
+        if port.counters is not None:
+            profile = MeasuredProfile.of(port.counters)
+        elif history is None:
             profile = _derive_profile(fabric, port)
         else:
             profile = _derive_history_profile(fabric, port, history)
@@ -519,8 +571,9 @@ def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile:
     return profile
 
 
-def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters:
-    """PortCounters of a port `elapsed` seconds after they were cleared."""
+def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters | None:
+    """PortCounters of a port `elapsed` seconds after they were cleared
+    (as measured, for a sysfs port; None for one without a PMA)."""
     return traffic_profile(fabric, port).counters_at(elapsed)
 
 
@@ -542,11 +595,14 @@ def _derive_history_profile(fabric: Fabric, port: Port, history: PortHistory) ->
 def threshold_watch_ports(fabric: Fabric) -> tuple[PortRef, ...]:
     """Every port whose LocalLinkIntegrityErrors or ExcessiveBufferOverrunErrors
     can change: the degraded links (the only ports `_errors` gives those
-    rates) and the ports with a history (bursts, downs, clears).  A watcher
-    polling these sees everything a poll of every port would."""
+    rates), the ports with measured counters (a real host's) and the ports
+    with a history (bursts, downs, clears).  A watcher polling these sees
+    everything a poll of every port would."""
     degraded: tuple[PortRef, ...] = fabric.cached(
         "counters.degraded",
-        lambda: tuple(p.ref for node in fabric.nodes.values() for p in node.ports if p.degraded),
+        lambda: tuple(
+            p.ref for node in fabric.nodes.values() for p in node.ports if p.degraded or p.counters is not None
+        ),
     )
     if not fabric.port_history:
         return degraded

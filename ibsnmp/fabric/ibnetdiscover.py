@@ -1,6 +1,6 @@
 """Write a fabric as `ibnetdiscover` prints it (infiniband-diags topology
 format), byte for byte as the C tool lays it out, so the files it reads
-and ours are interchangeable.
+and ours are interchangeable.  `ibnetdiscover_read` reads it back.
 """
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 from .iba import CapabilityMask, NodeType
-from .model import Fabric, Node, Port
+from .ibnetdiscover_read import fdr10_ports
+from .model import Fabric, Node, Port, PortRef
 
 __all__ = ["export"]
 
@@ -60,6 +61,7 @@ def _switch(fabric: Fabric, node: Node, out: list[str]) -> None:
     )
     # The tool reads extended speeds only if port 0 says it has them.
     ext_ok = bool(port0.info.capability_mask & CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED)
+    fdr10 = _fdr10(fabric)
     for port in node.data_ports:
         remote = _remote(fabric, port)
         if remote is None:
@@ -68,7 +70,8 @@ def _switch(fabric: Fabric, node: Node, out: list[str]) -> None:
         line = f"[{port.num}]\t{_name(far_node)}[{far_port.num}]"
         if not far_node.is_switch:
             line += f"({far_port.guid:x}) "
-        line += f'\t\t# "{far_node.description}" lid {_lid_of(far_node, far_port)} {_rate(port, ext_ok)}\n'
+        line += (f'\t\t# "{far_node.description}" lid {_lid_of(far_node, far_port)} '
+                 f"{_rate(port, ext_ok, port.ref in fdr10)}\n")
         out.append(line)
 
 
@@ -78,6 +81,7 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
     label = "Ca" if node.node_type is NodeType.CA else "Rt"
     out.append(f"{kind}guid=0x{node.guid:x}\n")
     out.append(f'{label}\t{node.num_ports} {_name(node)}\t\t# "{node.description}"\n')
+    fdr10 = _fdr10(fabric)
     for port in node.ports:
         remote = _remote(fabric, port)
         if remote is None:
@@ -89,7 +93,7 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
             line += f" ({far_port.guid:x}) "
         line += (
             f'\t\t# lid {port.lid} lmc {port.lmc} "{far_node.description}"'
-            f" lid {_lid_of(far_node, far_port)} {_rate(port, ext_ok)}\n"
+            f" lid {_lid_of(far_node, far_port)} {_rate(port, ext_ok, port.ref in fdr10)}\n"
         )
         out.append(line)
 
@@ -108,12 +112,21 @@ def _lid_of(node: Node, port: Port) -> int:
     return node.management_port.lid if node.is_switch else port.lid
 
 
-def _rate(port: Port, ext_ok: bool) -> str:
+def _fdr10(fabric: Fabric) -> frozenset[PortRef]:
+    """Ports a topology file showed at FDR10 (a Mellanox speed PortInfo
+    cannot express: it reads QDR there); none in a simulated fabric."""
+    return fdr10_ports(fabric)
+
+
+def _rate(port: Port, ext_ok: bool, fdr10: bool = False) -> str:
     """'4xEDR': active width, then the extended speed if one is active
-    (and the tool may read it), else the original speed (no FDR10 here)."""
+    (and the tool may read it), else FDR10 where the file that made the
+    fabric said so, else the original speed."""
     info = port.info
     width = _WIDTH.get(int(info.link_width_active), "??")
     ext = int(info.link_speed_ext_active) if ext_ok else 0
     if ext:
         return width + _SPEED_EXT.get(ext, "???")
+    if fdr10:
+        return width + "FDR10"
     return width + _SPEED.get(int(info.link_speed_active), "???")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from enum import Enum, IntFlag
 from typing import Any
 
@@ -69,6 +70,8 @@ def _plain(value: Any, name: str = "") -> Any:
         return int(value)
     if isinstance(value, Enum):
         return value.name
+    if isinstance(value, Mapping):  # e.g. measured counters: name -> value
+        return {str(key): _plain(item, str(key)) for key, item in value.items()}
     raise TypeError(f"cannot export {kind.__name__} ({name})")
 
 

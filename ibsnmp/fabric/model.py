@@ -48,6 +48,7 @@ __all__ = [
     "PortRef",
     "PortInfo",
     "VlArbEntry",
+    "MeasuredCounters",
     "Port",
     "SwitchInfo",
     "CaInfo",
@@ -82,55 +83,60 @@ class PortRef(NamedTuple):
 class PortInfo(NamedTuple):
     """The PortInfo attribute (IBA 14.2.5.6), field for field.  A NamedTuple
     rather than a frozen dataclass: a large fabric builds tens of thousands
-    and a tuple is three times cheaper to make."""
+    and a tuple is three times cheaper to make.
 
-    m_key: int
-    gid_prefix: int
+    None: the provider cannot tell (a Linux host's sysfs shows a port's
+    state, LIDs, SM, capability mask and active rate, not its M_Key, MTUs,
+    VLs or thresholds); the MIB bindings serve no instance for it.  The
+    fields a provider always knows are typed without None."""
+
+    m_key: int | None
+    gid_prefix: int | None
     lid: int
-    master_sm_lid: int
-    capability_mask: int
-    diag_code: int
-    m_key_lease_period: int
+    master_sm_lid: int | None
+    capability_mask: int | None
+    diag_code: int | None
+    m_key_lease_period: int | None
     local_port_num: int
-    link_width_enabled: LinkWidth
-    link_width_supported: LinkWidth
-    link_width_active: LinkWidth
-    link_speed_supported: LinkSpeed
+    link_width_enabled: LinkWidth | None
+    link_width_supported: LinkWidth | None
+    link_width_active: LinkWidth | None
+    link_speed_supported: LinkSpeed | None
     port_state: PortState
-    phys_state: PortPhysState
-    link_down_default_state: LinkDownDefaultState
-    m_key_protect_bits: MKeyProtect
+    phys_state: PortPhysState | None
+    link_down_default_state: LinkDownDefaultState | None
+    m_key_protect_bits: MKeyProtect | None
     lmc: int
-    link_speed_active: LinkSpeed
-    link_speed_enabled: LinkSpeed
-    neighbor_mtu: Mtu
-    master_sm_sl: int
-    vl_cap: VLCap
-    init_type: int
-    vl_high_limit: int
-    vl_arb_high_cap: int
-    vl_arb_low_cap: int
-    init_type_reply: int
-    mtu_cap: Mtu
-    vl_stall_count: int
-    hoq_life: int
-    operational_vls: VLCap
-    partition_enforcement_inbound: bool
-    partition_enforcement_outbound: bool
-    filter_raw_inbound: bool
-    filter_raw_outbound: bool
-    m_key_violations: int
-    p_key_violations: int
-    q_key_violations: int
-    guid_cap: int
-    client_reregister: bool
-    subnet_timeout: int
-    resp_time_value: int
-    local_phy_errors_threshold: int
-    overrun_errors_threshold: int
-    link_speed_ext_active: LinkSpeedExt
-    link_speed_ext_supported: LinkSpeedExt
-    link_speed_ext_enabled: LinkSpeedExt
+    link_speed_active: LinkSpeed | None
+    link_speed_enabled: LinkSpeed | None
+    neighbor_mtu: Mtu | None
+    master_sm_sl: int | None
+    vl_cap: VLCap | None
+    init_type: int | None
+    vl_high_limit: int | None
+    vl_arb_high_cap: int | None
+    vl_arb_low_cap: int | None
+    init_type_reply: int | None
+    mtu_cap: Mtu | None
+    vl_stall_count: int | None
+    hoq_life: int | None
+    operational_vls: VLCap | None
+    partition_enforcement_inbound: bool | None
+    partition_enforcement_outbound: bool | None
+    filter_raw_inbound: bool | None
+    filter_raw_outbound: bool | None
+    m_key_violations: int | None
+    p_key_violations: int | None
+    q_key_violations: int | None
+    guid_cap: int | None
+    client_reregister: bool | None
+    subnet_timeout: int | None
+    resp_time_value: int | None
+    local_phy_errors_threshold: int | None
+    overrun_errors_threshold: int | None
+    link_speed_ext_active: LinkSpeedExt | None
+    link_speed_ext_supported: LinkSpeedExt | None
+    link_speed_ext_enabled: LinkSpeedExt | None
 
     @property
     def capabilities(self) -> tuple[str, ...]:
@@ -174,28 +180,51 @@ class VlArbEntry(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class MeasuredCounters:
+    """PMA counters a host read from its own ports (the sysfs provider),
+    instead of the simulated traffic: `values` maps a counters.PortCounters
+    field name (and the PortCountersExtended-only ones: unicast_xmit_pkts
+    ...) to the raw value the device reported, which may be wider than IBA's
+    PortCounters field (64-bit extended data counters).  A counter the
+    device did not report is missing; no values at all is a port without a
+    PMA.  counters.traffic_profile serves these, saturated at IBA's widths."""
+
+    values: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Port:
     """One port of a node.  `guid` is the port GUID (a switch's ports all
     report the switch's port-0 GUID, as IBA has no GUIDs for switch data
     ports).  Tables hold what the SM programmed: `pkeys` the used entries
     of the P_Key table (the rest up to PartitionCap are 0), `guids` the
     GUIDInfo entries in use.  `sl2vl` maps SL to VL for traffic leaving
-    this port (for a switch, from every input port)."""
+    this port (for a switch, from every input port).
+
+    What a provider cannot tell is None (`guid`, `guids` of a RoCE port,
+    `physical_interface`, `led_on`, `vendor_diag`) or an empty table
+    (`sl2vl`, `vl_arb_*`): the bindings serve no instance for it.
+    `gids`: the GID table as the host reads it, index for index (0 for an
+    unused entry), when the provider has it (sysfs); None: GID i is the
+    GID prefix joined with GUID entry i.  `counters`: measured PMA counters
+    (sysfs); None: the simulated traffic drives them."""
 
     node_guid: int
     num: int
-    guid: int
+    guid: int | None
     info: PortInfo
     pkeys: tuple[int, ...]
     sl2vl: tuple[int, ...]
     vl_arb_high: tuple[VlArbEntry, ...]
     vl_arb_low: tuple[VlArbEntry, ...]
-    guids: tuple[int, ...]
+    guids: tuple[int, ...] | None
     remote: PortRef | None
-    physical_interface: PhysicalInterface
-    led_on: bool = False
+    physical_interface: PhysicalInterface | None
+    led_on: bool | None = False
     degraded: bool = False
-    vendor_diag: bytes = b""
+    vendor_diag: bytes | None = b""
+    gids: tuple[int, ...] | None = None
+    counters: MeasuredCounters | None = None
 
     @property
     def ref(self) -> PortRef:
@@ -222,6 +251,9 @@ class Port:
         return base != 0 and base <= lid < base + (1 << self.info.lmc)
 
     def gid(self, index: int = 0) -> int:
+        if self.gids is not None:
+            return self.gids[index]
+        assert self.info.gid_prefix is not None and self.guids is not None
         return make_gid(self.info.gid_prefix, self.guids[index])
 
 
@@ -252,46 +284,49 @@ class SwitchInfo:
 @dataclass(frozen=True, slots=True)
 class CaInfo:
     """What IB-CA-MIB asks of a channel adapter (IBA 17.2, Table 314/313).
-    Port-level values here are the same for every port of the adapter."""
+    Port-level values here are the same for every port of the adapter.
+    None: the provider cannot tell (sysfs shows no verbs capabilities)."""
 
     ca_type: CaType
-    reliable_connection: bool
-    unreliable_connection: bool
-    reliable_datagram: bool
-    unreliable_datagram: bool
-    atomic_operations: bool
-    other_operations: bool
-    solicited_events: bool
-    max_path_mtu: Mtu
-    end_to_end_flow_control: bool
-    multicast: bool
-    automatic_path_migration: bool
-    memory_protection: bool
-    loopback: bool
-    subnet_manager: bool
-    static_rate_control: bool
-    interpacket_delay: int
-    multipathing: bool
-    validates_inbound_dlid: bool
+    reliable_connection: bool | None
+    unreliable_connection: bool | None
+    reliable_datagram: bool | None
+    unreliable_datagram: bool | None
+    atomic_operations: bool | None
+    other_operations: bool | None
+    solicited_events: bool | None
+    max_path_mtu: Mtu | None
+    end_to_end_flow_control: bool | None
+    multicast: bool | None
+    automatic_path_migration: bool | None
+    memory_protection: bool | None
+    loopback: bool | None
+    subnet_manager: bool | None
+    static_rate_control: bool | None
+    interpacket_delay: int | None
+    multipathing: bool | None
+    validates_inbound_dlid: bool | None
     max_gids_per_port: int
 
 
 @dataclass(frozen=True, slots=True)
 class Node:
     """NodeInfo, NodeDescription and the node's ports.  `ports` is sorted
-    by number: switches start at port 0, channel adapters at port 1."""
+    by number: switches start at port 0, channel adapters at port 1.
+    None: the provider cannot tell (e.g. a sysfs host: the NodeInfo
+    versions, a VendorID it cannot derive, a switch's NumPorts)."""
 
     guid: int
     node_type: NodeType
     description: str
-    system_image_guid: int
-    base_version: int
-    class_version: int
-    vendor_id: int
-    device_id: int
-    revision: int
-    num_ports: int
-    partition_cap: int
+    system_image_guid: int | None
+    base_version: int | None
+    class_version: int | None
+    vendor_id: int | None
+    device_id: int | None
+    revision: int | None
+    num_ports: int | None
+    partition_cap: int | None
     local_port_num: int
     ports: tuple[Port, ...]
     switch: SwitchInfo | None = None
@@ -317,7 +352,7 @@ class Node:
         return self.ports[1:] if self.is_switch else self.ports
 
     @property
-    def port_guid(self) -> int:
+    def port_guid(self) -> int | None:
         """NodeInfo.PortGUID: the GUID of the port the SM reaches us on."""
         port = self.port(self.local_port_num)
         return port.guid if port is not None else self.ports[0].guid
@@ -562,7 +597,8 @@ class Fabric:
     by the provider (any Mapping works).  `seed` is set for simulated
     fabrics and drives the traffic model.  `port_history` holds what
     happened to the few ports a scenario touched (see PortHistory); the
-    snapshots that change it are made by `fabric.changes`.
+    snapshots that change it are made by `fabric.changes`.  `sm_config` is
+    None where no subnet manager is known (a lone sysfs host).
     """
 
     subnet_prefix: int
@@ -570,7 +606,7 @@ class Fabric:
     links: tuple[Link, ...]
     lid_map: Mapping[int, PortRef]
     sms: tuple[SmInfo, ...]
-    sm_config: SmConfig
+    sm_config: SmConfig | None
     partitions: tuple[Partition, ...]
     multicast_groups: tuple[MulticastGroup, ...]
     services: tuple[ServiceRecord, ...]

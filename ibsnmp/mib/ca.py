@@ -3,7 +3,9 @@
 A context speaks for one node, so the CA tables hold at most one adapter:
 ibCaIndex 1 is the context's node (the draft numbers the CAs "on this
 network entity" 1..N; an agent context here is one node). On a switch, or a
-node without CaInfo, every table is empty.
+node without CaInfo, every table is empty. A value the model does not know
+(None: what a Linux host's sysfs cannot tell, e.g. the verbs capabilities)
+has no instance.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from .binding import ModuleBinding, TableBinding
 CA_INDEX = 1
 
 
-def _truth(flag: bool) -> int:
-    """TruthValue: true(1), false(2)."""
+def _truth(flag: bool | None) -> int | None:
+    """TruthValue: true(1), false(2); None (not known) stays None."""
+    if flag is None:
+        return None
     return 1 if flag else 2
 
 
@@ -44,13 +48,27 @@ def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], Any]]:
 
 def _gid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], bytes]]:
     """One row per GUIDInfo entry in use: GID index i (1-based) is the port's
-    GID prefix joined with GUID entry i-1 (IBA 4.1.1). The GID bytes are built
-    here, once per snapshot, so the getter only returns them."""
+    GID prefix joined with GUID entry i-1 (IBA 4.1.1); a port whose GID table
+    the model holds as read (port.gids, a sysfs host) has one row per entry
+    in use (non-zero), GID table index i-1. The GID bytes are built here,
+    once per snapshot, so the getter only returns them."""
     node = _ca_node(target)
     if node is not None:
         for port in node.data_ports:
-            for i in range(len(port.guids)):
+            if port.gids is not None:
+                for i, gid in enumerate(port.gids):
+                    if gid:
+                        yield (CA_INDEX, port.num, i + 1), gid.to_bytes(16, "big")
+                continue
+            for i in range(len(port.guids or ())):
                 yield (CA_INDEX, port.num, i + 1), port.gid(i).to_bytes(16, "big")
+
+
+def _max_gids(row: Any) -> int:
+    """GID table size: the port's own when the model holds its table."""
+    ca, port = row
+    size = len(port.gids) if port.gids is not None else ca.max_gids_per_port
+    return min(max(size, 1), 65535)  # every port has at least one GID (1..65535)
 
 
 def _attr(name: str):  # type: ignore[no-untyped-def]
@@ -86,7 +104,8 @@ IB_CA_MIB = ModuleBinding(
                 # ibCaPathMtuSetSupport: mtu256(1) .. mtu256n512n1024n2048n4096(5)
                 # names the set of MTUs up to the largest one; the IBA MTU code
                 # of that largest MTU (256=1 .. 4096=5) is the same number.
-                "ibCaPathMtuSetSupport": lambda node, target: int(node.ca.max_path_mtu),
+                "ibCaPathMtuSetSupport": lambda node, target: (
+                    None if node.ca.max_path_mtu is None else int(node.ca.max_path_mtu)),
                 "ibCaGenEndToEndFlowControl": _attr("end_to_end_flow_control"),
                 "ibCaSupportsMulticast": _attr("multicast"),
                 "ibCaSupportsAutoPathMigration": _attr("automatic_path_migration"),
@@ -99,19 +118,20 @@ IB_CA_MIB = ModuleBinding(
             entry="ibCaPortAttributeEntry",
             rows=_port_rows,
             columns={
-                "ibCaPortGuid": lambda row, target: guid_bytes(row[1].guid),
+                "ibCaPortGuid": lambda row, target: None if row[1].guid is None else guid_bytes(row[1].guid),
                 # iba.PhysicalInterface uses IB-CA-MIB's numbering:
                 # cable(1), fiber(2), backplane(3).
-                "ibCaPhysicalInterface": lambda row, target: int(row[1].physical_interface),
+                "ibCaPhysicalInterface": lambda row, target: (
+                    None if row[1].physical_interface is None else int(row[1].physical_interface)),
                 "ibCaSupportsStaticRateControl": lambda row, target: _truth(row[0].static_rate_control),
                 # "Otherwise, 0 is returned" when static rate control is absent.
                 "ibCaInterpacketDelayValue": lambda row, target: (
-                    row[0].interpacket_delay if row[0].static_rate_control else 0
+                    None if row[0].static_rate_control is None
+                    else row[0].interpacket_delay if row[0].static_rate_control else 0
                 ),
                 "ibCaSupportsMultipathing": lambda row, target: _truth(row[0].multipathing),
                 "ibCaValidatesInPktDlid": lambda row, target: _truth(row[0].validates_inbound_dlid),
-                # Every port has at least one GID (the draft's range is 1..65535).
-                "ibCaMaxGidsPerPort": lambda row, target: min(max(row[0].max_gids_per_port, 1), 65535),
+                "ibCaMaxGidsPerPort": lambda row, target: _max_gids(row),
             },
         ),
         TableBinding(

@@ -6,6 +6,10 @@ counters.py functions of the port's traffic profile at `target.elapsed`:
 they grow with time and saturate at all ones at the IBA field width, which
 the compiled ranges match (see mibs/ERRATA.md for the widened ones). Data
 counters count 4-octet words, as IBA and the MIB's DESCRIPTIONs say.
+
+A port with measured counters (a sysfs host, counters.MeasuredProfile)
+serves them as read at the last poll: only the attributes it measured have
+rows, and a counter its device does not report has no instance.
 """
 
 from __future__ import annotations
@@ -52,9 +56,15 @@ def _port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
     )
 
 
+def _rows(method: str) -> Callable[[ContextTarget], list[tuple[tuple[int], _PortRow]]]:
+    """The data ports whose profile has values for the attribute `method`
+    (every port of a simulated fabric; measured ports only what they measured)."""
+    return lambda target: [row for row in _port_rows(target) if row[1].profile.serves(method)]
+
+
 def _switch_port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
     # SwPortVLCongestion is a switch attribute (IBA 16.1.4.9): a CA has no rows.
-    return _port_rows(target) if target.node.is_switch else []
+    return _rows("sw_port_vl_congestion_at")(target) if target.node.is_switch else []
 
 
 # ibPmaPortOpCode*Index is "the op code ... Note: this is a 1-based value",
@@ -62,29 +72,40 @@ def _switch_port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]
 # so opcode 0x00 is index 1 and 0xFE is 255. Rows exist for the opcodes the
 # port's PMA tracks (counters.TRACKED_OPCODES); the model counts 0 for every
 # other opcode, which are left out rather than listed as 250 rows of zeros.
-def _opcode_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]:
-    for (num,), row in _port_rows(target):
-        for opcode in TRACKED_OPCODES:
-            yield (num, opcode + 1), (row, opcode)
+def _opcode_rows(method: str) -> Callable[[ContextTarget], Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]]:
+    def rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]:
+        for (num,), row in _rows(method)(target):
+            for opcode in TRACKED_OPCODES:
+                yield (num, opcode + 1), (row, opcode)
+
+    return rows
+
+
+def _part(value: Any, name: str) -> Any:
+    return None if value is None else getattr(value, name)
+
+
+def _per_vl(value: Any, vl: int) -> Any:
+    return None if value is None else value.per_vl[vl]
 
 
 def _field(method: str, name: str) -> Getter:
     """A column that is one field of a per-port attribute."""
-    return lambda row, target: getattr(row.read(method, target.elapsed), name)
+    return lambda row, target: _part(row.read(method, target.elapsed), name)
 
 
 def _vl(method: str, vl: int) -> Getter:
     """A per-VL column of a per-port attribute."""
-    return lambda row, target: row.read(method, target.elapsed).per_vl[vl]
+    return lambda row, target: _per_vl(row.read(method, target.elapsed), vl)
 
 
 def _op_field(method: str, name: str) -> Getter:
     """A column of a per-port, per-opcode attribute (row = (port row, opcode))."""
-    return lambda row, target: getattr(row[0].read(method, target.elapsed, row[1]), name)
+    return lambda row, target: _part(row[0].read(method, target.elapsed, row[1]), name)
 
 
 def _op_vl(method: str, vl: int) -> Getter:
-    return lambda row, target: row[0].read(method, target.elapsed, row[1]).per_vl[vl]
+    return lambda row, target: _per_vl(row[0].read(method, target.elapsed, row[1]), vl)
 
 
 def _columns(prefix: str, make: Callable[[int], Getter]) -> dict[str, Getter]:
@@ -99,7 +120,7 @@ PMA_MIB = ModuleBinding(
     tables=(
         TableBinding(
             entry="ibPmaPortCntrsEntry",
-            rows=_port_rows,
+            rows=_rows(_COUNTERS),
             columns={
                 "ibPmaSymbolErrCounter": _field(_COUNTERS, "symbol_error_counter"),
                 "ibPmaLinkErrRecoveryCntr": _field(_COUNTERS, "link_error_recovery_counter"),
@@ -117,7 +138,7 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortCntrsOptEntry",
-            rows=_port_rows,
+            rows=_rows(_COUNTERS),
             columns={
                 "ibPmaPortXmitData": _field(_COUNTERS, "port_xmit_data"),
                 "ibPmaPortRcvData": _field(_COUNTERS, "port_rcv_data"),
@@ -127,7 +148,7 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortRcvErrEntry",  # PortRcvErrorDetails (IBA 16.1.4.1)
-            rows=_port_rows,
+            rows=_rows("rcv_error_details_at"),
             columns={
                 "ibPmaPortRcvErrLocalPhysErrs": _field("rcv_error_details_at", "port_local_physical_errors"),
                 "ibPmaPortMalformedPacketErrs": _field("rcv_error_details_at", "port_malformed_packet_errors"),
@@ -139,7 +160,7 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortXmitDiscardEntry",  # PortXmitDiscardDetails (IBA 16.1.4.2)
-            rows=_port_rows,
+            rows=_rows("xmit_discard_details_at"),
             columns={
                 "ibPmaPortInactiveDiscards": _field("xmit_discard_details_at", "port_inactive_discards"),
                 "ibPmaPortNeighborMtuDiscards": _field("xmit_discard_details_at", "port_neighbor_mtu_discards"),
@@ -151,7 +172,7 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortFlowCtlCntrsEntry",  # PortFlowCtlCounters (IBA 16.1.4.4)
-            rows=_port_rows,
+            rows=_rows("flow_ctl_counters_at"),
             columns={
                 "ibPmaPortFlowCtlXmitFlowPkts": _field("flow_ctl_counters_at", "port_xmit_flow_pkts"),
                 "ibPmaPortFlowCtlRcvFlowPkts": _field("flow_ctl_counters_at", "port_rcv_flow_pkts"),
@@ -159,7 +180,7 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortOpCodeRcvCntrsEntry",  # PortOpRcvCounters (IBA 16.1.4.3)
-            rows=_opcode_rows,
+            rows=_opcode_rows("op_rcv_counters_at"),
             columns={
                 "ibPmaPortOpCodeRcvCntrsRcvPkts": _op_field("op_rcv_counters_at", "port_op_rcv_pkts"),
                 "ibPmaPortOpCodeRcvCntrsRcvData": _op_field("op_rcv_counters_at", "port_op_rcv_data"),
@@ -167,24 +188,24 @@ PMA_MIB = ModuleBinding(
         ),
         TableBinding(
             entry="ibPmaPortOpCodeVlCntrsEntry",  # PortVLOpPackets (IBA 16.1.4.5)
-            rows=_opcode_rows,
+            rows=_opcode_rows("vl_op_packets_at"),
             columns=_columns("ibPmaPortVlOpPkt", lambda vl: _op_vl("vl_op_packets_at", vl)),
         ),
         TableBinding(
             entry="ibPmaPortOpCodeVlDataCntrsEntry",  # PortVLOpData (IBA 16.1.4.6)
-            rows=_opcode_rows,
+            rows=_opcode_rows("vl_op_data_at"),
             columns=_columns("ibPmaPortVlOpData", lambda vl: _op_vl("vl_op_data_at", vl)),
         ),
         TableBinding(
             # PortVLXmitFlowCtlUpdateErrors (IBA 16.1.4.7): 2 bits per VL, so
             # 0..3 inside the draft's 0..255.
             entry="ibPmaPortVlXmitFCUpErrEntry",
-            rows=_port_rows,
+            rows=_rows("vl_xmit_flow_ctl_update_errors_at"),
             columns=_columns("ibPmaPortVlXmitFCUpErr", lambda vl: _vl("vl_xmit_flow_ctl_update_errors_at", vl)),
         ),
         TableBinding(
             entry="ibPmaPortVlXmitWaitCntrsEntry",  # PortVLXmitWaitCounters (IBA 16.1.4.8)
-            rows=_port_rows,
+            rows=_rows("vl_xmit_wait_at"),
             columns=_columns("ibPmaPortVlXmitWait", lambda vl: _vl("vl_xmit_wait_at", vl)),
         ),
         TableBinding(

@@ -14,6 +14,10 @@ an explicit table below. Tables indexed by IbDataPort (1..254) have no row
 for switch port 0; tables indexed by IbDataPortAndInvalid use 255 for it.
 The accessible-for-notify objects (ibSmaNodeLid ... ibSmaNodeDataValid) are
 only carried in notifications and are not bound here.
+
+A value the model does not know (None: what a Linux host's sysfs cannot
+tell, see model.PortInfo) has no instance, and an empty table (SL-to-VL, VL
+arbitration of a sysfs port) no rows; nothing is filled in.
 """
 
 from __future__ import annotations
@@ -56,6 +60,16 @@ def _truth(flag: Any) -> int:
 
 def _clamp(value: int, top: int) -> int:
     return value if value <= top else top
+
+
+def _known(convert: Any) -> Any:
+    """`convert` applied to a known value; None (not known) stays None."""
+    return lambda value: None if value is None else convert(value)
+
+
+def _octets(mask: int, size: int) -> Any:
+    """An integer as a fixed-size OCTET STRING; None stays None."""
+    return _known(lambda value: (value & mask).to_bytes(size, "big"))
 
 
 # -- enumerations: IBA code -> SMA-MIB number -----------------------------------
@@ -126,40 +140,50 @@ def _vls(code: int) -> int:
     return code if 1 <= code <= 5 else _VLS_OTHER
 
 
-def _link_speed_active(info: Any) -> int:
+def _link_speed_active(info: Any) -> int | None:
     # A non-zero LinkSpeedExtActive (FDR and faster) overrides LinkSpeedActive.
     if info.link_speed_ext_active:
         return _SPEED_OTHER
+    if info.link_speed_active is None:
+        return None
     return _SPEED.get(int(info.link_speed_active), _SPEED_OTHER)
 
 
-def _link_speed_supported(info: Any) -> int:
+def _link_speed_supported(info: Any) -> int | None:
     if info.link_speed_ext_supported:
         return _SPEED_OTHER
+    if info.link_speed_supported is None:
+        return None
     return _SPEED.get(int(info.link_speed_supported), _SPEED_OTHER)
 
 
-def _link_speed_enabled(info: Any) -> int:
+def _link_speed_enabled(info: Any) -> int | None:
     if info.link_speed_ext_enabled:
         return _SPEED_ENABLED_OTHER
+    if info.link_speed_enabled is None:
+        return None
     return _SPEED_ENABLED.get(int(info.link_speed_enabled), _SPEED_ENABLED_OTHER)
 
 
-def _protect_bits(info: Any) -> int:
+def _protect_bits(info: Any) -> int | None:
     """ibSmaPortMKeyProtectBits, by the meaning of IBA's protection levels
     (Table 115): a zero M_Key is never checked, noMKeyProtection(1); otherwise
     level 0 lets SubnGet return the key, succeedWithReturnKey(2); level 1
     returns it as zeros, succeedWithReturnZeroes(3); levels 2 and 3 fail
     SubnGet on a key mismatch, failOnNoMatch(4)."""
+    if info.m_key is None or info.m_key_protect_bits is None:
+        return None
     if info.m_key == 0:
         return 1
     return {0: 2, 1: 3}.get(int(info.m_key_protect_bits), 4)
 
 
-def _m_key(info: Any) -> bytes:
+def _m_key(info: Any) -> bytes | None:
     """PortInfo:M_Key as a requester without the key reads it (IBA 14.2.4.1):
     the key itself only at protection level 0, zeros above (an SNMP manager
     never presents an M_Key)."""
+    if info.m_key is None or info.m_key_protect_bits is None:
+        return None
     if info.m_key_protect_bits == 0:
         return info.m_key.to_bytes(8, "big")
     return _ZERO_KEY
@@ -215,19 +239,28 @@ def _mgmt(target: ContextTarget) -> Any:
 def _mgmt_field(name: str, top: int | None = None) -> Any:
     if top is None:
         return lambda target: getattr(_mgmt(target), name)
-    return lambda target: _clamp(getattr(_mgmt(target), name), top)
+    clamp = _known(lambda value: _clamp(value, top))
+    return lambda target: clamp(getattr(_mgmt(target), name))
 
 
 def _capability(bit: CapabilityMask) -> Any:
-    return lambda target: _truth(_mgmt(target).capability_mask & bit)
+    truth = _known(lambda mask: _truth(mask & bit))
+    return lambda target: truth(_mgmt(target).capability_mask)
 
 
 def _flag(field: str, bit: int) -> Any:
-    return lambda target: _truth(getattr(_mgmt(target), field) & bit)
+    truth = _known(lambda flags: _truth(flags & bit))
+    return lambda target: truth(getattr(_mgmt(target), field))
 
 
 # PortInfo:InitType bits 0..3 and InitTypeReply bits 0..2 (IBA 14.2.5.6).
 _NO_LOAD, _PRESERVE_CONTENT, _PRESERVE_PRESENCE, _DO_NOT_RESUSCITATE = 1, 2, 4, 8
+
+_guid = _known(guid_bytes)
+_partition_cap = _known(lambda cap: min(max(cap, 1), 65535))
+_device_id = _octets(0xFFFF, 2)
+_revision = _octets(0xFFFFFFFF, 4)
+_vendor_id = _octets(0xFFFFFF, 3)
 
 _NODE_SCALARS = (
     ScalarBinding("ibSmaNodeString", _node_string),
@@ -235,16 +268,16 @@ _NODE_SCALARS = (
     ScalarBinding("ibSmaNodeClassVersion", lambda t: t.node.class_version),
     ScalarBinding("ibSmaNodeType", lambda t: _NODE_TYPE.get(t.node.node_type, _NODE_TYPE_OTHER)),
     ScalarBinding("ibSmaNodeNumPorts", lambda t: t.node.num_ports),
-    ScalarBinding("ibSmaSystemImageGuid", lambda t: guid_bytes(t.node.system_image_guid)),
+    ScalarBinding("ibSmaSystemImageGuid", lambda t: _guid(t.node.system_image_guid)),
     ScalarBinding("ibSmaNodeGuid", lambda t: guid_bytes(t.node.guid)),
-    ScalarBinding("ibSmaNodePortGuid", lambda t: guid_bytes(t.node.port_guid)),
+    ScalarBinding("ibSmaNodePortGuid", lambda t: _guid(t.node.port_guid)),
     # PartitionCap; the draft's range starts at 1 ("at a minimum set to 1").
-    ScalarBinding("ibSmaNodePartitionTableNum", lambda t: min(max(t.node.partition_cap, 1), 65535)),
-    ScalarBinding("ibSmaNodeDeviceId", lambda t: (t.node.device_id & 0xFFFF).to_bytes(2, "big")),
-    ScalarBinding("ibSmaNodeRevision", lambda t: (t.node.revision & 0xFFFFFFFF).to_bytes(4, "big")),
+    ScalarBinding("ibSmaNodePartitionTableNum", lambda t: _partition_cap(t.node.partition_cap)),
+    ScalarBinding("ibSmaNodeDeviceId", lambda t: _device_id(t.node.device_id)),
+    ScalarBinding("ibSmaNodeRevision", lambda t: _revision(t.node.revision)),
     # NodeInfo:LocalPortNum, the port the SM's requests reach the node on.
     ScalarBinding("ibSmaNodeLocalPortNumOrZero", lambda t: _port0_or_unknown(t.node.local_port_num)),
-    ScalarBinding("ibSmaNodeVendorId", lambda t: (t.node.vendor_id & 0xFFFFFF).to_bytes(3, "big")),
+    ScalarBinding("ibSmaNodeVendorId", lambda t: _vendor_id(t.node.vendor_id)),
 )
 
 _SWITCH_SCALARS = (
@@ -267,9 +300,10 @@ _SWITCH_SCALARS = (
 )
 
 _Cap = CapabilityMask
+_gid_prefix = _octets((1 << 64) - 1, 8)
 _MGMT_PORT_SCALARS = (
     ScalarBinding("ibSmaPortMKey", lambda t: _m_key(_mgmt(t))),
-    ScalarBinding("ibSmaPortGidPrefix", lambda t: _mgmt(t).gid_prefix.to_bytes(8, "big")),
+    ScalarBinding("ibSmaPortGidPrefix", lambda t: _gid_prefix(_mgmt(t).gid_prefix)),
     ScalarBinding("ibSmaPortLid", _mgmt_field("lid", MAX_UNICAST_LID)),
     ScalarBinding("ibSmaPortMasterSmLid", _mgmt_field("master_sm_lid", MAX_UNICAST_LID)),
     ScalarBinding("ibSmaPortIsSubnetManager", _capability(_Cap.IS_SM)),
@@ -328,8 +362,11 @@ def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
 
 def _guid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], int]]:
     """GUIDInfo entries in use, 1-based; a port with no GUID assigned (a
-    switch data port) has "1 entry with a 0 value", as the draft says."""
+    switch data port) has "1 entry with a 0 value", as the draft says. A
+    port without GUIDInfo (None: a RoCE port) has no rows."""
     for port in _data_ports(target):
+        if port.guids is None:
+            continue
         guids = port.guids[:255] or (0,)
         for i, guid in enumerate(guids):
             yield (port.num, i + 1), guid
@@ -349,8 +386,8 @@ def _pkey_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], int]]:
             yield from _pkey_table(port.num, port.pkeys, node.switch.partition_enforcement_cap)
 
 
-def _pkey_table(index: int, pkeys: tuple[int, ...], capacity: int) -> Iterator[tuple[tuple[int, int], int]]:
-    count = min(max(capacity, len(pkeys)), _MAX_PKEY_ENTRIES)
+def _pkey_table(index: int, pkeys: tuple[int, ...], capacity: int | None) -> Iterator[tuple[tuple[int, int], int]]:
+    count = min(max(capacity or 0, len(pkeys)), _MAX_PKEY_ENTRIES)
     for i in range(count):
         yield (index, i + 1), pkeys[i] if i < len(pkeys) else 0
 
@@ -453,23 +490,34 @@ def _diag_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
         yield (port.num,), port
 
 
-def _diag_data(port: Any) -> bytes:
+def _diag_data(port: Any) -> bytes | None:
+    if port.vendor_diag is None:
+        return None
     return port.vendor_diag[:_DIAG_DATA_OCTETS].ljust(_DIAG_DATA_OCTETS, b"\0")
 
 
-def _led_state(port: Any) -> int:
+def _led_state(port: Any) -> int | None:
     """The model's LED state; an LED seen off on a port whose CapabilityMask
-    lacks IsLEDInfoSupported cannot be read by the SM: unknown(1)."""
+    lacks IsLEDInfoSupported cannot be read by the SM: unknown(1). An LED
+    the provider cannot see (None) has no instance."""
+    if port.led_on is None:
+        return None
     if port.led_on:
         return _LED_ON
-    return _LED_OFF if port.info.capability_mask & CapabilityMask.IS_LED_INFO_SUPPORTED else _LED_UNKNOWN
+    return _LED_OFF if (port.info.capability_mask or 0) & CapabilityMask.IS_LED_INFO_SUPPORTED else _LED_UNKNOWN
 
 
 def _info(name: str, convert: Any = None) -> Any:
-    """A PortInfo column of a data-port row."""
+    """A PortInfo column of a data-port row (no instance where it is None)."""
     if convert is None:
         return lambda port, target: getattr(port.info, name)
-    return lambda port, target: convert(getattr(port.info, name))
+    known = _known(convert)
+    return lambda port, target: known(getattr(port.info, name))
+
+
+def _diag_code(convert: Any) -> Any:
+    known = _known(convert)
+    return lambda port, target: known(port.info.diag_code)
 
 
 _TABLES = (
@@ -584,12 +632,13 @@ _TABLES = (
         entry="ibSmaVendDiagInfoEntry",
         rows=_diag_rows,
         columns={
-            "ibSmaPortGenericDiagCode": lambda port, target: _plus_one(port.info.diag_code & 0xF, 4, _DIAG_OTHER),
+            "ibSmaPortGenericDiagCode": _diag_code(lambda code: _plus_one(code & 0xF, 4, _DIAG_OTHER)),
             # The model's vendor part (DiagCode bits 15..4) in the draft's 0..2047.
-            "ibSmaPortVendorDiagCode": lambda port, target: _clamp(port.info.vendor_diag_code, 2047),
+            "ibSmaPortVendorDiagCode": _diag_code(lambda code: _clamp(code >> 4, 2047)),
             # true(1) when the buffer "contains meaningful vendor-supplied
             # additional diagnostic information", false(2) when it is empty.
-            "ibSmaPortVendorDiagIndexFwd": lambda port, target: _truth(port.vendor_diag),
+            "ibSmaPortVendorDiagIndexFwd": lambda port, target: (
+                None if port.vendor_diag is None else _truth(port.vendor_diag)),
             "ibSmaPortVendorDiagData": lambda port, target: _diag_data(port),
         },
     ),

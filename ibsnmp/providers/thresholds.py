@@ -47,9 +47,20 @@ after the trap.
 
 Which ports: the exact set whose two counters can move
 (counters.threshold_watch_ports: degraded links, the only ports with
-non-zero rates for them, plus any port a scenario touched); a poll of every
-port would find nothing more.  On a 10,000-node fabric with the default
-fault density that is a few dozen ports per poll.
+non-zero rates for them, plus any port a scenario touched, plus every port
+with measured counters); a poll of every port would find nothing more.  On
+a 10,000-node fabric with the default fault density that is a few dozen
+ports per poll.
+
+Measured counters (a sysfs host): the same rule on the values read at each
+poll.  A counter the device does not report is not watched.  The host's
+PortInfo thresholds are not visible there (None in the model): the watcher
+then uses DEFAULT_THRESHOLDS, 8 and 8, what subnet managers program by
+default (OpenSM's local_phy_errors_threshold and overrun_errors_threshold)
+and the simulated fabric's SM uses.  Nobody can clear a real counter from
+here, so such a provider runs the watcher with clear_after_trap=False: a
+counter that saturated at 15 fires no more until someone clears it (a
+counter that went down is re-armed at its new value).
 """
 
 from __future__ import annotations
@@ -60,7 +71,7 @@ from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, threshold_watch_ports, traffic_profile
 from ibsnmp.fabric.model import Fabric, PortRef
 
-__all__ = ["WATCHED", "Crossing", "ThresholdWatcher"]
+__all__ = ["WATCHED", "DEFAULT_THRESHOLDS", "Crossing", "ThresholdWatcher"]
 
 # (trap, PortCounters field, PortInfo threshold field)
 WATCHED: tuple[tuple[IbaTrap, str, str], ...] = (
@@ -68,6 +79,8 @@ WATCHED: tuple[tuple[IbaTrap, str, str], ...] = (
     (IbaTrap.EXCESSIVE_BUFFER_OVERRUN, "excessive_buffer_overrun_errors", "overrun_errors_threshold"),
 )
 _TOP = tuple((1 << PortCounters.BITS[name]) - 1 for _, name, _ in WATCHED)
+# The thresholds used where the model cannot tell a port's (see above).
+DEFAULT_THRESHOLDS: dict[str, int] = {"local_phy_errors_threshold": 8, "overrun_errors_threshold": 8}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +109,10 @@ class ThresholdWatcher:
 
     def __init__(self, *, clear_after_trap: bool = True) -> None:
         self.clear_after_trap = clear_after_trap
-        self._armed: dict[PortRef, tuple[int, int]] = {}
+        self._armed: dict[PortRef, tuple[int | None, int | None]] = {}
         self._last: tuple[Fabric, float] | None = None
 
-    def armed(self, ref: PortRef) -> tuple[int, int] | None:
+    def armed(self, ref: PortRef) -> tuple[int | None, int | None] | None:
         return self._armed.get(ref)
 
     def poll(self, fabric: Fabric, elapsed: float) -> list[Crossing]:
@@ -126,12 +139,20 @@ class ThresholdWatcher:
             history = fabric.port_history.get(ref) if fabric.port_history else None
             for i, (trap, counter, threshold_field) in enumerate(WATCHED):
                 value = values[i]
+                if value is None:  # a measured port whose device does not report it
+                    continue
+                if rearmed[i] is None:  # reported for the first time: the baseline
+                    rearmed[i] = value
+                    continue
                 cleared = history.cleared_at(counter) if history is not None else None
                 if cleared is not None and last is not None and cleared >= last[1]:
                     rearmed[i] = 0  # cleared since the last poll: it counts from 0
                 elif value < armed[i]:
                     rearmed[i] = value
-                threshold = max(1, getattr(port.info, threshold_field))
+                threshold = getattr(port.info, threshold_field)
+                if threshold is None:
+                    threshold = DEFAULT_THRESHOLDS[threshold_field]
+                threshold = max(1, threshold)
                 if value - rearmed[i] >= threshold:
                     clear = self.clear_after_trap and value + threshold > _TOP[i]
                     crossings.append(Crossing(ref, trap, counter, value, threshold, clear))

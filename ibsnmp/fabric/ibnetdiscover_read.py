@@ -1,0 +1,1047 @@
+"""Read `ibnetdiscover` topology text (infiniband-diags) into a `Fabric`.
+
+The reader takes what the C tool writes (rdma-core's ibnetdiscover.c and
+older infiniband-diags: the plain and the `-g` grouping layouts, `-f` full
+info) and what `ibnetdiscover.export` writes:
+
+    # Initiated from node 0002c9030012ab34 port 0002c9030012ab35
+
+    vendid=0x2c9
+    devid=0xc738
+    sysimgguid=0x2c90300a1b2c3
+    switchguid=0x2c90300a1b2c3(2c90300a1b2c3)
+    Switch  36 "S-0002c90300a1b2c3"     # "switch-1" enhanced port 0 lid 5 lmc 0
+    [1]     "H-0002c9030012ab34"[1](2c9030012ab35)      # "host001 HCA-1" lid 7 4xEDR
+    [35]    "S-0002c90300a1b2d0"[35]        # "switch-2" lid 6 4xEDR
+
+    vendid=0x2c9
+    devid=0x1013
+    caguid=0x2c9030012ab34
+    Ca      2 "H-0002c9030012ab34"      # "host001 HCA-1"
+    [1](2c9030012ab35)  "S-0002c90300a1b2c3"[1]     # lid 7 lmc 0 "switch-1" lid 5 4xEDR
+
+What the file says becomes the model: every node (type, GUID, port count,
+description, vendor and device id, system image GUID), every port that has
+a link (port GUID of CA and router ports, LID and LMC, active width and
+speed, VLCap with `-f`), every link, the switches' LIDs and enhanced port 0.
+A link appears in the blocks of both its ends; each end is checked against
+the other, and what one end omits (a comment without LIDs, a block whose
+port lines are missing) is taken from the other.  Ports the file does not
+list have no link: they are Down.  Forwarding tables are not in the file:
+`routing` computes them (min-hop) from this topology.
+
+What the file does not carry is not invented.  Fields the model needs
+anyway take, and are documented as, IBA reset values or the least IBA
+guarantees of every port (`UNKNOWN`, below); tables that would need
+invented content are empty (SL-to-VL, VL arbitration, multicast, services,
+connections, CA attributes); there are no counters (PMA-MIB serves none).  There is no subnet
+manager in a dump: `sm_guid` names the node or port that runs the master SM
+(as `sminfo` prints it); without it the fabric has no SM.
+
+Conventions read from the file, also documented:
+
+- the local node (the default SNMP context) is `local_guid`, else the node
+  the header says discovery was "Initiated from", else the first node;
+- ports listed in the file are Active and LinkUp (ibnetdiscover follows only
+  links that are up, and the LIDs show an SM configured them);
+- a port showing an extended speed (FDR and faster) has
+  IsExtendedSpeedsSupported in its CapabilityMask (the tool prints extended
+  speeds only then; for a switch it asks port 0, which gets the bit too);
+  with an extended speed LinkSpeedActive is QDR, as ConnectX and SwitchX
+  report it, unless `-f`'s `s=` gives it; FDR10 (a Mellanox extension,
+  LinkSpeedActive QDR in PortInfo) is kept beside the snapshot so that an
+  export writes it again;
+- a rate the tool could not name (`??` width, `???` speed) is unknown, as
+  is a missing one: the other end's line is used, else the IBA minimum;
+- switch data ports report the switch's LID (LMC 0) and port GUID;
+- a CA port no line gives a GUID has GUID 0 (none in GUIDInfo), except the
+  port the header says discovery started from;
+- node order is breadth first from the local node's port, as discovery
+  walks; nodes not reachable from it follow in the order libibnetdisc would
+  have found them (each type is printed in reverse discovery order).
+
+Not read: ibsim's net files (free-form node names instead of GUIDs), the
+`-p` ports report and `-l`/`-S`/`-H` lists (other layouts of the same tool),
+and speeds newer than NDR.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from .iba import (
+    DEFAULT_PKEY,
+    DEFAULT_SUBNET_PREFIX,
+    MAX_PHYS_PORTS,
+    MAX_UNICAST_LID,
+    MULTICAST_LID_BASE,
+    CapabilityMask,
+    LinkDownDefaultState,
+    LinkSpeed,
+    LinkSpeedExt,
+    LinkWidth,
+    MKeyProtect,
+    Mtu,
+    NodeType,
+    PhysicalInterface,
+    PortPhysState,
+    PortState,
+    SmState,
+    VLCap,
+    link_gbps,
+)
+from .model import (
+    Fabric,
+    Link,
+    Node,
+    Partition,
+    PartitionMember,
+    Port,
+    PortInfo,
+    PortRef,
+    SmConfig,
+    SmInfo,
+    SwitchInfo,
+)
+
+__all__ = [
+    "TopologyError",
+    "UNKNOWN",
+    "FDR10_CACHE_KEY",
+    "read_topology",
+    "load_topology",
+    "fdr10_ports",
+    "parse_guid",
+]
+
+# Where the FDR10 ports of a snapshot read from a file are kept (Fabric.cached).
+FDR10_CACHE_KEY = "ibnetdiscover.fdr10"
+
+# The values of fields an ibnetdiscover file does not carry.  Keys and
+# counters read as after a reset (0); capabilities as the least IBA requires
+# of every port (1x, 2.5 Gb/s, MTU 256, VL0, one GUID, one P_Key); switch
+# forwarding capacity as IBA's unicast LID space, so the routing code's
+# tables are served whole.
+UNKNOWN: Mapping[str, Any] = MappingProxyType({
+    "revision": 0,
+    "partition_cap": 1,
+    "m_key": 0,
+    "mtu": Mtu.MTU_256,
+    "vl_cap": VLCap.VL0,
+    "guid_cap": 1,
+    "linear_fdb_cap": MULTICAST_LID_BASE,  # 0xC000 entries: unicast LIDs 0..0xBFFF
+    "random_fdb_cap": 0,
+    "multicast_fdb_cap": 0,
+    "partition_enforcement_cap": 0,
+    "sm_key": 0,  # IBA 14.4.1: SMInfo returns SM_Key 0 to a requester without it
+    "sm_act_count": 0,
+})
+
+_NO_EXT = LinkSpeedExt(0)
+_DEFAULT_PKEYS = (0xFFFF,)  # IBA: the default P_Key, full membership, in entry 0
+
+# A dump has no counters, so PMA-MIB must serve none rather than simulate
+# traffic: model.MeasuredCounters (added with the sysfs provider) holding no
+# values is "a port without a PMA".  With a model that lacks it, the ports
+# get no marker.
+try:
+    from .model import MeasuredCounters as _MeasuredCounters  # type: ignore[attr-defined]
+
+    _PORT_EXTRA: dict[str, Any] = {"counters": _MeasuredCounters(MappingProxyType({}))}
+except ImportError:  # pragma: no cover - the model before the sysfs provider
+    _PORT_EXTRA = {}
+
+
+class TopologyError(ValueError):
+    """A topology file that cannot be read: the message names the file, the
+    line number and the line's text where one line is at fault."""
+
+    def __init__(self, message: str, *, source: str = "", line_no: int | None = None,
+                 line: str | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.line_no = line_no
+        self.line = line
+        where = source or "topology"
+        if line_no is not None:
+            where += f", line {line_no}"
+        text = f"{where}: {message}"
+        if line is not None:
+            shown = line.rstrip("\n")
+            if len(shown) > 160:
+                shown = shown[:157] + "..."
+            text += f": {shown!r}"
+        super().__init__(text)
+
+
+# -- what the lines say ---------------------------------------------------------------------
+
+_NAME = r'"([SHR?])-([0-9a-fA-F]{1,16})"'
+_PORT_LINE = re.compile(
+    r"\[(\d+)\](?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*" + _NAME
+    + r"\[(\d+)\](?:\[ext \d+\])?\s*(?:\(([0-9a-fA-F]{1,16})\))?\s*"
+)
+_NODE_LINE = re.compile(r"(Switch|Ca|Hca|Rt|Router)\s+(\d+)\s+" + _NAME + r"\s*")
+_ID_LINE = re.compile(r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid|hcaguid)\s*=\s*"
+                      r"(?:0x)?([0-9a-fA-F]{1,16})(?:\s*\(\s*(?:0x)?([0-9a-fA-F]{1,16})\s*\))?\s*")
+_INITIATED = re.compile(r"#\s*Initiated from node (?:0x)?([0-9a-fA-F]{1,16}) port (?:0x)?([0-9a-fA-F]{1,16})")
+_OWN_LID = re.compile(r"lid (\d+) lmc (\d+)\s*")
+_LID = re.compile(r"lid (\d+)\s*")
+_RATE_START = re.compile(r"\d+x")
+_FULL = re.compile(r"s=(\d+) w=(\d+) v=(\d+)(?: e=(\d+))?\s*")
+_TAIL = re.compile(r"(?:slot \d+|\(scp\))?\s*")
+_SWITCH_TAIL = re.compile(r"(enhanced|base) port 0(?: lid (\d+) lmc (\d+))?\s*")
+# Lines of the -g grouping layout that carry nothing the model keeps.
+_GROUPING = ("Chassis ", "Hostname:", "Non-Chassis Nodes")
+
+_TYPES = {"Switch": NodeType.SWITCH, "Ca": NodeType.CA, "Hca": NodeType.CA, "Rt": NodeType.ROUTER,
+          "Router": NodeType.ROUTER}
+_LETTERS = {"S": NodeType.SWITCH, "H": NodeType.CA, "R": NodeType.ROUTER}
+_LETTER_OF = {NodeType.SWITCH: "S", NodeType.CA: "H", NodeType.ROUTER: "R"}
+_KIND = {NodeType.SWITCH: "switch", NodeType.CA: "channel adapter", NodeType.ROUTER: "router"}
+_ID_GUIDS = {"switchguid": NodeType.SWITCH, "caguid": NodeType.CA, "hcaguid": NodeType.CA,
+             "rtguid": NodeType.ROUTER}
+
+_WIDTHS = {"1x": LinkWidth.X1, "2x": LinkWidth.X2, "4x": LinkWidth.X4, "8x": LinkWidth.X8,
+           "12x": LinkWidth.X12}
+# name -> (LinkSpeedActive, LinkSpeedExtActive, FDR10)
+_SPEEDS: dict[str, tuple[LinkSpeed, LinkSpeedExt, bool]] = {
+    "SDR": (LinkSpeed.SDR, _NO_EXT, False),
+    "DDR": (LinkSpeed.DDR, _NO_EXT, False),
+    "QDR": (LinkSpeed.QDR, _NO_EXT, False),
+    "FDR10": (LinkSpeed.QDR, _NO_EXT, True),
+    "FDR": (LinkSpeed.QDR, LinkSpeedExt.FDR, False),
+    "EDR": (LinkSpeed.QDR, LinkSpeedExt.EDR, False),
+    "HDR": (LinkSpeed.QDR, LinkSpeedExt.HDR, False),
+    "NDR": (LinkSpeed.QDR, LinkSpeedExt.NDR, False),
+}
+_Rate = tuple[LinkWidth, LinkSpeed, LinkSpeedExt, bool]
+_RATES: dict[str, _Rate] = {
+    w + s: (width, *speed) for w, width in _WIDTHS.items() for s, speed in _SPEEDS.items()
+}
+
+
+@dataclass(slots=True)
+class _RawPort:
+    """One port line: this port and what it says of the port at the far end."""
+
+    num: int
+    line_no: int
+    peer_guid: int
+    peer_port: int
+    peer_type: NodeType
+    own_guid: int | None = None
+    peer_port_guid: int | None = None
+    own_lid: int | None = None
+    own_lmc: int | None = None
+    peer_lid: int | None = None
+    rate: _Rate | None = None
+    vl_cap: int | None = None
+
+
+@dataclass(slots=True)
+class _RawNode:
+    guid: int
+    node_type: NodeType
+    num_ports: int
+    description: str
+    line_no: int
+    vendor_id: int = 0
+    device_id: int = 0
+    system_image_guid: int = 0
+    port_guid: int | None = None  # switchguid=0x..(port GUID)
+    lid: int | None = None
+    lmc: int | None = None
+    enhanced: bool = False
+    ports: dict[int, _RawPort] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Topology:
+    source: str
+    lines: list[str]
+    nodes: dict[int, _RawNode]
+    initiated: tuple[int, int, int] | None  # (node GUID, port GUID, line number)
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.source = source
+        self.lines = text.splitlines()
+        self.nodes: dict[int, _RawNode] = {}
+        self.initiated: tuple[int, int, int] | None = None
+        self.ids: dict[str, tuple[int, int | None, int]] = {}  # name -> (value, paren, line)
+        self.node: _RawNode | None = None
+
+    def error(self, message: str, line_no: int) -> TopologyError:
+        return TopologyError(message, source=self.source, line_no=line_no, line=self.lines[line_no - 1])
+
+    def parse(self) -> _Topology:
+        port_line = self._port_line
+        for line_no, raw in enumerate(self.lines, 1):
+            line = raw.strip()
+            if not line:
+                self._end_block(line_no)
+                continue
+            first = line[0]
+            if first == "[":
+                node = self.node
+                if node is None:
+                    raise self.error("port line outside a node block (no Switch/Ca/Rt line above it)",
+                                     line_no)
+                port_line(node, line, line_no)
+            elif first == "#":
+                if self.initiated is None:
+                    match = _INITIATED.match(line)
+                    if match:
+                        self.initiated = (int(match[1], 16), int(match[2], 16), line_no)
+            elif "=" in line.partition("#")[0]:
+                self._id_line(line, line_no)
+            elif line.startswith(_GROUPING):
+                self._end_block(line_no)
+            else:
+                self._node_line(line, line_no)
+        self._end_block(len(self.lines) + 1)
+        if not self.nodes:
+            raise TopologyError("no Switch, Ca or Rt block: not an ibnetdiscover topology",
+                                source=self.source)
+        return _Topology(self.source, self.lines, self.nodes, self.initiated)
+
+    def _end_block(self, line_no: int) -> None:
+        self.node = None
+        if self.ids:
+            first = min(entry[2] for entry in self.ids.values())
+            raise self.error("node ids not followed by a Switch, Ca or Rt line", first)
+
+    def _id_line(self, line: str, line_no: int) -> None:
+        if self.node is not None:  # the ids of the next block begin it
+            self.node = None
+        body = line.partition("#")[0]
+        match = _ID_LINE.fullmatch(body)
+        if match is None:
+            raise self.error("malformed id line (expected vendid=, devid=, sysimgguid=, "
+                             "switchguid=, caguid= or rtguid= and a hex number)", line_no)
+        name = match[1]
+        if name in self.ids:
+            raise self.error(f"second {name}= line for one node", line_no)
+        if match[3] is not None and name != "switchguid":
+            raise self.error(f"{name}= takes no port GUID in parentheses", line_no)
+        self.ids[name] = (int(match[2], 16), int(match[3], 16) if match[3] else None, line_no)
+
+    def _node_line(self, line: str, line_no: int) -> None:
+        head, _, comment = line.partition("#")
+        match = _NODE_LINE.fullmatch(head)
+        if match is None:
+            raise self.error("not a topology line (expected a node line such as "
+                             "'Switch 36 \"S-<guid>\" # ...', a port line '[n] ...', "
+                             "an id line 'vendid=0x..', a comment or a blank line)", line_no)
+        node_type = _TYPES[match[1]]
+        letter, guid = match[3], int(match[4], 16)
+        if _LETTERS.get(letter) is not node_type:
+            raise self.error(f"a {match[1]} named \"{letter}-...\"", line_no)
+        num_ports = int(match[2])
+        if not 1 <= num_ports <= MAX_PHYS_PORTS:
+            raise self.error(f"port count {num_ports} outside 1..{MAX_PHYS_PORTS}", line_no)
+        if guid in self.nodes:
+            raise self.error(f"node {guid:016x} already has a block at line "
+                             f"{self.nodes[guid].line_no}", line_no)
+        description, rest = _quoted(comment)
+        node = _RawNode(guid, node_type, num_ports, description or "", line_no)
+        if node_type is NodeType.SWITCH:
+            tail = _SWITCH_TAIL.fullmatch(rest) if rest else None
+            if rest and tail is None:
+                raise self.error("switch comment should end 'enhanced|base port 0 lid N lmc N'", line_no)
+            if tail is not None:
+                node.enhanced = tail[1] == "enhanced"
+                if tail[2] is not None:
+                    node.lid, node.lmc = _lid(self, tail[2], line_no), _lmc(self, tail[3], line_no)
+        elif rest and _TAIL.fullmatch(rest) is None:
+            raise self.error(f"unexpected text after the description: {rest!r}", line_no)
+        self._take_ids(node, line_no)
+        self.nodes[guid] = node
+        self.node = node
+
+    def _take_ids(self, node: _RawNode, line_no: int) -> None:
+        ids, self.ids = self.ids, {}
+        for name, (value, paren, id_line) in ids.items():
+            if name == "vendid":
+                if value > 0xFFFFFF:
+                    raise self.error("vendor id wider than 24 bits", id_line)
+                node.vendor_id = value
+            elif name == "devid":
+                if value > 0xFFFF:
+                    raise self.error("device id wider than 16 bits", id_line)
+                node.device_id = value
+            elif name == "sysimgguid":
+                node.system_image_guid = value
+            else:
+                if _ID_GUIDS[name] is not node.node_type:
+                    raise self.error(f"{name}= for a {_KIND[node.node_type]} (line {line_no})",
+                                     id_line)
+                if value != node.guid:
+                    raise self.error(f"{name}=0x{value:x} but the node line (line {line_no}) "
+                                     f"names {node.guid:016x}", id_line)
+                node.port_guid = paren
+
+    def _port_line(self, node: _RawNode, line: str, line_no: int) -> None:
+        head, _, comment = line.partition("#")
+        match = _PORT_LINE.fullmatch(head)
+        if match is None:
+            raise self.error('malformed port line (expected \'[port](port GUID) "S|H|R-<guid>"[port] '
+                             "# comment')", line_no)
+        num = int(match[1])
+        if not 1 <= num <= node.num_ports:
+            raise self.error(f"port {num} outside 1..{node.num_ports} of this node", line_no)
+        if num in node.ports:
+            raise self.error(f"port {num} already listed at line {node.ports[num].line_no}", line_no)
+        peer_type = _LETTERS.get(match[3])
+        if peer_type is None:
+            raise self.error(f"peer of unknown type \"{match[3]}-...\"", line_no)
+        port = _RawPort(num, line_no, int(match[4], 16), int(match[5]), peer_type)
+        if port.peer_port < 1 or port.peer_port > MAX_PHYS_PORTS:
+            raise self.error(f"peer port {port.peer_port} outside 1..{MAX_PHYS_PORTS}", line_no)
+        if match[2] is not None:
+            port.own_guid = int(match[2], 16)
+        if match[6] is not None:
+            port.peer_port_guid = int(match[6], 16)
+        if comment:
+            self._port_comment(port, comment, line_no)
+        node.ports[num] = port
+
+    def _port_comment(self, port: _RawPort, comment: str, line_no: int) -> None:
+        """`lid N lmc N "desc" lid N 4xEDR s=.. w=.. v=..`, every part optional."""
+        text = comment.strip()
+        match = _OWN_LID.match(text)
+        if match:
+            port.own_lid, port.own_lmc = _lid(self, match[1], line_no), _lmc(self, match[2], line_no)
+            text = text[match.end():]
+        if text.startswith('"'):
+            _, text = _quoted(text)
+        match = _LID.match(text)
+        if match:
+            port.peer_lid = _lid(self, match[1], line_no)
+            text = text[match.end():]
+        token = text.split(None, 1)[0] if text else ""
+        if token and (token[0] == "?" or _RATE_START.match(token)):
+            text = text[len(token):].lstrip()
+            # The tool prints ?? / ??? for a width or speed it has no name
+            # for: the rate is then unknown, not an error.
+            if "?" not in token:
+                rate = _RATES.get(token)
+                if rate is None:
+                    width = _RATE_START.match(token)[0]  # type: ignore[index]
+                    if width not in _WIDTHS:
+                        raise self.error(f"unknown link width {width!r} (1x, 2x, 4x, 8x or 12x)", line_no)
+                    raise self.error(f"unknown link speed {token[len(width):]!r} "
+                                     f"({', '.join(_SPEEDS)})", line_no)
+                port.rate = rate
+        match = _FULL.match(text)
+        if match:
+            raw_speed, raw_width, vl_cap = int(match[1]), int(match[2]), int(match[3])
+            if port.rate is not None:
+                width, speed, ext, fdr10 = port.rate
+                if raw_width and raw_width != int(width):
+                    raise self.error(f"w={raw_width} disagrees with the width {width.label}", line_no)
+                if raw_speed in (1, 2, 4):
+                    speed = LinkSpeed(raw_speed)
+                port.rate = (width, speed, ext, fdr10)
+            if 1 <= vl_cap <= 5:
+                port.vl_cap = vl_cap
+            text = text[match.end():]
+        if _TAIL.fullmatch(text) is None:
+            raise self.error(f"unexpected text in the port comment: {text!r}", line_no)
+
+
+def _quoted(text: str) -> tuple[str | None, str]:
+    """The description between the first and last double quote, and what
+    follows it; (None, text) when the text does not start with a quote."""
+    text = text.strip()
+    if not text.startswith('"'):
+        return None, text
+    end = text.rfind('"')
+    if end == 0:  # an unterminated description: keep it whole
+        return text[1:], ""
+    return text[1:end], text[end + 1:].strip()
+
+
+def _lid(parser: _Parser, text: str, line_no: int) -> int:
+    value = int(text)
+    if value > MAX_UNICAST_LID:
+        raise parser.error(f"LID {value} above the unicast range (max {MAX_UNICAST_LID})", line_no)
+    return value
+
+
+def _lmc(parser: _Parser, text: str, line_no: int) -> int:
+    value = int(text)
+    if value > 7:
+        raise parser.error(f"LMC {value} outside 0..7", line_no)
+    return value
+
+
+# -- building the model ---------------------------------------------------------------------------
+
+
+def read_topology(text: str, *, source: str = "<topology>", sm_guid: int | None = None,
+                  sm_priority: int = 0, local_guid: int | None = None) -> Fabric:
+    """The Fabric an ibnetdiscover text describes (see the module docstring).
+
+    sm_guid: node GUID or port GUID of the master subnet manager (None: no SM
+      is known; the fabric's `sms` is empty). sm_priority: its SMInfo
+      priority (default 0, OpenSM's).
+    local_guid: the node of the default SNMP context (default: the node
+      discovery was initiated from).
+    Raises TopologyError naming the line for anything it cannot read.
+    """
+    # Every object made here lives as long as the snapshot: the cyclic
+    # collector's passes over them would cost ~40% of the load time.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        topology = _Parser(text, source).parse()
+        return _Builder(topology).build(sm_guid=sm_guid, sm_priority=sm_priority, local_guid=local_guid)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def load_topology(path: str | Path, *, sm_guid: int | None = None, sm_priority: int = 0,
+                  local_guid: int | None = None) -> Fabric:
+    """read_topology on a file; an unreadable file is a TopologyError too."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TopologyError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    return read_topology(text, source=str(path), sm_guid=sm_guid, sm_priority=sm_priority,
+                         local_guid=local_guid)
+
+
+def parse_guid(text: str) -> int:
+    """A GUID as people write it: 0x0002c90300a1b2c3, 0002c90300a1b2c3 or
+    0002:c903:00a1:b2c3 (sysfs, ibstat).  ValueError if it is none of these."""
+    digits = text.strip().lower()
+    if digits.startswith("0x"):
+        digits = digits[2:]
+    if ":" in digits:
+        groups = digits.split(":")
+        if len(groups) != 4 or not all(1 <= len(g) <= 4 for g in groups):
+            raise ValueError(f"not a GUID: {text!r}")
+        digits = "".join(g.rjust(4, "0") for g in groups)
+    if not 1 <= len(digits) <= 16 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(f"not a GUID: {text!r}")
+    return int(digits, 16)
+
+
+def fdr10_ports(fabric: Fabric) -> frozenset[PortRef]:
+    """Ports whose link the file showed as FDR10 (empty for other fabrics)."""
+    return fabric.cached(FDR10_CACHE_KEY, frozenset)
+
+
+@dataclass(slots=True)
+class _Fact:
+    value: int
+    line_no: int
+
+
+class _Builder:
+    def __init__(self, topology: _Topology) -> None:
+        self.t = topology
+        self.nodes = topology.nodes
+
+    def error(self, message: str, line_no: int | None) -> TopologyError:
+        line = self.t.lines[line_no - 1] if line_no is not None and line_no <= len(self.t.lines) else None
+        return TopologyError(message, source=self.t.source, line_no=line_no, line=line)
+
+    # -- cross-checking the two ends of every link ---------------------------------------
+
+    def _links(self) -> dict[PortRef, PortRef]:
+        """Port -> peer for every port listed at either end, both ends checked."""
+        nodes = self.nodes
+        peers: dict[PortRef, PortRef] = {}
+        lines: dict[PortRef, int] = {}
+        for node in nodes.values():
+            guid = node.guid
+            for num, port in node.ports.items():
+                peer = nodes.get(port.peer_guid)
+                if peer is None:
+                    raise self.error(f"the peer {_LETTER_OF[port.peer_type]}-{port.peer_guid:016x} "
+                                     "has no block of its own in this file", port.line_no)
+                if peer.node_type is not port.peer_type:
+                    raise self.error(f"the peer {port.peer_guid:016x} is a {_KIND[peer.node_type]} "
+                                     f"(line {peer.line_no}), not a {_KIND[port.peer_type]}", port.line_no)
+                if port.peer_port > peer.num_ports:
+                    raise self.error(f"the peer has ports 1..{peer.num_ports} (line {peer.line_no}), "
+                                     f"no port {port.peer_port}", port.line_no)
+                here, there = PortRef(guid, num), PortRef(port.peer_guid, port.peer_port)
+                for a, b in ((here, there), (there, here)):
+                    known = peers.get(a)
+                    if known is None:
+                        peers[a], lines[a] = b, port.line_no
+                    elif known != b:
+                        raise self.error(
+                            f"port {a.port} of {a.guid:016x} is linked to {b.guid:016x} port {b.port} "
+                            f"here but to {known.guid:016x} port {known.port} at line {lines[a]}",
+                            port.line_no)
+        return peers
+
+    def _facts(self) -> tuple[dict[PortRef, _Fact], dict[PortRef, _Fact], dict[PortRef, _Fact]]:
+        """Port GUIDs, LIDs and LMCs from both the port's own line and its
+        peer's; conflicting values are an error naming the second line."""
+        guids: dict[PortRef, _Fact] = {}
+        lids: dict[PortRef, _Fact] = {}  # switches under port 0
+        lmcs: dict[PortRef, _Fact] = {}
+        nodes = self.nodes
+
+        def note(table: dict[PortRef, _Fact], ref: PortRef, value: int | None, line_no: int, what: str) -> None:
+            known = table.get(ref)
+            if known is None:
+                table[ref] = _Fact(value, line_no)  # type: ignore[arg-type]
+            elif known.value != value:
+                raise self.error(f"{what} of {ref.guid:016x} port {ref.port} is {value} here but "
+                                 f"{known.value} at line {known.line_no}", line_no)
+
+        for node in nodes.values():
+            switch = node.node_type is NodeType.SWITCH
+            if switch:
+                ref0 = PortRef(node.guid, 0)
+                if node.lid is not None:
+                    note(lids, ref0, node.lid, node.line_no, "the LID")
+                    note(lmcs, ref0, node.lmc, node.line_no, "the LMC")
+                if node.port_guid is not None:
+                    guids[ref0] = _Fact(node.port_guid, node.line_no)
+            for num, port in node.ports.items():
+                line_no = port.line_no
+                if not switch:
+                    ref = PortRef(node.guid, num)
+                    if port.own_guid is not None:
+                        note(guids, ref, port.own_guid, line_no, "the port GUID")
+                    if port.own_lid is not None:
+                        note(lids, ref, port.own_lid, line_no, "the LID")
+                        note(lmcs, ref, port.own_lmc, line_no, "the LMC")
+                peer_switch = port.peer_type is NodeType.SWITCH
+                far = PortRef(port.peer_guid, 0 if peer_switch else port.peer_port)
+                if port.peer_lid is not None:
+                    note(lids, far, port.peer_lid, line_no, "the LID")
+                if port.peer_port_guid is not None and not peer_switch:
+                    note(guids, far, port.peer_port_guid, line_no, "the port GUID")
+        return guids, lids, lmcs
+
+    # -- the snapshot -----------------------------------------------------------------------
+
+    def build(self, *, sm_guid: int | None, sm_priority: int, local_guid: int | None) -> Fabric:
+        nodes = self.nodes
+        peers = self._links()
+        guids, lids, lmcs = self._facts()
+        rates = self._rates(peers)
+
+        local, local_port = self._local(local_guid, guids, peers)
+        order, reached_on = self._discover(local, local_port, peers)
+
+        lid_of = {ref: fact.value for ref, fact in lids.items()}
+        lmc_of = {ref: fact.value for ref, fact in lmcs.items()}
+        lid_map = self._lid_map(lid_of, lmc_of, lids)
+        sm = self._sm(sm_guid, sm_priority, guids, lid_of)
+        sm_port = PortRef(sm.node_guid, sm.port_num) if sm is not None else None
+        sm_lid = lid_of.get(sm_port, 0) if sm_port is not None else 0
+
+        top = 0
+        for lid, ref in lid_map.items():
+            top = max(top, lid + (1 << lmc_of.get(ref, 0)) - 1)
+        maker = _PortInfoMaker(sm_lid)
+        fdr10: set[PortRef] = set()
+        built: dict[int, Node] = {}
+        for guid in order:
+            built[guid] = self._node(nodes[guid], reached_on[guid], peers, rates, guids, lid_of, lmc_of,
+                                     maker, sm_port, top, fdr10)
+        links = tuple(sorted({Link.between(a, b) for a, b in peers.items()}))
+        lmc = max((lmc_of.get(PortRef(g, p.num), 0) for g, n in built.items() if not n.is_switch
+                   for p in n.ports), default=0)
+        return Fabric(
+            subnet_prefix=DEFAULT_SUBNET_PREFIX,
+            nodes=MappingProxyType(built),
+            links=links,
+            lid_map=MappingProxyType(lid_map),
+            sms=(sm,) if sm is not None else (),
+            sm_config=_sm_config(lmc),
+            partitions=(_default_partition(built),),
+            multicast_groups=(),
+            services=(),
+            connections=MappingProxyType({}),
+            local_node_guid=local,
+            seed=None,
+            spec=f"ibnetdiscover:{self.t.source}",
+            _cache={FDR10_CACHE_KEY: frozenset(fdr10)},
+        )
+
+    def _rates(self, peers: dict[PortRef, PortRef]) -> dict[PortRef, tuple[_Rate | None, int | None]]:
+        """(rate, VLCap) of each linked port: its own line's, else its peer's rate."""
+        own: dict[PortRef, tuple[_Rate | None, int | None]] = {}
+        for node in self.nodes.values():
+            for num, port in node.ports.items():
+                own[PortRef(node.guid, num)] = (port.rate, port.vl_cap)
+        result = {}
+        for ref, peer in peers.items():
+            rate, vl_cap = own.get(ref, (None, None))
+            if rate is None:
+                rate = own.get(peer, (None, None))[0]
+            result[ref] = (rate, vl_cap)
+        return result
+
+    def _local(self, local_guid: int | None, guids: dict[PortRef, _Fact],
+               peers: dict[PortRef, PortRef]) -> tuple[int, int | None]:
+        """The local node and the port discovery started from (None: pick one)."""
+        nodes = self.nodes
+        initiated = self.t.initiated
+        if local_guid is not None:
+            if local_guid not in nodes:
+                raise TopologyError(f"local node {local_guid:016x} is not in the file", source=self.t.source)
+            if initiated is not None and initiated[0] == local_guid:
+                return local_guid, self._port_by_guid(nodes[local_guid], initiated[1], guids)
+            return local_guid, None
+        if initiated is not None:
+            guid, port_guid, line_no = initiated
+            if guid not in nodes:
+                raise self.error(f"discovery was initiated from node {guid:016x}, which has no block",
+                                 line_no)
+            return guid, self._port_by_guid(nodes[guid], port_guid, guids)
+        return next(iter(nodes)), None
+
+    @staticmethod
+    def _port_by_guid(node: _RawNode, port_guid: int, guids: dict[PortRef, _Fact]) -> int | None:
+        """The number of the port the header names.  When no port line gives
+        that GUID (a lone host: its link leads out of the dump), it is the
+        first port whose GUID is unknown, and it gets the header's GUID."""
+        if node.node_type is NodeType.SWITCH:
+            return 0
+        unknown = None
+        for num in range(1, node.num_ports + 1):
+            fact = guids.get(PortRef(node.guid, num))
+            if fact is None:
+                unknown = unknown or num
+            elif fact.value == port_guid:
+                return num
+        if unknown is not None:
+            guids[PortRef(node.guid, unknown)] = _Fact(port_guid, 0)
+        return unknown
+
+    def _discover(self, local: int, local_port: int | None,
+                  peers: dict[PortRef, PortRef]) -> tuple[list[int], dict[int, int]]:
+        """Breadth first from the local node, ports in order: node order and
+        NodeInfo:LocalPortNum (the port each node was first reached on)."""
+        nodes = self.nodes
+        adjacency: dict[int, list[tuple[int, PortRef]]] = {}
+        for ref, peer in peers.items():
+            adjacency.setdefault(ref.guid, []).append((ref.port, peer))
+        for edges in adjacency.values():
+            edges.sort()
+
+        def first_port(guid: int) -> int:
+            node = nodes[guid]
+            if node.node_type is NodeType.SWITCH:
+                return 0
+            edges = adjacency.get(guid)
+            return edges[0][0] if edges else 1
+
+        reached_on = {local: local_port if local_port is not None else first_port(local)}
+        order = [local]
+        queue = deque([local])
+        while queue:
+            here = queue.popleft()
+            for _, peer in adjacency.get(here, ()):
+                if peer.guid not in reached_on:
+                    reached_on[peer.guid] = peer.port
+                    order.append(peer.guid)
+                    queue.append(peer.guid)
+        if len(order) < len(nodes):
+            # libibnetdisc prints each type in reverse discovery order.
+            for kind in (NodeType.SWITCH, NodeType.CA, NodeType.ROUTER):
+                rest = [g for g, n in nodes.items() if n.node_type is kind and g not in reached_on]
+                for guid in reversed(rest):
+                    reached_on[guid] = first_port(guid)
+                    order.append(guid)
+        return order, reached_on
+
+    def _lid_map(self, lid_of: dict[PortRef, int], lmc_of: dict[PortRef, int],
+                 facts: dict[PortRef, _Fact]) -> dict[int, PortRef]:
+        """Base LID -> port; two ports whose LID blocks overlap are an error."""
+        owner: dict[int, PortRef] = {}
+        lid_map: dict[int, PortRef] = {}
+        for ref in sorted(lid_of, key=lid_of.__getitem__):
+            base = lid_of[ref]
+            if base == 0:
+                continue
+            size = 1 << lmc_of.get(ref, 0)
+            if base & (size - 1):
+                raise self.error(f"LID {base} is not aligned to its LMC block of {size}",
+                                 facts[ref].line_no)
+            for lid in range(base, base + size):
+                other = owner.get(lid)
+                if other is not None:
+                    raise self.error(f"LID {lid} of {ref.guid:016x} port {ref.port} is also the LID of "
+                                     f"{other.guid:016x} port {other.port} (line {facts[other].line_no})",
+                                     facts[ref].line_no)
+                owner[lid] = ref
+            lid_map[base] = ref
+        return lid_map
+
+    def _sm(self, sm_guid: int | None, priority: int, guids: dict[PortRef, _Fact],
+            lid_of: dict[PortRef, int]) -> SmInfo | None:
+        if sm_guid is None:
+            return None
+        if not 0 <= priority <= 15:
+            raise TopologyError(f"SM priority {priority} outside 0..15", source=self.t.source)
+        nodes = self.nodes
+        node = nodes.get(sm_guid)
+        num: int | None = None
+        if node is not None:  # a node GUID: its management port, else its first linked port
+            if node.node_type is NodeType.SWITCH:
+                num = 0
+            else:
+                num = min(node.ports, default=1)
+        else:
+            for ref, fact in guids.items():
+                if fact.value == sm_guid:
+                    node, num = nodes[ref.guid], ref.port
+                    break
+        if node is None or num is None:
+            raise TopologyError(f"SM {sm_guid:016x} is neither a node GUID nor a port GUID of this "
+                                "file", source=self.t.source)
+        port_guid = guids.get(PortRef(node.guid, num))
+        return SmInfo(
+            guid=port_guid.value if port_guid is not None else node.guid,
+            sm_key=UNKNOWN["sm_key"],
+            act_count=UNKNOWN["sm_act_count"],
+            priority=priority,
+            state=SmState.MASTER,
+            node_guid=node.guid,
+            port_num=num,
+            act_rate=0.0,
+        )
+
+    def _node(self, raw: _RawNode, local_port: int, peers: dict[PortRef, PortRef],
+              rates: dict[PortRef, tuple[_Rate | None, int | None]], guids: dict[PortRef, _Fact],
+              lid_of: dict[PortRef, int], lmc_of: dict[PortRef, int], maker: _PortInfoMaker,
+              sm_port: PortRef | None, top: int, fdr10: set[PortRef]) -> Node:
+        guid = raw.guid
+        switch = raw.node_type is NodeType.SWITCH
+        ports: list[Port] = []
+        if switch:
+            ref0 = PortRef(guid, 0)
+            port_guid = guids[ref0].value if ref0 in guids else guid
+            switch_lid = lid_of.get(ref0, 0)
+            best: _Rate | None = None
+            ext_speeds = False
+            for num in range(1, raw.num_ports + 1):
+                rate = rates.get(PortRef(guid, num), (None, None))[0]
+                if rate is not None:
+                    ext_speeds = ext_speeds or bool(rate[2])
+                    if best is None or _gbps(rate) > _gbps(best):
+                        best = rate
+            caps0 = _caps(ext_speeds, sm_port == ref0)
+            info0 = maker.make(0, switch_lid, lmc_of.get(ref0, 0), caps0, best, None, True)
+            ports.append(Port(guid, 0, port_guid, info0, _DEFAULT_PKEYS, (), (), (), (port_guid,), None,
+                              PhysicalInterface.BACKPLANE, **_PORT_EXTRA))
+        for num in range(1, raw.num_ports + 1):
+            ref = PortRef(guid, num)
+            peer = peers.get(ref)
+            rate, vl_cap = rates.get(ref, (None, None))
+            if rate is not None and rate[3]:
+                fdr10.add(ref)
+            up = peer is not None
+            if switch:
+                lid, lmc, pguid = switch_lid, 0, port_guid
+                caps = _caps(bool(rate and rate[2]), False)
+                pkeys: tuple[int, ...] = ()
+                port_guids: tuple[int, ...] = ()
+            else:
+                lid, lmc = lid_of.get(ref, 0), lmc_of.get(ref, 0)
+                fact = guids.get(ref)
+                pguid = fact.value if fact is not None else 0
+                caps = _caps(bool(rate and rate[2]), sm_port == ref)
+                pkeys = _DEFAULT_PKEYS
+                port_guids = (pguid,) if pguid else ()
+            info = maker.make(num, lid, lmc, caps, rate, vl_cap, up)
+            ports.append(Port(guid, num, pguid, info, pkeys, (), (), (), port_guids, peer,
+                              PhysicalInterface.CABLE, **_PORT_EXTRA))
+        return Node(
+            guid=guid,
+            node_type=raw.node_type,
+            description=raw.description,
+            system_image_guid=raw.system_image_guid,
+            base_version=1,  # the only NodeInfo BaseVersion and SMP ClassVersion IBA defines
+            class_version=1,
+            vendor_id=raw.vendor_id,
+            device_id=raw.device_id,
+            revision=UNKNOWN["revision"],
+            num_ports=raw.num_ports,
+            partition_cap=UNKNOWN["partition_cap"],
+            local_port_num=local_port,
+            ports=tuple(ports),
+            switch=_switch_info(raw.enhanced, top) if switch else None,
+            ca=None,
+        )
+
+
+def _gbps(rate: _Rate) -> float:
+    return link_gbps(rate[0], rate[1], rate[2])
+
+
+def _caps(ext_speeds: bool, is_sm: bool) -> int:
+    caps = 0
+    if ext_speeds:
+        caps |= CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED
+    if is_sm:
+        caps |= CapabilityMask.IS_SM
+    return int(caps)
+
+
+class _PortInfoMaker:
+    """PortInfo from list templates: the fields the file gives are set per
+    port, the rest are the UNKNOWN values.  One template per (rate, VLCap,
+    state, capabilities) keeps 25,000 ports cheap."""
+
+    _INDEX = {name: i for i, name in enumerate(PortInfo._fields)}
+
+    def __init__(self, sm_lid: int) -> None:
+        values: dict[str, Any] = dict(
+            m_key=UNKNOWN["m_key"],
+            gid_prefix=DEFAULT_SUBNET_PREFIX,
+            master_sm_lid=0,
+            diag_code=0,
+            m_key_lease_period=0,
+            link_down_default_state=LinkDownDefaultState.POLLING,
+            m_key_protect_bits=MKeyProtect.LEVEL0,
+            neighbor_mtu=UNKNOWN["mtu"],
+            master_sm_sl=0,
+            init_type=0,
+            vl_high_limit=0,
+            vl_arb_high_cap=0,
+            vl_arb_low_cap=0,
+            init_type_reply=0,
+            mtu_cap=UNKNOWN["mtu"],
+            vl_stall_count=0,
+            hoq_life=0,
+            operational_vls=VLCap.VL0,
+            partition_enforcement_inbound=False,
+            partition_enforcement_outbound=False,
+            filter_raw_inbound=False,
+            filter_raw_outbound=False,
+            m_key_violations=0,
+            p_key_violations=0,
+            q_key_violations=0,
+            guid_cap=UNKNOWN["guid_cap"],
+            client_reregister=False,
+            subnet_timeout=0,
+            resp_time_value=0,
+            local_phy_errors_threshold=0,
+            overrun_errors_threshold=0,
+        )
+        defaults = PortInfo._field_defaults
+        self.base = [values.get(name, defaults.get(name)) for name in PortInfo._fields]
+        self.sm_lid = sm_lid
+        self.templates: dict[tuple[Any, ...], list[Any]] = {}
+        i = self._INDEX
+        self.i_lid, self.i_sm_lid, self.i_num, self.i_lmc = (
+            i["lid"], i["master_sm_lid"], i["local_port_num"], i["lmc"])
+
+    def _template(self, key: tuple[Any, ...]) -> list[Any]:
+        rate, vl_cap, up, caps = key
+        v, i = self.base.copy(), self._INDEX
+        if rate is None:
+            width, speed, ext = LinkWidth.X1, LinkSpeed.SDR, _NO_EXT
+        else:
+            width, speed, ext = rate[0], rate[1], rate[2]
+        v[i["capability_mask"]] = caps
+        # Supported and enabled: what is active plus what IBA requires of every port.
+        v[i["link_width_enabled"]] = v[i["link_width_supported"]] = LinkWidth(width | LinkWidth.X1)
+        v[i["link_width_active"]] = width
+        v[i["link_speed_supported"]] = v[i["link_speed_enabled"]] = LinkSpeed(speed | LinkSpeed.SDR)
+        v[i["link_speed_active"]] = speed
+        v[i["link_speed_ext_active"]] = v[i["link_speed_ext_supported"]] = ext
+        v[i["link_speed_ext_enabled"]] = ext
+        v[i["port_state"]] = PortState.ACTIVE if up else PortState.DOWN
+        v[i["phys_state"]] = PortPhysState.LINK_UP if up else PortPhysState.POLLING
+        v[i["vl_cap"]] = VLCap(vl_cap) if vl_cap is not None else UNKNOWN["vl_cap"]
+        self.templates[key] = v
+        return v
+
+    def make(self, num: int, lid: int, lmc: int, caps: int, rate: _Rate | None, vl_cap: int | None,
+             up: bool) -> PortInfo:
+        key = (rate, vl_cap, up, caps)
+        template = self.templates.get(key)
+        if template is None:
+            template = self._template(key)
+        v = template.copy()
+        v[self.i_lid] = lid
+        v[self.i_sm_lid] = self.sm_lid if lid else 0
+        v[self.i_num] = num
+        v[self.i_lmc] = lmc
+        return PortInfo._make(v)
+
+
+def _switch_info(enhanced: bool, top: int) -> SwitchInfo:
+    return SwitchInfo(
+        linear_fdb_cap=UNKNOWN["linear_fdb_cap"],
+        random_fdb_cap=UNKNOWN["random_fdb_cap"],
+        multicast_fdb_cap=UNKNOWN["multicast_fdb_cap"],
+        linear_fdb_top=top,  # what an SM programs: the highest LID in use
+        default_port=0,
+        default_multicast_primary_port=0xFF,
+        default_multicast_not_primary_port=0xFF,
+        life_time_value=0,
+        port_state_change=False,
+        optimized_sl_to_vl_mapping_programming=False,
+        lids_per_port=0,
+        partition_enforcement_cap=UNKNOWN["partition_enforcement_cap"],
+        inbound_enforcement_cap=False,
+        outbound_enforcement_cap=False,
+        filter_raw_inbound_cap=False,
+        filter_raw_outbound_cap=False,
+        enhanced_port0=enhanced,
+        multicast_fdb_top=MULTICAST_LID_BASE - 1,  # IBA: no multicast entries in use
+    )
+
+
+def _sm_config(lmc: int) -> SmConfig:
+    """OpenSM's defaults (opensm.conf), the LMC the file's CA ports show."""
+    return SmConfig(
+        sweep_interval_s=10,
+        transaction_timeout_ms=200,
+        port_aging_time_s=10 * 4,  # sweep interval x polling retries
+        min_unicast_lid=1,
+        max_unicast_lid=MAX_UNICAST_LID,
+        lmc=lmc,
+        master_poll_interval_s=10,
+        master_poll_retries=4,
+        m_key=0,
+        m_key_lease_period_s=0,
+        m_key_protect_bits=MKeyProtect.LEVEL0,
+        subnet_timeout=18,
+        packet_life_time=0x12,
+        head_of_queue_lifetime=0x12,
+        leaf_head_of_queue_lifetime=0x10,
+        vl_stall_count=7,
+        local_phy_errors_threshold=8,
+        overrun_errors_threshold=8,
+    )
+
+
+def _default_partition(nodes: Mapping[int, Node]) -> Partition:
+    """The default partition (P_Key 0xFFFF), which every CA port and switch
+    port 0 holds in P_Key entry 0 by IBA default; nothing else is known."""
+    members: list[PartitionMember] = []
+    for guid, node in nodes.items():
+        ports: Iterable[Port] = node.ports[:1] if node.is_switch else node.ports
+        members.extend(PartitionMember(guid, port.num, True) for port in ports)
+    return Partition(DEFAULT_PKEY, "Default", tuple(sorted(members)), False)
+
