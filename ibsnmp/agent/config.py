@@ -168,14 +168,18 @@ def merge_settings(
     listen: list[str] | None = None,
     communities: list[str] | None = None,
     trap_targets: list[str] | None = None,
+    write_communities: list[str] | None = None,
 ) -> AgentSettings:
     """Apply command-line overrides to a file config (flags win, per key).
 
     `listen` replaces the file's listen list; `communities` (read-only ones)
     replace the file's [[community]] entries; `trap_targets` (ADDR[:PORT],
-    SNMPv2c traps with community "public") are added to the file's. When neither the file nor the
-    flags mention communities or users, the agent answers the read community
-    "public", like most agents' packaged defaults.
+    SNMPv2c traps with community "public") are added to the file's;
+    `write_communities` (read-write ones, --write-community) are added to
+    the communities in effect. When neither the file nor the read-only flags
+    mention communities or users, the agent answers the read community
+    "public", like most agents' packaged defaults (also beside a
+    --write-community, as net-snmp's rocommunity/rwcommunity pair).
     """
     file = file or FileConfig()
 
@@ -197,6 +201,14 @@ def merge_settings(
         comms = ()
     else:
         comms = (Community(name="public", access="read"),)
+    if write_communities:
+        entries = [{"name": c.name, "access": c.access} for c in comms]
+        entries += [{"name": name, "access": "write"} for name in write_communities]
+        try:
+            comms = _parse_communities(entries, flag_fail, key="--write-community")
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("the same community is configured twice",
+                                               "the community is already configured")) from None
     targets = file.trap_targets
     if trap_targets:
         entries = [{"address": address} for address in trap_targets]

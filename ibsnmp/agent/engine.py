@@ -106,6 +106,31 @@ class BulkResponder(cmdrsp.BulkCommandResponder):
         self.release_state_information(stateReference)
 
 
+class SetResponder(cmdrsp.SetCommandResponder):
+    """SET with the right error-index.
+
+    pysnmp 7.1's process_pdu resets the error-index to 1 whenever the PDU has
+    more varbinds than the failing one's position (`if len(varBinds) >
+    errorIndex: errorIndex = 1`), so a multi-varbind SET failing on its
+    second varbind of three names the first. RFC 3416 4.2.5 wants the
+    index of the varbind that failed: errors are answered here instead.
+    Errors asking for a REPORT (unknown v3 context) still go to pysnmp.
+    """
+
+    def handle_management_operation(self, snmpEngine, stateReference, contextName, PDU):
+        try:
+            super().handle_management_operation(snmpEngine, stateReference, contextName, PDU)
+        except smi_error.SmiError as exc:
+            if not isinstance(exc, smi_error.MibOperationError) or "oid" in exc:
+                raise
+            varbinds = v2c.apiPDU.get_varbinds(PDU)
+            status = self.SMI_ERROR_MAP.get(exc.__class__, "genErr")
+            index = exc.get("idx") if isinstance(exc, smi_error.MibOperationError) else None
+            index = index + 1 if isinstance(index, int) and 0 <= index < len(varbinds) else 1
+            self.send_varbinds(snmpEngine, stateReference, status, index, varbinds)
+            self.release_state_information(stateReference)
+
+
 class GuardedDispatcher(MsgAndPduDispatcher):
     """Drops a datagram pysnmp cannot process instead of letting it escape.
 
@@ -176,7 +201,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         cmdrsp.GetCommandResponder(engine, context),
         cmdrsp.NextCommandResponder(engine, context),
         BulkResponder(engine, context),
-        cmdrsp.SetCommandResponder(engine, context),
+        SetResponder(engine, context),
     )
     return AgentEngine(engine, context, vacm, directory, responders)
 

@@ -9,6 +9,11 @@ with the access-control function pysnmp passes in the request context
 truthy for "not in view" and raises for the request-level failures
 (authorizationError, unknown context -> REPORT, Counter64 over SNMPv1 on
 GETNEXT -> NoAccessError, which we treat as "skip this one").
+
+SETs under the subtree go to the VirtualMib's `prepare_write` (a
+WritableMib): it tests every varbind, then the base tree's varbinds are
+written by pysnmp, then the InfiniBand part is committed, so one SET is all
+or nothing across both.
 """
 
 from __future__ import annotations
@@ -20,9 +25,33 @@ from pysnmp.proto import rfc1905
 from pysnmp.smi import error as smi_error
 from pysnmp.smi.instrum import MibInstrumController
 
-from ibsnmp.mib.api import NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Oid, VirtualMib
+from ibsnmp.mib.api import (
+    NO_SUCH_INSTANCE,
+    NO_SUCH_OBJECT,
+    ContextTarget,
+    Oid,
+    SetError,
+    VirtualMib,
+)
 
 log = logging.getLogger(__name__)
+
+# api.SetError status -> the pysnmp exception that answers it.
+_SET_ERRORS = {
+    "noAccess": smi_error.NoAccessError,
+    "notWritable": smi_error.NotWritableError,
+    "wrongType": smi_error.WrongTypeError,
+    "wrongLength": smi_error.WrongLengthError,
+    "wrongEncoding": smi_error.WrongEncodingError,
+    "wrongValue": smi_error.WrongValueError,
+    "noCreation": smi_error.NoCreationError,
+    "inconsistentValue": smi_error.InconsistentValueError,
+    "inconsistentName": smi_error.InconsistentNameError,
+    "resourceUnavailable": smi_error.ResourceUnavailableError,
+    "commitFailed": smi_error.CommitFailedError,
+    "undoFailed": smi_error.UndoFailedError,
+    "genErr": smi_error.GenError,
+}
 
 END_OF_MIB_VIEW = rfc1905.endOfMibView
 _EndOfMibView = rfc1905.EndOfMibView
@@ -186,8 +215,20 @@ class ContextView:
     # -- SET --------------------------------------------------------------------
 
     def write_variables(self, *varBinds: Any, **context: Any) -> list[tuple[Any, Any]]:
+        """SET, all or nothing (RFC 3416 4.2.5).
+
+        Access is checked first for every varbind (noAccess for an
+        InfiniBand object outside the write view). Then the InfiniBand
+        varbinds are tested together by the VirtualMib (`prepare_write`),
+        the base tree's (system group ...) are written by pysnmp, and only
+        then is the InfiniBand part committed: a failure in either part
+        leaves the other unchanged (pysnmp undoes its own on failure).
+        A VirtualMib without `prepare_write` makes every object notWritable.
+        """
         context["contextTarget"] = self._target
         ac_fun = context["acFun"]
+        base_positions: list[int] = []
+        virtual: list[tuple[int, Oid, Any]] = []
         for idx, (name, val) in enumerate(varBinds):
             oid = as_oid(name)
             context["idx"] = idx
@@ -195,13 +236,51 @@ class ContextView:
                 # Access first (RFC 3416 4.2.5 order); pysnmp reports that one.
                 if not ac_fun("write", (oid, val), **context):
                     self._check_base_type(oid, val, idx)
+                base_positions.append(idx)
                 continue
-            # Writes to the InfiniBand MIBs are a later feature: refuse them
-            # the standard way, before anything of the base tree is touched.
             if ac_fun("write", (oid, val), **context):
                 raise smi_error.NoAccessError(name=oid, idx=idx)
+            virtual.append((idx, oid, val))
+        prepared = self._prepare(virtual) if virtual else None
+        out = [(as_oid(name), val) for name, val in varBinds]
+        if base_positions:
+            try:
+                written = self._base.write_variables(*(varBinds[i] for i in base_positions),
+                                                     **context)
+            except smi_error.MibOperationError as exc:
+                if "idx" in exc and isinstance(exc["idx"], int) \
+                        and 0 <= exc["idx"] < len(base_positions):
+                    exc.update({"idx": base_positions[exc["idx"]]})
+                raise
+            for position, varbind in zip(base_positions, written):
+                out[position] = varbind
+        if prepared is not None:
+            try:
+                prepared.commit()
+            except SetError as exc:
+                idx, oid, _ = virtual[0]
+                log.error("SET not committed: %s", exc.reason or exc.status)
+                # pysnmp cannot take back what it wrote in the base tree.
+                error = smi_error.UndoFailedError if base_positions else smi_error.CommitFailedError
+                raise error(name=oid, idx=idx) from None
+        return out
+
+    def _prepare(self, virtual: list[tuple[int, Oid, Any]]) -> Any:
+        idx, oid, _ = virtual[0]
+        prepare = getattr(self._mib, "prepare_write", None)
+        if prepare is None or self._target is None:
             raise smi_error.NotWritableError(name=oid, idx=idx)
-        return self._base.write_variables(*varBinds, **context)
+        try:
+            return prepare(self._target, [(oid, val) for _, oid, val in virtual])
+        except SetError as exc:
+            idx, oid, _ = virtual[exc.index]
+            if exc.reason:
+                log.debug("SET refused (%s) at %s: %s", exc.status, ".".join(map(str, oid)),
+                          exc.reason)
+            raise _SET_ERRORS.get(exc.status, smi_error.GenError)(name=oid, idx=idx) from None
+        except Exception:
+            log.exception("VirtualMib.prepare_write failed at %s", ".".join(map(str, oid)))
+            raise smi_error.GenError(name=oid, idx=idx) from None
 
     def _check_base_type(self, oid: Oid, val: Any, idx: int) -> None:
         # pysnmp would coerce e.g. an INTEGER into sysContact; RFC 3416

@@ -31,7 +31,7 @@ EXIT_START_FAILED = 2  # bad config, or a port that cannot be bound
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --listen, --config and --community to a `run` sub-command parser."""
+    """Add --listen, --config, --community and --write-community to a `run` parser."""
     group = parser.add_argument_group("SNMP agent")
     group.add_argument(
         "--listen", action="append", metavar="ADDR:PORT",
@@ -45,6 +45,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--community", action="append", metavar="NAME",
         help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
              "communities (default: public, when neither communities nor users are configured)")
+    group.add_argument(
+        "--write-community", action="append", metavar="NAME",
+        help="read-write SNMPv1/v2c community (SETs of IB-SM-MIB and the system group); "
+             "repeatable; added to the communities in effect")
 
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
@@ -55,7 +59,8 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     file = load_config(args.config) if getattr(args, "config", None) else None
     return merge_settings(file, listen=getattr(args, "listen", None),
                           communities=getattr(args, "community", None),
-                          trap_targets=getattr(args, "trap_target", None))
+                          trap_targets=getattr(args, "trap_target", None),
+                          write_communities=getattr(args, "write_community", None))
 
 
 @dataclass(slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,8 +14,10 @@ from ibsnmp.agent.config import AgentSettings, ConfigError
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.providers.base import Provider
 from ibsnmp.providers.simulated import DEFAULT_SPEC
+from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
 
 EXIT_START_FAILED = 2
+log = logging.getLogger("ibsnmp.run")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,15 +29,63 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
              "repeatable; added to the config file's [[trap_target]] entries")
     add_fabric_arguments(parser)
     parser.add_argument(
-        "--provider", choices=("simulated",), default="simulated",
-        help="where the fabric comes from (default: simulated)",
+        "--provider", choices=("simulated", "sysfs", "topology"), default="simulated",
+        help="where the fabric comes from: a simulated fabric (default), this host's "
+             "/sys/class/infiniband, or an ibnetdiscover dump",
     )
+    parser.add_argument(
+        "--sysfs-root", default="/sys/class/infiniband", metavar="DIR",
+        help="sysfs provider: the InfiniBand class directory (default /sys/class/infiniband)")
+    parser.add_argument(
+        "--poll-interval", type=float, default=5.0, metavar="S",
+        help="sysfs provider: seconds between polls (default 5)")
+    parser.add_argument(
+        "--topology", metavar="FILE", help="topology provider: ibnetdiscover output to serve")
+    parser.add_argument(
+        "--sm-guid", metavar="GUID",
+        help="topology provider: the node or port GUID of the master SM (a dump names none)")
     parser.add_argument(
         "--scenario", metavar="FILE",
         help="simulated provider: TOML file of timed fabric events (port down, error "
              "bursts, bad keys ...) that raise IBA traps, e.g. examples/all-ten.toml")
+    add_state_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log every start-up step")
     parser.set_defaults(handler=_run)
+
+
+def add_state_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("SETs and SA requests (IB-SM-MIB)")
+    group.add_argument(
+        "--state-dir", metavar="DIR",
+        help="keep what SETs configure in DIR/ibsnmp-state.json (default: next to --config "
+             "as NAME.state.json; without either, SETs last until the agent stops)")
+    group.add_argument(
+        "--session-lifetime", type=_positive_float, default=DEFAULT_LIFETIME_S, metavar="S",
+        help=f"seconds a path/multipath/trace request row lives (default {DEFAULT_LIFETIME_S:g})")
+    group.add_argument(
+        "--max-sessions", type=_count, default=DEFAULT_MAX_SESSIONS, metavar="N",
+        help="request rows open at once; creating more answers resourceUnavailable "
+             f"(default {DEFAULT_MAX_SESSIONS})")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value
 
 
 def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,11 +98,36 @@ def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _make_provider(args: argparse.Namespace) -> Provider:
+    """The provider --provider names; its errors become ConfigError (exit 2)."""
+    if args.provider == "sysfs":
+        from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
+
+        if args.poll_interval <= 0:
+            raise ConfigError(f"--poll-interval: must be positive, got {args.poll_interval}")
+        try:
+            return SysfsProvider(Path(args.sysfs_root), args.poll_interval)
+        except SysfsError as exc:
+            raise ConfigError(f"--provider sysfs: {exc}") from None
+    if args.provider == "topology":
+        from ibsnmp.fabric.ibnetdiscover_read import TopologyError, parse_guid
+        from ibsnmp.providers.topology import TopologyProvider
+
+        if not args.topology:
+            raise ConfigError("--provider topology needs --topology FILE")
+        try:
+            sm_guid = parse_guid(args.sm_guid) if args.sm_guid else None
+            return TopologyProvider(Path(args.topology), sm_guid=sm_guid)
+        except (OSError, TopologyError, ValueError) as exc:
+            raise ConfigError(f"--topology: {exc}") from None
+    from ibsnmp.providers.scenario import ScenarioError
     from ibsnmp.providers.simulated import SimulatedProvider
 
     # Every event the provider emits (scenario steps, threshold crossings)
     # becomes a notification to every trap target.
-    return SimulatedProvider(args.fabric, args.seed, scenario=args.scenario)
+    try:
+        return SimulatedProvider(args.fabric, args.seed, scenario=args.scenario)
+    except ScenarioError as exc:
+        raise ConfigError(f"--scenario: {exc}") from None
 
 
 def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-untyped-def]
@@ -71,6 +147,28 @@ def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-u
     return services
 
 
+def _open_state(args: argparse.Namespace, settings: AgentSettings):  # type: ignore[no-untyped-def]
+    """The write store: the state file (loaded if present), session limits."""
+    from ibsnmp.sa.store import AgentState, StateFileError, state_file_for
+
+    path = state_file_for(getattr(args, "config", None), getattr(args, "state_dir", None))
+    try:
+        # An explicit --state-dir must be usable; the config file's directory
+        # need not be writable for an agent that is never written to.
+        state = AgentState.open(path, check_writable=getattr(args, "state_dir", None) is not None,
+                                lifetime=args.session_lifetime, max_sessions=args.max_sessions)
+    except StateFileError as exc:
+        raise ConfigError(f"state file: {exc}") from None
+    writers = any(c.access == "write" for c in settings.communities) or any(
+        u.access == "write" for u in settings.users)
+    if path is not None:
+        log.info("configuration SETs are kept in %s", path)
+    elif writers:
+        log.warning("no --config or --state-dir: what SETs configure is lost when the agent "
+                    "stops")
+    return state
+
+
 def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -81,18 +179,22 @@ def _run(args: argparse.Namespace) -> int:
         from ibsnmp.contexts import FabricContexts
         from ibsnmp.mib.registry import build_mib
 
-        from ibsnmp.providers.scenario import ScenarioError
-
-        try:
-            provider = _make_provider(args)
-        except ScenarioError as exc:
-            raise ConfigError(f"--scenario: {exc}") from None
+        provider = _make_provider(args)
+        state = _open_state(args, settings)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
+    from ibsnmp.sa.store import ConfiguredProvider
+
+    # Every snapshot the agent serves carries what SETs configured.
+    provider = ConfiguredProvider(provider, state)
     fabric = provider.snapshot
-    summary = f"simulated {fabric.spec or args.fabric}, seed {args.seed}, {len(fabric.nodes)} nodes"
-    mib = build_mib()
+    if args.provider == "simulated":
+        summary = f"simulated {fabric.spec or args.fabric}, seed {args.seed}"
+    else:
+        summary = fabric.spec or args.provider
+    summary += f", {len(fabric.nodes)} nodes"
+    mib = build_mib(state)
 
     def announce(agent) -> None:  # type: ignore[no-untyped-def]
         endpoint = agent.endpoints[0]

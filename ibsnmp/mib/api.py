@@ -8,7 +8,7 @@ and never block: they look at the current fabric snapshot only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -71,3 +71,45 @@ class VirtualMib(Protocol):
     def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
         """The first instance after `oid` inside `subtree`, or None at its end."""
         ...
+
+
+# -- SET --------------------------------------------------------------------------
+# RFC 3416 4.2.5 error-status names a write can fail with.
+SET_ERRORS = frozenset({
+    "noAccess", "notWritable", "wrongType", "wrongLength", "wrongEncoding", "wrongValue",
+    "noCreation", "inconsistentValue", "inconsistentName", "resourceUnavailable",
+    "commitFailed", "undoFailed", "genErr",
+})
+
+
+class SetError(Exception):
+    """A SET refused: `status` is the RFC 3416 error-status name, `index`
+    the 0-based position of the offending varbind in the list the writer
+    was given."""
+
+    def __init__(self, status: str, index: int, reason: str = "") -> None:
+        if status not in SET_ERRORS:
+            raise ValueError(f"unknown SET error status {status!r}")
+        super().__init__(f"{status} at varbind {index}" + (f": {reason}" if reason else ""))
+        self.status = status
+        self.index = index
+        self.reason = reason
+
+
+class PreparedWrite(Protocol):
+    """A SET that passed every test: `commit()` makes it take effect (and
+    durable) or raises SetError("commitFailed") leaving nothing changed."""
+
+    def commit(self) -> None: ...
+
+
+class WritableMib(VirtualMib, Protocol):
+    """A VirtualMib that also accepts SETs, all or nothing.
+
+    `prepare_write` runs RFC 3416's test phase over every varbind (values
+    are pysnmp/pyasn1 objects as decoded from the PDU) and raises SetError
+    for the first that fails; nothing changes until `commit()`.
+    """
+
+    def prepare_write(self, target: ContextTarget,
+                      varbinds: Sequence[tuple[Oid, Any]]) -> PreparedWrite: ...

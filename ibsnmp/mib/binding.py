@@ -8,7 +8,7 @@ types the compiled modules declare.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +47,33 @@ class TableBinding:
     # shard) with the rows as a zero-argument function, so each shard is
     # built only when a request reaches it. `rows` is not used then.
     shards: Callable[[ContextTarget], Iterable[tuple[tuple[Any, ...], Shard]]] | None = None
+    # For rows that change without a new snapshot (request sessions kept by
+    # the agent): the built row index is reused only while `stamp(target)`
+    # returns the same value.
+    stamp: Callable[[ContextTarget], Any] | None = None
 
 
 Shard = Callable[[], Iterable[tuple[tuple[Any, ...], Any]]]
+
+
+@dataclass(frozen=True)
+class WriterBinding:
+    """Writable objects of one table (or one group of scalars) and how a SET
+    of them is planned.
+
+    `objects` are the descriptors the writer accepts (read-write or
+    read-create columns or scalars; anything else is notWritable).
+    `plan(target, requests, txn)` gets every varbind of one SET that names
+    one of them, as mib.write.WriteRequest (already checked against the
+    MIB's syntax, index decoded), checks them together (RowStatus rules,
+    consistency) raising api.SetError, and records the change in `txn`,
+    the transaction of the write store the MIB was built with. Nothing may
+    change outside `txn`: the SET is all or nothing.
+    """
+
+    name: str
+    objects: frozenset[str]
+    plan: Callable[[ContextTarget, Sequence[Any], Any], None]
 
 
 @dataclass(frozen=True)
@@ -60,3 +84,4 @@ class ModuleBinding:
     scalars: tuple[ScalarBinding, ...] = ()
     tables: tuple[TableBinding, ...] = ()
     applies: Applies = field(default=always)
+    writers: tuple[WriterBinding, ...] = ()

@@ -42,6 +42,38 @@ class IndexCodec:
             out.extend(octets)
         return tuple(out)
 
+    def decode(self, suffix: Oid) -> tuple[Any, ...] | None:
+        """The index values an instance suffix encodes (ints, and bytes for
+        OCTET STRINGs), or None when the suffix is not a valid encoding
+        (wrong length, an octet above 255, an integer out of range)."""
+        values: list[Any] = []
+        at = 0
+        last = len(self._kinds) - 1
+        for position, (kind, fixed, implied) in enumerate(self._kinds):
+            if kind == "int":
+                if at >= len(suffix) or not 0 <= suffix[at] <= 0xFFFFFFFF:
+                    return None
+                values.append(suffix[at])
+                at += 1
+                continue
+            if fixed is not None:
+                length = fixed
+            elif implied and position == last:
+                length = len(suffix) - at
+            else:
+                if at >= len(suffix):
+                    return None
+                length = suffix[at]
+                at += 1
+            octets = suffix[at : at + length]
+            if len(octets) != length or any(not 0 <= o <= 255 for o in octets):
+                return None
+            values.append(bytes(octets))
+            at += length
+        if at != len(suffix):
+            return None
+        return tuple(values)
+
 
 def _kind_of(part: IndexPart) -> tuple[str, int | None, bool]:
     syntax = part.syntax

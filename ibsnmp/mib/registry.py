@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .ca import IB_CA_MIB
 from .conn import IBCONNECTION_MIB
 from .pma import PMA_MIB
-from .sm import IB_SM_MIB
+from .sm import IB_SM_MIB, ib_sm_binding
 from .sma import SMA_MIB
 from .virtual import InfinibandMib
 
 MODULE_BINDINGS = (SMA_MIB, IB_CA_MIB, PMA_MIB, IB_SM_MIB, IBCONNECTION_MIB)
 
 
-def build_mib() -> InfinibandMib:
-    return InfinibandMib(MODULE_BINDINGS)
+def build_mib(state: Any = None) -> InfinibandMib:
+    """The agent's MIB. With `state` (an ibsnmp.sa.store.AgentState) IB-SM-MIB
+    serves its request sessions and configuration and accepts SETs;
+    without, every object is read-only."""
+    if state is None:
+        return InfinibandMib(MODULE_BINDINGS)
+    modules = (SMA_MIB, IB_CA_MIB, PMA_MIB, ib_sm_binding(state), IBCONNECTION_MIB)
+    return InfinibandMib(modules, store=state)

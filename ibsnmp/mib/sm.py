@@ -8,13 +8,16 @@ values depend on the context (the SM hosted by the context's node).
 Rows are generated in index order from the Fabric.sorted_* helpers, so the
 machinery's sort of the encoded indexes runs over presorted input.
 
-The request/result tables (path, multipath, trace, service association)
-are filled by SETs in a later change; they are bound now with no rows.
+The request/result tables (path, multipath, trace), the service
+associations and the partition configuration scalars come from the agent's
+write store (`ib_sm_binding(state)`); the SETs that fill them, and every
+other SET of this module, are in sm_write.py. `IB_SM_MIB` is the read-only
+binding (no store: those tables have no rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -83,7 +86,8 @@ class _SmSite(NamedTuple):
     default: SmInfo
 
 
-def _config_rows(target: ContextTarget) -> Iterable[Row]:
+def _config_rows(target: ContextTarget, designated: Callable[[], int | None] | None = None
+                 ) -> Iterable[Row]:
     fabric = target.fabric
     if not fabric.sms:
         return ()
@@ -92,7 +96,21 @@ def _config_rows(target: ContextTarget) -> Iterable[Row]:
     by_node: dict[int, SmInfo] = {}
     for sm in ordered:
         by_node.setdefault(sm.node_guid, sm)
-    return (((_prefix(fabric),), _SmSite(fabric.sm_config, by_node, ordered[0])),)
+    default = ordered[0]
+    # With a write store, the default context keeps speaking for the same SM
+    # (the one the agent started with) even after a SET disabled it and
+    # another took over as master.
+    chosen = designated() if designated is not None else None
+    if chosen is not None:
+        default = next((sm for sm in fabric.sms if sm.guid == chosen), default)
+    return (((_prefix(fabric),), _SmSite(fabric.sm_config, by_node, default)),)
+
+
+def config_sm(target: ContextTarget, designated: int | None = None) -> SmInfo | None:
+    """The SM ibSmConfigTable's row shows (and a SET of it configures) in
+    this context: the SM of the context's node, else the designated one."""
+    rows = list(_config_rows(target, (lambda: designated) if designated is not None else None))
+    return _sm(rows[0][1], target) if rows else None
 
 
 def _sm(site: _SmSite, target: ContextTarget) -> SmInfo:
@@ -105,32 +123,33 @@ def _admin_status(sm: SmInfo) -> int:
     return 2 if sm.state is SmState.NOT_ACTIVE else 1
 
 
-_CONFIG = TableBinding(
-    entry="ibSmConfigEntry",
-    rows=_config_rows,
-    per_node=False,
-    columns={
-        "ibSmConfigSubnetPrefix": _subnet_prefix,
-        "ibSmConfigGUID": lambda s, t: _guid(_sm(s, t).guid),
-        "ibSmConfigPriority": lambda s, t: _sm(s, t).priority,
-        "ibSmConfigSMKey": lambda s, t: _sm(s, t).sm_key.to_bytes(8, "big"),
-        "ibSmConfigAdminStatus": lambda s, t: _admin_status(_sm(s, t)),
-        # notActive(0) .. master(3): the IBA SMInfo SMState codes.
-        "ibSmConfigOperStatus": lambda s, t: int(_sm(s, t).state),
-        # Counter32 wraps at 32 bits, as SMInfo ActCount does.
-        "ibSmConfigActCount": lambda s, t: sm_act_count(_sm(s, t), t.elapsed),
-        "ibSmConfigStatus": lambda s, t: _ROW_ACTIVE,
-        "ibSmConfigSweepInterval": lambda s, t: s.config.sweep_interval_s,
-        "ibSmConfigResponseTimeout": lambda s, t: s.config.transaction_timeout_ms,
-        "ibSmConfigPortAgingTime": lambda s, t: s.config.port_aging_time_s,
-        "ibSmConfigMinUnicastLID": lambda s, t: s.config.min_unicast_lid,
-        "ibSmConfigMaxUnicastLID": lambda s, t: s.config.max_unicast_lid,
-        "ibSmConfigDefaultLMC": lambda s, t: s.config.lmc,
-        "ibSmConfigMasterPollInterval": lambda s, t: s.config.master_poll_interval_s,
-        "ibSmConfigMasterPollRetries": lambda s, t: s.config.master_poll_retries,
-        "ibSmConfigMKeyLeasePeriod": lambda s, t: s.config.m_key_lease_period_s,
-    },
-)
+def _config_table(designated: Callable[[], int | None] | None = None) -> TableBinding:
+    return TableBinding(
+        entry="ibSmConfigEntry",
+        rows=partial(_config_rows, designated=designated) if designated is not None else _config_rows,
+        per_node=False,
+        columns={
+            "ibSmConfigSubnetPrefix": _subnet_prefix,
+            "ibSmConfigGUID": lambda s, t: _guid(_sm(s, t).guid),
+            "ibSmConfigPriority": lambda s, t: _sm(s, t).priority,
+            "ibSmConfigSMKey": lambda s, t: _sm(s, t).sm_key.to_bytes(8, "big"),
+            "ibSmConfigAdminStatus": lambda s, t: _admin_status(_sm(s, t)),
+            # notActive(0) .. master(3): the IBA SMInfo SMState codes.
+            "ibSmConfigOperStatus": lambda s, t: int(_sm(s, t).state),
+            # Counter32 wraps at 32 bits, as SMInfo ActCount does.
+            "ibSmConfigActCount": lambda s, t: sm_act_count(_sm(s, t), t.elapsed),
+            "ibSmConfigStatus": lambda s, t: _ROW_ACTIVE,
+            "ibSmConfigSweepInterval": lambda s, t: s.config.sweep_interval_s,
+            "ibSmConfigResponseTimeout": lambda s, t: s.config.transaction_timeout_ms,
+            "ibSmConfigPortAgingTime": lambda s, t: s.config.port_aging_time_s,
+            "ibSmConfigMinUnicastLID": lambda s, t: s.config.min_unicast_lid,
+            "ibSmConfigMaxUnicastLID": lambda s, t: s.config.max_unicast_lid,
+            "ibSmConfigDefaultLMC": lambda s, t: s.config.lmc,
+            "ibSmConfigMasterPollInterval": lambda s, t: s.config.master_poll_interval_s,
+            "ibSmConfigMasterPollRetries": lambda s, t: s.config.master_poll_retries,
+            "ibSmConfigMKeyLeasePeriod": lambda s, t: s.config.m_key_lease_period_s,
+        },
+    )
 
 
 # -- ibSmNodeInfoTable: NodeInfo and NodeDescription of every node -----------------------
@@ -506,22 +525,25 @@ _LINK = TableBinding(
 )
 
 
-# -- request/result tables: rows created by SETs (a later change) -----------------------------
-# Rows will come from a per-agent session store passed in by that change, as
-# (index values, {column descriptor: plain value}); until then there are none.
-# Notes for whoever fills them: Path/MultiPath MTU columns use 0..5 with
-# mtu256(0) (the IBA MTU code minus one), unlike PortInfo's 1..5; Rate columns
-# use the IBA PathRecord rate codes (2 = 2.5, 3 = 10, 4 = 30 Gb/s ...).
+# -- request/result tables and service associations: rows created by SETs ------------------
+# Rows come from the agent's write store (ibsnmp.sa.store.AgentState): each
+# request session is one row of its request table and owns its result rows;
+# service associations are configuration. Row objects are {short column
+# name: value} mappings (a column never written has no instance). Without a
+# store (build_mib() with no state) the tables have no rows.
+# Path/MultiPath MTU columns use 0..5 with mtu256(0) (the IBA MTU code minus
+# one), unlike PortInfo's 1..5; Rate columns use the IBA PathRecord rate
+# codes (2 = 2.5, 3 = 10, 4 = 30 Gb/s ...).
 
 
-def _no_sessions(target: ContextTarget) -> Iterable[Row]:
-    return ()  # no session store yet: every request/result table is empty
+def _no_rows(target: ContextTarget) -> Iterable[Row]:
+    return ()
 
 
 def _stored(table: str, *fields: str) -> dict[str, Any]:
-    """Getters for rows kept as {column descriptor: value} mappings."""
+    """Getters for rows kept as {short column name: value} mappings."""
     return {
-        f"ibSm{table}{field}": (lambda row, t, name=f"ibSm{table}{field}": row.get(name))
+        f"ibSm{table}{field}": (lambda row, t, name=field: row.get(name))
         for field in fields
     }
 
@@ -541,24 +563,53 @@ _TRACE_FIELDS = (
     "ExitPort",
 )
 
-
-def _session_table(entry: str, columns: dict[str, Any]) -> TableBinding:
-    return TableBinding(entry=entry, rows=_no_sessions, columns=columns, per_node=False)
-
-
-_SESSION_TABLES = (
-    _session_table("ibSmPathReqEntry",
-                   _stored("PathReq", "RowStatus", "CreationTime", "RowCompMask", *_PATH_FIELDS)),
-    _session_table("ibSmPathResultEntry", _stored("PathResult", *_PATH_FIELDS)),
-    _session_table("ibSmMultiPathReqEntry", _stored("MultiPathReq", *_MULTIPATH_REQ_FIELDS)),
-    _session_table("ibSmMultiPathResultEntry", _stored("MultiPathResult", *_PATH_FIELDS)),
-    _session_table("ibSmTraceReqEntry",
-                   _stored("TraceReq", "SessionId", "RowStatus", "CreationTime", "CompMask",
-                           *_TRACE_FIELDS)),
-    _session_table("ibSmTraceResultEntry", _stored("TraceResult", *_TRACE_FIELDS)),
-    _session_table("ibSmServiceAssocEntry",
-                   _stored("ServiceAssoc", "Key", "Name", "RowStatus")),
+# (entry, table prefix, columns, session table, request (True) or result rows)
+_SESSION_TABLE_SPECS = (
+    ("ibSmPathReqEntry", "PathReq", ("RowStatus", "CreationTime", "RowCompMask", *_PATH_FIELDS),
+     "path", True),
+    ("ibSmPathResultEntry", "PathResult", _PATH_FIELDS, "path", False),
+    ("ibSmMultiPathReqEntry", "MultiPathReq", _MULTIPATH_REQ_FIELDS, "multipath", True),
+    ("ibSmMultiPathResultEntry", "MultiPathResult", _PATH_FIELDS, "multipath", False),
+    ("ibSmTraceReqEntry", "TraceReq",
+     ("SessionId", "RowStatus", "CreationTime", "CompMask", *_TRACE_FIELDS), "trace", True),
+    ("ibSmTraceResultEntry", "TraceResult", _TRACE_FIELDS, "trace", False),
 )
+
+
+def _session_rows(state: Any, table: str, requests: bool, target: ContextTarget) -> Iterator[Row]:
+    from .sm_write import request_row
+
+    for session in state.sessions_of(table):
+        if requests:
+            yield session.index, request_row(state, session)
+        else:
+            for number, result in enumerate(session.results, start=1):
+                yield session.index + (number,), result
+
+
+def _session_tables(state: Any) -> tuple[TableBinding, ...]:
+    out = []
+    for entry, table, fields, kind, requests in _SESSION_TABLE_SPECS:
+        rows = partial(_session_rows, state, kind, requests) if state is not None else _no_rows
+        out.append(TableBinding(entry=entry, rows=rows, columns=_stored(table, *fields),
+                                per_node=False, stamp=state.stamp if state is not None else None))
+    return tuple(out)
+
+
+def _assoc_rows(state: Any, target: ContextTarget) -> Iterator[Row]:
+    prefix = _prefix(target.fabric)
+    for (key, name), status in sorted(state.config.service_assoc.items()):
+        yield (prefix, key, name), {"Key": key, "Name": name, "RowStatus": status}
+
+
+def _service_assoc_table(state: Any) -> TableBinding:
+    return TableBinding(
+        entry="ibSmServiceAssocEntry",
+        rows=partial(_assoc_rows, state) if state is not None else _no_rows,
+        columns=_stored("ServiceAssoc", "Key", "Name", "RowStatus"),
+        per_node=False,
+        stamp=state.stamp if state is not None else None,
+    )
 
 
 # -- ibSmServiceTable: ServiceRecords registered with the SA ---------------------------------
@@ -718,40 +769,65 @@ _VL_ARBITRATION = TableBinding(
 
 
 # -- ibSmPartitionConfig scalars -------------------------------------------------------
-# A write buffer for partition operations (a later SET change).  Nothing has
-# been written yet: the action reads its DEFVAL none(1), the other objects
-# have no value (noSuchInstance) until a manager sets them.
+# Operands for the next partition action, written by SETs (see sm_write):
+# each reads what was last written (noSuchInstance before anything was, or
+# after an action consumed the member operands); the action reads the last
+# one performed, none(1) before any (its DEFVAL).
 
 _ACTION_NONE = 1
 
-_PARTITION_CONFIG = (
-    ScalarBinding("ibSmPartitionConfigSubnetPrefix", lambda t: None),
-    ScalarBinding("ibSmPartitionConfigKey", lambda t: None),
-    ScalarBinding("ibSmPartitionConfigAction", lambda t: _ACTION_NONE),
-    ScalarBinding("ibSmPartitionConfigMemberNodeGUID", lambda t: None),
-    ScalarBinding("ibSmPartitionConfigMemberPortNum", lambda t: None),
-    ScalarBinding("ibSmPartitionConfigMemberType", lambda t: None),
-)
+
+def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
+    def buffer(get):  # type: ignore[no-untyped-def]
+        return (lambda t: get(state.config.partition_buffer)) if state is not None else \
+            (lambda t: None)
+
+    return (
+        ScalarBinding("ibSmPartitionConfigSubnetPrefix", buffer(lambda b: b.prefix)),
+        ScalarBinding("ibSmPartitionConfigKey", buffer(lambda b: b.key)),
+        ScalarBinding("ibSmPartitionConfigAction",
+                      buffer(lambda b: b.last_action) if state is not None
+                      else (lambda t: _ACTION_NONE)),
+        ScalarBinding("ibSmPartitionConfigMemberNodeGUID", buffer(lambda b: b.guid)),
+        ScalarBinding("ibSmPartitionConfigMemberPortNum", buffer(lambda b: b.port)),
+        ScalarBinding("ibSmPartitionConfigMemberType", buffer(lambda b: b.member_type)),
+    )
 
 
-IB_SM_MIB = ModuleBinding(
-    module="IB-SM-MIB",
-    scalars=_PARTITION_CONFIG,
-    tables=(
-        _CONFIG,
-        _NODE_INFO,
-        _PORT_INFO,
-        _SWITCH_INFO,
-        _PARTITION,
-        _MCAST_GROUP,
-        _MCAST_MEMBER,
-        _SM_INFO,
-        _LINK,
-        *_SESSION_TABLES,
-        _SERVICE,
-        _SW_SL2VL,
-        _CA_SL2VL,
-        _VL_ARBITRATION,
-    ),
-    applies=lambda target: target.serves_sm,
-)
+def ib_sm_binding(state: Any = None) -> ModuleBinding:
+    """IB-SM-MIB over the fabric, with the rows and writers of `state` (an
+    ibsnmp.sa.store.AgentState) when given: request sessions, service
+    associations, the partition configuration scalars, and every SET."""
+    writers: tuple[Any, ...] = ()
+    designated = None
+    if state is not None:
+        from .sm_write import sm_writers
+
+        writers = sm_writers(state)
+        designated = lambda: state.designated_sm  # noqa: E731
+    return ModuleBinding(
+        module="IB-SM-MIB",
+        scalars=_partition_config(state),
+        tables=(
+            _config_table(designated),
+            _NODE_INFO,
+            _PORT_INFO,
+            _SWITCH_INFO,
+            _PARTITION,
+            _MCAST_GROUP,
+            _MCAST_MEMBER,
+            _SM_INFO,
+            _LINK,
+            *_session_tables(state),
+            _SERVICE,
+            _service_assoc_table(state),
+            _SW_SL2VL,
+            _CA_SL2VL,
+            _VL_ARBITRATION,
+        ),
+        applies=lambda target: target.serves_sm,
+        writers=writers,
+    )
+
+
+IB_SM_MIB = ib_sm_binding()

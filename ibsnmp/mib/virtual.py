@@ -3,6 +3,12 @@
 No Python object exists per cell. Each table's sorted instance suffixes are
 built once per fabric snapshot (and node, for per-node tables) on first use
 and kept in a small cache, so GETNEXT costs O(log n).
+
+SETs (`prepare_write`) find the object of each varbind among every scalar
+and column of the served modules, check the value against its compiled
+syntax (mib.write), decode the instance's index and hand the varbinds to
+the writers the bindings declare, which plan into one transaction of the
+write store; committing it is the only change.
 """
 
 from __future__ import annotations
@@ -12,10 +18,19 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .api import INFINIBAND_MIB, NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Missing, Oid
-from .binding import Applies, ModuleBinding, Shard, TableBinding
+from .api import (
+    INFINIBAND_MIB,
+    NO_SUCH_INSTANCE,
+    NO_SUCH_OBJECT,
+    ContextTarget,
+    Missing,
+    Oid,
+    SetError,
+)
+from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding
 from .index import IndexCodec
-from .loader import MibDefinitions, definitions
+from .loader import MibDefinitions, ObjectDef, definitions
+from .write import WRITABLE, WriteRequest, WriteStore, checked_value
 
 ROW_INDEX_CACHE_SIZE = 512  # contexts whose row index a table keeps
 ROW_INDEX_CACHE_ROWS = 250_000  # and at most this many rows in all of them
@@ -26,12 +41,13 @@ class BindingError(ValueError):
 
 
 class _RowIndex:
-    __slots__ = ("fabric", "suffixes", "rows")
+    __slots__ = ("fabric", "suffixes", "rows", "stamp")
 
-    def __init__(self, fabric: Any, rows: dict[Oid, Any]) -> None:
+    def __init__(self, fabric: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
         self.fabric = fabric  # kept so a recycled id() never matches
         self.suffixes = sorted(rows)
         self.rows = rows
+        self.stamp = stamp
 
 
 class _ShardIndex:
@@ -53,9 +69,9 @@ class _BoundedCache:
         self._entries: OrderedDict[Any, _RowIndex] = OrderedDict()
         self._rows = 0
 
-    def get(self, key: Any, fabric: Any) -> _RowIndex | None:
+    def get(self, key: Any, fabric: Any, stamp: Any = None) -> _RowIndex | None:
         found = self._entries.get(key)
-        if found is None or found.fabric is not fabric:
+        if found is None or found.fabric is not fabric or found.stamp != stamp:
             return None
         self._entries.move_to_end(key)
         return found
@@ -85,15 +101,17 @@ class _Table:
     def _scope(self, target: ContextTarget) -> tuple[int, Any]:
         return (id(target.fabric), target.node.guid if self.binding.per_node else None)
 
-    def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]]) -> _RowIndex:
+    def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]],
+               stamp: Any = None) -> _RowIndex:
         encode = self.codec.encode
-        return _RowIndex(fabric, {encode(values): row for values, row in rows})
+        return _RowIndex(fabric, {encode(values): row for values, row in rows}, stamp)
 
     def _whole(self, target: ContextTarget) -> _RowIndex:
         key = self._scope(target)
-        found = self._rows.get(key, target.fabric)
+        stamp = self.binding.stamp(target) if self.binding.stamp is not None else None
+        found = self._rows.get(key, target.fabric, stamp)
         if found is None:
-            found = self._build(target.fabric, self.binding.rows(target))
+            found = self._build(target.fabric, self.binding.rows(target), stamp)
             self._rows.put(key, found)
         return found
 
@@ -199,19 +217,87 @@ class _Handler:
 _ABSENT = object()
 
 
+class _WriteTarget:
+    """A scalar or column as a SET sees it: every object of a served module,
+    readable or not, with the writer that accepts it (None: notWritable)."""
+
+    __slots__ = ("oid", "obj", "applies", "writer", "codec")
+
+    def __init__(self, oid: Oid, obj: ObjectDef, applies: Applies, writer: WriterBinding | None,
+                 codec: IndexCodec | None) -> None:
+        self.oid = oid
+        self.obj = obj
+        self.applies = applies
+        self.writer = writer
+        self.codec = codec
+
+
+class _Prepared:
+    __slots__ = ("_store", "_txn")
+
+    def __init__(self, store: WriteStore | None, txn: Any) -> None:
+        self._store = store
+        self._txn = txn
+
+    def commit(self) -> None:
+        if self._store is None:
+            return
+        try:
+            self._store.commit(self._txn)
+        except OSError as exc:
+            raise SetError("commitFailed", 0, f"cannot save the state: {exc}") from None
+
+
 class InfinibandMib:
-    """Implements api.VirtualMib over a set of module bindings."""
+    """Implements api.VirtualMib (and api.WritableMib) over a set of module
+    bindings. `store` holds what writers change (see mib.write.WriteStore);
+    without one, every object is notWritable."""
 
     subtree: Oid = INFINIBAND_MIB
 
-    def __init__(self, modules: Iterable[ModuleBinding], mib: MibDefinitions | None = None):
+    def __init__(self, modules: Iterable[ModuleBinding], mib: MibDefinitions | None = None,
+                 store: WriteStore | None = None):
         self._mib = mib or definitions()
+        self._store = store
+        modules = tuple(modules)
         handlers: list[_Handler] = []
         for module in modules:
             handlers.extend(self._handlers_of(module))
         handlers.sort(key=lambda h: h.oid)
         self._handlers = handlers
         self._oids = [h.oid for h in handlers]
+        targets = [t for module in modules for t in self._write_targets_of(module)]
+        targets.sort(key=lambda t: t.oid)
+        self._write_targets = targets
+        self._write_oids = [t.oid for t in targets]
+
+    def _write_targets_of(self, module: ModuleBinding) -> list[_WriteTarget]:
+        mib = self._mib
+        by_name: dict[str, WriterBinding] = {}
+        for writer in module.writers:
+            for name in writer.objects:
+                obj = mib.objects.get(name)
+                if obj is None or obj.module != module.module or obj.access not in WRITABLE:
+                    raise BindingError(f"{module.module}: {name} is not a writable object "
+                                       f"of this module")
+                if self._store is None:
+                    raise BindingError(f"{module.module}: writers need a write store")
+                by_name[name] = writer
+        codecs: dict[str, IndexCodec] = {}
+        entries = {o.oid: o.name for o in mib.objects.values()
+                   if o.kind == "entry" and o.module == module.module}
+        out = []
+        for obj in mib.objects.values():
+            if obj.module != module.module or obj.kind not in ("scalar", "column"):
+                continue
+            codec = None
+            if obj.kind == "column":
+                entry = entries[obj.oid[:-1]]
+                codec = codecs.get(entry)
+                if codec is None:
+                    codec = codecs[entry] = IndexCodec(mib.index_of(entry))
+            out.append(_WriteTarget(obj.oid, obj, module.applies, by_name.get(obj.name), codec))
+        return out
 
     def _handlers_of(self, module: ModuleBinding) -> list[_Handler]:
         mib = self._mib
@@ -273,3 +359,41 @@ class InfinibandMib:
             suffix = None
             position += 1
         return None
+
+    # -- SET ---------------------------------------------------------------------
+
+    def prepare_write(self, target: ContextTarget, varbinds: Any) -> _Prepared:
+        """RFC 3416 4.2.5's test phase for every varbind; SetError for the
+        first that fails. The returned object commits them all at once."""
+        by_writer: dict[int, tuple[WriterBinding, list[WriteRequest]]] = {}
+        for index, (oid, value) in enumerate(varbinds):
+            found = self._write_target(tuple(oid))
+            if found is None or not found.applies(target) or found.writer is None:
+                raise SetError("notWritable", index, "no writable object of that name here")
+            suffix = tuple(oid)[len(found.oid):]
+            plain = checked_value(found.obj, value, index)
+            if found.codec is None:
+                if suffix != (0,):
+                    raise SetError("noCreation", index, "a scalar's instance is .0")
+                instance: tuple[Any, ...] | None = ()
+            else:
+                instance = found.codec.decode(suffix)
+                if instance is None:
+                    raise SetError("noCreation", index, "not a valid instance of the table")
+            request = WriteRequest(index, found.obj.name, instance, plain)
+            by_writer.setdefault(id(found.writer), (found.writer, []))[1].append(request)
+        txn = self._store.begin() if self._store is not None else None
+        # Writers in the order of their first varbind, so errors come in
+        # PDU order as far as the checks allow.
+        for writer, requests in by_writer.values():
+            writer.plan(target, requests, txn)
+        return _Prepared(self._store, txn)
+
+    def _write_target(self, oid: Oid) -> _WriteTarget | None:
+        position = bisect_right(self._write_oids, oid) - 1
+        if position < 0:
+            return None
+        found = self._write_targets[position]
+        if oid[: len(found.oid)] != found.oid or len(oid) == len(found.oid):
+            return None
+        return found

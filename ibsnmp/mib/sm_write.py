@@ -1,0 +1,655 @@
+"""IB-SM-MIB SETs: SA request sessions, SM configuration, partitions,
+service associations, SL-to-VL maps and VL arbitration.
+
+Every writer plans into the write store's transaction (ibsnmp.sa.store):
+nothing changes before all varbinds of a SET passed, and the store saves
+configuration before the SET is acknowledged. Error statuses follow RFC
+3416 4.2.5 and RFC 2579 (RowStatus) as net-snmp applies them:
+
+- an instance that can never exist (another subnet prefix, a port the
+  fabric does not have, a malformed index): noCreation;
+- a column of a request row that does not exist, set without RowStatus
+  createAndGo/createAndWait in the same SET: inconsistentName;
+- createAndGo/createAndWait on an existing row, active/notInService on a
+  missing one, a change to an active request, LID range min >= max, a
+  partition action whose operands do not fit the fabric: inconsistentValue;
+- more than --max-sessions open requests, or a query too large to answer:
+  resourceUnavailable;
+- a value outside the IBA field an unbounded INTEGER carries: wrongValue.
+
+Request rows (ibSmPathReqTable, ibSmMultiPathReqTable, ibSmTraceReqTable):
+createAndGo computes the results at once; createAndWait leaves the row
+notInService (every column has a default), to be filled and set active.
+While active a request cannot change (set notInService first, which drops
+its results, or set active again in the same SET, which recomputes them). The component mask selects the fields that count; when it
+was never written, the fields written are the ones that count. A masked
+field never written counts as 0, as in an SA request record.
+
+A trace request traces the path(s) of the ibSmPathReqTable row with the
+same subnet prefix and session id (IBA's GetTable(TraceRecord) takes a
+PathRecord; the draft's trace request has no source or destination of its
+own): that row must exist when the trace request becomes active. Its
+component mask filters the trace records by the trace request's fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ibsnmp.sa import query
+from ibsnmp.sa.config import (
+    FULL,
+    HIGH,
+    LIMITED,
+    LOW,
+    REMOVED,
+    PartitionBuffer,
+    PartitionEdit,
+    SmOverride,
+    with_entry,
+)
+from ibsnmp.sa.sessions import MULTIPATH, PATH, TRACE, Session
+from ibsnmp.sa.store import AgentState, Transaction
+
+from .api import ContextTarget, SetError
+from .binding import WriterBinding
+from .loader import definitions
+from .sm import config_sm
+from .write import (
+    ACTIVE,
+    CREATE_AND_GO,
+    CREATE_AND_WAIT,
+    DESTROY,
+    NOT_IN_SERVICE,
+    WRITABLE,
+    WriteRequest,
+    require_range,
+    row_status_check,
+)
+
+_INT32_MAX = 2**31 - 1
+_SELECTOR_EXACTLY = 2  # what an SA answers for MTU, rate and lifetime selectors
+MAX_SERVICE_ASSOCIATIONS = 10_000
+
+
+def _writable(entry_or_scalars: str | Iterable[str]) -> frozenset[str]:
+    mib = definitions()
+    if isinstance(entry_or_scalars, str):
+        names = [c.name for c in mib.columns_of(entry_or_scalars)]
+    else:
+        names = list(entry_or_scalars)
+    return frozenset(n for n in names if mib.objects[n].access in WRITABLE)
+
+
+def _by_row(requests: Sequence[WriteRequest]) -> list[tuple[tuple[Any, ...], list[WriteRequest]]]:
+    """Requests grouped by row, rows in the order of their first varbind."""
+    rows: dict[tuple[Any, ...], list[WriteRequest]] = {}
+    for request in requests:
+        rows.setdefault(request.instance, []).append(request)
+    return list(rows.items())
+
+
+def _prefix_of(target: ContextTarget) -> bytes:
+    return target.fabric.subnet_prefix.to_bytes(8, "big")
+
+
+def _check_prefix(target: ContextTarget, prefix: bytes, request: WriteRequest) -> None:
+    if prefix != _prefix_of(target):
+        raise SetError("noCreation", request.index, "not the subnet prefix of this fabric")
+
+
+def _number(value: Any) -> int:
+    return int.from_bytes(value, "big") if isinstance(value, bytes) else int(value)
+
+
+def _short(request: WriteRequest, prefix: str) -> str:
+    return request.name[len(prefix):]
+
+
+# -- request tables ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _RequestTable:
+    kind: str  # the session table
+    prefix: str  # descriptor prefix of the request columns
+    entry: str
+    mask_column: str
+    bits: Mapping[str, int]  # column -> component mask bit
+    ranges: Mapping[str, tuple[int, int]]  # IBA field widths of unbounded INTEGER columns
+    index_column: str | None = None  # a read-create copy of the session id
+
+
+_PATH_RANGES = {"NumbPath": (0, 127), "HopLimit": (0, 255), "TClass": (0, 255), "SL": (0, 15),
+                "Rate": (0, 63), "PktLifeTime": (0, 63), "Preference": (0, 255)}
+_PR = query.PR
+_MPR = query.MPR
+_TR = query.TR
+
+PATH_REQUEST = _RequestTable(
+    kind=PATH, prefix="ibSmPathReq", entry="ibSmPathReqEntry", mask_column="RowCompMask",
+    bits={"DstGID": _PR.DGID, "SrcGID": _PR.SGID, "NumbPath": _PR.NUMB_PATH, "DstLID": _PR.DLID,
+          "SrcLID": _PR.SLID, "RawTraffic": _PR.RAW_TRAFFIC, "FlowLabel": _PR.FLOW_LABEL,
+          "HopLimit": _PR.HOP_LIMIT, "TClass": _PR.TCLASS, "PKey": _PR.PKEY, "SL": _PR.SL,
+          "MTUSel": _PR.MTU_SELECTOR, "MTU": _PR.MTU, "RateSel": _PR.RATE_SELECTOR,
+          "Rate": _PR.RATE, "PktLifeTimeSel": _PR.PKT_LIFE_SELECTOR,
+          "PktLifeTime": _PR.PKT_LIFE, "Preference": _PR.PREFERENCE},
+    ranges=_PATH_RANGES,
+)
+MULTIPATH_REQUEST = _RequestTable(
+    kind=MULTIPATH, prefix="ibSmMultiPathReq", entry="ibSmMultiPathReqEntry",
+    mask_column="CompMask",
+    bits={"RawTraffic": _MPR.RAW_TRAFFIC, "FlowLabel": _MPR.FLOW_LABEL,
+          "HopLimit": _MPR.HOP_LIMIT, "TClass": _MPR.TCLASS, "NumbPath": _MPR.NUMB_PATH,
+          "PKey": _MPR.PKEY, "SL": _MPR.SL, "MTUSel": _MPR.MTU_SELECTOR, "MTU": _MPR.MTU,
+          "RateSel": _MPR.RATE_SELECTOR, "Rate": _MPR.RATE,
+          "PktLifeTimeSel": _MPR.PKT_LIFE_SELECTOR, "PktLifeTime": _MPR.PKT_LIFE,
+          "IndepSel": _MPR.INDEP_SELECTOR, "SGIDCount": _MPR.SGID_COUNT,
+          "DGIDCount": _MPR.DGID_COUNT},
+    ranges=_PATH_RANGES,
+)
+TRACE_REQUEST = _RequestTable(
+    kind=TRACE, prefix="ibSmTraceReq", entry="ibSmTraceReqEntry", mask_column="CompMask",
+    bits={"IDGeneration": _TR.ID_GENERATION, "NodeType": _TR.NODE_TYPE, "NodeID": _TR.NODE_ID,
+          "ChassisID": _TR.CHASSIS_ID, "EntryPortID": _TR.ENTRY_PORT_ID,
+          "ExitPortID": _TR.EXIT_PORT_ID, "EntryPort": _TR.ENTRY_PORT,
+          "ExitPort": _TR.EXIT_PORT},
+    ranges={},
+    index_column="SessionId",
+)
+REQUEST_TABLES = {t.kind: t for t in (PATH_REQUEST, MULTIPATH_REQUEST, TRACE_REQUEST)}
+_GID_BLOCKS = tuple(f"SDGIDBlock{n}" for n in range(1, 33))
+
+
+def effective_mask(spec: _RequestTable, request: Mapping[str, Any]) -> int:
+    """The written component mask, else the bits of the columns written."""
+    if spec.mask_column in request:
+        return _number(request[spec.mask_column])
+    mask = 0
+    for column in request:
+        mask |= spec.bits.get(column, 0)
+    return mask
+
+
+def request_row(state: AgentState, session: Session) -> dict[str, Any]:
+    """A request session as its request table shows it (short column names)."""
+    spec = REQUEST_TABLES[session.table]
+    row = dict(session.request)
+    row["RowStatus"] = session.status
+    row["CreationTime"] = state.ticks(session.created)
+    row[spec.mask_column] = effective_mask(spec, session.request).to_bytes(8, "big")
+    if spec.index_column is not None:
+        row[spec.index_column] = session.index[1]
+    return row
+
+
+def _masked(spec: _RequestTable, request: Mapping[str, Any], mask: int, column: str) -> int | None:
+    """A request field as the query sees it: None unless masked; 0 if masked but never written."""
+    if not mask & spec.bits[column]:
+        return None
+    return _number(request.get(column, 0))
+
+
+def _path_query(spec: _RequestTable, request: Mapping[str, Any]) -> query.PathQuery:
+    mask = effective_mask(spec, request)
+
+    def get(column: str) -> int | None:
+        return _masked(spec, request, mask, column) if column in spec.bits else None
+
+    mtu = get("MTU")
+    return query.PathQuery(
+        sgid=get("SrcGID"), dgid=get("DstGID"), slid=get("SrcLID"), dlid=get("DstLID"),
+        raw_traffic=get("RawTraffic"), flow_label=get("FlowLabel"), hop_limit=get("HopLimit"),
+        tclass=get("TClass"), numb_path=get("NumbPath"), pkey=get("PKey"), sl=get("SL"),
+        mtu_selector=get("MTUSel"), mtu=None if mtu is None else mtu + 1,  # mtu256(0): IBA 1
+        rate_selector=get("RateSel"), rate=get("Rate"),
+        pkt_life_selector=get("PktLifeTimeSel"), pkt_life=get("PktLifeTime"),
+        preference=get("Preference"),
+    )
+
+
+def _path_row(record: query.PathRecord) -> dict[str, Any]:
+    return {
+        "DstGID": record.dgid.to_bytes(16, "big"),
+        "SrcGID": record.sgid.to_bytes(16, "big"),
+        "NumbPath": record.numb_path,
+        "DstLID": record.dlid,
+        "SrcLID": record.slid,
+        "RawTraffic": record.raw_traffic,
+        "FlowLabel": (record.flow_label & 0xFFFFF).to_bytes(3, "big"),
+        "HopLimit": record.hop_limit,
+        "TClass": record.tclass,
+        "PKey": record.pkey.to_bytes(2, "big"),
+        "SL": record.sl,
+        "MTUSel": _SELECTOR_EXACTLY,
+        "MTU": record.mtu - 1,  # IBA code 1 (256) is mtu256(0)
+        "RateSel": _SELECTOR_EXACTLY,
+        "Rate": record.rate,
+        "PktLifeTimeSel": _SELECTOR_EXACTLY,
+        "PktLifeTime": record.pkt_life,
+        "Preference": record.preference,
+    }
+
+
+def _trace_row(record: query.TraceRecord) -> dict[str, Any]:
+    return {
+        "IDGeneration": record.id_generation,
+        "NodeType": record.node_type,
+        "NodeID": record.node_id.to_bytes(8, "big"),
+        "ChassisID": record.chassis_id.to_bytes(8, "big"),
+        "EntryPortID": record.entry_port_id.to_bytes(8, "big"),
+        "ExitPortID": record.exit_port_id.to_bytes(8, "big"),
+        "EntryPort": record.entry_port,
+        "ExitPort": record.exit_port,
+    }
+
+
+def _gids(request: Mapping[str, Any]) -> list[int]:
+    data = b"".join(request.get(block, b"") for block in _GID_BLOCKS)
+    return [int.from_bytes(data[i : i + 16], "big") for i in range(0, len(data), 16)]
+
+
+def _results(spec: _RequestTable, session: Session, txn: Transaction, target: ContextTarget,
+             index: int) -> tuple[dict[str, Any], ...]:
+    """The result rows of a request becoming active (SetError if it cannot)."""
+    fabric = target.fabric
+    request = session.request
+    try:
+        if spec.kind == PATH:
+            records = query.path_records(fabric, _path_query(spec, request))
+            return tuple(_path_row(r) for r in records)
+        if spec.kind == MULTIPATH:
+            mask = effective_mask(spec, request)
+            sources = _masked(spec, request, mask, "SGIDCount")
+            destinations = _masked(spec, request, mask, "DGIDCount")
+            if not sources or not destinations:
+                raise SetError("inconsistentValue", index,
+                               "a multipath request needs SGIDCount and DGIDCount (both > 0)")
+            gids = _gids(request)
+            if len(gids) < sources + destinations:
+                raise SetError("inconsistentValue", index,
+                               f"SGIDCount + DGIDCount is {sources + destinations} but the "
+                               f"SDGID blocks hold {len(gids)} GIDs")
+            independent = _masked(spec, request, mask, "IndepSel") == 1
+            records = query.multipath_records(
+                fabric, _path_query(spec, request), gids[:sources],
+                gids[sources:sources + destinations], independent=independent)
+            return tuple(_path_row(r) for r in records)
+        path_session = txn.session((PATH, session.index))
+        if path_session is None:
+            raise SetError("inconsistentValue", index,
+                           "no ibSmPathReqTable row with this subnet prefix and session id "
+                           "names the path to trace")
+        records = query.path_records(fabric, _path_query(PATH_REQUEST, path_session.request))
+        mask = effective_mask(spec, request)
+        wanted = {column: _masked(spec, request, mask, column) for column in spec.bits}
+        rows = []
+        for record in records:
+            for hop in query.trace_records(fabric, record.route):
+                row = _trace_row(hop)
+                if all(value is None or _number(row[column]) == value
+                       for column, value in wanted.items()):
+                    rows.append(row)
+        if len(rows) > query.MAX_RECORDS:
+            raise query.TooManyRecords(f"{len(rows)} trace records")
+        return tuple(rows)
+    except query.TooManyRecords as exc:
+        raise SetError("resourceUnavailable", index, f"query too large: {exc}") from None
+
+
+def _check_request_column(spec: _RequestTable, column: str, request: WriteRequest) -> None:
+    if column in spec.ranges:
+        require_range(request, *spec.ranges[column])
+    elif column == "FlowLabel" and _number(request.value) > 0xFFFFF:
+        raise SetError("wrongValue", request.index, "a flow label has 20 bits")
+    elif column.startswith("SDGIDBlock") and len(request.value) % 16:
+        raise SetError("wrongLength", request.index, "a GID block holds whole 16-octet GIDs")
+
+
+def _plan_requests(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
+                   txn: Transaction) -> None:
+    # Path rows first: a trace request in the same SET may trace them.
+    order = {PATH_REQUEST.prefix: 0, MULTIPATH_REQUEST.prefix: 1, TRACE_REQUEST.prefix: 2}
+    tables = sorted({_table_of(r) for r in requests}, key=lambda t: order[t.prefix])
+    for spec in tables:
+        mine = [r for r in requests if _table_of(r) is spec]
+        for instance, row in _by_row(mine):
+            _plan_request_row(state, spec, target, instance, row, txn)
+
+
+def _table_of(request: WriteRequest) -> _RequestTable:
+    for spec in (MULTIPATH_REQUEST, PATH_REQUEST, TRACE_REQUEST):
+        if request.name.startswith(spec.prefix):
+            return spec
+    raise AssertionError(request.name)
+
+
+def _plan_request_row(state: AgentState, spec: _RequestTable, target: ContextTarget,
+                      instance: tuple[Any, ...], row: list[WriteRequest], txn: Transaction) -> None:
+    prefix, session_id = instance
+    first = row[0]
+    _check_prefix(target, prefix, first)
+    key = (spec.kind, instance)
+    current = txn.session(key)
+    status: WriteRequest | None = None
+    updates: dict[str, WriteRequest] = {}
+    for request in row:
+        column = _short(request, spec.prefix)
+        if column == "RowStatus":
+            status = request
+        elif column == spec.index_column:
+            if request.value != session_id:
+                raise SetError("inconsistentValue", request.index,
+                               "the session id column must equal the row's index")
+        else:
+            _check_request_column(spec, column, request)
+            updates[column] = request
+    if status is not None:
+        row_status_check(current is not None, status.value, status.index)
+        if status.value == DESTROY:
+            txn.drop_session(key)
+            return
+        if status.value in (CREATE_AND_GO, CREATE_AND_WAIT):
+            if len(txn.sessions) >= state.max_sessions:
+                raise SetError("resourceUnavailable", status.index,
+                               f"{state.max_sessions} request sessions are open already")
+            current = Session(spec.kind, instance, NOT_IN_SERVICE, txn.now)
+    elif current is None:
+        raise SetError("inconsistentName", first.index,
+                       "no such request: create it with RowStatus createAndGo or createAndWait")
+    elif current.status == ACTIVE and updates:
+        raise SetError("inconsistentValue", next(iter(updates.values())).index,
+                       "the request is active: set its RowStatus to notInService to change it")
+    assert current is not None
+    new_status = current.status
+    if status is not None:
+        new_status = {CREATE_AND_GO: ACTIVE, CREATE_AND_WAIT: NOT_IN_SERVICE}.get(
+            status.value, status.value)
+    request_values = dict(current.request)
+    request_values.update((column, r.value) for column, r in updates.items())
+    session = dataclasses.replace(current, request=request_values, status=new_status, results=())
+    if new_status == ACTIVE:
+        assert status is not None or current.status == ACTIVE
+        at = status.index if status is not None else first.index
+        session = dataclasses.replace(session, results=_results(spec, session, txn, target, at))
+    txn.put_session(session)
+
+
+# -- ibSmConfigTable ---------------------------------------------------------------------------
+
+# column -> (SmConfig field, lowest, highest)
+_CONFIG_FIELDS = {
+    "SweepInterval": ("sweep_interval_s", 0, _INT32_MAX),
+    "ResponseTimeout": ("transaction_timeout_ms", 1, _INT32_MAX),
+    "PortAgingTime": ("port_aging_time_s", 0, _INT32_MAX),
+    "MinUnicastLID": ("min_unicast_lid", 1, 49151),
+    "MaxUnicastLID": ("max_unicast_lid", 1, 49151),
+    "DefaultLMC": ("lmc", 0, 7),
+    "MasterPollInterval": ("master_poll_interval_s", 1, _INT32_MAX),
+    "MasterPollRetries": ("master_poll_retries", 0, _INT32_MAX),
+    "MKeyLeasePeriod": ("m_key_lease_period_s", 0, 65535),  # IBA M_KeyLeasePeriod: 16 bits
+}
+_ADMIN_ENABLE, _ADMIN_DISABLE = 1, 2
+
+
+def _plan_config(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
+                 txn: Transaction) -> None:
+    for (prefix,), row in _by_row(requests):
+        first = row[0]
+        _check_prefix(target, prefix, first)
+        sm = config_sm(target, state.designated_sm)
+        if sm is None:
+            raise SetError("noCreation", first.index, "no subnet manager runs on this subnet")
+        sm_config = dict(txn.config.sm_config)
+        override = txn.config.sm.get(sm.guid, SmOverride())
+        lid_requests: list[WriteRequest] = []
+        for request in row:
+            column = _short(request, "ibSmConfig")
+            if column == "Status":
+                row_status_check(True, request.value, request.index)
+                if request.value != ACTIVE:
+                    raise SetError("inconsistentValue", request.index,
+                                   "the subnet manager this agent serves stays in the table: "
+                                   "use ibSmConfigAdminStatus to disable it")
+            elif column == "Priority":
+                # SMInfo Priority is a 4-bit field.
+                override = dataclasses.replace(override, priority=require_range(request, 0, 15))
+            elif column == "SMKey":
+                override = dataclasses.replace(override, sm_key=_number(request.value))
+            elif column == "AdminStatus":
+                override = dataclasses.replace(override, disabled=request.value == _ADMIN_DISABLE)
+            else:
+                name, low, high = _CONFIG_FIELDS[column]
+                if target.fabric.sm_config is None:
+                    raise SetError("inconsistentValue", request.index,
+                                   "the provider knows no subnet manager configuration")
+                sm_config[name] = require_range(request, low, high)
+                if column in ("MinUnicastLID", "MaxUnicastLID"):
+                    lid_requests.append(request)
+        if lid_requests:
+            current = target.fabric.sm_config
+            low = sm_config.get("min_unicast_lid", current.min_unicast_lid)
+            high = sm_config.get("max_unicast_lid", current.max_unicast_lid)
+            if not low < high:
+                raise SetError("inconsistentValue", lid_requests[-1].index,
+                               f"ibSmConfigMinUnicastLID ({low}) must be less than "
+                               f"ibSmConfigMaxUnicastLID ({high})")
+        txn.config = dataclasses.replace(
+            txn.config, sm_config=sm_config,
+            sm=with_entry(txn.config.sm, sm.guid, override if override != SmOverride() else None))
+
+
+# -- ibSmServiceAssocTable ----------------------------------------------------------------------
+
+
+def _plan_service_assoc(state: AgentState, target: ContextTarget,
+                        requests: Sequence[WriteRequest], txn: Transaction) -> None:
+    for instance, row in _by_row(requests):
+        prefix, key, name = instance
+        first = row[0]
+        _check_prefix(target, prefix, first)
+        if len(name) > 64 or not all(32 <= c < 127 for c in name):
+            raise SetError("noCreation", first.index,
+                           "a service name is at most 64 printable ASCII characters")
+        associations = txn.config.service_assoc
+        current = associations.get((key, name))
+        status: WriteRequest | None = None
+        for request in row:
+            column = _short(request, "ibSmServiceAssoc")
+            if column == "RowStatus":
+                status = request
+            elif request.value != (key if column == "Key" else name):
+                raise SetError("inconsistentValue", request.index,
+                               f"ibSmServiceAssoc{column} must equal the row's index")
+        new = current
+        if status is not None:
+            row_status_check(current is not None, status.value, status.index)
+            if status.value == DESTROY:
+                new = None
+            elif status.value in (CREATE_AND_GO, CREATE_AND_WAIT):
+                if len(associations) >= MAX_SERVICE_ASSOCIATIONS:
+                    raise SetError("resourceUnavailable", status.index,
+                                   f"{MAX_SERVICE_ASSOCIATIONS} service associations exist")
+                new = ACTIVE if status.value == CREATE_AND_GO else NOT_IN_SERVICE
+            else:
+                new = status.value
+        elif current is None:
+            raise SetError("inconsistentName", first.index,
+                           "no such association: create it with RowStatus createAndGo")
+        if new != current:
+            txn.config = dataclasses.replace(
+                txn.config, service_assoc=with_entry(associations, (key, name), new))
+
+
+# -- ibSmPartitionConfig -----------------------------------------------------------------------
+
+_NONE, _CREATE, _DELETE, _ADD, _REMOVE, _UPDATE = 1, 2, 3, 4, 5, 6
+_DEFAULT_PARTITION = 0x7FFF
+_PARTITION_SCALARS = tuple(f"ibSmPartitionConfig{n}" for n in (
+    "SubnetPrefix", "Key", "Action", "MemberNodeGUID", "MemberPortNum", "MemberType"))
+
+
+def _plan_partition_config(state: AgentState, target: ContextTarget,
+                           requests: Sequence[WriteRequest], txn: Transaction) -> None:
+    buffer = txn.config.partition_buffer
+    action: WriteRequest | None = None
+    for request in requests:
+        column = _short(request, "ibSmPartitionConfig")
+        if column == "Action":
+            action = request
+        else:
+            field = {"SubnetPrefix": "prefix", "Key": "key", "MemberNodeGUID": "guid",
+                     "MemberPortNum": "port", "MemberType": "member_type"}[column]
+            buffer = dataclasses.replace(buffer, **{field: request.value})
+    partitions = txn.config.partitions
+    if action is not None:
+        if action.value != _NONE:
+            partitions = _partition_action(target, partitions, buffer, action)
+        # The member operands are consumed by the action: the next one
+        # names its own (so an optional port cannot carry over).
+        buffer = dataclasses.replace(buffer, guid=None, port=None, member_type=None,
+                                     last_action=action.value)
+    txn.config = dataclasses.replace(txn.config, partitions=partitions, partition_buffer=buffer)
+
+
+def _partition_action(target: ContextTarget, edits: Mapping[int, PartitionEdit],
+                      buffer: PartitionBuffer, action: WriteRequest) -> dict[int, PartitionEdit]:
+    fabric = target.fabric
+
+    def refuse(problem: str) -> SetError:
+        return SetError("inconsistentValue", action.index, problem)
+
+    if buffer.prefix is None or buffer.prefix != _prefix_of(target):
+        raise refuse("ibSmPartitionConfigSubnetPrefix must be this fabric's subnet prefix")
+    if buffer.key is None or not int.from_bytes(buffer.key, "big") & 0x7FFF:
+        raise refuse("ibSmPartitionConfigKey must name a partition (a P_Key other than 0)")
+    pkey = int.from_bytes(buffer.key, "big") & 0x7FFF
+    existing = fabric.partition(pkey)
+    edit = edits.get(pkey, PartitionEdit())
+    if action.value == _CREATE:
+        if existing is not None:
+            raise refuse(f"partition 0x{pkey:04x} exists")
+        return with_entry(edits, pkey, PartitionEdit(name=edit.name, fresh=True))
+    if existing is None:
+        raise refuse(f"no partition 0x{pkey:04x}")
+    if action.value == _DELETE:
+        if pkey == _DEFAULT_PARTITION:
+            raise refuse("the default partition cannot be deleted")
+        return with_entry(edits, pkey, PartitionEdit(name=edit.name, deleted=True))
+    if buffer.guid is None:
+        raise refuse("ibSmPartitionConfigMemberNodeGUID is not set")
+    guid = int.from_bytes(buffer.guid, "big")
+    node = fabric.nodes.get(guid)
+    if node is None:
+        raise refuse(f"no node {guid:016x} in this fabric")
+    members = {(m.guid, m.port): (FULL if m.full else LIMITED) for m in existing.members}
+    changes: dict[tuple[int, int], int] = {}
+    if action.value == _REMOVE:
+        ports = [m for m in members if m[0] == guid and (buffer.port is None or m[1] == buffer.port)]
+        if not ports:
+            raise refuse("not a member of the partition")
+        changes = {member: REMOVED for member in ports}
+    else:
+        if buffer.port is None or buffer.member_type is None:
+            raise refuse("ibSmPartitionConfigMemberPortNum and MemberType must be set")
+        port = buffer.port
+        if node.port(port) is None or (node.is_switch and port != 0):
+            raise refuse(f"node {guid:016x} has no end port {port} (a switch joins by port 0)")
+        member = (guid, port)
+        if action.value == _ADD:
+            if member in members:
+                raise refuse("already a member: use updateMemberType")
+            holder = node.management_port if node.is_switch else node.port(port)
+            assert holder is not None
+            capacity = node.partition_cap
+            if capacity is not None and len([k for k in holder.pkeys if k & 0x7FFF]) >= capacity:
+                raise refuse("the port's P_Key table is full (PartitionCap)")
+        elif member not in members:
+            raise refuse("not a member of the partition")
+        changes = {member: FULL if buffer.member_type == 1 else LIMITED}
+    return with_entry(edits, pkey, dataclasses.replace(edit, members={**edit.members, **changes}))
+
+
+# -- SL-to-VL maps and VL arbitration -------------------------------------------------------------
+
+
+def _sl_column(request: WriteRequest, prefix: str) -> int:
+    return int(_short(request, prefix)[2:-4])  # "SL12toVL" -> 12
+
+
+def _plan_sl2vl(switch: bool) -> Callable[[AgentState, ContextTarget, Sequence[WriteRequest],
+                                           Transaction], None]:
+    prefix = "ibSmSwSLtoVLMap" if switch else "ibSmCaSLtoVLMap"
+
+    def plan(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
+             txn: Transaction) -> None:
+        fabric = target.fabric
+        tables = dict(txn.config.sl2vl)
+        for instance, row in _by_row(requests):
+            first = row[0]
+            _check_prefix(target, instance[0], first)
+            guid = int.from_bytes(instance[1], "big")
+            node = fabric.nodes.get(guid)
+            # A switch row (in, out) shows the output port's table, which
+            # the model keeps once for all input ports: a SET changes it
+            # for every input port.
+            numbers = instance[2:]
+            ports = [node.port(n) for n in numbers] if node is not None else []
+            if (node is None or node.is_switch != switch or not ports
+                    or any(p is None or p.num < 1 or not p.sl2vl for p in ports)):
+                raise SetError("noCreation", first.index, "no such SL-to-VL table")
+            out = ports[-1]
+            assert out is not None
+            table = list(tables.get((guid, out.num), out.sl2vl))
+            table += [0] * (16 - len(table))
+            for request in row:
+                table[_sl_column(request, prefix)] = request.value
+            tables[(guid, out.num)] = tuple(table[:16])
+        txn.config = dataclasses.replace(txn.config, sl2vl=tables)
+
+    return plan
+
+
+def _plan_vl_arb(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
+                 txn: Transaction) -> None:
+    fabric = target.fabric
+    weights = dict(txn.config.vl_arb)
+    for instance, row in _by_row(requests):
+        first = row[0]
+        _check_prefix(target, instance[0], first)
+        guid = int.from_bytes(instance[1], "big")
+        num, priority = instance[2], instance[3]
+        port = fabric.port(guid, num)
+        entries = (port.vl_arb_high if priority == HIGH else port.vl_arb_low) if port else ()
+        if priority not in (LOW, HIGH) or not entries:
+            raise SetError("noCreation", first.index, "no such VL arbitration entry")
+        for request in row:
+            # VLArbitrationTable weights are 8-bit.
+            weights[(guid, num, priority)] = require_range(request, 0, 255, "a weight")
+    txn.config = dataclasses.replace(txn.config, vl_arb=weights)
+
+
+# -- the writers ------------------------------------------------------------------------------------
+
+
+def sm_writers(state: AgentState) -> tuple[WriterBinding, ...]:
+    def bound(plan):  # type: ignore[no-untyped-def]
+        return lambda target, requests, txn: plan(state, target, requests, txn)
+
+    return (
+        WriterBinding("SA requests",
+                      _writable(PATH_REQUEST.entry) | _writable(MULTIPATH_REQUEST.entry)
+                      | _writable(TRACE_REQUEST.entry),
+                      bound(_plan_requests)),
+        WriterBinding("SM configuration", _writable("ibSmConfigEntry"), bound(_plan_config)),
+        WriterBinding("service associations", _writable("ibSmServiceAssocEntry"),
+                      bound(_plan_service_assoc)),
+        WriterBinding("partition configuration", _writable(_PARTITION_SCALARS),
+                      bound(_plan_partition_config)),
+        WriterBinding("switch SL-to-VL", _writable("ibSmSwSLtoVLMapEntry"), bound(_plan_sl2vl(True))),
+        WriterBinding("CA SL-to-VL", _writable("ibSmCaSLtoVLMapEntry"), bound(_plan_sl2vl(False))),
+        WriterBinding("VL arbitration", _writable("ibSmVLArbitrationEntry"), bound(_plan_vl_arb)),
+    )

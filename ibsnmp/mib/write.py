@@ -1,0 +1,113 @@
+"""SET support shared by every writable binding: RFC 3416 value checks
+against the compiled MIB, RowStatus rules (RFC 2579), write requests.
+
+A SET runs in two phases, as RFC 3416 4.2.5 describes: every varbind is
+tested (type, length, value, then each writer's consistency checks over all
+the varbinds it owns) against a transaction of the write store; only when
+all pass is the transaction committed, in one step. A failure anywhere
+leaves everything as it was, so a multi-varbind SET is all or nothing and
+there is nothing to undo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyasn1.error import PyAsn1Error
+from pyasn1.type import univ
+
+from .api import SetError
+from .loader import ObjectDef
+
+WRITABLE = frozenset({"read-write", "read-create"})
+
+# RowStatus (RFC 2579)
+ACTIVE = 1
+NOT_IN_SERVICE = 2
+NOT_READY = 3
+CREATE_AND_GO = 4
+CREATE_AND_WAIT = 5
+DESTROY = 6
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """One varbind of a SET, checked against its object's syntax.
+
+    index: position of the varbind among those handed to the MIB (what a
+      SetError names); name: the object's descriptor; instance: the index
+      values its OID encodes (ints, bytes for OCTET STRINGs; () for a
+      scalar); value: the plain value (int or bytes).
+    """
+
+    index: int
+    name: str
+    instance: tuple[Any, ...]
+    value: Any
+
+
+class WriteStore(Protocol):
+    """Where writable state lives: `begin()` opens a transaction that
+    writers fill; `commit(txn)` makes it the current state (after writing
+    it durably when it changes configuration) or raises OSError leaving the
+    current state untouched."""
+
+    def begin(self) -> Any: ...
+
+    def commit(self, txn: Any) -> None: ...
+
+
+def checked_value(obj: ObjectDef, value: Any, index: int) -> Any:
+    """The plain value of a varbind for `obj`, or SetError wrongType /
+    wrongLength / wrongValue (RFC 3416 4.2.5 step 3)."""
+    syntax = obj.syntax
+    tag_set = getattr(value, "tagSet", None)
+    if tag_set is None or tag_set != syntax.tagSet:
+        raise SetError("wrongType", index, f"{obj.name} is not of that ASN.1 type")
+    octets = isinstance(syntax, univ.OctetString)
+    try:
+        checked = syntax.clone(value)
+    except PyAsn1Error:
+        if octets:
+            raise SetError("wrongLength", index, f"{obj.name}: length out of range") from None
+        raise SetError("wrongValue", index, f"{obj.name}: value out of range") from None
+    if octets:
+        data = checked.asOctets()
+        if _is_display_string(syntax) and not _printable(data):
+            raise SetError("wrongValue", index, f"{obj.name}: not NVT ASCII text")
+        return data
+    return int(checked)
+
+
+def _is_display_string(syntax: Any) -> bool:
+    return any(cls.__name__ == "DisplayString" for cls in type(syntax).__mro__)
+
+
+def _printable(data: bytes) -> bool:
+    """DisplayString (RFC 2579): NVT ASCII, i.e. printable ASCII plus CR, LF."""
+    return all(32 <= c < 127 or c in (10, 13) for c in data)
+
+
+def row_status_check(exists: bool, requested: int, index: int) -> None:
+    """RFC 2579 rules for a RowStatus SET, as net-snmp applies them:
+    notReady (and the non-value 0) cannot be written (wrongValue);
+    createAndGo / createAndWait need a row that does not exist, active /
+    notInService one that does (inconsistentValue); destroy is always
+    accepted (destroying no row is a no-op)."""
+    if requested in (0, NOT_READY):
+        raise SetError("wrongValue", index, "notReady cannot be written")
+    if requested in (CREATE_AND_GO, CREATE_AND_WAIT) and exists:
+        raise SetError("inconsistentValue", index, "the row already exists")
+    if requested in (ACTIVE, NOT_IN_SERVICE) and not exists:
+        raise SetError("inconsistentValue", index, "no such row")
+
+
+def require_range(request: WriteRequest, low: int, high: int, what: str = "") -> int:
+    """For INTEGER objects the MIB leaves unbounded but IBA gives a field
+    width: values outside it are wrongValue."""
+    value = request.value
+    if not low <= value <= high:
+        raise SetError("wrongValue", request.index,
+                       f"{request.name}: {what or 'value'} must be {low}..{high}")
+    return int(value)

@@ -1,0 +1,481 @@
+"""What managers configure through IB-SM-MIB, and how it changes a snapshot.
+
+`ConfigState` holds only what was written (overrides of the provider's
+values), so it applies to whatever snapshot the provider swaps in next:
+`apply_config(fabric, state)` returns a new snapshot with the SM settings,
+partition edits, SL-to-VL tables and VL arbitration weights in it, so every
+MIB (IB-SM-MIB, and SMA-MIB for the nodes concerned) reads them. Edits that
+name a node or port the fabric does not have are skipped.
+
+`to_json` / `from_json` give the state file's document (see store.py).
+A ConfigState is never changed in place: writers make a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ibsnmp.fabric.iba import SmState
+from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
+
+FORMAT = "ibsnmp-state"
+VERSION = 1
+
+# ibSmConfigTable columns -> SmConfig fields.
+SM_CONFIG_FIELDS = (
+    "sweep_interval_s", "transaction_timeout_ms", "port_aging_time_s", "min_unicast_lid",
+    "max_unicast_lid", "lmc", "master_poll_interval_s", "master_poll_retries",
+    "m_key_lease_period_s",
+)
+
+REMOVED, FULL, LIMITED = 0, 1, 2  # partition membership edits
+LOW, HIGH = 1, 2  # VL arbitration priorities, as ibSmVLArbitrationPriority numbers them
+_MEMBERSHIP_NAMES = {REMOVED: "removed", FULL: "full", LIMITED: "limited"}
+_PRIORITY_NAMES = {LOW: "low", HIGH: "high"}
+
+
+@dataclass(frozen=True, slots=True)
+class SmOverride:
+    """What was written about one SM (None: the provider's value)."""
+
+    priority: int | None = None
+    sm_key: int | None = None
+    disabled: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionEdit:
+    """Edits of one partition (by 15-bit P_Key). `fresh`: created here, so
+    the provider's members do not count (a re-created partition starts
+    empty); `deleted`: gone; `members`: (node GUID, port) -> FULL, LIMITED
+    or REMOVED."""
+
+    name: str = ""
+    fresh: bool = False
+    deleted: bool = False
+    members: Mapping[tuple[int, int], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionBuffer:
+    """The ibSmPartitionConfig scalars: operands written for the next
+    action, and the last action performed (none(1) before any)."""
+
+    prefix: bytes | None = None
+    key: bytes | None = None
+    guid: bytes | None = None
+    port: int | None = None
+    member_type: int | None = None
+    last_action: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigState:
+    sm: Mapping[int, SmOverride] = field(default_factory=dict)
+    sm_config: Mapping[str, int] = field(default_factory=dict)
+    partitions: Mapping[int, PartitionEdit] = field(default_factory=dict)
+    service_assoc: Mapping[tuple[bytes, bytes], int] = field(default_factory=dict)
+    sl2vl: Mapping[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
+    vl_arb: Mapping[tuple[int, int, int], int] = field(default_factory=dict)
+    partition_buffer: PartitionBuffer = PartitionBuffer()
+
+    @property
+    def empty(self) -> bool:
+        return self == ConfigState()
+
+
+def with_entry(mapping: Mapping[Any, Any], key: Any, value: Any) -> dict[Any, Any]:
+    """A copy of `mapping` with `key` set (value None: removed)."""
+    out = dict(mapping)
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
+
+
+# -- applying the state to a snapshot ---------------------------------------------------
+
+# Cached derived data of the provider's snapshot that the edits below can
+# change: everything else (routing, counters, sorted keys ...) is shared.
+_LOCAL_CACHE_KEYS = frozenset({"partition_by_key", "partition_keys"})
+_LOCAL_CACHE_PREFIXES = ("sa.", "ibsm.config")
+
+
+class _OverlayCache(dict):  # type: ignore[type-arg]
+    """The cache of an overlaid snapshot: entries the overlay cannot affect
+    live in (and are shared with) the provider's snapshot's cache, so a
+    configuration SET does not make the agent recompute routing."""
+
+    __slots__ = ("_shared",)
+
+    def __init__(self, shared: dict[str, Any]) -> None:
+        super().__init__()
+        self._shared = shared
+
+    def _local(self, key: str) -> bool:
+        return key in _LOCAL_CACHE_KEYS or key.startswith(_LOCAL_CACHE_PREFIXES)
+
+    def __getitem__(self, key: str) -> Any:
+        if self._local(key):
+            return super().__getitem__(key)
+        return self._shared[key]
+
+    def setdefault(self, key: str, value: Any = None) -> Any:
+        if self._local(key):
+            return super().setdefault(key, value)
+        return self._shared.setdefault(key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
+    """`fabric` with the written configuration in it (the same object when
+    there is nothing to apply)."""
+    if state.empty:
+        return fabric
+    ports: dict[PortRef, Port] = {}
+
+    def port(ref: PortRef) -> Port | None:
+        return ports.get(ref) or fabric.port(ref.guid, ref.port)
+
+    for (guid, num), table in state.sl2vl.items():
+        current = port(PortRef(guid, num))
+        if current is not None and current.sl2vl and tuple(current.sl2vl) != table:
+            ports[current.ref] = dataclasses.replace(current, sl2vl=table)
+    for (guid, num, priority), weight in state.vl_arb.items():
+        current = port(PortRef(guid, num))
+        if current is None:
+            continue
+        name = "vl_arb_high" if priority == HIGH else "vl_arb_low"
+        entries = getattr(current, name)
+        if entries and entries[0].weight != weight:
+            changed = (VlArbEntry(entries[0].vl, weight),) + tuple(entries[1:])
+            ports[current.ref] = dataclasses.replace(current, **{name: changed})
+    partitions = fabric.partitions
+    if state.partitions:
+        partitions, pkey_changes = _partitions(fabric, state.partitions)
+        for ref, (base, membership) in pkey_changes:
+            current = port(ref)
+            if current is not None:
+                ports[ref] = dataclasses.replace(
+                    current, pkeys=_with_pkey(current.pkeys, base, membership))
+    nodes = fabric.nodes
+    if ports:
+        nodes = _replace_ports(fabric, ports)
+    sms = _sms(fabric.sms, state.sm) if state.sm else fabric.sms
+    sm_config = fabric.sm_config
+    if state.sm_config and sm_config is not None:
+        sm_config = dataclasses.replace(sm_config, **dict(state.sm_config))
+    cache = _OverlayCache(fabric._cache)
+    return dataclasses.replace(fabric, nodes=nodes, partitions=partitions, sms=sms,
+                               sm_config=sm_config, _cache=cache)
+
+
+def _replace_ports(fabric: Fabric, ports: Mapping[PortRef, Port]) -> Mapping[int, Node]:
+    nodes = dict(fabric.nodes)
+    by_node: dict[int, dict[int, Port]] = {}
+    for ref, new in ports.items():
+        by_node.setdefault(ref.guid, {})[ref.port] = new
+    for guid, changed in by_node.items():
+        node = nodes[guid]
+        nodes[guid] = dataclasses.replace(
+            node, ports=tuple(changed.get(p.num, p) for p in node.ports))
+    return MappingProxyType(nodes)
+
+
+def _pkey_port(fabric: Fabric, guid: int, num: int) -> PortRef | None:
+    """The port whose P_Key table holds a member's key: a switch's port 0."""
+    node = fabric.nodes.get(guid)
+    if node is None:
+        return None
+    if node.is_switch:
+        return node.management_port.ref
+    return PortRef(guid, num) if node.port(num) is not None else None
+
+
+def _partitions(fabric: Fabric, edits: Mapping[int, PartitionEdit]) -> tuple[
+        tuple[Partition, ...], list[tuple[PortRef, tuple[int, int]]]]:
+    """The edited partition list, and the P_Key table changes it implies:
+    (port, (15-bit key, FULL / LIMITED / REMOVED))."""
+    result: list[Partition] = []
+    changes: list[tuple[PortRef, tuple[int, int]]] = []
+    provider = {p.pkey: p for p in fabric.partitions}
+    for pkey in sorted(set(provider) | set(edits)):
+        old = provider.get(pkey)
+        edit = edits.get(pkey)
+        before = {(m.guid, m.port): FULL if m.full else LIMITED for m in old.members} if old else {}
+        if edit is None:
+            assert old is not None
+            result.append(old)
+            continue
+        after: dict[tuple[int, int], int] = {} if (edit.fresh or edit.deleted) else dict(before)
+        if not edit.deleted:
+            for member, kind in edit.members.items():
+                if kind == REMOVED:
+                    after.pop(member, None)
+                else:
+                    after[member] = kind
+        for member in set(before) | set(after):
+            if before.get(member) != after.get(member):
+                ref = _pkey_port(fabric, *member)
+                if ref is not None:
+                    changes.append((ref, (pkey, after.get(member, REMOVED))))
+        if edit.deleted:
+            continue
+        members = tuple(sorted(
+            PartitionMember(guid, num, kind == FULL) for (guid, num), kind in after.items()
+            if guid in fabric.nodes))
+        if old is not None:
+            result.append(dataclasses.replace(old, members=members,
+                                              name=edit.name or old.name))
+        else:
+            result.append(Partition(pkey, edit.name, members))
+    return tuple(result), changes
+
+
+def _with_pkey(pkeys: tuple[int, ...], base: int, membership: int) -> tuple[int, ...]:
+    """A P_Key table with the entry for partition `base` set or removed (in
+    place of the old entry, else appended)."""
+    entry = None if membership == REMOVED else (base | 0x8000 if membership == FULL else base)
+    out = []
+    placed = False
+    for key in pkeys:
+        if key & 0x7FFF == base and key & 0x7FFF:
+            if entry is not None and not placed:
+                out.append(entry)
+                placed = True
+            continue
+        out.append(key)
+    if entry is not None and not placed:
+        out.append(entry)
+    return tuple(out)
+
+
+def _sms(sms: tuple[SmInfo, ...], overrides: Mapping[int, SmOverride]) -> tuple[SmInfo, ...]:
+    """SMs with written priorities and keys; a disabled SM is NOTACTIVE
+    (IBA 14.4.1), an enabled one that was NOTACTIVE comes up STANDBY, and
+    when no enabled SM is MASTER the best one (highest priority, then lowest
+    GUID, IBA 14.4.1.1) takes over."""
+    out = []
+    for sm in sms:
+        o = overrides.get(sm.guid)
+        if o is None:
+            out.append(sm)
+            continue
+        changes: dict[str, Any] = {}
+        if o.priority is not None:
+            changes["priority"] = o.priority
+        if o.sm_key is not None:
+            changes["sm_key"] = o.sm_key
+        if o.disabled is True:
+            changes["state"] = SmState.NOT_ACTIVE
+        elif o.disabled is False and sm.state is SmState.NOT_ACTIVE:
+            changes["state"] = SmState.STANDBY
+        out.append(dataclasses.replace(sm, **changes) if changes else sm)
+    enabled = [i for i, sm in enumerate(out) if sm.state is not SmState.NOT_ACTIVE]
+    if enabled and not any(out[i].state is SmState.MASTER for i in enabled):
+        best = min(enabled, key=lambda i: (-out[i].priority, out[i].guid))
+        out[best] = dataclasses.replace(out[best], state=SmState.MASTER)
+    return tuple(out)
+
+
+# -- the state file's document ---------------------------------------------------------------
+
+
+def _hex(value: int, digits: int) -> str:
+    return f"0x{value:0{digits}x}"
+
+
+def to_json(state: ConfigState) -> dict[str, Any]:
+    """A JSON-ready document; keys in a stable order so files diff well."""
+    buffer = state.partition_buffer
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "sm": [
+            {"guid": _hex(guid, 16),
+             **({"priority": o.priority} if o.priority is not None else {}),
+             **({"sm_key": _hex(o.sm_key, 16)} if o.sm_key is not None else {}),
+             **({"admin": "disable" if o.disabled else "enable"} if o.disabled is not None else {})}
+            for guid, o in sorted(state.sm.items())
+        ],
+        "sm_config": dict(sorted(state.sm_config.items())),
+        "partitions": [
+            {"pkey": _hex(pkey, 4), "name": edit.name, "created": edit.fresh,
+             "deleted": edit.deleted,
+             "members": [{"guid": _hex(guid, 16), "port": num,
+                          "membership": _MEMBERSHIP_NAMES[kind]}
+                         for (guid, num), kind in sorted(edit.members.items())]}
+            for pkey, edit in sorted(state.partitions.items())
+        ],
+        "service_associations": [
+            {"key": key.hex(), "name": name.decode("ascii"), "status": status}
+            for (key, name), status in sorted(state.service_assoc.items())
+        ],
+        "sl2vl": [
+            {"guid": _hex(guid, 16), "port": num, "map": list(table)}
+            for (guid, num), table in sorted(state.sl2vl.items())
+        ],
+        "vl_arbitration": [
+            {"guid": _hex(guid, 16), "port": num, "priority": _PRIORITY_NAMES[priority],
+             "weight": weight}
+            for (guid, num, priority), weight in sorted(state.vl_arb.items())
+        ],
+        "partition_config": {
+            "subnet_prefix": buffer.prefix.hex() if buffer.prefix is not None else None,
+            "key": buffer.key.hex() if buffer.key is not None else None,
+            "member_guid": buffer.guid.hex() if buffer.guid is not None else None,
+            "member_port": buffer.port,
+            "member_type": buffer.member_type,
+            "last_action": buffer.last_action,
+        },
+    }
+
+
+class StateFormatError(ValueError):
+    """The state file's document is not one to_json wrote; the message
+    names the key."""
+
+
+def from_json(doc: Any) -> ConfigState:
+    """The state a to_json document describes; StateFormatError if invalid."""
+
+    def fail(key: str, problem: str) -> StateFormatError:
+        return StateFormatError(f"{key}: {problem}")
+
+    def expect(value: Any, kind: type | tuple[type, ...], key: str) -> Any:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise fail(key, f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+        return value
+
+    def number(value: Any, key: str, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise fail(key, f"expected an integer {low}..{high}")
+        return value
+
+    def hexint(value: Any, key: str, bits: int) -> int:
+        try:
+            result = int(expect(value, str, key), 16)
+        except ValueError:
+            raise fail(key, "expected a hexadecimal number") from None
+        if not 0 <= result < 1 << bits:
+            raise fail(key, f"more than {bits} bits")
+        return result
+
+    def octets(value: Any, key: str, size: int | None = None) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            data = bytes.fromhex(expect(value, str, key))
+        except ValueError:
+            raise fail(key, "expected hexadecimal octets") from None
+        if size is not None and len(data) != size:
+            raise fail(key, f"expected {size} octets")
+        return data
+
+    expect(doc, dict, "document")
+    if doc.get("format") != FORMAT:
+        raise fail("format", f"expected {FORMAT!r}")
+    if doc.get("version") != VERSION:
+        raise fail("version", f"expected {VERSION} (this ibsnmp cannot read another)")
+    sm: dict[int, SmOverride] = {}
+    for i, entry in enumerate(expect(doc.get("sm", []), list, "sm")):
+        at = f"sm[{i}]"
+        expect(entry, dict, at)
+        admin = entry.get("admin")
+        if admin not in (None, "enable", "disable"):
+            raise fail(f"{at}.admin", 'expected "enable" or "disable"')
+        sm[hexint(entry.get("guid"), f"{at}.guid", 64)] = SmOverride(
+            priority=number(entry["priority"], f"{at}.priority", 0, 15)
+            if "priority" in entry else None,
+            sm_key=hexint(entry["sm_key"], f"{at}.sm_key", 64) if "sm_key" in entry else None,
+            disabled=None if admin is None else admin == "disable",
+        )
+    sm_config = {}
+    for name, value in expect(doc.get("sm_config", {}), dict, "sm_config").items():
+        if name not in SM_CONFIG_FIELDS:
+            raise fail(f"sm_config.{name}", "unknown setting")
+        sm_config[name] = number(value, f"sm_config.{name}", 0, 2**31 - 1)
+    partitions: dict[int, PartitionEdit] = {}
+    for i, entry in enumerate(expect(doc.get("partitions", []), list, "partitions")):
+        at = f"partitions[{i}]"
+        expect(entry, dict, at)
+        members: dict[tuple[int, int], int] = {}
+        for j, member in enumerate(expect(entry.get("members", []), list, f"{at}.members")):
+            mat = f"{at}.members[{j}]"
+            expect(member, dict, mat)
+            kinds = {v: k for k, v in _MEMBERSHIP_NAMES.items()}
+            if member.get("membership") not in kinds:
+                raise fail(f"{mat}.membership", 'expected "full", "limited" or "removed"')
+            members[(hexint(member.get("guid"), f"{mat}.guid", 64),
+                     number(member.get("port"), f"{mat}.port", 0, 255))] = kinds[member["membership"]]
+        partitions[hexint(entry.get("pkey"), f"{at}.pkey", 15)] = PartitionEdit(
+            name=expect(entry.get("name", ""), str, f"{at}.name"),
+            fresh=expect(entry.get("created", False), bool, f"{at}.created"),
+            deleted=expect(entry.get("deleted", False), bool, f"{at}.deleted"),
+            members=members,
+        )
+    assoc: dict[tuple[bytes, bytes], int] = {}
+    for i, entry in enumerate(expect(doc.get("service_associations", []), list,
+                                     "service_associations")):
+        at = f"service_associations[{i}]"
+        expect(entry, dict, at)
+        key = octets(entry.get("key"), f"{at}.key", 16)
+        name = expect(entry.get("name"), str, f"{at}.name")
+        if len(name) > 64 or not name.isascii():
+            raise fail(f"{at}.name", "expected at most 64 ASCII characters")
+        assert key is not None
+        assoc[(key, name.encode("ascii"))] = number(entry.get("status"), f"{at}.status", 1, 2)
+    sl2vl: dict[tuple[int, int], tuple[int, ...]] = {}
+    for i, entry in enumerate(expect(doc.get("sl2vl", []), list, "sl2vl")):
+        at = f"sl2vl[{i}]"
+        expect(entry, dict, at)
+        table = expect(entry.get("map"), list, f"{at}.map")
+        if len(table) != 16:
+            raise fail(f"{at}.map", "expected 16 VLs")
+        sl2vl[(hexint(entry.get("guid"), f"{at}.guid", 64),
+               number(entry.get("port"), f"{at}.port", 0, 255))] = tuple(
+            number(v, f"{at}.map[{j}]", 0, 15) for j, v in enumerate(table))
+    vl_arb: dict[tuple[int, int, int], int] = {}
+    for i, entry in enumerate(expect(doc.get("vl_arbitration", []), list, "vl_arbitration")):
+        at = f"vl_arbitration[{i}]"
+        expect(entry, dict, at)
+        priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
+        if entry.get("priority") not in priorities:
+            raise fail(f"{at}.priority", 'expected "low" or "high"')
+        vl_arb[(hexint(entry.get("guid"), f"{at}.guid", 64),
+                number(entry.get("port"), f"{at}.port", 0, 255),
+                priorities[entry["priority"]])] = number(entry.get("weight"), f"{at}.weight",
+                                                         0, 255)
+    raw = expect(doc.get("partition_config", {}), dict, "partition_config")
+    member_port = raw.get("member_port")
+    member_type = raw.get("member_type")
+    buffer = PartitionBuffer(
+        prefix=octets(raw.get("subnet_prefix"), "partition_config.subnet_prefix", 8),
+        key=octets(raw.get("key"), "partition_config.key", 2),
+        guid=octets(raw.get("member_guid"), "partition_config.member_guid", 8),
+        port=None if member_port is None else number(member_port, "partition_config.member_port",
+                                                     0, 255),
+        member_type=None if member_type is None else number(
+            member_type, "partition_config.member_type", 1, 2),
+        last_action=number(raw.get("last_action", 1), "partition_config.last_action", 1, 6),
+    )
+    return ConfigState(sm=sm, sm_config=sm_config, partitions=partitions, service_assoc=assoc,
+                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer)
+
+
+def referenced_nodes(state: ConfigState) -> Iterable[int]:
+    """Node GUIDs the state names (to warn about ones a fabric lacks)."""
+    yield from (guid for guid, _ in state.sl2vl)
+    yield from (guid for guid, _, _ in state.vl_arb)
+    for edit in state.partitions.values():
+        yield from (guid for guid, _ in edit.members)

@@ -1,0 +1,290 @@
+"""The agent's writable state, its transactions and its state file.
+
+`AgentState` keeps the configuration managers wrote (ConfigState) and the
+open SA request sessions. A SET works on a `Transaction` (copies of both);
+`commit` saves the configuration first, when it changed, and only then
+swaps it in, so a SET is acknowledged only once what it configured is on
+disk:
+
+- the state file is JSON (`config.to_json`), written to a temporary file
+  in the same directory, flushed and fsync'ed, renamed over the old one,
+  and the directory fsync'ed: a crash at any moment leaves the old file or
+  the new one, never a mix;
+- sessions are not saved (requests, not configuration).
+
+`ConfiguredProvider` wraps the fabric provider so that every snapshot it
+hands out has the configuration applied (`config.apply_config`), also
+after the provider swaps in a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ibsnmp.events import TrapEvent
+from ibsnmp.fabric.iba import SmState
+from ibsnmp.fabric.model import Fabric
+
+from .config import ConfigState, StateFormatError, apply_config, from_json, referenced_nodes, to_json
+from .sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS, Session, SessionKey
+
+log = logging.getLogger("ibsnmp.sa")
+
+STATE_FILE_NAME = "ibsnmp-state.json"
+
+
+class StateFileError(Exception):
+    """The state file cannot be read or is not valid; names the file."""
+
+
+def state_file_for(config_path: str | Path | None, state_dir: str | Path | None) -> Path | None:
+    """Where the state lives: `DIR/ibsnmp-state.json` under --state-dir,
+    else next to the config file (`agent.toml` -> `agent.state.json`),
+    else nowhere (None: the state is kept in memory only)."""
+    if state_dir is not None:
+        return Path(state_dir) / STATE_FILE_NAME
+    if config_path is not None:
+        path = Path(config_path)
+        return path.with_name(f"{path.stem}.state.json")
+    return None
+
+
+def load_state_file(path: Path) -> ConfigState:
+    """The configuration saved in `path` (empty if there is no such file)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return ConfigState()
+    except OSError as exc:
+        raise StateFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StateFileError(f"{path}: not a JSON document: {exc}") from None
+    try:
+        return from_json(doc)
+    except StateFormatError as exc:
+        raise StateFileError(f"{path}: {exc}") from None
+
+
+def save_state_file(path: Path, state: ConfigState) -> None:
+    """Replace `path` atomically and durably with `state` (OSError on failure,
+    the old file left as it was)."""
+    data = (json.dumps(to_json(state), indent=2) + "\n").encode("utf-8")
+    directory = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass(slots=True)
+class Transaction:
+    """What one SET changes, on copies: nothing is visible before commit.
+    `now` is the store clock when the SET began."""
+
+    config: ConfigState
+    sessions: dict[SessionKey, Session]
+    now: float
+    base_config: ConfigState
+    sessions_changed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def session(self, key: SessionKey) -> Session | None:
+        return self.sessions.get(key)
+
+    def put_session(self, session: Session) -> None:
+        self.sessions[session.key] = session
+        self.sessions_changed = True
+
+    def drop_session(self, key: SessionKey) -> None:
+        if self.sessions.pop(key, None) is not None:
+            self.sessions_changed = True
+
+
+class AgentState:
+    """Configuration (durable) and SA request sessions (in memory).
+
+    path: the state file (None: nothing is saved). lifetime: seconds a
+    session lives; max_sessions: how many may be open at once. `version`
+    changes whenever anything a read may show changes (a commit, a session
+    expiring); `config_version` when the configuration does.
+    """
+
+    def __init__(self, config: ConfigState | None = None, *, path: Path | None = None,
+                 lifetime: float = DEFAULT_LIFETIME_S, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if lifetime <= 0:
+            raise ValueError(f"session lifetime must be > 0, got {lifetime}")
+        if max_sessions < 0:
+            raise ValueError(f"max sessions must be >= 0, got {max_sessions}")
+        self.config = config if config is not None else ConfigState()
+        self.path = path
+        self.lifetime = float(lifetime)
+        self.max_sessions = max_sessions
+        self.clock = clock
+        self.epoch = clock()
+        self.sessions: dict[SessionKey, Session] = {}
+        self.version = 0
+        self.config_version = 0
+        self.designated_sm: int | None = None  # the SM the default context speaks for
+        self.saves = 0
+
+    @classmethod
+    def open(cls, path: Path | None, *, check_writable: bool = True,
+             **options: Any) -> AgentState:
+        """A store over the state file at `path` (loaded if it exists; its
+        directory is created if needed). StateFileError if it cannot be
+        read, or (with `check_writable`) if its directory cannot be written;
+        without the check, SETs that change configuration answer
+        commitFailed while the file cannot be saved."""
+        config = ConfigState()
+        if path is not None:
+            if check_writable:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StateFileError(
+                        f"{path.parent}: cannot create: {exc.strerror or exc}") from None
+                if not os.access(path.parent, os.W_OK):
+                    raise StateFileError(f"{path.parent}: not writable")
+            elif not os.access(path.parent, os.W_OK):
+                log.warning("%s is not writable: SETs that change configuration will fail "
+                            "(commitFailed); use --state-dir", path.parent)
+            config = load_state_file(path)
+        return cls(config, path=path, **options)
+
+    # -- time and expiry ------------------------------------------------------------
+
+    def ticks(self, at: float) -> int:
+        """TimeTicks (1/100 s) since the store started, for CreationTime."""
+        return max(0, int((at - self.epoch) * 100)) & 0xFFFFFFFF
+
+    def purge(self) -> None:
+        """Drop the sessions whose lifetime has run out."""
+        if not self.sessions:
+            return
+        now = self.clock()
+        expired = [key for key, s in self.sessions.items() if s.expired(now, self.lifetime)]
+        if expired:
+            for key in expired:
+                del self.sessions[key]
+            self.version += 1
+
+    def stamp(self, target: Any = None) -> int:
+        """What a read's row cache is valid for (expiring sessions first)."""
+        self.purge()
+        return self.version
+
+    def sessions_of(self, table: str) -> Iterator[Session]:
+        self.purge()
+        return (s for s in self.sessions.values() if s.table == table)
+
+    # -- transactions -----------------------------------------------------------------
+
+    def begin(self) -> Transaction:
+        self.purge()
+        return Transaction(config=self.config, sessions=dict(self.sessions), now=self.clock(),
+                           base_config=self.config)
+
+    def commit(self, txn: Transaction) -> None:
+        """Make `txn` the state: save the configuration first when it
+        changed (OSError: nothing changes), then swap."""
+        if txn.base_config is not self.config:
+            raise RuntimeError("a transaction was committed over a newer state")
+        if txn.config is not self.config and txn.config != self.config:
+            if self.path is not None:
+                save_state_file(self.path, txn.config)
+                self.saves += 1
+            self.config = txn.config
+            self.config_version += 1
+            self.version += 1
+        if txn.sessions_changed:
+            self.sessions = txn.sessions
+            self.version += 1
+
+
+def designated_sm(fabric: Fabric) -> int | None:
+    """The SM the agent speaks for in its default context: the one on the
+    local node, else the master, else the best by priority."""
+    if not fabric.sms:
+        return None
+    local = [sm for sm in fabric.sms if sm.node_guid == fabric.local_node_guid]
+    pool = local or list(fabric.sms)
+    best = min(pool, key=lambda sm: (sm.state is not SmState.MASTER, -sm.priority, sm.guid))
+    return best.guid
+
+
+class ConfiguredProvider:
+    """A Provider whose snapshots carry the written configuration.
+
+    The overlaid snapshot is rebuilt only when the provider swaps in a new
+    snapshot or the configuration changes; it shares the provider
+    snapshot's cached routing and counters.
+    """
+
+    def __init__(self, inner: Any, state: AgentState) -> None:
+        self._inner = inner
+        self._state = state
+        self._raw: Fabric | None = None
+        self._version = -1
+        self._fabric: Fabric | None = None
+        first = inner.snapshot
+        if state.designated_sm is None:
+            state.designated_sm = designated_sm(first)
+        missing = {guid for guid in referenced_nodes(state.config) if guid not in first.nodes}
+        if missing:
+            log.warning("the state file names %d node(s) this fabric does not have; their "
+                        "settings are kept but not applied", len(missing))
+
+    @property
+    def inner(self) -> Any:
+        return self._inner
+
+    @property
+    def snapshot(self) -> Fabric:
+        raw = self._inner.snapshot
+        state = self._state
+        if raw is not self._raw or state.config_version != self._version or self._fabric is None:
+            self._fabric = apply_config(raw, state.config)
+            self._raw = raw
+            self._version = state.config_version
+        return self._fabric
+
+    @property
+    def epoch(self) -> float:
+        return self._inner.epoch  # type: ignore[no-any-return]
+
+    def add_listener(self, listener: Callable[[TrapEvent], None]) -> None:
+        self._inner.add_listener(listener)
+
+    async def start(self) -> None:
+        await self._inner.start()
+
+    async def stop(self) -> None:
+        await self._inner.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
