@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyasn1.codec.ber import decoder, encoder
-from pysnmp.proto import api, rfc1902, rfc1905
+from pysnmp.proto import api
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = ROOT / ".venv" / "bin"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from e2e import RunningAgent, assert_ok, ibsnmp_agent, net_snmp, object_name, varbinds

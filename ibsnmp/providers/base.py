@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.model import Fabric
 
 EventListener = Callable[[TrapEvent], None]
+
+log = logging.getLogger("ibsnmp.providers")
 
 
 class Provider(Protocol):
@@ -29,3 +35,46 @@ class Provider(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+class ProviderCore:
+    """What the providers share: the snapshot served now, the epoch that
+    elapsed time counts from, and the listeners events go to. A subclass
+    sets `_fabric` before it is read and swaps it with one assignment."""
+
+    _fabric: Fabric
+
+    def __init__(self) -> None:
+        self._listeners: list[EventListener] = []
+        self._epoch = time.monotonic()
+
+    @property
+    def snapshot(self) -> Fabric:
+        return self._fabric
+
+    @property
+    def epoch(self) -> float:
+        return self._epoch
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._epoch
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: TrapEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener's bug must not stop the provider
+                log.exception("event listener failed on %s", event.trap.name)
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[None]]) -> None:
+    """Cancel the provider's tasks and wait until each has ended."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

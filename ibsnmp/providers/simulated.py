@@ -18,7 +18,6 @@ count from the epoch (the provider's creation), multiplied by
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from pathlib import Path
@@ -26,9 +25,8 @@ from pathlib import Path
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.changes import with_counters_cleared
 from ibsnmp.fabric.generators import build_fabric
-from ibsnmp.fabric.model import Fabric
 
-from .base import EventListener
+from .base import ProviderCore, cancel_and_wait
 from .scenario import Scenario, Step, apply_step, load_scenario
 from .thresholds import ThresholdWatcher
 
@@ -38,7 +36,7 @@ DEFAULT_WATCH_INTERVAL = 1.0
 log = logging.getLogger("ibsnmp.providers.simulated")
 
 
-class SimulatedProvider:
+class SimulatedProvider(ProviderCore):
     """`SimulatedProvider(spec, seed, scenario=None, *, time_scale=None,
     watch_interval=None)`.
 
@@ -60,9 +58,9 @@ class SimulatedProvider:
         time_scale: float | None = None,
         watch_interval: float | None = None,
     ) -> None:
+        super().__init__()
         self._fabric = build_fabric(spec, seed=seed)
         self._seed = seed
-        self._listeners: list[EventListener] = []
         if isinstance(scenario, (str, Path)):
             scenario = load_scenario(scenario)
         self._scenario = scenario
@@ -81,20 +79,10 @@ class SimulatedProvider:
         self._watching = False  # the watcher has its baseline
         self._next_step = 0  # the scenario resumes here after stop() and start()
         self._tasks: list[asyncio.Task[None]] = []
+        # Elapsed time counts from here, once the fabric is built.
         self._epoch = time.monotonic()
 
     # -- the Provider interface ---------------------------------------------------
-
-    @property
-    def snapshot(self) -> Fabric:
-        return self._fabric
-
-    @property
-    def epoch(self) -> float:
-        return self._epoch
-
-    def add_listener(self, listener: EventListener) -> None:
-        self._listeners.append(listener)
 
     async def start(self) -> None:
         """Arm the threshold watcher and start the scenario and watch tasks.
@@ -113,11 +101,7 @@ class SimulatedProvider:
     async def stop(self) -> None:
         """Cancel the tasks and wait for them to end."""
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
 
     # -- extras -------------------------------------------------------------------
 
@@ -137,9 +121,6 @@ class SimulatedProvider:
     @property
     def watcher(self) -> ThresholdWatcher:
         return self._watcher
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self._epoch
 
     def apply(self, step: Step) -> tuple[TrapEvent, ...]:
         """Run one scenario step now: swap in its snapshot, then emit its traps."""
@@ -168,13 +149,6 @@ class SimulatedProvider:
             self._fabric = cleared
             self._watcher.observe(cleared, at)
         return events
-
-    def _emit(self, event: TrapEvent) -> None:
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:  # a listener's bug must not stop the scenario
-                log.exception("event listener failed on %s", event.trap.name)
 
     async def _run_scenario(self) -> None:
         scale = self._time_scale

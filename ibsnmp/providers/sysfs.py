@@ -63,7 +63,6 @@ be read is skipped, logged once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -75,7 +74,7 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.iba import DEFAULT_SUBNET_PREFIX, CaType, NodeType, PortPhysState, PortState
 from ibsnmp.fabric.model import CaInfo, Fabric, MeasuredCounters, Node, Port, PortInfo, PortRef
 
-from .base import EventListener
+from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
 from .sysfs_read import DEFAULT_TABLE_REFRESH_S, DeviceReading, PortReading, SysfsReader
 from .thresholds import ThresholdWatcher
@@ -320,7 +319,7 @@ def changes(old: Fabric, new: Fabric, names: dict[int, str]) -> tuple[TrapEvent,
 # -- the provider ------------------------------------------------------------------------
 
 
-class SysfsProvider:
+class SysfsProvider(ProviderCore):
     """`SysfsProvider(root=/sys/class/infiniband, poll_interval=5.0)`.
 
     The first read happens here, so `snapshot` is valid at once; raises
@@ -340,11 +339,10 @@ class SysfsProvider:
         self.root = Path(root)
         self.poll_interval = poll_interval
         self._reader = SysfsReader(self.root, table_refresh=table_refresh, clock=clock)
-        self._listeners: list[EventListener] = []
+        super().__init__()
         self._task: asyncio.Task[None] | None = None
         self._skipped: set[str] = set()
         self._said_roce: set[tuple[str, int]] = set()
-        self._epoch = time.monotonic()
         readings = self._reader.read(full=True)
         fabric, names = self._build(readings)
         if fabric is None:
@@ -362,27 +360,13 @@ class SysfsProvider:
 
     # -- the Provider interface ---------------------------------------------------
 
-    @property
-    def snapshot(self) -> Fabric:
-        return self._fabric
-
-    @property
-    def epoch(self) -> float:
-        return self._epoch
-
-    def add_listener(self, listener: EventListener) -> None:
-        self._listeners.append(listener)
-
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="ibsnmp-sysfs")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait([task] if task is not None else [])
 
     # -- extras -------------------------------------------------------------------
 
@@ -399,9 +383,6 @@ class SysfsProvider:
     @property
     def watcher(self) -> ThresholdWatcher:
         return self._watcher
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self._epoch
 
     def poll(self, *, full: bool = False) -> tuple[TrapEvent, ...]:
         """One poll now, in this thread: read, swap in what changed, emit and
@@ -444,13 +425,6 @@ class SysfsProvider:
                     log.info("sysfs: %s port %d is RoCE (link layer Ethernet): served for what sysfs "
                              "shows (state, rate, GIDs, counters); no GUIDInfo or GID prefix", d.name, r.num)
         return fabric, names
-
-    def _emit(self, event: TrapEvent) -> None:
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:  # a listener's bug must not stop the polling
-                log.exception("event listener failed on %s", event.trap.name)
 
     async def _run(self) -> None:
         interval = self.poll_interval

@@ -38,42 +38,32 @@ from pathlib import Path
 from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology
 from ibsnmp.fabric.model import Fabric
 
-from .base import EventListener
+from .base import ProviderCore
 
 __all__ = ["TopologyProvider", "TopologyError"]
 
 log = logging.getLogger("ibsnmp.providers.topology")
 
 
-class TopologyProvider:
+class TopologyProvider(ProviderCore):
     """`TopologyProvider(path, *, sm_guid=None, sm_priority=0, local_guid=None)`."""
 
     def __init__(self, path: Path | str, *, sm_guid: int | None = None, sm_priority: int = 0,
                  local_guid: int | None = None) -> None:
+        super().__init__()
         self._path = Path(path)
         self._options = dict(sm_guid=sm_guid, sm_priority=sm_priority, local_guid=local_guid)
         started = time.perf_counter()
         self._fabric = load_topology(self._path, **self._options)  # type: ignore[arg-type]
         self._load_seconds = time.perf_counter() - started
-        self._listeners: list[EventListener] = []
-        self._epoch = time.monotonic()
         log.info("topology %s: %d nodes, %d links, %d LIDs in %.2f s", self._path,
                  len(self._fabric.nodes), len(self._fabric.links), len(self._fabric.lid_map),
                  self._load_seconds)
 
     # -- the Provider interface ---------------------------------------------------
 
-    @property
-    def snapshot(self) -> Fabric:
-        return self._fabric
-
-    @property
-    def epoch(self) -> float:
-        return self._epoch
-
-    def add_listener(self, listener: EventListener) -> None:
-        # A file describes one moment: no event will ever be emitted.
-        self._listeners.append(listener)
+    # add_listener (ProviderCore): a file describes one moment, so no event
+    # is ever emitted.
 
     async def start(self) -> None:
         """Nothing to run: the fabric was loaded by the constructor."""

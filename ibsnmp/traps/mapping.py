@@ -245,9 +245,9 @@ def typed_value(obj: ObjectDef, value: int | None, notification: str = "") -> An
 def _range_text(syntax: Any) -> str:
     spec = getattr(syntax, "subtypeSpec", None)
     lows, highs = [], []
-    for constraint in _value_ranges(spec):
-        lows.append(constraint[0])
-        highs.append(constraint[1])
+    for low, high in _value_ranges(spec):
+        lows.append(low)
+        highs.append(high)
     return f"{max(lows)}..{min(highs)}" if lows else "see the MIB"
 
 
