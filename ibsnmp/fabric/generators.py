@@ -344,25 +344,9 @@ class _Builder:
     # -- subnet manager ---------------------------------------------------------------
 
     def _sm_config(self) -> SmConfig:
-        return SmConfig(
-            sweep_interval_s=10,
-            transaction_timeout_ms=200,
-            port_aging_time_s=10 * 4,  # a port missing for polling_retries sweeps is dropped
-            min_unicast_lid=1,
-            max_unicast_lid=MAX_UNICAST_LID,
-            lmc=self.plan.lmc,
-            master_poll_interval_s=10,
-            master_poll_retries=4,
-            m_key=self.rng.getrandbits(64),
-            m_key_lease_period_s=60,
+        return SmConfig.opensm_defaults(
+            self.plan.lmc, m_key=self.rng.getrandbits(64), m_key_lease_period_s=60,
             m_key_protect_bits=MKeyProtect.LEVEL1,
-            subnet_timeout=18,
-            packet_life_time=0x12,
-            head_of_queue_lifetime=0x12,
-            leaf_head_of_queue_lifetime=0x10,
-            vl_stall_count=7,
-            local_phy_errors_threshold=8,
-            overrun_errors_threshold=8,
         )
 
     def _sms(self, node_count: int) -> tuple[SmInfo, ...]:

@@ -1014,26 +1014,7 @@ def _switch_info(enhanced: bool, top: int) -> SwitchInfo:
 
 def _sm_config(lmc: int) -> SmConfig:
     """OpenSM's defaults (opensm.conf), the LMC the file's CA ports show."""
-    return SmConfig(
-        sweep_interval_s=10,
-        transaction_timeout_ms=200,
-        port_aging_time_s=10 * 4,  # sweep interval x polling retries
-        min_unicast_lid=1,
-        max_unicast_lid=MAX_UNICAST_LID,
-        lmc=lmc,
-        master_poll_interval_s=10,
-        master_poll_retries=4,
-        m_key=0,
-        m_key_lease_period_s=0,
-        m_key_protect_bits=MKeyProtect.LEVEL0,
-        subnet_timeout=18,
-        packet_life_time=0x12,
-        head_of_queue_lifetime=0x12,
-        leaf_head_of_queue_lifetime=0x10,
-        vl_stall_count=7,
-        local_phy_errors_threshold=8,
-        overrun_errors_threshold=8,
-    )
+    return SmConfig.opensm_defaults(lmc)
 
 
 def _default_partition(nodes: Mapping[int, Node]) -> Partition:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from .iba import (
+    MAX_UNICAST_LID,
     CapabilityMask,
     CaType,
     CmState,
@@ -418,6 +419,31 @@ class SmConfig:
     vl_stall_count: int
     local_phy_errors_threshold: int
     overrun_errors_threshold: int
+
+    @classmethod
+    def opensm_defaults(cls, lmc: int = 0, *, m_key: int = 0, m_key_lease_period_s: int = 0,
+                        m_key_protect_bits: MKeyProtect = MKeyProtect.LEVEL0) -> SmConfig:
+        """OpenSM's defaults (opensm.conf), with the LMC and M_Key the fabric uses."""
+        return cls(
+            sweep_interval_s=10,
+            transaction_timeout_ms=200,
+            port_aging_time_s=10 * 4,  # sweep interval x polling retries
+            min_unicast_lid=1,
+            max_unicast_lid=MAX_UNICAST_LID,
+            lmc=lmc,
+            master_poll_interval_s=10,
+            master_poll_retries=4,
+            m_key=m_key,
+            m_key_lease_period_s=m_key_lease_period_s,
+            m_key_protect_bits=m_key_protect_bits,
+            subnet_timeout=18,
+            packet_life_time=0x12,
+            head_of_queue_lifetime=0x12,
+            leaf_head_of_queue_lifetime=0x10,
+            vl_stall_count=7,
+            local_phy_errors_threshold=8,
+            overrun_errors_threshold=8,
+        )
 
 
 class PartitionMember(NamedTuple):
