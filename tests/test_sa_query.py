@@ -3,12 +3,12 @@ independent shortest-path computation over the fabric's links."""
 
 from __future__ import annotations
 
-from collections import deque
 
 import pytest
+from hop_distances import hop_distances
 
 from ibsnmp.fabric.generators import build_fabric
-from ibsnmp.fabric.iba import LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeType, PortState, Rate
+from ibsnmp.fabric.iba import LinkSpeed, LinkSpeedExt, LinkWidth, Mtu, NodeType, Rate
 from ibsnmp.fabric.model import Fabric, Port
 from ibsnmp.sa import query
 from ibsnmp.sa.query import PathQuery
@@ -17,25 +17,6 @@ PRISTINE = "fat-tree:spines=2,leaves=4,hosts=3,faults=0"
 LMC = "fat-tree:spines=3,leaves=3,hosts=2,faults=0,lmc=1"
 FAULTY = "fat-tree:spines=2,leaves=4,hosts=4,faults=4"
 
-
-def hop_distances(fabric: Fabric, start: int) -> dict[int, int]:
-    """Links crossed from node `start` to every node, over links whose two
-    ports are Active (breadth first, written here, not routing's)."""
-    graph: dict[int, set[int]] = {}
-    for link in fabric.links:
-        a, b = fabric.port_at(link.a), fabric.port_at(link.b)
-        if a.info.port_state is PortState.ACTIVE and b.info.port_state is PortState.ACTIVE:
-            graph.setdefault(link.a.guid, set()).add(link.b.guid)
-            graph.setdefault(link.b.guid, set()).add(link.a.guid)
-    seen = {start: 0}
-    todo = deque([start])
-    while todo:
-        here = todo.popleft()
-        for there in graph.get(here, ()):
-            if there not in seen:
-                seen[there] = seen[here] + 1
-                todo.append(there)
-    return seen
 
 
 _LANES = {LinkWidth.X1: 1, LinkWidth.X4: 4, LinkWidth.X8: 8, LinkWidth.X12: 12, LinkWidth.X2: 2}

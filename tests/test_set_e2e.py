@@ -10,15 +10,15 @@ import os
 import signal
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hop_distances import hop_distances
 from e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
 
 from ibsnmp.fabric.generators import build_fabric
-from ibsnmp.fabric.iba import NodeType, PortState, Rate
+from ibsnmp.fabric.iba import NodeType, Rate
 from ibsnmp.fabric.model import Fabric, Port
 
 SPEC = "fat-tree:spines=2,leaves=3,hosts=2,faults=0,lmc=1"
@@ -94,31 +94,13 @@ def hosts_on_two_leaves(fabric: Fabric) -> tuple[Port, Port]:
     return src, dst
 
 
-def distances(fabric: Fabric, start: int) -> dict[int, int]:
-    """Links crossed from node `start` to each node: breadth first over the
-    links whose ends are both Active (independent of ibsnmp's routing)."""
-    graph: dict[int, set[int]] = {}
-    for link in fabric.links:
-        if all(fabric.port_at(end).info.port_state is PortState.ACTIVE for end in (link.a, link.b)):
-            graph.setdefault(link.a.guid, set()).add(link.b.guid)
-            graph.setdefault(link.b.guid, set()).add(link.a.guid)
-    seen = {start: 0}
-    todo = deque([start])
-    while todo:
-        here = todo.popleft()
-        for there in graph.get(here, ()):
-            if there not in seen:
-                seen[there] = seen[here] + 1
-                todo.append(there)
-    return seen
-
 
 def check_trace(fabric: Fabric, hops: list[dict[str, str]], src: Port, dst: Port) -> list[Port]:
     """The traced hops form a shortest path from src to dst, each cabled to the
     next through the ports named; returns the ports the packet leaves by."""
     nodes = [int.from_bytes(octets(h["NodeID"]), "big") for h in hops]
     assert nodes[0] == src.node_guid and nodes[-1] == dst.node_guid
-    assert len(nodes) - 1 == distances(fabric, src.node_guid)[dst.node_guid]
+    assert len(nodes) - 1 == hop_distances(fabric, src.node_guid)[dst.node_guid]
     leaving = [src]
     assert src.remote.guid == nodes[1]
     for hop, node, following in zip(hops[1:-1], nodes[1:-1], nodes[2:]):
@@ -179,7 +161,7 @@ def test_every_lmc_path_by_gid(agent: RunningAgent, fabric: Fabric) -> None:
     # The trace of a GID query covers every path, hop by hop.
     set_ok(agent, f"IB-SM-MIB::ibSmTraceReqRowStatus.{PREFIX}.102", "i", str(CREATE_AND_GO))
     hops = session_rows(table(agent, "ibSmTraceResultTable"), 102)
-    hop_count = distances(fabric, src.node_guid)[dst.node_guid] + 1
+    hop_count = hop_distances(fabric, src.node_guid)[dst.node_guid] + 1
     assert len(hops) == 4 * hop_count
     for n in range(4):
         check_trace(fabric, hops[n * hop_count:(n + 1) * hop_count], src, dst)
