@@ -1,0 +1,86 @@
+"""Raw SNMP datagrams for regression tests: build, send, decode.
+
+A finding about the wire is proved with the offending packet itself: the
+tests build it here (or hold it as hex), send it to a running agent over
+UDP and look at the answer, or at its absence.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from pyasn1.codec.ber import decoder, encoder
+from pysnmp.proto import api
+from pysnmp.proto.api import v1 as api_v1
+from pysnmp.proto.api import v2c as api_v2c
+
+V1, V2C = 0, 1  # msgVersion values of SNMPv1 and SNMPv2c
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """`127.0.0.1:1161` or `[::1]:1161` -> (host, port)."""
+    if address.startswith("["):
+        host, _, port = address[1:].partition("]:")
+    else:
+        host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+def exchange(address: str, payload: bytes, timeout: float = 1.0) -> bytes | None:
+    """Send one datagram and return the first answer, or None after `timeout`."""
+    host, port = split_address(address)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout)
+        sock.sendto(payload, (host, port))
+        try:
+            return sock.recv(65535)
+        except socket.timeout:
+            return None
+
+
+def community_request(pdu_kind: str, oids: Sequence[str | tuple[int, ...]], *,
+                      community: str | bytes = "public", version: int = V2C,
+                      request_id: int = 4242, non_repeaters: int = 0,
+                      max_repetitions: int = 10,
+                      values: Sequence[Any] | None = None) -> bytes:
+    """An SNMPv1/v2c request as BER: pdu_kind get, next, bulk or set."""
+    mod = api_v1 if version == V1 else api_v2c
+    pdu_class = {"get": mod.GetRequestPDU, "next": mod.GetNextRequestPDU,
+                 "set": mod.SetRequestPDU}
+    if pdu_kind == "bulk":
+        pdu = api_v2c.GetBulkRequestPDU()
+        api_v2c.apiBulkPDU.set_defaults(pdu)
+        api_v2c.apiBulkPDU.set_non_repeaters(pdu, non_repeaters)
+        api_v2c.apiBulkPDU.set_max_repetitions(pdu, max_repetitions)
+    else:
+        pdu = pdu_class[pdu_kind]()
+        mod.apiPDU.set_defaults(pdu)
+    mod.apiPDU.set_request_id(pdu, request_id)
+    vals = values if values is not None else [mod.Null("")] * len(oids)
+    mod.apiPDU.set_varbinds(pdu, [(mod.ObjectIdentifier(_oid(o)), v) for o, v in zip(oids, vals)])
+    message = mod.Message()
+    mod.apiMessage.set_defaults(message)
+    mod.apiMessage.set_community(message, community)
+    mod.apiMessage.set_pdu(message, pdu)
+    return encoder.encode(message)
+
+
+def _oid(oid: str | tuple[int, ...]) -> tuple[int, ...]:
+    if isinstance(oid, tuple):
+        return oid
+    return tuple(int(part) for part in oid.strip(".").split("."))
+
+
+def decode_response(data: bytes) -> tuple[int, int, int, list[tuple[str, Any]]]:
+    """(request-id, error-status, error-index, [(oid, value)]) of a v1/v2c answer."""
+    version = int(api.decodeMessageVersion(data))
+    mod = api.PROTOCOL_MODULES[version]
+    message, rest = decoder.decode(data, asn1Spec=mod.Message())
+    assert not rest, "trailing octets after the message"
+    pdu = mod.apiMessage.get_pdu(message)
+    varbinds = [(str(oid), value) for oid, value in mod.apiPDU.get_varbinds(pdu)]
+    return (int(mod.apiPDU.get_request_id(pdu)), int(mod.apiPDU.get_error_status(pdu)),
+            int(mod.apiPDU.get_error_index(pdu)), varbinds)
