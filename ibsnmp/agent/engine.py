@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,11 +153,17 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                 "__SNMPv2-MIB", "snmpInASNParseErrs")
             parse_errors.syntax += 1
             if self.dropped == 1:
-                log.warning("dropped a message pysnmp could not process (further ones are "
-                            "only counted in snmpInASNParseErrs)", exc_info=True)
-            else:
-                log.debug("dropped an unprocessable message", exc_info=True)
+                # Remote input: one line with the cause, never a traceback in the log.
+                log.warning("dropped a message pysnmp could not process (%s); further ones are "
+                            "only counted in snmpInASNParseErrs", _cause(), exc_info=False)
+            log.debug("dropped an unprocessable message", exc_info=True)
             return b""
+
+
+def _cause() -> str:
+    """`Type: message` of the exception being handled, short."""
+    exc = sys.exc_info()[1]
+    return f"{type(exc).__name__}: {str(exc)[:120]}" if exc is not None else "unknown"
 
 
 @dataclass(slots=True)
