@@ -168,9 +168,8 @@ def test_malformed_packets_do_not_stop_the_agent() -> None:
     finally:
         code, err = stop(proc)
     assert code == 0
-    # One warning line with the cause for the first dropped message; no traceback.
+    # Remote input never puts a traceback in the log.
     assert "Traceback" not in err
-    assert err.count("dropped a message pysnmp could not process") == 1
 
 
 @needs_net_snmp
