@@ -46,6 +46,7 @@ from ibsnmp.sa.config import (
     LIMITED,
     LOW,
     REMOVED,
+    SM_CONFIG_COLUMNS,
     PartitionBuffer,
     PartitionEdit,
     SmOverride,
@@ -380,18 +381,8 @@ def _plan_request_row(state: AgentState, spec: _RequestTable, target: ContextTar
 
 # -- ibSmConfigTable ---------------------------------------------------------------------------
 
-# column -> (SmConfig field, lowest, highest)
-_CONFIG_FIELDS = {
-    "SweepInterval": ("sweep_interval_s", 0, _INT32_MAX),
-    "ResponseTimeout": ("transaction_timeout_ms", 1, _INT32_MAX),
-    "PortAgingTime": ("port_aging_time_s", 0, _INT32_MAX),
-    "MinUnicastLID": ("min_unicast_lid", 1, 49151),
-    "MaxUnicastLID": ("max_unicast_lid", 1, 49151),
-    "DefaultLMC": ("lmc", 0, 7),
-    "MasterPollInterval": ("master_poll_interval_s", 1, _INT32_MAX),
-    "MasterPollRetries": ("master_poll_retries", 0, _INT32_MAX),
-    "MKeyLeasePeriod": ("m_key_lease_period_s", 0, 65535),  # IBA M_KeyLeasePeriod: 16 bits
-}
+# column -> (SmConfig field, lowest, highest): the IBA field widths.
+_CONFIG_FIELDS = SM_CONFIG_COLUMNS
 _ADMIN_ENABLE, _ADMIN_DISABLE = 1, 2
 
 

@@ -65,19 +65,29 @@ def checked_value(obj: ObjectDef, value: Any, index: int) -> Any:
     tag_set = getattr(value, "tagSet", None)
     if tag_set is None or tag_set != syntax.tagSet:
         raise SetError("wrongType", index, f"{obj.name} is not of that ASN.1 type")
+    plain = value.asOctets() if isinstance(syntax, univ.OctetString) else int(value)
+    problem = value_problem(syntax, plain)
+    if problem is not None:
+        status, reason = problem
+        raise SetError(status, index, f"{obj.name}: {reason}")
+    return plain
+
+
+def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
+    """Why the plain value `plain` is not one of `syntax` (the compiled
+    MIB's): (RFC 3416 error status, reason), or None when it is."""
     octets = isinstance(syntax, univ.OctetString)
+    if octets != isinstance(plain, bytes) or isinstance(plain, bool):
+        return "wrongType", "not of that type"
     try:
-        checked = syntax.clone(value)
+        syntax.clone(plain)
     except PyAsn1Error:
         if octets:
-            raise SetError("wrongLength", index, f"{obj.name}: length out of range") from None
-        raise SetError("wrongValue", index, f"{obj.name}: value out of range") from None
-    if octets:
-        data = checked.asOctets()
-        if _is_display_string(syntax) and not _printable(data):
-            raise SetError("wrongValue", index, f"{obj.name}: not NVT ASCII text")
-        return data
-    return int(checked)
+            return "wrongLength", "length out of range"
+        return "wrongValue", "value out of range"
+    if octets and _is_display_string(syntax) and not _printable(plain):  # type: ignore[arg-type]
+        return "wrongValue", "not NVT ASCII text"
+    return None
 
 
 def _is_display_string(syntax: Any) -> bool:
