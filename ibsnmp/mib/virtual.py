@@ -96,10 +96,12 @@ class _Table:
         self.binding = binding
         self.codec = codec
         self._rows = _BoundedCache()
-        self._shards: OrderedDict[tuple[int, Any], _ShardIndex] = OrderedDict()
+        self._shards: OrderedDict[tuple[int, Any, tuple[int, ...]], _ShardIndex] = OrderedDict()
 
-    def _scope(self, target: ContextTarget) -> tuple[int, Any]:
-        return (id(target.fabric), target.node.guid if self.binding.per_node else None)
+    def _scope(self, target: ContextTarget) -> tuple[int, Any, tuple[int, ...]]:
+        if not self.binding.per_node:
+            return (id(target.fabric), None, ())
+        return (id(target.fabric), target.node.guid, target.entity_guids)
 
     def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]],
                stamp: Any = None) -> _RowIndex:

@@ -76,7 +76,8 @@ class PartitionEdit:
 @dataclass(frozen=True, slots=True)
 class PartitionBuffer:
     """The ibSmPartitionConfig scalars: operands written for the next
-    action, and the last action performed (none(1) before any)."""
+    action (None: not written, or used up by an action), and the last
+    action performed (none(1), its DEFVAL, before any)."""
 
     prefix: bytes | None = None
     key: bytes | None = None
@@ -84,6 +85,35 @@ class PartitionBuffer:
     port: int | None = None
     member_type: int | None = None
     last_action: int = 1
+
+    def operands(self, subnet_prefix: bytes) -> PartitionOperands:
+        """What the scalars read and the next action uses: each operand as
+        written, else its initial value. The draft gives none but the
+        action's; these name nothing an action could change by mistake:
+        the subnet prefix is the fabric's (the SM manages that subnet);
+        the key 0x0000, the invalid P_Key (IBA 10.9.1.2), names no
+        partition; the GUID 0 no node; port 0 is a switch's only member
+        port and, on a CA (whose ports start at 1), every port of the CA;
+        the type is limitedMembership(2), the least a P_Key grants (its
+        membership bit 0, as in the key 0x0000)."""
+        return PartitionOperands(
+            prefix=self.prefix if self.prefix is not None else subnet_prefix,
+            key=self.key if self.key is not None else b"\x00\x00",
+            guid=self.guid if self.guid is not None else bytes(8),
+            port=self.port if self.port is not None else 0,
+            member_type=self.member_type if self.member_type is not None else LIMITED,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOperands:
+    """The operands of the next partition action, none missing."""
+
+    prefix: bytes
+    key: bytes
+    guid: bytes
+    port: int
+    member_type: int  # fullMembership(1) or limitedMembership(2): FULL / LIMITED
 
 
 @dataclass(frozen=True, slots=True)
