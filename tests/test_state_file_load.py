@@ -82,3 +82,22 @@ def test_a_good_state_file_loads_and_is_served(tmp_path: Path) -> None:
             assert status == 0 and name.startswith(oid)
             values.append(value.prettyPrint())
         assert values == ["noc@example.org", "2"]
+
+
+def test_an_integer_beyond_any_value_is_refused_by_its_key(tmp_path: Path) -> None:
+    # 5,000 digits: past Python's int() limit, so json.loads alone would fail
+    # without naming the key.
+    path = tmp_path / STATE_FILE_NAME
+    path.write_text(json.dumps(document(sl2vl=[{"guid": "0x1", "port": 1, "map": [0] * 16}]))
+                    .replace('"port": 1', '"port": ' + "9" * 5000))
+    with pytest.raises(StateFileError, match=r": sl2vl\[0\]\.port: expected an integer"):
+        load_state_file(path)
+
+
+def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / STATE_FILE_NAME
+    path.write_text(json.dumps(document()))
+    monkeypatch.setattr("ibsnmp.sa.store.MAX_STATE_FILE_BYTES", 64)
+    with pytest.raises(StateFileError, match="larger than 64 octets"):
+        load_state_file(path)
