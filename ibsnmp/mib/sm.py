@@ -777,16 +777,16 @@ _VL_ARBITRATION = TableBinding(
 
 
 def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
-    def current(target: ContextTarget) -> PartitionBuffer:
+    def current() -> PartitionBuffer:
         return state.config.partition_buffer if state is not None else PartitionBuffer()
 
     def operand(get):  # type: ignore[no-untyped-def]
-        return lambda t: get(current(t).operands(_prefix(t.fabric)))
+        return lambda t: get(current().operands(_prefix(t.fabric)))
 
     return (
         ScalarBinding("ibSmPartitionConfigSubnetPrefix", operand(lambda o: o.prefix)),
         ScalarBinding("ibSmPartitionConfigKey", operand(lambda o: o.key)),
-        ScalarBinding("ibSmPartitionConfigAction", lambda t: current(t).last_action),
+        ScalarBinding("ibSmPartitionConfigAction", lambda t: current().last_action),
         ScalarBinding("ibSmPartitionConfigMemberNodeGUID", operand(lambda o: o.guid)),
         ScalarBinding("ibSmPartitionConfigMemberPortNum", operand(lambda o: o.port)),
         ScalarBinding("ibSmPartitionConfigMemberType", operand(lambda o: o.member_type)),
