@@ -12,6 +12,7 @@ there is nothing to undo.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Protocol
 
 from pyasn1.error import PyAsn1Error
@@ -80,7 +81,7 @@ def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
     if octets != isinstance(plain, bytes) or isinstance(plain, bool):
         return "wrongType", "not of that type"
     try:
-        syntax.clone(plain)
+        syntax.subtypeSpec(plain)  # what clone() checks, without building an object
     except PyAsn1Error:
         if octets:
             return "wrongLength", "length out of range"
@@ -91,7 +92,12 @@ def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
 
 
 def _is_display_string(syntax: Any) -> bool:
-    return any(cls.__name__ == "DisplayString" for cls in type(syntax).__mro__)
+    return _display_string_type(type(syntax))
+
+
+@cache
+def _display_string_type(kind: type) -> bool:
+    return any(cls.__name__ == "DisplayString" for cls in kind.__mro__)
 
 
 def _printable(data: bytes) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -581,6 +582,7 @@ def from_json(doc: Any) -> ConfigState:
                        sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system)
 
 
+@lru_cache(maxsize=4096, typed=True)  # a state repeats small values (ports, VLs, statuses) often
 def mib_problem(descriptor: str, value: int | bytes) -> str | None:
     """Why `value` cannot be served as `descriptor` (an object of a served
     module, or a writable SNMPv2-MIB system object), None if it can."""

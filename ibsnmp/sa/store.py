@@ -118,10 +118,23 @@ def _bounded_int(digits: str) -> int | HugeInteger:
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def nesting_beyond(text: str, limit: int) -> str | None:
     """The key (`a[0].b` form) at which JSON `text` nests deeper than
     `limit` arrays and objects, or None. A scan of the text, so a hostile
     file cannot exhaust the parser's recursion."""
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return _key_at_depth(text, limit)
+    return None
+
+
+def _key_at_depth(text: str, limit: int) -> str:
     frames: list[list[Any]] = []  # [is an object, key or index]
     last_string = ""
     for match in _JSON_TOKEN.finditer(text):
@@ -141,7 +154,7 @@ def nesting_beyond(text: str, limit: int) -> str | None:
             frames.append([first == "{", None if first == "{" else 0])
         elif frames:
             frames.pop()
-    return None
+    return _key_path(frames)
 
 
 def _key_text(token: str) -> str:
