@@ -101,3 +101,18 @@ def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path,
     monkeypatch.setattr("ibsnmp.sa.store.MAX_STATE_FILE_BYTES", 64)
     with pytest.raises(StateFileError, match="larger than 64 octets"):
         load_state_file(path)
+
+
+@pytest.mark.parametrize("section,key,value,descriptor", [
+    ("partition_config", "member_type", 3, "ibSmPartitionConfigMemberType"),
+    ("partition_config", "last_action", 7, "ibSmPartitionConfigAction"),
+    ("partition_config", "key", "001122", "ibSmPartitionConfigKey"),
+])
+def test_values_are_checked_against_the_compiled_mib(tmp_path: Path, section: str, key: str,
+                                                     value: Any, descriptor: str) -> None:
+    doc = document()
+    doc[section][key] = value
+    path = tmp_path / STATE_FILE_NAME
+    path.write_text(json.dumps(doc))
+    with pytest.raises(StateFileError, match=f": {section}.{key}: not a value of {descriptor}"):
+        load_state_file(path)

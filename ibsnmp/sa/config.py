@@ -440,9 +440,14 @@ def from_json(doc: Any) -> ConfigState:
             raise fail(key, f"not a value of {descriptor}: {problem}")
         return value
 
-    def number(value: Any, key: str, low: int, high: int, descriptor: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise fail(key, f"expected an integer {low}..{high}")
+    def number(value: Any, key: str, descriptor: str,
+               field: tuple[int, int] | None = None) -> int:
+        """An integer `descriptor` can serve, within `field` (the IBA width
+        where the MIB leaves the INTEGER unbounded) when given."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail(key, "expected an integer")
+        if field is not None and not field[0] <= value <= field[1]:
+            raise fail(key, f"expected an integer {field[0]}..{field[1]}")
         return served(value, key, descriptor)  # type: ignore[no-any-return]
 
     def hexint(value: Any, key: str, bits: int) -> int:
@@ -492,7 +497,7 @@ def from_json(doc: Any) -> ConfigState:
             served(sm_key.to_bytes(8, "big"), f"{at}.sm_key", "ibSmConfigSMKey")
         sm[hexint(entry.get("guid"), f"{at}.guid", 64)] = SmOverride(
             # SMInfo Priority is a 4-bit field.
-            priority=number(entry["priority"], f"{at}.priority", 0, 15, "ibSmConfigPriority")
+            priority=number(entry["priority"], f"{at}.priority", "ibSmConfigPriority", (0, 15))
             if "priority" in entry else None,
             sm_key=sm_key,
             disabled=None if admin is None else admin == "disable",
@@ -503,7 +508,7 @@ def from_json(doc: Any) -> ConfigState:
             raise fail(f"sm_config.{name}", "unknown setting")
         column = _SM_CONFIG_COLUMN_OF[name]
         _, low, high = SM_CONFIG_COLUMNS[column]
-        sm_config[name] = number(value, f"sm_config.{name}", low, high, f"ibSmConfig{column}")
+        sm_config[name] = number(value, f"sm_config.{name}", f"ibSmConfig{column}", (low, high))
     low_lid, high_lid = sm_config.get("min_unicast_lid"), sm_config.get("max_unicast_lid")
     if low_lid is not None and high_lid is not None and not low_lid < high_lid:
         raise fail("sm_config.max_unicast_lid", "must be more than min_unicast_lid")
@@ -517,7 +522,7 @@ def from_json(doc: Any) -> ConfigState:
             if member.get("membership") not in kinds:
                 raise fail(f"{mat}.membership", 'expected "full", "limited" or "removed"')
             members[(hexint(member.get("guid"), f"{mat}.guid", 64),
-                     number(member.get("port"), f"{mat}.port", 0, 255,
+                     number(member.get("port"), f"{mat}.port",
                             "ibSmPartitionConfigMemberPortNum"))] = kinds[member["membership"]]
         pkey = hexint(entry.get("pkey"), f"{at}.pkey", 15)
         served(pkey.to_bytes(2, "big"), f"{at}.pkey", "ibSmPartitionKey")
@@ -537,16 +542,16 @@ def from_json(doc: Any) -> ConfigState:
             raise fail(f"{at}.key", "missing")
         name_octets = text(entry.get("name"), f"{at}.name", "ibSmServiceAssocName")
         # Stored rows are active(1) or notInService(2).
-        assoc[(key, name_octets)] = number(entry.get("status"), f"{at}.status", 1, 2,
-                                           "ibSmServiceAssocRowStatus")
+        assoc[(key, name_octets)] = number(entry.get("status"), f"{at}.status",
+                                           "ibSmServiceAssocRowStatus", (1, 2))
     sl2vl: dict[tuple[int, int], tuple[int, ...]] = {}
     for at, entry in entries("sl2vl"):
         table = expect(entry.get("map"), list, f"{at}.map")
         if len(table) != 16:
             raise fail(f"{at}.map", "expected 16 VLs")
         sl2vl[(hexint(entry.get("guid"), f"{at}.guid", 64),
-               number(entry.get("port"), f"{at}.port", 0, 255, "ibSmVLArbitrationPortNum"))] = tuple(
-            number(v, f"{at}.map[{j}]", 0, 15, f"ibSmSwSLtoVLMapSL{j}toVL")
+               number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"))] = tuple(
+            number(v, f"{at}.map[{j}]", f"ibSmSwSLtoVLMapSL{j}toVL")
             for j, v in enumerate(table))
     vl_arb: dict[tuple[int, int, int], int] = {}
     priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
@@ -554,10 +559,10 @@ def from_json(doc: Any) -> ConfigState:
         if entry.get("priority") not in priorities:
             raise fail(f"{at}.priority", 'expected "low" or "high"')
         vl_arb[(hexint(entry.get("guid"), f"{at}.guid", 64),
-                number(entry.get("port"), f"{at}.port", 0, 255, "ibSmVLArbitrationPortNum"),
+                number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"),
                 priorities[entry["priority"]])] = number(
             # VLArbitrationTable weights are 8-bit.
-            entry.get("weight"), f"{at}.weight", 0, 255, "ibSmVLArbitrationWeight")
+            entry.get("weight"), f"{at}.weight", "ibSmVLArbitrationWeight", (0, 255))
     raw = keys(doc.get("partition_config", {}), _ENTRY_KEYS["partition_config"],
                "partition_config")
     member_port = raw.get("member_port")
@@ -570,10 +575,10 @@ def from_json(doc: Any) -> ConfigState:
         guid=octets(raw.get("member_guid"), f"{at}.member_guid",
                     "ibSmPartitionConfigMemberNodeGUID"),
         port=None if member_port is None else number(
-            member_port, f"{at}.member_port", 0, 255, "ibSmPartitionConfigMemberPortNum"),
+            member_port, f"{at}.member_port", "ibSmPartitionConfigMemberPortNum"),
         member_type=None if member_type is None else number(
-            member_type, f"{at}.member_type", 1, 2, "ibSmPartitionConfigMemberType"),
-        last_action=number(raw.get("last_action", 1), f"{at}.last_action", 1, 6,
+            member_type, f"{at}.member_type", "ibSmPartitionConfigMemberType"),
+        last_action=number(raw.get("last_action", 1), f"{at}.last_action",
                            "ibSmPartitionConfigAction"),
     )
     system = {name: text(value, f"system.{name}", name) for name, value in
