@@ -39,7 +39,9 @@ class FabricContexts:
         elapsed = time.monotonic() - self._provider.epoch
         if not name:
             knows_fabric = bool(fabric.sms) or bool(fabric.links)
-            return ContextTarget(fabric, fabric.local_node, knows_fabric, elapsed)
+            # The default context speaks for the whole host.
+            return ContextTarget(fabric, fabric.local_node, knows_fabric, elapsed,
+                                 fabric.host_node_guids)
         if GUID_CONTEXT.fullmatch(name) is None:
             return None
         guid = int(name, 16)

@@ -237,7 +237,6 @@ NO_INSTANCE_WITHOUT_SM = {r"ibSmaSm(Guid|Priority|SmKey|SmpCount|State)": "no SM
 NO_INSTANCE_ON_SWITCH = {r"ibCa\w+": "channel adapter objects", r"ibConn\w+": "connections"}
 NO_INSTANCE_IN_SM_MIB = {
     r"ibSm(Path|MultiPath|Trace)(Req|Result)\w+|ibSmServiceAssoc\w+": "filled by SETs later",
-    r"ibSmPartitionConfig(?!Action)\w+": "set by a manager",
 }
 
 
@@ -251,9 +250,7 @@ def _check_instances(seen: set[str], modules: set[str], rules: dict[str, str]) -
     allowed = re.compile("|".join(f"(?:{p})" for p in rules))
     expected = {name for name in _readable(modules) if not allowed.fullmatch(name)}
     missing = sorted(expected - seen)
-    made_up = sorted(name for name in seen if allowed.fullmatch(name) and
-                     not any(re.fullmatch(p, name) for p, why in rules.items()
-                             if why == "set by a manager"))
+    made_up = sorted(name for name in seen if allowed.fullmatch(name))
     assert not missing, f"objects without an instance: {missing}"
     assert not made_up, f"objects this node kind does not have: {made_up}"
 

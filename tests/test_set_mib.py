@@ -318,12 +318,12 @@ def test_partition_actions(agent: Agent) -> None:
     pkeys = agent.column("ibSmaPKeyBase", context=context)
     assert 0x33 in pkeys.values()
     # Operands are consumed by the action: adding again needs them again.
-    assert agent.get(scalar("MemberNodeGUID")) is None
+    assert agent.get(scalar("MemberNodeGUID")) == bytes(8)  # the initial value again
     assert refused(agent, (action, i(4)))[0] == "inconsistentValue"
     assert refused(agent, *member, (action, i(4)))[0] == "inconsistentValue"  # already in
     agent.set(*member[:2], (scalar("MemberType"), i(2)), (action, i(6)))
     assert partition_members(agent, 0x33) == {(host.node_guid, host.num, 2)}
-    agent.set(member[0], (action, i(5)))  # no port: every port of the node
+    agent.set(member[0], (action, i(5)))  # port 0 (unwritten): every port of the CA
     assert partition_members(agent, 0x33) == set()
     assert 0x33 not in agent.column("ibSmaPKeyBase", context=context).values()
     agent.set((action, i(3)))

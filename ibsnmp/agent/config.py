@@ -45,9 +45,11 @@ class ConfigError(ValueError):
 class SystemInfo:
     """The settable part of the SNMPv2-MIB system group."""
 
-    sys_name: str | None = None  # None: the host name
-    sys_contact: str = ""
-    sys_location: str = ""
+    # None: not configured (the host name for sysName, else empty text);
+    # a configured object is read-only over SNMP.
+    sys_name: str | None = None
+    sys_contact: str | None = None
+    sys_location: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +284,7 @@ def _parse_system(value: Any, fail) -> SystemInfo:
             raise fail(f"system.{key}", "set by the agent, not configurable")
     _check_keys(value, keys, "system.", fail)
     name, contact, location = (_display_string(value, k, f"system.{k}", fail) for k in keys)
-    return SystemInfo(sys_name=name, sys_contact=contact or "", sys_location=location or "")
+    return SystemInfo(sys_name=name, sys_contact=contact, sys_location=location)
 
 
 def _parse_access(table: Mapping[str, Any], key: str, fail) -> Access:

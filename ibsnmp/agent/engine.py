@@ -254,9 +254,9 @@ def _set_system_group(engine: SnmpEngine, settings: AgentSettings, fabric_summar
     values = (
         (descr, sys_descr(fabric_summary)),
         (object_id, SYS_OBJECT_ID),
-        (contact, system.sys_contact),
+        (contact, system.sys_contact or ""),
         (name, system.sys_name if system.sys_name is not None else socket.gethostname()),
-        (location, system.sys_location),
+        (location, system.sys_location or ""),
         (services, SYS_SERVICES),
     )
     for instance, value in values:

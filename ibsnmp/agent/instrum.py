@@ -10,10 +10,11 @@ truthy for "not in view" and raises for the request-level failures
 (authorizationError, unknown context -> REPORT, Counter64 over SNMPv1 on
 GETNEXT -> NoAccessError, which we treat as "skip this one").
 
-SETs under the subtree go to the VirtualMib's `prepare_write` (a
-WritableMib): it tests every varbind, then the base tree's varbinds are
-written by pysnmp, then the InfiniBand part is committed, so one SET is all
-or nothing across both.
+SETs under the subtree, and of the few objects outside it the VirtualMib
+claims (`writes_outside`), go to its `prepare_write` (a WritableMib): it
+tests every varbind, then the base tree's varbinds are written by pysnmp,
+then the VirtualMib's part is committed, so one SET is all or nothing
+across both.
 """
 
 from __future__ import annotations
@@ -217,43 +218,48 @@ class ContextView:
     def write_variables(self, *varBinds: Any, **context: Any) -> list[tuple[Any, Any]]:
         """SET, all or nothing (RFC 3416 4.2.5).
 
-        Access is checked first for every varbind (noAccess for an
-        InfiniBand object outside the write view). Then the InfiniBand
-        varbinds are tested together by the VirtualMib (`prepare_write`),
-        the base tree's (system group ...) are written by pysnmp, and only
-        then is the InfiniBand part committed: a failure in either part
-        leaves the other unchanged (pysnmp undoes its own on failure).
+        Access is checked first for every varbind (noAccess for any object
+        outside the write view). Then the InfiniBand varbinds, and those of
+        the objects outside the subtree the VirtualMib writes
+        (`writes_outside`: sysContact, sysName, sysLocation, saved with its
+        state), are tested together by the VirtualMib (`prepare_write`),
+        the rest of the base tree's are written by pysnmp, and only then is
+        the VirtualMib's part committed: a failure in either part leaves
+        the other unchanged (pysnmp undoes its own on failure).
         A VirtualMib without `prepare_write` makes every object notWritable.
         """
         context["contextTarget"] = self._target
         ac_fun = context["acFun"]
+        writes_outside = getattr(self._mib, "writes_outside", None)
         base_positions: list[int] = []
         virtual: list[tuple[int, Oid, Any]] = []
+        shown: list[tuple[Oid, Any]] = []  # outside objects the MIB writes
         for idx, (name, val) in enumerate(varBinds):
             oid = as_oid(name)
             context["idx"] = idx
-            if oid[: self._depth] != self._lo:
-                # Access first (RFC 3416 4.2.5 order); pysnmp reports that one.
-                if not ac_fun("write", (oid, val), **context):
-                    self._check_base_type(oid, val, idx)
-                base_positions.append(idx)
-                continue
+            # Access first (RFC 3416 4.2.5 step 1): outside the write view
+            # is noAccess, whichever tree the object is in.
             if ac_fun("write", (oid, val), **context):
                 raise smi_error.NoAccessError(name=oid, idx=idx)
+            if oid[: self._depth] != self._lo:
+                if writes_outside is None or not writes_outside(oid):
+                    self._check_base_type(oid, val, idx)
+                    base_positions.append(idx)
+                    continue
+                shown.append((oid, val))
             virtual.append((idx, oid, val))
         prepared = self._prepare(virtual) if virtual else None
+        # The response echoes the request's varbinds (RFC 3416 4.2.5), also
+        # when an object is named twice.
         out = [(as_oid(name), val) for name, val in varBinds]
         if base_positions:
             try:
-                written = self._base.write_variables(*(varBinds[i] for i in base_positions),
-                                                     **context)
+                self._base.write_variables(*(varBinds[i] for i in base_positions), **context)
             except smi_error.MibOperationError as exc:
                 if "idx" in exc and isinstance(exc["idx"], int) \
                         and 0 <= exc["idx"] < len(base_positions):
                     exc.update({"idx": base_positions[exc["idx"]]})
                 raise
-            for position, varbind in zip(base_positions, written):
-                out[position] = varbind
         if prepared is not None:
             try:
                 prepared.commit()
@@ -263,7 +269,19 @@ class ContextView:
                 # pysnmp cannot take back what it wrote in the base tree.
                 error = smi_error.UndoFailedError if base_positions else smi_error.CommitFailedError
                 raise error(name=oid, idx=idx) from None
+        for oid, val in shown:  # committed: pysnmp's instances now read them
+            self._show_base(oid, val)
         return out
+
+    def _show_base(self, oid: Oid, val: Any) -> None:
+        # The objects written outside the subtree are system group scalars,
+        # whose instances pysnmp keeps in its __SNMPv2-MIB module.
+        instances = self._base.get_mib_builder().mibSymbols.get("__SNMPv2-MIB", {})
+        for instance in instances.values():
+            if getattr(instance, "name", None) == oid and hasattr(instance, "syntax"):
+                instance.syntax = instance.syntax.clone(val)
+                return
+        log.error("no instance of %s to show the value written", ".".join(map(str, oid)))
 
     def _prepare(self, virtual: list[tuple[int, Oid, Any]]) -> Any:
         idx, oid, _ = virtual[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -194,7 +195,12 @@ def _run(args: argparse.Namespace) -> int:
     else:
         summary = fabric.spec or args.provider
     summary += f", {len(fabric.nodes)} nodes"
-    mib = build_mib(state)
+    from ibsnmp.agent.system import configured_objects, with_saved_values
+
+    # What the config file sets stays read-only; the rest starts as saved.
+    mib = build_mib(state, read_only_system=configured_objects(settings.system))
+    settings = dataclasses.replace(
+        settings, system=with_saved_values(settings.system, state.config.system))
 
     def announce(agent) -> None:  # type: ignore[no-untyped-def]
         endpoint = agent.endpoints[0]

@@ -641,6 +641,10 @@ class Fabric:
     seed: int | None = None
     spec: str = ""
     port_history: Mapping[PortRef, PortHistory] = field(default_factory=lambda: NO_HISTORY)
+    # The nodes of the host the agent runs on, in device order, when it has
+    # more than the local node (every device of a sysfs host); empty: the
+    # local node alone.
+    host_node_guids: tuple[int, ...] = ()
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- lookups ---------------------------------------------------------

@@ -26,12 +26,16 @@ class ContextTarget:
     where IB-SM-MIB is answered: the default context and nodes running an SM.
     `elapsed` is the time in seconds since the provider's epoch when the
     request arrived: counters and other values that grow with time read it.
+    `entity_guids` names the nodes of the network entity the context
+    describes when it is more than `node`: the default context of a host
+    with several adapters (IB-CA-MIB lists every CA of the entity).
     """
 
     fabric: Any
     node: Any
     serves_sm: bool
     elapsed: float = 0.0
+    entity_guids: tuple[int, ...] = ()
 
 
 # contextName (b"" for the default context, else 16 lower-case hex digits of

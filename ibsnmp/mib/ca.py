@@ -1,8 +1,10 @@
-"""IB-CA-MIB: the channel adapter a context describes (CaInfo in the model).
+"""IB-CA-MIB: the channel adapters a context describes (CaInfo in the model).
 
-A context speaks for one node, so the CA tables hold at most one adapter:
-ibCaIndex 1 is the context's node (the draft numbers the CAs "on this
-network entity" 1..N; an agent context here is one node). On a switch, or a
+The draft numbers the CAs "on this network entity" 1..N (ibCaIndex). A
+node's own context describes that node: its CA is ibCaIndex 1. The default
+context describes the host the agent runs on: every CA of the host
+(Fabric.host_node_guids, e.g. each adapter of a sysfs host), numbered in
+device order; a host known as one node has that one. On a switch, or a
 node without CaInfo, every table is empty. A value the model does not know
 (None: what a Linux host's sysfs cannot tell, e.g. the verbs capabilities)
 has no instance.
@@ -17,9 +19,6 @@ from ..fabric.iba import guid_bytes
 from .api import ContextTarget
 from .binding import ModuleBinding, TableBinding
 
-# The one CA of the context (see the module docstring).
-CA_INDEX = 1
-
 
 def _truth(flag: bool | None) -> int | None:
     """TruthValue: true(1), false(2); None (not known) stays None."""
@@ -28,22 +27,28 @@ def _truth(flag: bool | None) -> int | None:
     return 1 if flag else 2
 
 
-def _ca_node(target: ContextTarget) -> Any | None:
-    node = target.node
-    return node if node.is_ca and node.ca is not None else None
+def _is_ca(node: Any) -> bool:
+    return node is not None and node.is_ca and node.ca is not None
+
+
+def _cas(target: ContextTarget) -> Iterator[tuple[int, Any]]:
+    """(ibCaIndex, node) of each CA the context describes."""
+    if target.entity_guids:
+        nodes = (target.fabric.nodes.get(guid) for guid in target.entity_guids)
+        yield from enumerate((node for node in nodes if _is_ca(node)), start=1)
+    elif _is_ca(target.node):
+        yield 1, target.node
 
 
 def _general_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
-    node = _ca_node(target)
-    if node is not None:
-        yield (CA_INDEX,), node
+    for index, node in _cas(target):
+        yield (index,), node
 
 
 def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], Any]]:
-    node = _ca_node(target)
-    if node is not None:
+    for index, node in _cas(target):
         for port in node.data_ports:  # CA ports are numbered from 1
-            yield (CA_INDEX, port.num), (node.ca, port)
+            yield (index, port.num), (node.ca, port)
 
 
 def _gid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], bytes]]:
@@ -52,16 +57,15 @@ def _gid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], byt
     the model holds as read (port.gids, a sysfs host) has one row per entry
     in use (non-zero), GID table index i-1. The GID bytes are built here,
     once per snapshot, so the getter only returns them."""
-    node = _ca_node(target)
-    if node is not None:
+    for index, node in _cas(target):
         for port in node.data_ports:
             if port.gids is not None:
                 for i, gid in enumerate(port.gids):
                     if gid:
-                        yield (CA_INDEX, port.num, i + 1), gid.to_bytes(16, "big")
+                        yield (index, port.num, i + 1), gid.to_bytes(16, "big")
                 continue
             for i in range(len(port.guids or ())):
-                yield (CA_INDEX, port.num, i + 1), port.gid(i).to_bytes(16, "big")
+                yield (index, port.num, i + 1), port.gid(i).to_bytes(16, "big")
 
 
 def _max_gids(row: Any) -> int:

@@ -117,6 +117,13 @@ class MibDefinitions:
     def readable(self, name: str) -> bool:
         return self.objects[name].access in READABLE
 
+    def base_scalar(self, module: str, name: str) -> ObjectDef:
+        """A scalar of a module pysnmp ships (e.g. SNMPv2-MIB sysContact),
+        described like the served ones."""
+        (symbol,) = self._builder.import_symbols(module, name)
+        return ObjectDef(module, name, tuple(symbol.getName()), "scalar", symbol.syntax,
+                         symbol.getMaxAccess())
+
 
 def size_range(syntax: Any) -> tuple[int, int] | None:
     """The (min, max) octet count an OCTET STRING syntax allows, if constrained."""

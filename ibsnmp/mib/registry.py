@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .ca import IB_CA_MIB
@@ -9,16 +10,19 @@ from .conn import IBCONNECTION_MIB
 from .pma import PMA_MIB
 from .sm import IB_SM_MIB, ib_sm_binding
 from .sma import SMA_MIB
+from .system import system_objects
 from .virtual import InfinibandMib
 
 MODULE_BINDINGS = (SMA_MIB, IB_CA_MIB, PMA_MIB, IB_SM_MIB, IBCONNECTION_MIB)
 
 
-def build_mib(state: Any = None) -> InfinibandMib:
+def build_mib(state: Any = None, read_only_system: Iterable[str] = ()) -> InfinibandMib:
     """The agent's MIB. With `state` (an ibsnmp.sa.store.AgentState) IB-SM-MIB
-    serves its request sessions and configuration and accepts SETs;
-    without, every object is read-only."""
+    serves its request sessions and configuration and accepts SETs, and so
+    do sysContact, sysName and sysLocation except those in
+    `read_only_system` (set by the configuration file); without, every
+    object is read-only."""
     if state is None:
         return InfinibandMib(MODULE_BINDINGS)
     modules = (SMA_MIB, IB_CA_MIB, PMA_MIB, ib_sm_binding(state), IBCONNECTION_MIB)
-    return InfinibandMib(modules, store=state)
+    return InfinibandMib(modules, store=state, outside=system_objects(read_only_system))

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
+from ibsnmp.sa.config import PartitionBuffer
 
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding
@@ -770,27 +771,25 @@ _VL_ARBITRATION = TableBinding(
 
 # -- ibSmPartitionConfig scalars -------------------------------------------------------
 # Operands for the next partition action, written by SETs (see sm_write):
-# each reads what was last written (noSuchInstance before anything was, or
-# after an action consumed the member operands); the action reads the last
-# one performed, none(1) before any (its DEFVAL).
-
-_ACTION_NONE = 1
+# each reads what was last written, else its initial value (see
+# sa.config.PartitionBuffer.operands); the action reads the last one
+# performed, none(1) before any (its DEFVAL).
 
 
 def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
-    def buffer(get):  # type: ignore[no-untyped-def]
-        return (lambda t: get(state.config.partition_buffer)) if state is not None else \
-            (lambda t: None)
+    def current() -> PartitionBuffer:
+        return state.config.partition_buffer if state is not None else PartitionBuffer()
+
+    def operand(get):  # type: ignore[no-untyped-def]
+        return lambda t: get(current().operands(_prefix(t.fabric)))
 
     return (
-        ScalarBinding("ibSmPartitionConfigSubnetPrefix", buffer(lambda b: b.prefix)),
-        ScalarBinding("ibSmPartitionConfigKey", buffer(lambda b: b.key)),
-        ScalarBinding("ibSmPartitionConfigAction",
-                      buffer(lambda b: b.last_action) if state is not None
-                      else (lambda t: _ACTION_NONE)),
-        ScalarBinding("ibSmPartitionConfigMemberNodeGUID", buffer(lambda b: b.guid)),
-        ScalarBinding("ibSmPartitionConfigMemberPortNum", buffer(lambda b: b.port)),
-        ScalarBinding("ibSmPartitionConfigMemberType", buffer(lambda b: b.member_type)),
+        ScalarBinding("ibSmPartitionConfigSubnetPrefix", operand(lambda o: o.prefix)),
+        ScalarBinding("ibSmPartitionConfigKey", operand(lambda o: o.key)),
+        ScalarBinding("ibSmPartitionConfigAction", lambda t: current().last_action),
+        ScalarBinding("ibSmPartitionConfigMemberNodeGUID", operand(lambda o: o.guid)),
+        ScalarBinding("ibSmPartitionConfigMemberPortNum", operand(lambda o: o.port)),
+        ScalarBinding("ibSmPartitionConfigMemberType", operand(lambda o: o.member_type)),
     )
 
 

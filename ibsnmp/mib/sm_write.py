@@ -46,6 +46,7 @@ from ibsnmp.sa.config import (
     LIMITED,
     LOW,
     REMOVED,
+    SM_CONFIG_COLUMNS,
     PartitionBuffer,
     PartitionEdit,
     SmOverride,
@@ -380,18 +381,8 @@ def _plan_request_row(state: AgentState, spec: _RequestTable, target: ContextTar
 
 # -- ibSmConfigTable ---------------------------------------------------------------------------
 
-# column -> (SmConfig field, lowest, highest)
-_CONFIG_FIELDS = {
-    "SweepInterval": ("sweep_interval_s", 0, _INT32_MAX),
-    "ResponseTimeout": ("transaction_timeout_ms", 1, _INT32_MAX),
-    "PortAgingTime": ("port_aging_time_s", 0, _INT32_MAX),
-    "MinUnicastLID": ("min_unicast_lid", 1, 49151),
-    "MaxUnicastLID": ("max_unicast_lid", 1, 49151),
-    "DefaultLMC": ("lmc", 0, 7),
-    "MasterPollInterval": ("master_poll_interval_s", 1, _INT32_MAX),
-    "MasterPollRetries": ("master_poll_retries", 0, _INT32_MAX),
-    "MKeyLeasePeriod": ("m_key_lease_period_s", 0, 65535),  # IBA M_KeyLeasePeriod: 16 bits
-}
+# column -> (SmConfig field, lowest, highest): the IBA field widths.
+_CONFIG_FIELDS = SM_CONFIG_COLUMNS
 _ADMIN_ENABLE, _ADMIN_DISABLE = 1, 2
 
 
@@ -518,15 +509,16 @@ def _plan_partition_config(state: AgentState, target: ContextTarget,
 def _partition_action(target: ContextTarget, edits: Mapping[int, PartitionEdit],
                       buffer: PartitionBuffer, action: WriteRequest) -> dict[int, PartitionEdit]:
     fabric = target.fabric
+    operands = buffer.operands(_prefix_of(target))  # as the scalars read
 
     def refuse(problem: str) -> SetError:
         return SetError("inconsistentValue", action.index, problem)
 
-    if buffer.prefix is None or buffer.prefix != _prefix_of(target):
+    if operands.prefix != _prefix_of(target):
         raise refuse("ibSmPartitionConfigSubnetPrefix must be this fabric's subnet prefix")
-    if buffer.key is None or not int.from_bytes(buffer.key, "big") & 0x7FFF:
+    pkey = int.from_bytes(operands.key, "big") & 0x7FFF
+    if not pkey:
         raise refuse("ibSmPartitionConfigKey must name a partition (a P_Key other than 0)")
-    pkey = int.from_bytes(buffer.key, "big") & 0x7FFF
     existing = fabric.partition(pkey)
     edit = edits.get(pkey, PartitionEdit())
     if action.value == _CREATE:
@@ -539,23 +531,20 @@ def _partition_action(target: ContextTarget, edits: Mapping[int, PartitionEdit],
         if pkey == _DEFAULT_PARTITION:
             raise refuse("the default partition cannot be deleted")
         return with_entry(edits, pkey, PartitionEdit(name=edit.name, deleted=True))
-    if buffer.guid is None:
-        raise refuse("ibSmPartitionConfigMemberNodeGUID is not set")
-    guid = int.from_bytes(buffer.guid, "big")
+    guid = int.from_bytes(operands.guid, "big")
     node = fabric.nodes.get(guid)
     if node is None:
-        raise refuse(f"no node {guid:016x} in this fabric")
+        raise refuse(f"no node {guid:016x} in this fabric (set ibSmPartitionConfigMemberNodeGUID)")
     members = {(m.guid, m.port): (FULL if m.full else LIMITED) for m in existing.members}
     changes: dict[tuple[int, int], int] = {}
+    port = operands.port
     if action.value == _REMOVE:
-        ports = [m for m in members if m[0] == guid and (buffer.port is None or m[1] == buffer.port)]
+        # Port 0: a switch's member port, or every port of a CA (which has no port 0).
+        ports = [m for m in members if m[0] == guid and (port == 0 or m[1] == port)]
         if not ports:
             raise refuse("not a member of the partition")
         changes = {member: REMOVED for member in ports}
     else:
-        if buffer.port is None or buffer.member_type is None:
-            raise refuse("ibSmPartitionConfigMemberPortNum and MemberType must be set")
-        port = buffer.port
         if node.port(port) is None or (node.is_switch and port != 0):
             raise refuse(f"node {guid:016x} has no end port {port} (a switch joins by port 0)")
         member = (guid, port)
@@ -569,7 +558,7 @@ def _partition_action(target: ContextTarget, edits: Mapping[int, PartitionEdit],
                 raise refuse("the port's P_Key table is full (PartitionCap)")
         elif member not in members:
             raise refuse("not a member of the partition")
-        changes = {member: FULL if buffer.member_type == 1 else LIMITED}
+        changes = {member: FULL if operands.member_type == FULL else LIMITED}
     return with_entry(edits, pkey, dataclasses.replace(edit, members={**edit.members, **changes}))
 
 

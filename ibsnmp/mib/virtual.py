@@ -27,7 +27,7 @@ from .api import (
     Oid,
     SetError,
 )
-from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding
+from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding, always
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
 from .write import WRITABLE, WriteRequest, WriteStore, checked_value
@@ -96,10 +96,12 @@ class _Table:
         self.binding = binding
         self.codec = codec
         self._rows = _BoundedCache()
-        self._shards: OrderedDict[tuple[int, Any], _ShardIndex] = OrderedDict()
+        self._shards: OrderedDict[tuple[int, Any, tuple[int, ...]], _ShardIndex] = OrderedDict()
 
-    def _scope(self, target: ContextTarget) -> tuple[int, Any]:
-        return (id(target.fabric), target.node.guid if self.binding.per_node else None)
+    def _scope(self, target: ContextTarget) -> tuple[int, Any, tuple[int, ...]]:
+        if not self.binding.per_node:
+            return (id(target.fabric), None, ())
+        return (id(target.fabric), target.node.guid, target.entity_guids)
 
     def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]],
                stamp: Any = None) -> _RowIndex:
@@ -256,7 +258,11 @@ class InfinibandMib:
     subtree: Oid = INFINIBAND_MIB
 
     def __init__(self, modules: Iterable[ModuleBinding], mib: MibDefinitions | None = None,
-                 store: WriteStore | None = None):
+                 store: WriteStore | None = None,
+                 outside: Iterable[tuple[ObjectDef, WriterBinding | None]] = ()):
+        """`outside`: scalars outside the subtree that SETs write through the
+        same store (the system group), each with its writer (None:
+        notWritable)."""
         self._mib = mib or definitions()
         self._store = store
         modules = tuple(modules)
@@ -267,6 +273,11 @@ class InfinibandMib:
         self._handlers = handlers
         self._oids = [h.oid for h in handlers]
         targets = [t for module in modules for t in self._write_targets_of(module)]
+        if outside and store is None:
+            raise BindingError("writers need a write store")
+        self._outside = tuple(_WriteTarget(obj.oid, obj, always, writer, None)
+                              for obj, writer in outside)
+        targets.extend(self._outside)
         targets.sort(key=lambda t: t.oid)
         self._write_targets = targets
         self._write_oids = [t.oid for t in targets]
@@ -362,6 +373,11 @@ class InfinibandMib:
 
     # -- SET ---------------------------------------------------------------------
 
+    def writes_outside(self, oid: Oid) -> bool:
+        """Whether `oid` names an instance (or would-be instance) of a scalar
+        outside the subtree that this MIB's SETs write."""
+        return any(oid[: len(t.oid)] == t.oid and len(oid) > len(t.oid) for t in self._outside)
+
     def prepare_write(self, target: ContextTarget, varbinds: Any) -> _Prepared:
         """RFC 3416 4.2.5's test phase for every varbind; SetError for the
         first that fails. The returned object commits them all at once."""
@@ -371,7 +387,7 @@ class InfinibandMib:
             if found is None or not found.applies(target) or found.writer is None:
                 raise SetError("notWritable", index, "no writable object of that name here")
             suffix = tuple(oid)[len(found.oid):]
-            plain = checked_value(found.obj, value, index)
+            # noCreation before the value's checks (RFC 3416 4.2.5 order).
             if found.codec is None:
                 if suffix != (0,):
                     raise SetError("noCreation", index, "a scalar's instance is .0")
@@ -380,6 +396,7 @@ class InfinibandMib:
                 instance = found.codec.decode(suffix)
                 if instance is None:
                     raise SetError("noCreation", index, "not a valid instance of the table")
+            plain = checked_value(found.obj, value, index)
             request = WriteRequest(index, found.obj.name, instance, plain)
             by_writer.setdefault(id(found.writer), (found.writer, []))[1].append(request)
         txn = self._store.begin() if self._store is not None else None

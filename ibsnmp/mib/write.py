@@ -12,6 +12,7 @@ there is nothing to undo.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Protocol
 
 from pyasn1.error import PyAsn1Error
@@ -65,23 +66,38 @@ def checked_value(obj: ObjectDef, value: Any, index: int) -> Any:
     tag_set = getattr(value, "tagSet", None)
     if tag_set is None or tag_set != syntax.tagSet:
         raise SetError("wrongType", index, f"{obj.name} is not of that ASN.1 type")
+    plain = value.asOctets() if isinstance(syntax, univ.OctetString) else int(value)
+    problem = value_problem(syntax, plain)
+    if problem is not None:
+        status, reason = problem
+        raise SetError(status, index, f"{obj.name}: {reason}")
+    return plain
+
+
+def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
+    """Why the plain value `plain` is not one of `syntax` (the compiled
+    MIB's): (RFC 3416 error status, reason), or None when it is."""
     octets = isinstance(syntax, univ.OctetString)
+    if octets != isinstance(plain, bytes) or isinstance(plain, bool):
+        return "wrongType", "not of that type"
     try:
-        checked = syntax.clone(value)
+        syntax.subtypeSpec(plain)  # what clone() checks, without building an object
     except PyAsn1Error:
         if octets:
-            raise SetError("wrongLength", index, f"{obj.name}: length out of range") from None
-        raise SetError("wrongValue", index, f"{obj.name}: value out of range") from None
-    if octets:
-        data = checked.asOctets()
-        if _is_display_string(syntax) and not _printable(data):
-            raise SetError("wrongValue", index, f"{obj.name}: not NVT ASCII text")
-        return data
-    return int(checked)
+            return "wrongLength", "length out of range"
+        return "wrongValue", "value out of range"
+    if octets and _is_display_string(syntax) and not _printable(plain):  # type: ignore[arg-type]
+        return "wrongValue", "not NVT ASCII text"
+    return None
 
 
 def _is_display_string(syntax: Any) -> bool:
-    return any(cls.__name__ == "DisplayString" for cls in type(syntax).__mro__)
+    return _display_string_type(type(syntax))
+
+
+@cache
+def _display_string_type(kind: type) -> bool:
+    return any(cls.__name__ == "DisplayString" for cls in kind.__mro__)
 
 
 def _printable(data: bytes) -> bool:

@@ -259,6 +259,7 @@ def build_fabric(devices: Sequence[DeviceReading], *, spec: str = "sysfs",
         connections=MappingProxyType({}),
         local_node_guid=local.guid,
         spec=spec,
+        host_node_guids=tuple(nodes),  # every device is this host's
     )
     return fabric, names
 

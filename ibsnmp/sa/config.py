@@ -16,21 +16,35 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
+from ibsnmp.mib.loader import definitions
+from ibsnmp.mib.write import value_problem
 
 FORMAT = "ibsnmp-state"
 VERSION = 1
 
-# ibSmConfigTable columns -> SmConfig fields.
-SM_CONFIG_FIELDS = (
-    "sweep_interval_s", "transaction_timeout_ms", "port_aging_time_s", "min_unicast_lid",
-    "max_unicast_lid", "lmc", "master_poll_interval_s", "master_poll_retries",
-    "m_key_lease_period_s",
-)
+_INT32_MAX = 2**31 - 1
+# ibSmConfigTable columns (without the ibSmConfig prefix) -> (SmConfig
+# field, lowest, highest): the IBA widths of fields the MIB leaves unbounded.
+SM_CONFIG_COLUMNS = {
+    "SweepInterval": ("sweep_interval_s", 0, _INT32_MAX),
+    "ResponseTimeout": ("transaction_timeout_ms", 1, _INT32_MAX),
+    "PortAgingTime": ("port_aging_time_s", 0, _INT32_MAX),
+    "MinUnicastLID": ("min_unicast_lid", 1, 49151),
+    "MaxUnicastLID": ("max_unicast_lid", 1, 49151),
+    "DefaultLMC": ("lmc", 0, 7),
+    "MasterPollInterval": ("master_poll_interval_s", 1, _INT32_MAX),
+    "MasterPollRetries": ("master_poll_retries", 0, _INT32_MAX),
+    "MKeyLeasePeriod": ("m_key_lease_period_s", 0, 65535),  # IBA M_KeyLeasePeriod: 16 bits
+}
+SM_CONFIG_FIELDS = tuple(name for name, _, _ in SM_CONFIG_COLUMNS.values())
+# The writable SNMPv2-MIB system objects a SET may change (kept with the rest).
+SYSTEM_OBJECTS = ("sysContact", "sysName", "sysLocation")
 
 REMOVED, FULL, LIMITED = 0, 1, 2  # partition membership edits
 LOW, HIGH = 1, 2  # VL arbitration priorities, as ibSmVLArbitrationPriority numbers them
@@ -63,7 +77,8 @@ class PartitionEdit:
 @dataclass(frozen=True, slots=True)
 class PartitionBuffer:
     """The ibSmPartitionConfig scalars: operands written for the next
-    action, and the last action performed (none(1) before any)."""
+    action (None: not written, or used up by an action), and the last
+    action performed (none(1), its DEFVAL, before any)."""
 
     prefix: bytes | None = None
     key: bytes | None = None
@@ -71,6 +86,35 @@ class PartitionBuffer:
     port: int | None = None
     member_type: int | None = None
     last_action: int = 1
+
+    def operands(self, subnet_prefix: bytes) -> PartitionOperands:
+        """What the scalars read and the next action uses: each operand as
+        written, else its initial value. The draft gives none but the
+        action's; these name nothing an action could change by mistake:
+        the subnet prefix is the fabric's (the SM manages that subnet);
+        the key 0x0000, the invalid P_Key (IBA 10.9.1.2), names no
+        partition; the GUID 0 no node; port 0 is a switch's only member
+        port and, on a CA (whose ports start at 1), every port of the CA;
+        the type is limitedMembership(2), the least a P_Key grants (its
+        membership bit 0, as in the key 0x0000)."""
+        return PartitionOperands(
+            prefix=self.prefix if self.prefix is not None else subnet_prefix,
+            key=self.key if self.key is not None else b"\x00\x00",
+            guid=self.guid if self.guid is not None else bytes(8),
+            port=self.port if self.port is not None else 0,
+            member_type=self.member_type if self.member_type is not None else LIMITED,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOperands:
+    """The operands of the next partition action, none missing."""
+
+    prefix: bytes
+    key: bytes
+    guid: bytes
+    port: int
+    member_type: int  # fullMembership(1) or limitedMembership(2): FULL / LIMITED
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +126,7 @@ class ConfigState:
     sl2vl: Mapping[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     vl_arb: Mapping[tuple[int, int, int], int] = field(default_factory=dict)
     partition_buffer: PartitionBuffer = PartitionBuffer()
+    system: Mapping[str, bytes] = field(default_factory=dict)  # SYSTEM_OBJECTS descriptor -> value
 
     @property
     def empty(self) -> bool:
@@ -338,6 +383,9 @@ def to_json(state: ConfigState) -> dict[str, Any]:
             "member_type": buffer.member_type,
             "last_action": buffer.last_action,
         },
+        # DisplayStrings are NVT ASCII (checked when set), so text is exact.
+        "system": {name: state.system[name].decode("ascii")
+                   for name in SYSTEM_OBJECTS if name in state.system},
     }
 
 
@@ -346,8 +394,30 @@ class StateFormatError(ValueError):
     names the key."""
 
 
+# The state file's keys, at every level: anything else is refused.
+_TOP_KEYS = frozenset({"format", "version", "sm", "sm_config", "partitions",
+                       "service_associations", "sl2vl", "vl_arbitration", "partition_config",
+                       "system"})
+_ENTRY_KEYS = {
+    "sm": frozenset({"guid", "priority", "sm_key", "admin"}),
+    "partitions": frozenset({"pkey", "name", "created", "deleted", "members"}),
+    "members": frozenset({"guid", "port", "membership"}),
+    "service_associations": frozenset({"key", "name", "status"}),
+    "sl2vl": frozenset({"guid", "port", "map"}),
+    "vl_arbitration": frozenset({"guid", "port", "priority", "weight"}),
+    "partition_config": frozenset({"subnet_prefix", "key", "member_guid", "member_port",
+                                   "member_type", "last_action"}),
+    "system": frozenset(SYSTEM_OBJECTS),
+}
+_SM_CONFIG_COLUMN_OF = {name: column for column, (name, _, _) in SM_CONFIG_COLUMNS.items()}
+MAX_NAME_LENGTH = 255  # a partition name (no MIB object serves it)
+
+
 def from_json(doc: Any) -> ConfigState:
-    """The state a to_json document describes; StateFormatError if invalid."""
+    """The state a to_json document describes; StateFormatError naming the
+    key if invalid. Every value is checked against the syntax of the MIB
+    object that serves it (mib.write.value_problem), so what loads can be
+    read, and against the IBA width the writers enforce."""
 
     def fail(key: str, problem: str) -> StateFormatError:
         return StateFormatError(f"{key}: {problem}")
@@ -357,120 +427,175 @@ def from_json(doc: Any) -> ConfigState:
             raise fail(key, f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
         return value
 
-    def number(value: Any, key: str, low: int, high: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise fail(key, f"expected an integer {low}..{high}")
+    def keys(entry: Any, allowed: frozenset[str], key: str) -> dict[str, Any]:
+        expect(entry, dict, key)
+        unknown = sorted(set(entry) - allowed)
+        if unknown:
+            raise fail(f"{key}.{unknown[0]}" if key != "document" else unknown[0], "unknown key")
+        return entry  # type: ignore[no-any-return]
+
+    def served(value: Any, key: str, descriptor: str) -> Any:
+        problem = mib_problem(descriptor, value)
+        if problem is not None:
+            raise fail(key, f"not a value of {descriptor}: {problem}")
         return value
 
+    def number(value: Any, key: str, descriptor: str,
+               field: tuple[int, int] | None = None) -> int:
+        """An integer `descriptor` can serve, within `field` (the IBA width
+        where the MIB leaves the INTEGER unbounded) when given."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail(key, "expected an integer")
+        if field is not None and not field[0] <= value <= field[1]:
+            raise fail(key, f"expected an integer {field[0]}..{field[1]}")
+        return served(value, key, descriptor)  # type: ignore[no-any-return]
+
     def hexint(value: Any, key: str, bits: int) -> int:
+        text = expect(value, str, key)
+        if len(text) > 2 + (bits + 3) // 4:  # "0x" and the digits
+            raise fail(key, f"more than {bits} bits")
         try:
-            result = int(expect(value, str, key), 16)
+            result = int(text, 16)
         except ValueError:
             raise fail(key, "expected a hexadecimal number") from None
         if not 0 <= result < 1 << bits:
             raise fail(key, f"more than {bits} bits")
         return result
 
-    def octets(value: Any, key: str, size: int | None = None) -> bytes | None:
+    def octets(value: Any, key: str, descriptor: str) -> bytes | None:
         if value is None:
             return None
         try:
             data = bytes.fromhex(expect(value, str, key))
         except ValueError:
             raise fail(key, "expected hexadecimal octets") from None
-        if size is not None and len(data) != size:
-            raise fail(key, f"expected {size} octets")
-        return data
+        return served(data, key, descriptor)  # type: ignore[no-any-return]
 
-    expect(doc, dict, "document")
+    def text(value: Any, key: str, descriptor: str) -> bytes:
+        data = expect(value, str, key)
+        if not data.isascii():
+            raise fail(key, f"not a value of {descriptor}: not NVT ASCII text")
+        return served(data.encode("ascii"), key, descriptor)  # type: ignore[no-any-return]
+
+    def entries(name: str) -> list[tuple[str, dict[str, Any]]]:
+        listed = expect(doc.get(name, []), list, name)
+        return [(f"{name}[{i}]", keys(e, _ENTRY_KEYS[name], f"{name}[{i}]"))
+                for i, e in enumerate(listed)]
+
+    keys(doc, _TOP_KEYS, "document")
     if doc.get("format") != FORMAT:
         raise fail("format", f"expected {FORMAT!r}")
     if doc.get("version") != VERSION:
         raise fail("version", f"expected {VERSION} (this ibsnmp cannot read another)")
     sm: dict[int, SmOverride] = {}
-    for i, entry in enumerate(expect(doc.get("sm", []), list, "sm")):
-        at = f"sm[{i}]"
-        expect(entry, dict, at)
+    for at, entry in entries("sm"):
         admin = entry.get("admin")
         if admin not in (None, "enable", "disable"):
             raise fail(f"{at}.admin", 'expected "enable" or "disable"')
+        sm_key = hexint(entry["sm_key"], f"{at}.sm_key", 64) if "sm_key" in entry else None
+        if sm_key is not None:
+            served(sm_key.to_bytes(8, "big"), f"{at}.sm_key", "ibSmConfigSMKey")
         sm[hexint(entry.get("guid"), f"{at}.guid", 64)] = SmOverride(
-            priority=number(entry["priority"], f"{at}.priority", 0, 15)
+            # SMInfo Priority is a 4-bit field.
+            priority=number(entry["priority"], f"{at}.priority", "ibSmConfigPriority", (0, 15))
             if "priority" in entry else None,
-            sm_key=hexint(entry["sm_key"], f"{at}.sm_key", 64) if "sm_key" in entry else None,
+            sm_key=sm_key,
             disabled=None if admin is None else admin == "disable",
         )
     sm_config = {}
     for name, value in expect(doc.get("sm_config", {}), dict, "sm_config").items():
-        if name not in SM_CONFIG_FIELDS:
+        if name not in _SM_CONFIG_COLUMN_OF:
             raise fail(f"sm_config.{name}", "unknown setting")
-        sm_config[name] = number(value, f"sm_config.{name}", 0, 2**31 - 1)
+        column = _SM_CONFIG_COLUMN_OF[name]
+        _, low, high = SM_CONFIG_COLUMNS[column]
+        sm_config[name] = number(value, f"sm_config.{name}", f"ibSmConfig{column}", (low, high))
+    low_lid, high_lid = sm_config.get("min_unicast_lid"), sm_config.get("max_unicast_lid")
+    if low_lid is not None and high_lid is not None and not low_lid < high_lid:
+        raise fail("sm_config.max_unicast_lid", "must be more than min_unicast_lid")
     partitions: dict[int, PartitionEdit] = {}
-    for i, entry in enumerate(expect(doc.get("partitions", []), list, "partitions")):
-        at = f"partitions[{i}]"
-        expect(entry, dict, at)
+    kinds = {v: k for k, v in _MEMBERSHIP_NAMES.items()}
+    for at, entry in entries("partitions"):
         members: dict[tuple[int, int], int] = {}
         for j, member in enumerate(expect(entry.get("members", []), list, f"{at}.members")):
             mat = f"{at}.members[{j}]"
-            expect(member, dict, mat)
-            kinds = {v: k for k, v in _MEMBERSHIP_NAMES.items()}
+            keys(member, _ENTRY_KEYS["members"], mat)
             if member.get("membership") not in kinds:
                 raise fail(f"{mat}.membership", 'expected "full", "limited" or "removed"')
             members[(hexint(member.get("guid"), f"{mat}.guid", 64),
-                     number(member.get("port"), f"{mat}.port", 0, 255))] = kinds[member["membership"]]
-        partitions[hexint(entry.get("pkey"), f"{at}.pkey", 15)] = PartitionEdit(
-            name=expect(entry.get("name", ""), str, f"{at}.name"),
+                     number(member.get("port"), f"{mat}.port",
+                            "ibSmPartitionConfigMemberPortNum"))] = kinds[member["membership"]]
+        pkey = hexint(entry.get("pkey"), f"{at}.pkey", 15)
+        served(pkey.to_bytes(2, "big"), f"{at}.pkey", "ibSmPartitionKey")
+        name = expect(entry.get("name", ""), str, f"{at}.name")
+        if len(name) > MAX_NAME_LENGTH or not name.isprintable():
+            raise fail(f"{at}.name", f"expected at most {MAX_NAME_LENGTH} printable characters")
+        partitions[pkey] = PartitionEdit(
+            name=name,
             fresh=expect(entry.get("created", False), bool, f"{at}.created"),
             deleted=expect(entry.get("deleted", False), bool, f"{at}.deleted"),
             members=members,
         )
     assoc: dict[tuple[bytes, bytes], int] = {}
-    for i, entry in enumerate(expect(doc.get("service_associations", []), list,
-                                     "service_associations")):
-        at = f"service_associations[{i}]"
-        expect(entry, dict, at)
-        key = octets(entry.get("key"), f"{at}.key", 16)
-        name = expect(entry.get("name"), str, f"{at}.name")
-        if len(name) > 64 or not name.isascii():
-            raise fail(f"{at}.name", "expected at most 64 ASCII characters")
-        assert key is not None
-        assoc[(key, name.encode("ascii"))] = number(entry.get("status"), f"{at}.status", 1, 2)
+    for at, entry in entries("service_associations"):
+        key = octets(entry.get("key"), f"{at}.key", "ibSmServiceAssocKey")
+        if key is None:
+            raise fail(f"{at}.key", "missing")
+        name_octets = text(entry.get("name"), f"{at}.name", "ibSmServiceAssocName")
+        # Stored rows are active(1) or notInService(2).
+        assoc[(key, name_octets)] = number(entry.get("status"), f"{at}.status",
+                                           "ibSmServiceAssocRowStatus", (1, 2))
     sl2vl: dict[tuple[int, int], tuple[int, ...]] = {}
-    for i, entry in enumerate(expect(doc.get("sl2vl", []), list, "sl2vl")):
-        at = f"sl2vl[{i}]"
-        expect(entry, dict, at)
+    for at, entry in entries("sl2vl"):
         table = expect(entry.get("map"), list, f"{at}.map")
         if len(table) != 16:
             raise fail(f"{at}.map", "expected 16 VLs")
         sl2vl[(hexint(entry.get("guid"), f"{at}.guid", 64),
-               number(entry.get("port"), f"{at}.port", 0, 255))] = tuple(
-            number(v, f"{at}.map[{j}]", 0, 15) for j, v in enumerate(table))
+               number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"))] = tuple(
+            number(v, f"{at}.map[{j}]", f"ibSmSwSLtoVLMapSL{j}toVL")
+            for j, v in enumerate(table))
     vl_arb: dict[tuple[int, int, int], int] = {}
-    for i, entry in enumerate(expect(doc.get("vl_arbitration", []), list, "vl_arbitration")):
-        at = f"vl_arbitration[{i}]"
-        expect(entry, dict, at)
-        priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
+    priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
+    for at, entry in entries("vl_arbitration"):
         if entry.get("priority") not in priorities:
             raise fail(f"{at}.priority", 'expected "low" or "high"')
         vl_arb[(hexint(entry.get("guid"), f"{at}.guid", 64),
-                number(entry.get("port"), f"{at}.port", 0, 255),
-                priorities[entry["priority"]])] = number(entry.get("weight"), f"{at}.weight",
-                                                         0, 255)
-    raw = expect(doc.get("partition_config", {}), dict, "partition_config")
+                number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"),
+                priorities[entry["priority"]])] = number(
+            # VLArbitrationTable weights are 8-bit.
+            entry.get("weight"), f"{at}.weight", "ibSmVLArbitrationWeight", (0, 255))
+    raw = keys(doc.get("partition_config", {}), _ENTRY_KEYS["partition_config"],
+               "partition_config")
     member_port = raw.get("member_port")
     member_type = raw.get("member_type")
+    at = "partition_config"
     buffer = PartitionBuffer(
-        prefix=octets(raw.get("subnet_prefix"), "partition_config.subnet_prefix", 8),
-        key=octets(raw.get("key"), "partition_config.key", 2),
-        guid=octets(raw.get("member_guid"), "partition_config.member_guid", 8),
-        port=None if member_port is None else number(member_port, "partition_config.member_port",
-                                                     0, 255),
+        prefix=octets(raw.get("subnet_prefix"), f"{at}.subnet_prefix",
+                      "ibSmPartitionConfigSubnetPrefix"),
+        key=octets(raw.get("key"), f"{at}.key", "ibSmPartitionConfigKey"),
+        guid=octets(raw.get("member_guid"), f"{at}.member_guid",
+                    "ibSmPartitionConfigMemberNodeGUID"),
+        port=None if member_port is None else number(
+            member_port, f"{at}.member_port", "ibSmPartitionConfigMemberPortNum"),
         member_type=None if member_type is None else number(
-            member_type, "partition_config.member_type", 1, 2),
-        last_action=number(raw.get("last_action", 1), "partition_config.last_action", 1, 6),
+            member_type, f"{at}.member_type", "ibSmPartitionConfigMemberType"),
+        last_action=number(raw.get("last_action", 1), f"{at}.last_action",
+                           "ibSmPartitionConfigAction"),
     )
+    system = {name: text(value, f"system.{name}", name) for name, value in
+              keys(doc.get("system", {}), _ENTRY_KEYS["system"], "system").items()}
     return ConfigState(sm=sm, sm_config=sm_config, partitions=partitions, service_assoc=assoc,
-                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer)
+                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system)
+
+
+@lru_cache(maxsize=4096, typed=True)  # a state repeats small values (ports, VLs, statuses) often
+def mib_problem(descriptor: str, value: int | bytes) -> str | None:
+    """Why `value` cannot be served as `descriptor` (an object of a served
+    module, or a writable SNMPv2-MIB system object), None if it can."""
+    mib = definitions()
+    obj = mib.base_scalar("SNMPv2-MIB", descriptor) if descriptor in SYSTEM_OBJECTS \
+        else mib.objects[descriptor]
+    problem = value_problem(obj.syntax, value)
+    return None if problem is None else problem[1]
 
 
 def referenced_nodes(state: ConfigState) -> Iterable[int]:

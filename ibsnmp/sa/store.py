@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -58,21 +59,119 @@ def state_file_for(config_path: str | Path | None, state_dir: str | Path | None)
 
 
 def load_state_file(path: Path) -> ConfigState:
-    """The configuration saved in `path` (empty if there is no such file)."""
+    """The configuration saved in `path` (empty if there is no such file).
+
+    StateFileError names the file and, where there is one, the key: the
+    file is bounded in size (MAX_STATE_FILE_BYTES), nesting (MAX_NESTING)
+    and integer digits before it is parsed, and every value is checked
+    against the MIB object that serves it (config.from_json)."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_STATE_FILE_BYTES + 1)
     except FileNotFoundError:
         return ConfigState()
     except OSError as exc:
         raise StateFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_STATE_FILE_BYTES:
+        raise StateFileError(f"{path}: larger than {MAX_STATE_FILE_BYTES} octets")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StateFileError(f"{path}: not UTF-8 text: {exc}") from None
+    deep = nesting_beyond(text, MAX_NESTING)
+    if deep is not None:
+        raise StateFileError(f"{path}: {deep}: nested deeper than {MAX_NESTING} levels")
+    try:
+        doc = json.loads(text, parse_int=_bounded_int)
+    except (ValueError, RecursionError) as exc:
         raise StateFileError(f"{path}: not a JSON document: {exc}") from None
     try:
         return from_json(doc)
     except StateFormatError as exc:
         raise StateFileError(f"{path}: {exc}") from None
+
+
+# A state file holds a few thousand entries at most (service associations
+# are capped at 10,000); its documents nest 5 levels deep.
+MAX_STATE_FILE_BYTES = 16 * 1024 * 1024
+MAX_NESTING = 16
+MAX_INTEGER_DIGITS = 20  # any value of the state fits in 64 bits
+
+
+class HugeInteger:
+    """A JSON integer too long to be any value of the state: kept as text
+    so that the check of its key refuses it (by name) without converting."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<integer of {len(self.digits)} digits>"
+
+
+def _bounded_int(digits: str) -> int | HugeInteger:
+    return int(digits) if len(digits) <= MAX_INTEGER_DIGITS else HugeInteger(digits)
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_beyond(text: str, limit: int) -> str | None:
+    """The key (`a[0].b` form) at which JSON `text` nests deeper than
+    `limit` arrays and objects, or None. A scan of the text, so a hostile
+    file cannot exhaust the parser's recursion."""
+    depth = 0
+    for bracket in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return _key_at_depth(text, limit)
+    return None
+
+
+def _key_at_depth(text: str, limit: int) -> str:
+    frames: list[list[Any]] = []  # [is an object, key or index]
+    last_string = ""
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == '"':
+            last_string = token
+        elif first == ":":
+            if frames and frames[-1][0]:
+                frames[-1][1] = _key_text(last_string)
+        elif first == ",":
+            if frames and not frames[-1][0]:
+                frames[-1][1] += 1
+        elif first in "[{":
+            if len(frames) >= limit:
+                return _key_path(frames)
+            frames.append([first == "{", None if first == "{" else 0])
+        elif frames:
+            frames.pop()
+    return _key_path(frames)
+
+
+def _key_text(token: str) -> str:
+    try:
+        return str(json.loads(token))
+    except ValueError:
+        return token
+
+
+def _key_path(frames: list[list[Any]]) -> str:
+    path = ""
+    for is_object, key in frames:
+        if is_object:
+            path += f".{key}" if path else str(key)
+        else:
+            path += f"[{key}]"
+    return path or "document"
 
 
 def save_state_file(path: Path, state: ConfigState) -> None:
