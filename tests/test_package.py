@@ -38,12 +38,11 @@ def test_wheel_holds_compiled_modules_and_sources(wheelhouse: Path) -> None:
 
 
 def test_sdist_holds_compiled_modules_and_sources(tmp_path: Path) -> None:
-    build = subprocess.run(
-        [sys.executable, "-c", "import sys; from setuptools import build_meta as b; "
-         "print(b.build_sdist(sys.argv[1]))", str(tmp_path)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    build = subprocess.run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path),
+                            str(PROJECT_ROOT)], capture_output=True, text=True, timeout=600,
+                           check=False)
     assert build.returncode == 0, build.stderr[-3000:]
-    sdist = tmp_path / build.stdout.strip().splitlines()[-1]
+    (sdist,) = tmp_path.glob("ibsnmp-*.tar.gz")
     names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
     for module in DRAFT_MODULES:
         assert f"ibsnmp/compiled_mibs/{module}.py" in names
