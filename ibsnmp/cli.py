@@ -8,8 +8,10 @@ from collections.abc import Sequence
 
 from . import __version__
 from .commands import fabric as fabric_commands
+from .commands import health as health_commands
 from .commands import run as run_commands
 from .commands import trap as trap_commands
+from .environment import EnvironmentValueError, apply_environment
 from .mibtools import commands as mib_commands
 
 
@@ -22,12 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     run_commands.add_parser(subparsers)
     trap_commands.add_parser(subparsers)
     fabric_commands.add_parser(subparsers)
+    health_commands.add_parser(subparsers)
     mib_commands.add_parser(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        apply_environment(parser, args, argv)
+    except EnvironmentValueError as exc:
+        print(f"ibsnmp: {exc}", file=sys.stderr)
+        return 2
     return args.handler(args)
 
 

@@ -26,3 +26,14 @@ def seeds_dir() -> Path:
     if not SEEDS_DIR.is_dir():
         pytest.skip(f"the drafts are not present at {SEEDS_DIR}")
     return SEEDS_DIR
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Wheels of ibsnmp and every dependency, as `pip wheel . -w wheelhouse` makes them."""
+    import subprocess
+
+    target = tmp_path_factory.mktemp("wheelhouse")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", str(PROJECT_ROOT), "-w",
+                    str(target)], check=True, capture_output=True, timeout=900)
+    return target

@@ -18,8 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ibsnmp.mibtools.paths import net_snmp_mib_dirs
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-MIB_DIRS = f"{PROJECT_ROOT / 'mibs' / 'base'}:{PROJECT_ROOT / 'mibs'}"
+MIB_DIRS = net_snmp_mib_dirs()
 START_TIMEOUT_S = 30.0
 
 

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
 from ibsnmp.agent.config import AgentSettings, ConfigError
 from ibsnmp.fabric.spec import SpecError
+from ibsnmp.logsetup import LOG_FORMATS, configure_logging
 from ibsnmp.providers.base import Provider
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
@@ -50,8 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="simulated provider: TOML file of timed fabric events (port down, error "
              "bursts, bad keys ...) that raise IBA traps, e.g. examples/all-ten.toml")
     add_state_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every start-up step")
+    add_logging_arguments(parser)
     parser.set_defaults(handler=_run)
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every start-up step")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                        help="log records on stdout as text lines (default) or JSON objects")
 
 
 def add_state_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,10 +178,7 @@ def _open_state(args: argparse.Namespace, settings: AgentSettings):  # type: ign
 
 
 def _run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose, args.log_format)
     try:
         settings = settings_from_args(args)
         from ibsnmp.contexts import FabricContexts

@@ -15,9 +15,10 @@ from typing import Any
 from pysnmp.smi import builder
 from pyasn1.type import constraint
 
+from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+
 from .api import Oid
 
-COMPILED_MIB_DIR = Path(__file__).resolve().parents[2] / "compiled_mibs"
 SERVED_MODULES = ("SMA-MIB", "IB-SM-MIB", "IB-CA-MIB", "PMA-MIB", "IBCONNECTION-MIB")
 READABLE = frozenset({"read-only", "read-write", "read-create"})
 

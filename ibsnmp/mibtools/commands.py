@@ -38,6 +38,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     check = actions.add_parser("check", help="smilint (level 3) and snmptranslate -m ALL")
     check.set_defaults(handler=_check)
 
+    path = actions.add_parser(
+        "path", help="print the MIB folders as a MIBDIRS value for net-snmp tools",
+        description="Prints BASE:MIBS, the folders of the SMIv2 base modules and of the "
+                    "InfiniBand MIBs, e.g.: MIBDIRS=$(ibsnmp mibs path) MIBS=ALL snmpwalk ...")
+    path.set_defaults(handler=_path)
+
+
+def _path(args: argparse.Namespace) -> int:
+    from .paths import net_snmp_mib_dirs
+
+    print(net_snmp_mib_dirs())
+    return 0
+
 
 def _extract(args: argparse.Namespace) -> int:
     from .extract import ExtractError, extract_file
