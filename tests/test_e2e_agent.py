@@ -57,7 +57,8 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
 @pytest.fixture(scope="module")
 def default_walk(agent: RunningAgent) -> list[tuple[str, str]]:
     """The README's check: a bulk walk of everything under infinibandMIB."""
-    result = agent.snmp("snmpbulkwalk", "-v2c", "-c", "public", "-Cr50", "-Oe", ".1.3.6.1.3.117")
+    result = agent.snmp("snmpbulkwalk", "-v2c", "-c", "public", "-Cr50", "-Oe", ".1.3.6.1.3.117",
+                        timeout=300)
     return varbinds(assert_ok(result))
 
 
