@@ -33,8 +33,7 @@ INLINE_SECRETS = {
 }
 
 
-def resolve_secret(entry: Mapping[str, Any], name: str, at: str, fail: Fail,
-                   environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def resolve_secret(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> dict[str, Any]:
     """`entry` with `name` holding the secret given by `name`, `name_file` or `name_env`.
 
     At most one of the three may be present; the file or variable must
@@ -53,7 +52,7 @@ def resolve_secret(entry: Mapping[str, Any], name: str, at: str, fail: Fail,
     if key.endswith("_file"):
         resolved[name] = read_secret_file(Path(where), f"{at}.{key}", fail)
     else:
-        resolved[name] = read_secret_env(where, f"{at}.{key}", fail, environ)
+        resolved[name] = read_secret_env(where, f"{at}.{key}", fail)
     return resolved
 
 
@@ -79,14 +78,13 @@ def read_secret_lines(path: Path, key: str, fail: Fail) -> list[str]:
     return secrets
 
 
-def read_secret_env(variable: str, key: str, fail: Fail,
-                    environ: Mapping[str, str] | None = None) -> str:
-    environ = os.environ if environ is None else environ
-    if variable not in environ:
+def read_secret_env(variable: str, key: str, fail: Fail) -> str:
+    value = os.environ.get(variable)
+    if value is None:
         raise fail(key, f"environment variable {variable} is not set")
-    if not environ[variable]:
+    if not value:
         raise fail(key, f"environment variable {variable} is empty")
-    return environ[variable]
+    return value
 
 
 def _read_text(path: Path, key: str, fail: Fail) -> str:
@@ -133,23 +131,21 @@ def _has_inline_secret(data: Mapping[str, Any]) -> bool:
 # -- the command line --------------------------------------------------------------
 
 
-def flag_communities(flag: str, values: list[str] | None, file: str | None, variable: str,
-                     environ: Mapping[str, str] | None = None) -> tuple[list[str] | None, str]:
+def flag_communities(flag: str, values: list[str] | None, file: str | None,
+                     variable: str) -> tuple[list[str] | None, str]:
     """Communities from `--X NAME...`, `--X-file FILE` or the variable: (names, source).
 
     Names are None when none of the three is given; `source` names where
     they came from, for error messages. Two sources at once are an error.
     """
-    from .config import ConfigError
-
-    environ = os.environ if environ is None else environ
+    from .config import ConfigError  # here: config imports this module
 
     def fail(key: str, problem: str) -> Exception:
         return ConfigError(f"command line: {key}: {problem}")
 
     file_flag = f"{flag}-file"
     sources = [name for name, given in ((flag, bool(values)), (file_flag, file is not None),
-                                        (variable, variable in environ)) if given]
+                                        (variable, variable in os.environ)) if given]
     if len(sources) > 1:
         raise fail(sources[1], f"{sources[0]} is given too: use one source")
     if not sources:
@@ -161,4 +157,4 @@ def flag_communities(flag: str, values: list[str] | None, file: str | None, vari
     if sources[0] == file_flag:
         assert file is not None
         return read_secret_lines(Path(file), file_flag, fail), f"{file_flag} {file}"
-    return [read_secret_env(variable, variable, fail, environ)], variable
+    return [read_secret_env(variable, variable, fail)], variable
