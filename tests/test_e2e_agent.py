@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from e2e import RunningAgent, assert_ok, ibsnmp_agent, net_snmp, object_name, varbinds
 
+from ibsnmp.agent.views import KEY_OBJECTS
 from ibsnmp.contexts import context_name, sm_node_guids
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric, Node
@@ -229,6 +230,7 @@ NO_INSTANCE: dict[str, str] = {
     # pattern of object names -> why they have no instance in that context
     r"ibSmaRandom(DestLID|LMC|IsValid|ForwEgressPort)": "no random forwarding table",
     r"ibConnRD[LR](GID|LID|EEC)": "no reliable datagrams",
+    "|".join(KEY_OBJECTS): "M_Key and SM_Key are outside the read-only view",
 }
 NO_INSTANCE_ON_CA = {
     r"ibSmaSw\w+|ibSmaLinForwEgressPort|ibSmaMulForwMask": "switch objects",

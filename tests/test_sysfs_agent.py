@@ -81,7 +81,8 @@ class HostAgent:
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         settings = AgentSettings(listen=(parse_endpoint("127.0.0.1:0"),), system=SystemInfo(),
-                                 communities=(Community("public", "read"),))
+                                 # with-keys: what sysfs cannot tell includes the M_Key
+                                 communities=(Community("public", "read", "with-keys"),))
         self.agent = await start_agent(settings, FabricContexts(self.provider), build_mib())
         self.provider.add_listener(self.events.append)
         await self.provider.start()

@@ -188,3 +188,12 @@ def test_default_events_from_a_simulated_node_map_cleanly() -> None:
     assert (override.lid, override.sl) == (99, 4)
     with pytest.raises(MappingError, match="no node with GUID"):
         default_event(fabric, IbaTrap.BAD_P_KEY, node_guid=0x1234)
+
+
+def test_the_default_bad_m_key_tells_nothing_of_the_port_s_key() -> None:
+    fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=3)
+    local = fabric.local_node
+    event = default_event(fabric, IbaTrap.BAD_M_KEY)
+    m_key = local.port(local.local_port_num).info.m_key  # type: ignore[union-attr]
+    assert m_key not in (0, 1)  # the simulated fabric protects its ports
+    assert event.key == 0  # an SMP without a key, not a near miss of the real one

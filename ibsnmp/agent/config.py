@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
+from .views import View, parse_view
 
 Access = Literal["read", "write"]
 TrapVersion = Literal["1", "2c", "3"]
@@ -54,10 +56,11 @@ class SystemInfo:
 
 @dataclass(frozen=True, slots=True)
 class Community:
-    """An SNMPv1/v2c community; `name` is a secret."""
+    """An SNMPv1/v2c community; `name` is a secret. `view` None: the access's default."""
 
     name: str = field(repr=False)
     access: Access = "read"
+    view: View | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class User:
     priv: str | None = None
     priv_key: str | None = field(default=None, repr=False)
     access: Access = "read"
+    view: View | None = None  # None: the access's default (views.default_view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +143,9 @@ def load_config(path: str | Path) -> FileConfig:
     except tomllib.TOMLDecodeError as exc:
         # The decoder's message gives line and column, never the value.
         raise ConfigError(f"{path}: TOML syntax: {exc}") from None
-    return parse_config(data, source=str(path))
+    config = parse_config(data, source=str(path))
+    warn_if_exposed_config(path, data)
+    return config
 
 
 def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
@@ -171,6 +177,9 @@ def merge_settings(
     communities: list[str] | None = None,
     trap_targets: list[str] | None = None,
     write_communities: list[str] | None = None,
+    *,
+    community_key: str = "--community",
+    write_community_key: str = "--write-community",
 ) -> AgentSettings:
     """Apply command-line overrides to a file config (flags win, per key).
 
@@ -182,6 +191,8 @@ def merge_settings(
     mention communities or users, the agent answers the read community
     "public", like most agents' packaged defaults (also beside a
     --write-community, as net-snmp's rocommunity/rwcommunity pair).
+    `community_key` / `write_community_key` name where the communities came
+    from (a flag, its file or a variable) in error messages.
     """
     file = file or FileConfig()
 
@@ -196,7 +207,7 @@ def merge_settings(
         endpoints = tuple(parse_endpoint(text) for text in DEFAULT_LISTEN)
     if communities:
         entries = [{"name": name, "access": "read"} for name in communities]
-        comms = _parse_communities(entries, flag_fail, key="--community")
+        comms = _parse_communities(entries, flag_fail, key=community_key)
     elif file.communities is not None:
         comms = file.communities  # may be explicitly empty: v3 only
     elif file.users:
@@ -204,10 +215,11 @@ def merge_settings(
     else:
         comms = (Community(name="public", access="read"),)
     if write_communities:
-        entries = [{"name": c.name, "access": c.access} for c in comms]
+        entries = [{"name": c.name, "access": c.access} | ({"view": c.view} if c.view else {})
+                   for c in comms]
         entries += [{"name": name, "access": "write"} for name in write_communities]
         try:
-            comms = _parse_communities(entries, flag_fail, key="--write-community")
+            comms = _parse_communities(entries, flag_fail, key=write_community_key)
         except ConfigError as exc:
             raise ConfigError(str(exc).replace("the same community is configured twice",
                                                "the community is already configured")) from None
@@ -301,7 +313,8 @@ def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Commun
     for i, entry in enumerate(value):
         at = f"{key}[{i}]"
         _expect(entry, dict, at, fail)
-        _check_keys(entry, ("name", "access"), f"{at}.", fail)
+        entry = resolve_secret(entry, "name", at, fail)
+        _check_keys(entry, ("name", "access", "view"), f"{at}.", fail)
         # From a flag, the flag is the key to name; from the file, the field.
         name_key = f"{at}.name" if key == "community" else key
         if "name" not in entry:
@@ -317,7 +330,9 @@ def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Commun
         if name in seen:
             raise fail(name_key, "the same community is configured twice")
         seen.add(name)
-        result.append(Community(name=name, access=_parse_access(entry, f"{at}.access", fail)))
+        access = _parse_access(entry, f"{at}.access", fail)
+        view = parse_view(entry, access, f"{at}.view", fail) if "view" in entry else None
+        result.append(Community(name=name, access=access, view=view))
     return tuple(result)
 
 
@@ -347,8 +362,10 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
     for i, entry in enumerate(value):
         at = f"user[{i}]"
         _expect(entry, dict, at, fail)
-        _check_keys(entry, ("name", "auth", "auth_key", "priv", "priv_key", "access"), f"{at}.",
-                    fail)
+        for secret in ("auth_key", "priv_key"):
+            entry = resolve_secret(entry, secret, at, fail)
+        _check_keys(entry, ("name", "auth", "auth_key", "priv", "priv_key", "access", "view"),
+                    f"{at}.", fail)
         if "name" not in entry:
             raise fail(f"{at}.name", "missing")
         name = _expect(entry["name"], str, f"{at}.name", fail)
@@ -369,8 +386,10 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
             priv_key = _parse_key(entry, "priv_key", at, fail)
         elif "priv_key" in entry:
             raise fail(f"{at}.priv_key", "given without priv")
+        access = _parse_access(entry, f"{at}.access", fail)
+        view = parse_view(entry, access, f"{at}.view", fail) if "view" in entry else None
         result.append(User(name=name, auth=auth, auth_key=auth_key, priv=priv,
-                           priv_key=priv_key, access=_parse_access(entry, f"{at}.access", fail)))
+                           priv_key=priv_key, access=access, view=view))
     return tuple(result)
 
 
@@ -431,6 +450,7 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
     for i, entry in enumerate(value):
         at = f"{key}[{i}]"
         _expect(entry, dict, at, fail)
+        entry = resolve_secret(entry, "community", at, fail)
         _check_keys(entry, TRAP_TARGET_KEYS, f"{at}.", fail)
         address_key = f"{at}.address" if key == "trap_target" else key
         if "address" not in entry:

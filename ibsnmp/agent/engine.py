@@ -25,6 +25,7 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 from .config import AgentSettings, User
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .instrum import is_end_of_mib_view
+from .views import VIEWS, View, default_view, key_subtrees
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,11 @@ SYS_OBJECT_ID = INFINIBAND_MIB + (3,)
 # sysServices: applications (layer 7) + end-to-end (layer 4), like net-snmp.
 SYS_SERVICES = 72
 
-READ_VIEW = "ibsnmp-read"
+READ_VIEW = "ibsnmp-read"  # without the IBA keys (views.KEY_OBJECTS)
+KEYS_READ_VIEW = "ibsnmp-read-keys"
 WRITE_VIEW = "ibsnmp-write"
 NO_VIEW = "ibsnmp-none"
-GROUPS = {"read": "ibsnmp-ro", "write": "ibsnmp-rw"}
+READ_VIEWS: dict[View, str] = {"no-keys": READ_VIEW, "with-keys": KEYS_READ_VIEW}
 
 # Everything under internet (1.3.6.1) is readable, except the tables that
 # hold the agent's own secrets or security set-up: community strings
@@ -199,7 +201,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         security_name = f"community-{index}"
         pc.add_v1_system(engine, security_name, community.name, securityName=security_name)
         for model in (V1, V2C):
-            pc.add_vacm_group(engine, GROUPS[community.access], model, security_name)
+            pc.add_vacm_group(engine, group_name(community.access, community.view), model,
+                              security_name)
     for user in settings.users:
         _add_user(engine, vacm, user)
     _set_system_group(engine, settings, fabric_summary)
@@ -213,24 +216,33 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     return AgentEngine(engine, context, vacm, directory, responders)
 
 
+def group_name(access: str, view: View | None) -> str:
+    """The VACM group of an access level and read view (None: the access's default)."""
+    keys = (view or default_view(access)) == "with-keys"
+    return f"ibsnmp-{'rw' if access == 'write' else 'ro'}{'-keys' if keys else ''}"
+
+
 def _configure_views(engine: SnmpEngine) -> None:
     pc.add_context(engine, b"")
-    pc.add_vacm_view(engine, READ_VIEW, "included", VIEW_ROOT, b"")
-    for subtree in SECRET_SUBTREES:
-        pc.add_vacm_view(engine, READ_VIEW, "excluded", subtree, b"")
+    for view, view_name in READ_VIEWS.items():
+        pc.add_vacm_view(engine, view_name, "included", VIEW_ROOT, b"")
+        hidden = SECRET_SUBTREES + (key_subtrees() if view == "no-keys" else ())
+        for subtree in hidden:
+            pc.add_vacm_view(engine, view_name, "excluded", subtree, b"")
     pc.add_vacm_view(engine, WRITE_VIEW, "included", VIEW_ROOT, b"")
     for subtree in CONFIG_SUBTREES:
         pc.add_vacm_view(engine, WRITE_VIEW, "excluded", subtree, b"")
     # An explicit empty view: pysnmp treats a view with no entries as "all".
     pc.add_vacm_view(engine, NO_VIEW, "excluded", (1,), b"")
-    for access, group in GROUPS.items():
+    for access, view in ((access, view) for access in ("read", "write") for view in VIEWS):
+        group = group_name(access, view)
         write_view = WRITE_VIEW if access == "write" else NO_VIEW
         for model, levels in ((V1, (NO_AUTH_NO_PRIV,)), (V2C, (NO_AUTH_NO_PRIV,)),
                               (USM, (AUTH_NO_PRIV, AUTH_PRIV))):
             # One entry per level so VACM's exact-match shortcut always hits.
             for level in levels:
                 pc.add_vacm_access(engine, group, b"", model, level, "exact",
-                                   READ_VIEW, write_view, READ_VIEW)
+                                   READ_VIEWS[view], write_view, READ_VIEW)
 
 
 def _add_user(engine: SnmpEngine, vacm: NodeContextVacm, user: User) -> None:
@@ -241,7 +253,7 @@ def _add_user(engine: SnmpEngine, vacm: NodeContextVacm, user: User) -> None:
         pc.add_v3_user(engine, user.name, AUTH[user.auth], user.auth_key,
                        PRIV[user.priv], user.priv_key)
         level = AUTH_PRIV
-    pc.add_vacm_group(engine, GROUPS[user.access], USM, user.name)
+    pc.add_vacm_group(engine, group_name(user.access, user.view), USM, user.name)
     vacm.min_levels[(USM, user.name.encode("utf-8"))] = level
 
 

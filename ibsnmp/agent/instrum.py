@@ -35,6 +35,8 @@ from ibsnmp.mib.api import (
     VirtualMib,
 )
 
+from .views import past_key_subtree
+
 log = logging.getLogger(__name__)
 
 # api.SetError status -> the pysnmp exception that answers it.
@@ -199,8 +201,11 @@ class ContextView:
                 if not ac_fun("read", (next_oid, value), **context):
                     return next_oid, value
             except smi_error.NoAccessError:
-                pass  # e.g. Counter64 over SNMPv1 (RFC 2576 4.1.2.1): skip it
-            oid = next_oid
+                oid = next_oid  # e.g. Counter64 over SNMPv1 (RFC 2576 4.1.2.1): skip it
+                continue
+            # Not in view. A hidden key column is hidden whole: leave it in
+            # one step rather than refusing each of its (maybe 100,000) rows.
+            oid = past_key_subtree(next_oid)
 
     def _base_next(self, oid: Oid, val: Any, idx: int, context: dict[str, Any]) -> tuple[Any, Any]:
         try:

@@ -19,6 +19,7 @@ from ibsnmp.mib.api import ContextResolver, VirtualMib
 
 from .config import AgentSettings, ConfigError, load_config, merge_settings
 from .engine import AgentEngine, build_engine
+from .secrets import COMMUNITY_ENV, WRITE_COMMUNITY_ENV, flag_communities
 from .transport import Endpoint, ListenError, bind_all, bound_endpoint, open_transports
 
 log = logging.getLogger("ibsnmp.agent")
@@ -44,11 +45,20 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--community", action="append", metavar="NAME",
         help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
-             "communities (default: public, when neither communities nor users are configured)")
+             "communities (default: public, when neither communities nor users are configured); "
+             "visible in ps: prefer --community-file or $" + COMMUNITY_ENV)
+    group.add_argument(
+        "--community-file", metavar="FILE",
+        help="read-only communities, one a line (blank and # lines ignored), instead of "
+             "--community")
     group.add_argument(
         "--write-community", action="append", metavar="NAME",
-        help="read-write SNMPv1/v2c community (SETs of IB-SM-MIB and the system group); "
-             "repeatable; added to the communities in effect")
+        help="read-write SNMPv1/v2c community (SETs of IB-SM-MIB and the system group; reads "
+             "the M_Key/SM_Key columns); repeatable; added to the communities in effect; "
+             "visible in ps: prefer --write-community-file or $" + WRITE_COMMUNITY_ENV)
+    group.add_argument(
+        "--write-community-file", metavar="FILE",
+        help="read-write communities, one a line, instead of --write-community")
 
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
@@ -57,10 +67,17 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     Raises ConfigError with a message naming the file, key and problem.
     """
     file = load_config(args.config) if getattr(args, "config", None) else None
+    communities, community_key = flag_communities(
+        "--community", getattr(args, "community", None), getattr(args, "community_file", None),
+        COMMUNITY_ENV)
+    writers, writer_key = flag_communities(
+        "--write-community", getattr(args, "write_community", None),
+        getattr(args, "write_community_file", None), WRITE_COMMUNITY_ENV)
     return merge_settings(file, listen=getattr(args, "listen", None),
-                          communities=getattr(args, "community", None),
+                          communities=communities,
                           trap_targets=getattr(args, "trap_target", None),
-                          write_communities=getattr(args, "write_community", None))
+                          write_communities=writers,
+                          community_key=community_key, write_community_key=writer_key)
 
 
 @dataclass(slots=True)

@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
 
     def announce(agent) -> None:  # type: ignore[no-untyped-def]
         endpoint = agent.endpoints[0]
-        community = settings.communities[0].name if settings.communities else "public"
+        community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
         switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
         print(f"ibsnmp: serving {summary}", flush=True)
         print(f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117", flush=True)

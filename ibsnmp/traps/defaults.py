@@ -22,6 +22,7 @@ from .mapping import MappingError, spec_of
 SWITCH_TRAPS = frozenset({IbaTrap.LINK_STATE_CHANGE, IbaTrap.FLOW_CONTROL_WATCHDOG,
                           IbaTrap.BAD_P_KEY_AT_SWITCH_PORT})
 SUBN_SET = 0x02  # SMP method of the default bad-M_Key attempt
+NO_M_KEY = 0  # the M_Key of an SMP sent without the subnet's key
 PORT_INFO = 0x0015  # SMP attribute PortInfo
 BAD_Q_KEY = 0x00000001  # not IPoIB's 0x0000000B
 ALL_FIELDS_VALID = 0x00FF  # DataValid bits 0-7 (IBA Table 126)
@@ -112,7 +113,9 @@ def _peer_node(fabric: Fabric, node: Node, port: Port) -> Node | None:
 def _bad_key(trap: IbaTrap, port: Port) -> int:
     """An offending key the port does not hold (so the trap is plausible)."""
     if trap is IbaTrap.BAD_M_KEY:
-        return port.info.m_key ^ 0xFF  # differs from the port's M_Key
+        # A requester that does not know the key sends none; a value derived
+        # from the port's M_Key would hand the secret to every trap receiver.
+        return NO_M_KEY if port.info.m_key != NO_M_KEY else NO_M_KEY + 1
     if trap is IbaTrap.BAD_Q_KEY:
         return BAD_Q_KEY
     held = {pkey & 0x7FFF for pkey in port.pkeys}
