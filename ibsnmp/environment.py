@@ -16,8 +16,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ibsnmp.agent.secrets import COMMUNITY_ENV, WRITE_COMMUNITY_ENV
+
 PREFIX = "IBSNMP_"
 FILE_SUFFIX = "_FILE"
+# Variables the agent's settings read themselves (secrets, with their own
+# one-source-only rule): not copied into the options here.
+READ_BY_SETTINGS = frozenset({COMMUNITY_ENV, WRITE_COMMUNITY_ENV})
 
 
 class EnvironmentValueError(ValueError):
@@ -79,7 +84,7 @@ def apply_environment(parser: argparse.ArgumentParser, args: argparse.Namespace,
     given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
     for action in _actions_of_command(parser, args):
         name = variable_name(action)
-        if name is None or given.intersection(action.option_strings):
+        if name is None or name in READ_BY_SETTINGS or given.intersection(action.option_strings):
             continue
         if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
             continue

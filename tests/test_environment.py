@@ -38,19 +38,26 @@ def test_a_flag_wins_over_its_variable() -> None:
     assert args.listen == ["[::1]:9"]
 
 
-def test_file_variant_reads_the_secret_without_its_newline(tmp_path: Path) -> None:
-    secret = tmp_path / "community"
-    secret.write_text("s3cret-community\n")
-    args = parse(["run"], {"IBSNMP_COMMUNITY_FILE": str(secret)})
-    assert args.community == ["s3cret-community"]
+def test_file_variant_reads_the_value_without_its_newline(tmp_path: Path) -> None:
+    value = tmp_path / "sm-guid"
+    value.write_text("0x0002c903000a1b2c\n")
+    args = parse(["run"], {"IBSNMP_SM_GUID_FILE": str(value)})
+    assert args.sm_guid == "0x0002c903000a1b2c"
+
+
+def test_community_variables_are_left_to_the_settings() -> None:
+    # IBSNMP_COMMUNITY is read by the agent's settings (one source per secret);
+    # IBSNMP_COMMUNITY_FILE is --community-file.
+    args = parse(["run"], {"IBSNMP_COMMUNITY": "x", "IBSNMP_COMMUNITY_FILE": "/run/c"})
+    assert args.community is None and args.community_file == "/run/c"
 
 
 @pytest.mark.parametrize("environ, message", [
     ({"IBSNMP_LOG_FORMAT": "xml"}, "IBSNMP_LOG_FORMAT: 'xml' is not one of: text, json"),
     ({"IBSNMP_POLL_INTERVAL": "soon"}, "IBSNMP_POLL_INTERVAL"),
     ({"IBSNMP_VERBOSE": "maybe"}, "IBSNMP_VERBOSE: expected true or false"),
-    ({"IBSNMP_COMMUNITY": "a", "IBSNMP_COMMUNITY_FILE": "/x"}, "both set"),
-    ({"IBSNMP_COMMUNITY_FILE": "/nonexistent/community"}, "cannot read /nonexistent/community"),
+    ({"IBSNMP_SM_GUID": "a", "IBSNMP_SM_GUID_FILE": "/x"}, "both set"),
+    ({"IBSNMP_SM_GUID_FILE": "/nonexistent/guid"}, "cannot read /nonexistent/guid"),
 ])
 def test_bad_values_name_the_variable(environ: dict[str, str], message: str) -> None:
     with pytest.raises(EnvironmentValueError, match=message.replace("[", r"\[")):
@@ -61,6 +68,7 @@ def test_agent_configured_only_by_environment(tmp_path: Path) -> None:
     port = free_udp_port()
     secret = tmp_path / "community"
     secret.write_text("from-a-file\n")
+    secret.chmod(0o600)
     env = dict(os.environ, IBSNMP_LISTEN=f"127.0.0.1:{port}", IBSNMP_FABRIC="single",
                IBSNMP_COMMUNITY_FILE=str(secret), IBSNMP_STATE_DIR=str(tmp_path / "state"),
                IBSNMP_LOG_FORMAT="json")
