@@ -14,6 +14,7 @@ from ibsnmp.wire.header import (
     HeaderError,
     OtherVersion,
     V3Message,
+    encode_element,
     read_header,
     too_big_response,
 )
@@ -86,3 +87,17 @@ def test_too_big_answer(version: int) -> None:
                                             if version == V1 else [])
     assert read_header(answer).community == b"public"  # type: ignore[union-attr]
 
+
+
+@pytest.mark.parametrize("varbinds_hex", ["020100", "3005060100", "308500000000000000",
+                                          "3081"])
+def test_malformed_varbinds_are_refused_when_counted(varbinds_hex: str) -> None:
+    varbinds = bytes.fromhex("3005 06012b 0500") + bytes.fromhex(varbinds_hex)
+    pdu = (encode_element(0x02, b"\x01") + encode_element(0x02, b"\x00")
+           + encode_element(0x02, b"\x00") + encode_element(0x30, varbinds))
+    data = encode_element(0x30, encode_element(0x02, b"\x01") + encode_element(0x04, b"public")
+                          + encode_element(GET, pdu))
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    with pytest.raises(HeaderError):
+        header.pdu.count_varbinds(data, 10)

@@ -95,8 +95,21 @@ class PduHeader:
         if self.varbinds is None:
             return 0
         pos, end, count = self.varbinds.start, self.varbinds.end, 0
+        # read_tlv inlined: this loop runs once per varbind of every request.
         while pos < end and count <= stop_after:
-            pos = _expect(data, pos, end, SEQUENCE).end
+            if data[pos] != SEQUENCE or pos + 2 > end:
+                raise HeaderError("a varbind is not a SEQUENCE")
+            length = data[pos + 1]
+            pos += 2
+            if length & 0x80:
+                size = length & 0x7F
+                if not 0 < size <= 4:
+                    raise HeaderError("bad varbind length")
+                length = int.from_bytes(data[pos:pos + size], "big")
+                pos += size
+            pos += length
+            if pos > end:
+                raise HeaderError("varbind longer than its list")
             count += 1
         return count
 
