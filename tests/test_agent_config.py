@@ -49,6 +49,9 @@ priv_key = "admin-priv-pass"
 access = "write"
 """
 
+# Loopback only by default, IPv6 optional (a host without IPv6 still starts).
+DEFAULT_ENDPOINTS = (Endpoint("127.0.0.1", 161, False), Endpoint("::1", 161, True))
+
 SECRETS = ("s3cret-rw", "monitor-auth-pass", "monitor-priv-pass", "admin-auth-pass",
            "admin-priv-pass")
 
@@ -121,7 +124,7 @@ def test_example_config_loads(tmp_path: Path) -> None:
 
 def test_empty_config_means_defaults(tmp_path: Path) -> None:
     settings = settings_from_args(parse_args("--config", str(write(tmp_path, ""))))
-    assert settings.listen == (Endpoint("0.0.0.0", 161, False),)
+    assert settings.listen == DEFAULT_ENDPOINTS
     assert settings.communities == (Community("public", "read"),)
     assert settings.users == ()
     assert settings.system.sys_name is None  # the host name, filled in by the engine
@@ -219,7 +222,8 @@ def test_file_values_apply_without_flags(tmp_path: Path) -> None:
 
 def test_no_config_and_no_flags() -> None:
     settings = settings_from_args(parse_args())
-    assert settings.listen == (Endpoint("0.0.0.0", 161, False),)
+    assert settings.listen == DEFAULT_ENDPOINTS
+    assert settings.optional_listen == (Endpoint("::1", 161, True),)
     assert settings.communities == (Community("public", "read"),)
 
 

@@ -19,6 +19,7 @@ from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoi
 from .views import View, parse_view
 
 Access = Literal["read", "write"]
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 TrapVersion = Literal["1", "2c", "3"]
 TrapKind = Literal["trap", "inform"]
 
@@ -35,6 +36,12 @@ TRAP_PORT = 162  # RFC 3417: snmptrap
 DEFAULT_TRAP_QUEUE = 1000
 DEFAULT_INFORM_TIMEOUT = 1.0  # seconds per try, like net-snmp's snmpinform -t
 DEFAULT_INFORM_RETRIES = 3
+# At most this many varbinds per request unless [limits] says otherwise: twice
+# net-snmp's command-line tools' own limit (128 OIDs per request), and a
+# request's decoding and answering stay in the milliseconds.
+DEFAULT_MAX_VARBINDS = 256
+MAX_VARBINDS_CEILING = 65_535
+LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source")
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
 
@@ -61,6 +68,21 @@ class Community:
     name: str = field(repr=False)
     access: Access = "read"
     view: View | None = None
+    # Source networks it is accepted from (the rocommunity convention); empty: any.
+    sources: tuple[IPNetwork, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may cost ([limits]).
+
+    `max_varbinds` bounds the varbinds of a request (more: tooBig for
+    v1/v2c, dropped for v3); `requests_per_second_per_source` (None: no
+    limit) drops a source's requests beyond that rate.
+    """
+
+    max_varbinds: int = DEFAULT_MAX_VARBINDS
+    requests_per_second_per_source: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +137,9 @@ class AgentSettings:
     users: tuple[User, ...] = ()
     trap_targets: tuple[TrapTarget, ...] = ()
     engine_id: bytes | None = None  # None: pysnmp makes one per start
+    limits: Limits = Limits()
+    # Default endpoints the agent may start without (IPv6 disabled on the host).
+    optional_listen: tuple[Endpoint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +152,7 @@ class FileConfig:
     users: tuple[User, ...] = ()
     trap_targets: tuple[TrapTarget, ...] = ()
     engine_id: bytes | None = None
+    limits: Limits = Limits()
 
 
 def load_config(path: str | Path) -> FileConfig:
@@ -154,8 +180,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     def fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"{source}: {key}: {problem}")
 
-    _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id"),
-                "", fail)
+    _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
+                       "limits"), "", fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -168,7 +194,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     engine_id = parse_engine_id(data["engine_id"], "engine_id", fail) if "engine_id" in data \
         else None
     return FileConfig(listen=listen, system=system, communities=communities, users=users,
-                      trap_targets=targets, engine_id=engine_id)
+                      trap_targets=targets, engine_id=engine_id,
+                      limits=_parse_limits(data.get("limits", {}), fail))
 
 
 def merge_settings(
@@ -199,12 +226,14 @@ def merge_settings(
     def flag_fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"command line: {key}: {problem}")
 
+    optional: tuple[Endpoint, ...] = ()
     if listen:
         endpoints = _parse_listen(list(listen), flag_fail, key="--listen")
     elif file.listen is not None:
         endpoints = file.listen
     else:
         endpoints = tuple(parse_endpoint(text) for text in DEFAULT_LISTEN)
+        optional = tuple(e for e in endpoints if e.ipv6)
     if communities:
         entries = [{"name": name, "access": "read"} for name in communities]
         comms = _parse_communities(entries, flag_fail, key=community_key)
@@ -215,7 +244,8 @@ def merge_settings(
     else:
         comms = (Community(name="public", access="read"),)
     if write_communities:
-        entries = [{"name": c.name, "access": c.access} | ({"view": c.view} if c.view else {})
+        entries = [{"name": c.name, "access": c.access, "source": [str(n) for n in c.sources]}
+                   | ({"view": c.view} if c.view else {})
                    for c in comms]
         entries += [{"name": name, "access": "write"} for name in write_communities]
         try:
@@ -228,7 +258,8 @@ def merge_settings(
         entries = [{"address": address} for address in trap_targets]
         targets += parse_trap_targets(entries, file.users, flag_fail, key="--trap-target")
     return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users,
-                         trap_targets=targets, engine_id=file.engine_id)
+                         trap_targets=targets, engine_id=file.engine_id, limits=file.limits,
+                         optional_listen=optional)
 
 
 # -- validation helpers ----------------------------------------------------------
@@ -314,7 +345,7 @@ def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Commun
         at = f"{key}[{i}]"
         _expect(entry, dict, at, fail)
         entry = resolve_secret(entry, "name", at, fail)
-        _check_keys(entry, ("name", "access", "view"), f"{at}.", fail)
+        _check_keys(entry, ("name", "access", "view", "source"), f"{at}.", fail)
         # From a flag, the flag is the key to name; from the file, the field.
         name_key = f"{at}.name" if key == "community" else key
         if "name" not in entry:
@@ -332,8 +363,44 @@ def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Commun
         seen.add(name)
         access = _parse_access(entry, f"{at}.access", fail)
         view = parse_view(entry, access, f"{at}.view", fail) if "view" in entry else None
-        result.append(Community(name=name, access=access, view=view))
+        result.append(Community(name=name, access=access, view=view,
+                                sources=_parse_source(entry.get("source", []), f"{at}.source",
+                                                      fail)))
     return tuple(result)
+
+
+def _parse_source(value: Any, key: str, fail) -> tuple[IPNetwork, ...]:
+    """`"10.0.0.0/8"` or a list of IPv4/IPv6 networks (a bare address is a /32 or /128)."""
+    if isinstance(value, str):
+        value = [value]
+    _expect(value, list, key, fail)
+    networks: list[IPNetwork] = []
+    for i, item in enumerate(value):
+        item_key = f"{key}[{i}]"
+        _expect(item, str, item_key, fail)
+        try:
+            network = ipaddress.ip_network(item.strip(), strict=True)
+        except ValueError as exc:
+            raise fail(item_key, f"not a network such as \"10.0.0.0/8\" or \"fd00::/8\": {exc}") \
+                from None
+        if network in networks:
+            raise fail(item_key, f"{item!r} is listed twice")
+        networks.append(network)
+    return tuple(networks)
+
+
+def _parse_limits(value: Any, fail) -> Limits:
+    _expect(value, dict, "limits", fail)
+    _check_keys(value, LIMIT_KEYS, "limits.", fail)
+    max_varbinds = _number(value, "max_varbinds", "limits", fail, integer=True, minimum=1,
+                           default=DEFAULT_MAX_VARBINDS)
+    if max_varbinds > MAX_VARBINDS_CEILING:
+        raise fail("limits.max_varbinds", f"must be at most {MAX_VARBINDS_CEILING}")
+    rate = None
+    if "requests_per_second_per_source" in value:
+        rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
+                       minimum=0.001, default=None)
+    return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate)
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from pysnmp.entity import config as pc
 from pysnmp.entity.engine import SnmpEngine
 from pysnmp.entity.rfc3413 import cmdrsp
+from pysnmp.proto import error as pysnmp_error
 from pysnmp.proto.api import v2c
 from pysnmp.proto.rfc3412 import MsgAndPduDispatcher
 from pysnmp.smi import error as smi_error
@@ -25,6 +26,7 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 from .config import AgentSettings, User
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .instrum import is_end_of_mib_view
+from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
 from .views import VIEWS, View, default_view, key_subtrees
 
 log = logging.getLogger(__name__)
@@ -141,12 +143,29 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     raise (e.g. TypeError deep in pyasn1) into the event loop, which logs a
     full traceback per packet, a log flood anyone can trigger remotely.
     They count as snmpInASNParseErrs; the first is logged with its cause.
+
+    Every datagram first passes the `prefilter`'s header checks. pysnmp
+    hands every request to the command responders, whatever socket it came
+    in on: one that reaches pysnmp on a notification originator's socket
+    (an encrypted SNMPv3 one, whose PDU type the prefilter cannot see) is
+    refused here, counted in snmpUnknownPDUHandlers, its state released.
     """
 
     dropped = 0
+    prefilter: Prefilter | None = None
+    _on_notification_socket = False
 
     def receive_message(self, snmpEngine, transportDomain, transportAddress, wholeMsg):
         try:
+            if self.prefilter is not None:
+                verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
+                if verdict is not None:
+                    self._count(("__SNMPv2-MIB", "snmpInPkts"), *verdict.counters)
+                    if verdict.reply is not None:
+                        snmpEngine.transport_dispatcher.send_message(
+                            verdict.reply, transportDomain, transportAddress)
+                    return b""
+            self._on_notification_socket = is_notification_domain(transportDomain)
             return super().receive_message(snmpEngine, transportDomain, transportAddress,
                                            wholeMsg)
         except Exception:
@@ -160,6 +179,32 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                             "only counted in snmpInASNParseErrs", _cause(), exc_info=False)
             log.debug("dropped an unprocessable message", exc_info=True)
             return b""
+        finally:
+            self._on_notification_socket = False
+
+    def get_registered_app(self, contextEngineId, pduType):
+        if self._on_notification_socket:
+            return self._refuse_request
+        return super().get_registered_app(contextEngineId, pduType)
+
+    def _refuse_request(self, snmpEngine, messageProcessingModel, securityModel, securityName,
+                        securityLevel, contextEngineId, contextName, pduVersion, PDU,
+                        maxSizeResponseScopedPDU, stateReference):
+        self._count(NO_HANDLER)
+        mp = snmpEngine.message_processing_subsystems[int(messageProcessingModel)]
+        try:
+            # Nothing will answer: drop the MP's and the security model's state.
+            state = mp._cache.pop_by_state_reference(stateReference)
+            security = snmpEngine.security_models[int(state["securityModel"])]
+            security.release_state_information(state["securityStateReference"])
+        except (KeyError, pysnmp_error.ProtocolError):
+            pass
+
+    def _count(self, *counters: Counter) -> None:
+        builder = self.mib_instrum_controller.get_mib_builder()
+        for module, name in counters:
+            (instance,) = builder.import_symbols(module, name)
+            instance.syntax += 1
 
 
 def _cause() -> str:
@@ -192,8 +237,14 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     # A configured engine ID stays the same across restarts: v3 trap
     # receivers know the sender by it (snmptrapd's createUser -e).
     engine_id = v2c.OctetString(settings.engine_id) if settings.engine_id else None
-    engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=GuardedDispatcher())
+    dispatcher = GuardedDispatcher()
+    engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=dispatcher)
     directory = ContextDirectory(resolver)
+    dispatcher.prefilter = Prefilter(
+        settings.communities, [user.name for user in settings.users], settings.limits,
+        directory.is_known_node,
+        notification_communities=[t.community for t in settings.trap_targets
+                                  if t.version != "3"])
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
     for index, community in enumerate(settings.communities):

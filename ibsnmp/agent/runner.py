@@ -37,11 +37,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--listen", action="append", metavar="ADDR:PORT",
         help="UDP address to listen on, e.g. 127.0.0.1:1161 or [::1]:1161; repeatable; "
-             "replaces the config file's listen list (default 0.0.0.0:161)")
+             "replaces the config file's listen list (default 127.0.0.1:161 and [::1]:161)")
     group.add_argument(
         "--config", metavar="FILE",
         help="TOML configuration file (listen, [system], [[community]], [[user]], "
-             "[[trap_target]], engine_id)")
+             "[[trap_target]], engine_id, [limits])")
     group.add_argument(
         "--community", action="append", metavar="NAME",
         help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
@@ -100,10 +100,11 @@ async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: V
                       *, fabric_summary: str = "") -> Agent:
     """Bind every listening socket, build the engine, start answering.
 
-    Raises ListenError (an OSError) if any socket cannot be bound: nothing
-    is left open then.
+    Raises ListenError (an OSError) if any socket cannot be bound (except
+    a default IPv6 one on a host without IPv6): nothing is left open then.
     """
-    socks = bind_all(settings.listen)  # first: a busy port fails before any work
+    # First: a busy port fails before any work.
+    socks = bind_all(settings.listen, settings.optional_listen)
     try:
         engine = build_engine(settings, resolver, mib, fabric_summary=fabric_summary)
     except BaseException:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ipaddress
+import logging
 import socket
 from dataclasses import dataclass
 
@@ -18,8 +19,16 @@ from pysnmp.carrier.asyncio.dgram import udp, udp6
 from pysnmp.entity import config as pysnmp_config
 from pysnmp.entity.engine import SnmpEngine
 
-DEFAULT_LISTEN = ("0.0.0.0:161",)
+# Loopback only, as Debian's snmpd: answering the network is a choice to make.
+DEFAULT_LISTEN = ("127.0.0.1:161", "[::1]:161")
 DEFAULT_PORT = 161
+# Transport domains of the notification originator's client sockets (the
+# listening sockets use sub-ids 1..n): only answers to informs arrive there.
+NOTIFICATION_DOMAINS = (udp.DOMAIN_NAME + (1000,), udp6.DOMAIN_NAME + (1000,))
+# Why an optional endpoint may be left out: its address family is missing.
+_FAMILY_UNAVAILABLE = (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL)
+
+log = logging.getLogger(__name__)
 
 
 class ListenSyntaxError(ValueError):
@@ -120,12 +129,22 @@ def _why(exc: OSError) -> str:
     return _WHY.get(exc.errno or 0, exc.strerror or str(exc))
 
 
-def bind_all(endpoints: tuple[Endpoint, ...] | list[Endpoint]) -> list[socket.socket]:
-    """Bind every endpoint or none: on failure the ones already bound are closed."""
+def bind_all(endpoints: tuple[Endpoint, ...] | list[Endpoint],
+             optional: tuple[Endpoint, ...] = ()) -> list[socket.socket]:
+    """Bind every endpoint or none: on failure the ones already bound are closed.
+
+    An endpoint in `optional` whose address family the host lacks (IPv6
+    disabled) is left out with a warning instead.
+    """
     socks: list[socket.socket] = []
     try:
         for endpoint in endpoints:
-            socks.append(bind_udp(endpoint))
+            try:
+                socks.append(bind_udp(endpoint))
+            except ListenError as exc:
+                if endpoint not in optional or exc.errno not in _FAMILY_UNAVAILABLE:
+                    raise
+                log.warning("%s; serving the other addresses", exc)
     except BaseException:
         for sock in socks:
             sock.close()

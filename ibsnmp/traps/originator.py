@@ -30,6 +30,7 @@ from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
 from ibsnmp.agent.config import TrapTarget
+from ibsnmp.agent.transport import NOTIFICATION_DOMAINS
 from ibsnmp.events import TrapEvent
 
 from .mapping import SNMP_TRAP_ADDRESS_0, MappingError, Notification, map_event
@@ -37,10 +38,9 @@ from .queue import DropQueue, RateLimiter
 
 log = logging.getLogger("ibsnmp.traps")
 
-# Transport domains of the originator's own client sockets (the agent's
-# listening sockets use sub-ids 1..n): replies to informs come back here.
-DOMAIN_V4 = udp.DOMAIN_NAME + (1000,)
-DOMAIN_V6 = udp6.DOMAIN_NAME + (1000,)
+# Transport domains of the originator's own client sockets: replies to
+# informs come back here, and requests are refused (agent/prefilter.py).
+DOMAIN_V4, DOMAIN_V6 = NOTIFICATION_DOMAINS
 MESSAGE_MODEL = {"1": 0, "2c": 1, "3": 3}
 # Tag of every receiver address and trap community row: a trap community
 # authenticates receivers' answers to informs (which arrive from a tagged

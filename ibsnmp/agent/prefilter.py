@@ -1,0 +1,193 @@
+"""What a datagram must be before pysnmp decodes it.
+
+pysnmp decodes a whole message, every varbind of it, before it looks at the
+community: a 64 KB datagram of 9,000 varbinds and a wrong community costs
+half a second of CPU, so a few such packets a second starve every manager.
+`Prefilter.check` reads only the header (ibsnmp.wire.header) and drops,
+before any decoding:
+
+- what cannot be parsed (snmpInASNParseErrs) or is of an unknown version
+  (snmpInBadVersions), as pysnmp would count it;
+- v1/v2c messages with an unknown community, `community@<node GUID>` of an
+  unknown node, or a community used from outside its `source` networks
+  (snmpInBadCommunityNames, as net-snmp counts a community/source mismatch);
+- PDUs no application here takes (snmpUnknownPDUHandlers): on the listening
+  sockets, anything but a request; on the notification originator's own
+  sockets, anything but an answer to an inform (in SNMPv3, anything
+  reportable), so a socket that sends notifications never serves a request;
+- requests over `max_varbinds`: a v1/v2c one (community accepted) gets a
+  tooBig Response built from its header (counted in snmpOutTooBigs); an
+  SNMPv3 one, whose answer would need the whole USM processing, is dropped
+  (snmpSilentDrops, or usmStatsUnknownUserNames for an unknown user);
+- with a per-source rate limit, a source's requests beyond it (counted in
+  `rate_limited`, logged once per burst).
+
+Everything dropped also counts in snmpInPkts, as every received message does.
+SNMPv3 messages within the limits go on to pysnmp, which authenticates them
+and answers Reports as RFC 3414 says.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ibsnmp.wire.header import (
+    FLAG_REPORTABLE,
+    GET,
+    GET_BULK,
+    GET_NEXT,
+    REPORT,
+    RESPONSE,
+    SET,
+    CommunityMessage,
+    HeaderError,
+    OtherVersion,
+    V3Message,
+    read_header,
+    too_big_response,
+)
+
+from .config import Community, Limits
+from .ratelimit import SourceRateLimiter
+from .transport import NOTIFICATION_DOMAINS
+
+log = logging.getLogger(__name__)
+
+Counter = tuple[str, str]  # (MIB instance module, symbol), as pysnmp imports them
+PARSE_ERROR: Counter = ("__SNMPv2-MIB", "snmpInASNParseErrs")
+BAD_VERSION: Counter = ("__SNMPv2-MIB", "snmpInBadVersions")
+BAD_COMMUNITY: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityNames")
+SILENT_DROP: Counter = ("__SNMPv2-MIB", "snmpSilentDrops")
+OUT_TOO_BIG: Counter = ("__SNMPv2-MIB", "snmpOutTooBigs")
+NO_HANDLER: Counter = ("__SNMP-MPD-MIB", "snmpUnknownPDUHandlers")
+UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
+
+REQUESTS = frozenset({GET, GET_NEXT, SET, GET_BULK})
+ANSWERS = frozenset({RESPONSE, REPORT})
+MAX_REPLY_SIZE = 65507  # the largest UDP/IPv4 payload, pysnmp's snmpEngineMaxMessageSize
+BURST_GAP_S = 10.0  # rate-limit drops this far apart are separate bursts (logged again)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A datagram not handed to pysnmp: what to count, and the answer (if any)."""
+
+    counters: tuple[Counter, ...]
+    reply: bytes | None = None
+
+
+def is_notification_domain(domain: Sequence[int]) -> bool:
+    return tuple(domain) in NOTIFICATION_DOMAINS
+
+
+def source_address(transport_address: Any) -> str:
+    """The sender's IP address (without an IPv6 %zone) from a pysnmp transport address."""
+    return str(transport_address[0]).partition("%")[0]
+
+
+class Prefilter:
+    """Header checks for every datagram; see the module documentation."""
+
+    def __init__(self, communities: Sequence[Community], user_names: Sequence[str],
+                 limits: Limits, is_known_node: Callable[[bytes], bool], *,
+                 notification_communities: Sequence[str] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._communities = {c.name.encode("utf-8"): c for c in communities}
+        self._notification_communities = frozenset(
+            name.encode("utf-8") for name in notification_communities)
+        self._user_names = frozenset(name.encode("utf-8") for name in user_names)
+        self._max_varbinds = limits.max_varbinds
+        self._is_known_node = is_known_node
+        rate = limits.requests_per_second_per_source
+        self.limiter = SourceRateLimiter(rate, clock=clock) if rate else None
+        self._clock = clock
+        self._last_limited = float("-inf")
+
+    @property
+    def rate_limited(self) -> int:
+        return self.limiter.dropped if self.limiter is not None else 0
+
+    def check(self, domain: Sequence[int], address: Any, data: bytes) -> Verdict | None:
+        """None: hand the datagram to pysnmp. A Verdict: drop it (and maybe answer)."""
+        notification = is_notification_domain(domain)
+        if not notification and self.limiter is not None \
+                and not self.limiter.allow(source_address(address)):
+            self._log_rate_limited(address)
+            return Verdict(())
+        try:
+            header = read_header(data)
+            if isinstance(header, CommunityMessage):
+                return self._check_community(header, notification, address, data)
+            if isinstance(header, V3Message):
+                return self._check_v3(header, notification, data)
+        except HeaderError:
+            return Verdict((PARSE_ERROR,))
+        assert isinstance(header, OtherVersion)
+        return Verdict((BAD_VERSION,))
+
+    def _check_community(self, message: CommunityMessage, notification: bool, address: Any,
+                         data: bytes) -> Verdict | None:
+        if notification:
+            if message.community not in self._notification_communities:
+                return Verdict((BAD_COMMUNITY,))
+            return None if message.pdu.tag == RESPONSE else Verdict((NO_HANDLER,))
+        community = self._community(message.community)
+        if community is None or not _allowed_from(community, address):
+            return Verdict((BAD_COMMUNITY,))
+        if message.pdu.tag not in REQUESTS:
+            return Verdict((NO_HANDLER,))
+        if message.pdu.count_varbinds(data, self._max_varbinds) <= self._max_varbinds:
+            return None
+        reply = too_big_response(data, message)
+        if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
+            return Verdict((SILENT_DROP,))
+        return Verdict((OUT_TOO_BIG,), reply)
+
+    def _community(self, name: bytes) -> Community | None:
+        """The configured community `name` stands for, also as `community@<node>`."""
+        community = self._communities.get(name)
+        if community is None:
+            base, sep, node = name.rpartition(b"@")
+            if sep and base in self._communities and self._is_known_node(node):
+                community = self._communities[base]
+        return community
+
+    def _check_v3(self, message: V3Message, notification: bool, data: bytes) -> Verdict | None:
+        pdu = message.pdu
+        if notification and (message.flags & FLAG_REPORTABLE
+                             or pdu is not None and pdu.tag not in ANSWERS):
+            # Only a request is reportable (RFC 3412 6.4): answers never are.
+            return Verdict((NO_HANDLER,))
+        if pdu is None:
+            return None  # encrypted: pysnmp authenticates before it decrypts
+        if pdu.count_varbinds(data, self._max_varbinds) <= self._max_varbinds:
+            return None
+        if message.user_name is not None and message.user_name not in self._user_names:
+            return Verdict((UNKNOWN_USER,))
+        return Verdict((SILENT_DROP,))
+
+    def _log_rate_limited(self, address: Any) -> None:
+        now = self._clock()
+        if now - self._last_limited > BURST_GAP_S:
+            assert self.limiter is not None
+            log.warning("dropping requests beyond %g per second from %s (and maybe other "
+                        "sources); %d dropped since start", self.limiter.rate,
+                        source_address(address), self.limiter.dropped)
+        self._last_limited = now
+
+
+def _allowed_from(community: Community, address: Any) -> bool:
+    if not community.sources:
+        return True
+    try:
+        source = ipaddress.ip_address(source_address(address))
+    except ValueError:
+        return False
+    mapped = getattr(source, "ipv4_mapped", None)
+    source = mapped or source
+    return any(source in network for network in community.sources)

@@ -1,0 +1,1 @@
+"""SNMP on the wire, read and written as octets without a full decode."""

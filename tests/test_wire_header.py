@@ -1,0 +1,103 @@
+"""The BER header reader: what it reads from real messages, what it refuses,
+and the tooBig answer it builds (decoded back with pysnmp's decoder)."""
+
+from __future__ import annotations
+
+import pytest
+from oversized import FLOOD_VARBINDS, oversized_get
+from wire import V1, V2C, community_request, decode_response
+
+from ibsnmp.wire.header import (
+    GET,
+    GET_BULK,
+    CommunityMessage,
+    HeaderError,
+    OtherVersion,
+    V3Message,
+    encode_element,
+    read_header,
+    too_big_response,
+)
+
+SYS_DESCR = "1.3.6.1.2.1.1.1.0"
+# snmpget -v3 -l noAuthNoPriv engine-ID discovery: empty user, plaintext GET, reportable.
+V3_DISCOVERY = bytes.fromhex(
+    "303e020103301102042a3a8b5d020300ffe3040104020103041030"
+    "0e0400020100020100040004000400301404000400a00e02043a5b"
+    "6d2e0201000201003000")
+
+
+def test_community_header() -> None:
+    data = community_request("bulk", [SYS_DESCR] * 3, community="pub@0002c903000a1b2c",
+                             request_id=-5)
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    assert (header.version, header.community, header.pdu.tag) == (V2C, b"pub@0002c903000a1b2c",
+                                                                  GET_BULK)
+    assert header.pdu.count_varbinds(data, 10) == 3
+    assert data[header.pdu.request_id.head:header.pdu.request_id.end] == bytes.fromhex("0201fb")
+
+
+def test_varbinds_are_counted_only_up_to_the_limit() -> None:
+    data = oversized_get(b"public")
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    assert header.pdu.count_varbinds(data, 256) == 257  # stops there
+    assert header.pdu.count_varbinds(data, 10**6) == FLOOD_VARBINDS
+
+
+def test_v3_header() -> None:
+    header = read_header(V3_DISCOVERY)
+    assert isinstance(header, V3Message)
+    assert (header.message_id, header.max_size, header.flags, header.security_model) == (
+        0x2A3A8B5D, 65507, 0x04, 3)
+    assert header.user_name == b"" and header.pdu is not None and header.pdu.tag == GET
+
+
+@pytest.mark.parametrize("hex_message,why", [
+    ("", "empty"),
+    ("3003020101", "message longer than the datagram"),
+    ("30800201010400a000", "indefinite length"),
+    ("3009020101040170a10200", "PDU tag 0xa1 truncated"),
+    ("300b020100040170a8040201", "Report PDU in SNMPv1"),
+    ("30 0a 02 01 01 04 01 70 a0 02 30 00".replace(" ", ""), "GET without request-id"),
+    ("3010020601000000000104017 0a003020100".replace(" ", ""), "six-octet version"),
+    ("1f0100", "multi-octet tag"),
+])
+def test_malformed_headers_are_refused(hex_message: str, why: str) -> None:
+    with pytest.raises(HeaderError):
+        read_header(bytes.fromhex(hex_message))
+
+
+def test_other_versions_are_named() -> None:
+    assert read_header(bytes.fromhex("3003020102")) == OtherVersion(2)
+
+
+@pytest.mark.parametrize("version", [V1, V2C])
+def test_too_big_answer(version: int) -> None:
+    data = community_request("get", [SYS_DESCR, "1.3.6.1.2.1.1.5.0"], version=version,
+                             request_id=123456)
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    answer = too_big_response(data, header)
+    request_id, status, index, varbinds = decode_response(answer)
+    assert (request_id, status, index) == (123456, 1, 0)
+    # SNMPv1 answers with the request's varbinds (RFC 1157), SNMPv2c with none (RFC 3416).
+    assert [oid for oid, _ in varbinds] == ([SYS_DESCR, "1.3.6.1.2.1.1.5.0"]
+                                            if version == V1 else [])
+    assert read_header(answer).community == b"public"  # type: ignore[union-attr]
+
+
+
+@pytest.mark.parametrize("varbinds_hex", ["020100", "3005060100", "308500000000000000",
+                                          "3081"])
+def test_malformed_varbinds_are_refused_when_counted(varbinds_hex: str) -> None:
+    varbinds = bytes.fromhex("3005 06012b 0500") + bytes.fromhex(varbinds_hex)
+    pdu = (encode_element(0x02, b"\x01") + encode_element(0x02, b"\x00")
+           + encode_element(0x02, b"\x00") + encode_element(0x30, varbinds))
+    data = encode_element(0x30, encode_element(0x02, b"\x01") + encode_element(0x04, b"public")
+                          + encode_element(GET, pdu))
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    with pytest.raises(HeaderError):
+        header.pdu.count_varbinds(data, 10)
