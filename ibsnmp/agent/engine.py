@@ -222,6 +222,17 @@ class AgentEngine:
     vacm: NodeContextVacm
     directory: ContextDirectory
     responders: tuple[Any, ...]
+    settings: AgentSettings
+
+    def replace_principals(self, settings: AgentSettings) -> None:
+        """Serve `settings`' communities, users and limits from now on (a reload).
+
+        Listen addresses and the engine ID are not changed here; the VACM
+        views and groups stay, only who belongs to them changes.
+        """
+        _remove_principals(self.engine, self.vacm, self.settings)
+        _add_principals(self.engine, self.vacm, self.directory, settings)
+        self.settings = settings
 
 
 def sys_descr(fabric_summary: str = "") -> str:
@@ -240,22 +251,9 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     dispatcher = GuardedDispatcher()
     engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=dispatcher)
     directory = ContextDirectory(resolver)
-    dispatcher.prefilter = Prefilter(
-        settings.communities, [user.name for user in settings.users], settings.limits,
-        directory.is_known_node,
-        notification_communities=[t.community for t in settings.trap_targets
-                                  if t.version != "3"])
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
-    for index, community in enumerate(settings.communities):
-        # The securityName is an index, never the (secret) community string.
-        security_name = f"community-{index}"
-        pc.add_v1_system(engine, security_name, community.name, securityName=security_name)
-        for model in (V1, V2C):
-            pc.add_vacm_group(engine, group_name(community.access, community.view), model,
-                              security_name)
-    for user in settings.users:
-        _add_user(engine, vacm, user)
+    _add_principals(engine, vacm, directory, settings)
     _set_system_group(engine, settings, fabric_summary)
     context = NodeSnmpContext(engine, directory, mib)
     responders = (
@@ -264,7 +262,45 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         BulkResponder(engine, context),
         SetResponder(engine, context),
     )
-    return AgentEngine(engine, context, vacm, directory, responders)
+    return AgentEngine(engine, context, vacm, directory, responders, settings)
+
+
+def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: ContextDirectory,
+                    settings: AgentSettings) -> None:
+    """Communities, users and the header checks that know them."""
+    dispatcher = engine.message_dispatcher
+    assert isinstance(dispatcher, GuardedDispatcher)
+    dispatcher.prefilter = Prefilter(
+        settings.communities, [user.name for user in settings.users], settings.limits,
+        directory.is_known_node,
+        notification_communities=[t.community for t in settings.trap_targets
+                                  if t.version != "3"])
+    for index, community in enumerate(settings.communities):
+        # The securityName is an index, never the (secret) community string.
+        security_name = _community_security_name(index)
+        pc.add_v1_system(engine, security_name, community.name, securityName=security_name)
+        for model in (V1, V2C):
+            pc.add_vacm_group(engine, group_name(community.access, community.view), model,
+                              security_name)
+    for user in settings.users:
+        _add_user(engine, vacm, user)
+
+
+def _remove_principals(engine: SnmpEngine, vacm: NodeContextVacm,
+                       settings: AgentSettings) -> None:
+    for index in range(len(settings.communities)):
+        security_name = _community_security_name(index)
+        pc.delete_v1_system(engine, security_name)
+        for model in (V1, V2C):
+            pc.delete_vacm_group(engine, model, security_name)
+    for user in settings.users:
+        pc.delete_v3_user(engine, user.name)
+        pc.delete_vacm_group(engine, USM, user.name)
+        vacm.min_levels.pop((USM, user.name.encode("utf-8")), None)
+
+
+def _community_security_name(index: int) -> str:
+    return f"community-{index}"
 
 
 def group_name(access: str, view: View | None) -> str:

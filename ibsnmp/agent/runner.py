@@ -13,12 +13,13 @@ import signal
 import sys
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 
 from .config import AgentSettings, ConfigError, load_config, merge_settings
 from .engine import AgentEngine, build_engine
+from .reload import ReloadHook, reload_configuration
 from .secrets import COMMUNITY_ENV, WRITE_COMMUNITY_ENV, flag_communities
 from .transport import Endpoint, ListenError, bind_all, bound_endpoint, open_transports
 
@@ -86,7 +87,15 @@ class Agent:
 
     engine: AgentEngine
     endpoints: tuple[Endpoint, ...]
+    # Called with the new settings after a reload (e.g. new trap targets).
+    reload_hooks: list[ReloadHook] = field(default_factory=list)
     _closed: bool = False
+
+    async def reload(self, load: Callable[[], AgentSettings]) -> bool:
+        """Re-read the configuration through `load`; False if it was refused."""
+        applied = await reload_configuration(load, self.engine.settings,
+                                             self.engine.replace_principals, self.reload_hooks)
+        return applied is not None
 
     def close(self) -> None:
         """Close every transport (idempotent)."""
@@ -130,8 +139,12 @@ async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: V
 async def serve(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
                 fabric_summary: str = "", stop: asyncio.Event | None = None,
                 on_started: Callable[[Agent], None] | None = None,
-                services: Services | None = None) -> int:
+                services: Services | None = None,
+                reload: Callable[[], AgentSettings] | None = None) -> int:
     """Run the agent until SIGTERM/SIGINT (or `stop` is set); return exit code 0.
+
+    SIGHUP calls `reload` for new settings (the configuration file read
+    again) and applies them; it never stops the agent.
 
     Start-up failures raise (ListenError for sockets); `run` turns them into
     exit code 2. `on_started` is called once every socket is listening.
@@ -140,6 +153,7 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
     originator, provider tasks) starts and stops there.
     """
     stop = stop or asyncio.Event()
+    tasks: set[asyncio.Task[None]] = set()
     agent = await start_agent(settings, resolver, mib, fabric_summary=fabric_summary)
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -150,6 +164,19 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests), or no signals on this platform
+        if reload is not None:
+            reloading = asyncio.Lock()
+
+            async def reload_once() -> None:
+                async with reloading:  # one reload at a time, in signal order
+                    await agent.reload(reload)
+
+            try:
+                loop.add_signal_handler(signal.SIGHUP,
+                                        lambda: tasks.add(loop.create_task(reload_once())))
+                installed.append(signal.SIGHUP)
+            except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+                pass
         async with services(agent) if services is not None else nullcontext():
             if on_started is not None:
                 on_started(agent)
@@ -158,20 +185,23 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+        for task in tasks:
+            task.cancel()
         agent.close()
     return EXIT_OK
 
 
 def run(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
         fabric_summary: str = "", on_started: Callable[[Agent], None] | None = None,
-        services: Services | None = None) -> int:
+        services: Services | None = None,
+        reload: Callable[[], AgentSettings] | None = None) -> int:
     """Blocking entry point for a CLI: serve, mapping start failures to exit code 2.
 
     The error message (never a secret) goes to stderr as `ibsnmp: ...`.
     """
     try:
         return asyncio.run(serve(settings, resolver, mib, fabric_summary=fabric_summary,
-                                 on_started=on_started, services=services))
+                                 on_started=on_started, services=services, reload=reload))
     except (ListenError, ConfigError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED

@@ -145,7 +145,10 @@ def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-u
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
         # Targets first, so no event of the provider's first moments is missed.
-        async with notifications(agent.engine.engine, settings.trap_targets, provider):
+        async with notifications(agent.engine.engine, settings.trap_targets,
+                                 provider) as service:
+            # A reload (SIGHUP) brings new trap targets; the provider keeps running.
+            agent.reload_hooks.append(lambda new: service.apply(new.trap_targets))
             await provider.start()
             try:
                 yield
@@ -219,4 +222,5 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  notifications to {target.label}", flush=True)
 
     return run(settings, FabricContexts(provider), mib, fabric_summary=summary,
-               on_started=announce, services=_services(settings, provider))
+               on_started=announce, services=_services(settings, provider),
+               reload=lambda: settings_from_args(args))
