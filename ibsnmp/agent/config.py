@@ -109,6 +109,7 @@ class AgentSettings:
     users: tuple[User, ...] = ()
     trap_targets: tuple[TrapTarget, ...] = ()
     engine_id: bytes | None = None  # None: pysnmp makes one per start
+    engine_boots: int | None = None  # snmpEngineBoots from the state directory
 
 
 @dataclass(frozen=True, slots=True)

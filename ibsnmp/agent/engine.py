@@ -23,6 +23,7 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 
 from .config import AgentSettings, User
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
+from .engine_state import apply_engine_identity
 from .instrum import is_end_of_mib_view
 
 log = logging.getLogger(__name__)
@@ -180,10 +181,10 @@ def sys_descr(fabric_summary: str = "") -> str:
 def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib,
                  *, fabric_summary: str = "") -> AgentEngine:
     """A configured engine without transports."""
-    # A configured engine ID stays the same across restarts: v3 trap
-    # receivers know the sender by it (snmptrapd's createUser -e).
-    engine_id = v2c.OctetString(settings.engine_id) if settings.engine_id else None
-    engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=GuardedDispatcher())
+    # The engine ID and boots come from the state directory (or the config):
+    # never from pysnmp's own file under /tmp (see engine_state).
+    engine = SnmpEngine(msgAndPduDsp=GuardedDispatcher())
+    apply_engine_identity(engine, settings.engine_id, settings.engine_boots)
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
