@@ -25,6 +25,7 @@ from .config import AgentSettings, User
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .instrum import is_end_of_mib_view
+from .usm import AuthoritativeUsm
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     # never from pysnmp's own file under /tmp (see engine_state).
     engine = SnmpEngine(msgAndPduDsp=GuardedDispatcher())
     apply_engine_identity(engine, settings.engine_id, settings.engine_boots)
+    engine.security_models[AuthoritativeUsm.SECURITY_MODEL_ID] = AuthoritativeUsm()
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
