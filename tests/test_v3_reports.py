@@ -2,20 +2,26 @@
 
 Each case sends the offending message (built with pysnmp's ASN.1 classes,
 tests/wire_v3.py) to a running `ibsnmp run` and decodes what comes back.
-net-snmp 5.9.3's snmpd, sent the same messages, answers each the way
-asserted here (report OID, msgFlags 0, the request-id when it could be read).
+The USM cases run against net-snmp's snmpd too, configured with the same
+users: both must answer alike (report OID, msgFlags 0, the request-id when
+it could be read, authorizationError from VACM).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from pysnmp.proto import rfc1902
-from e2e import RunningAgent, ibsnmp_agent
+from e2e import RunningAgent, free_udp_port, ibsnmp_agent
 from wire import community_request, decode_response, exchange, split_address
 from wire_v3 import (
     USM_STATS_UNKNOWN_ENGINE_IDS,
@@ -90,13 +96,60 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedAgent]:
         yield LoggedAgent(running)
 
 
+SNMPD_CONFIG = """
+createUser reader SHA-256 reader-auth-key AES reader-priv-key
+createUser authonly SHA authonly-key
+rouser reader authPriv
+rouser authonly authNoPriv
+rocommunity public 127.0.0.1
+"""
+
+
+@dataclass
+class Peer:
+    address: str
+
+
 @pytest.fixture(scope="module")
-def engine(agent: LoggedAgent) -> V3Answer:
-    return discover(agent.address)
+def snmpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    """net-snmp's snmpd with the same users, on a free port."""
+    if shutil.which("snmpd") is None:
+        pytest.skip("snmpd is not installed")
+    work = tmp_path_factory.mktemp("snmpd")
+    (work / "snmpd.conf").write_text(SNMPD_CONFIG)
+    port = free_udp_port()
+    process = subprocess.Popen(
+        ["snmpd", "-f", "-Lf", str(work / "snmpd.log"), "-C", "-c", str(work / "snmpd.conf"),
+         f"--persistentDir={work / 'persist'}", f"udp:127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "MIBS": "", "MIBDIRS": "/nonexistent"})
+    peer = Peer(f"127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + 30
+        while exchange(peer.address, community_request("get", [SYS_NAME]), 0.5) is None:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("snmpd did not start: " + (work / "snmpd.log").read_text())
+        yield peer
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
-def send(agent: LoggedAgent, message: bytes) -> V3Answer | None:
-    answer = exchange(agent.address, message, timeout=2.0)
+@pytest.fixture(scope="module", params=["ibsnmp", "snmpd"])
+def target(request: pytest.FixtureRequest) -> Peer:
+    """Where a USM case is sent: the agent, and snmpd as the reference."""
+    if request.param == "ibsnmp":
+        return Peer(request.getfixturevalue("agent").address)
+    return request.getfixturevalue("snmpd")
+
+
+@pytest.fixture(scope="module")
+def engine(target: Peer) -> V3Answer:
+    return discover(target.address)
+
+
+def send(target: Peer | LoggedAgent, message: bytes) -> V3Answer | None:
+    answer = exchange(target.address, message, timeout=2.0)
     return None if answer is None else decode_v3(answer)
 
 
@@ -134,28 +187,28 @@ def invalid_msgs(agent: LoggedAgent) -> int:
                                             (b"nobody", None)],
                          ids=["known-user-authNoPriv", "known-user-noAuth", "unknown-user"])
 def test_a_foreign_engine_id_is_reported_as_unknown_engine_id(
-        agent: LoggedAgent, user: bytes, auth: Auth | None) -> None:
+        target: Peer, user: bytes, auth: Auth | None) -> None:
     # Step 3 (engine ID) comes before step 4 (user): even a known user whose
     # key would sign correctly for that engine gets usmStatsUnknownEngineIDs.
     message = v3_message("get", [SYS_NAME], user=user, engine_id=FOREIGN_ENGINE_ID,
                          boots=3, engine_time=100, auth=auth, request_id=31)
-    first = assert_report(send(agent, message), USM_STATS_UNKNOWN_ENGINE_IDS,
+    first = assert_report(send(target, message), USM_STATS_UNKNOWN_ENGINE_IDS,
                           request_id=31, user=user)
-    again = assert_report(send(agent, message), USM_STATS_UNKNOWN_ENGINE_IDS,
+    again = assert_report(send(target, message), USM_STATS_UNKNOWN_ENGINE_IDS,
                           request_id=31, user=user)
     assert again == first + 1
 
 
 def test_an_encrypted_request_to_a_foreign_engine_id_gets_request_id_0(
-        agent: LoggedAgent) -> None:
+        target: Peer) -> None:
     message = v3_message("get", [SYS_NAME], user=READER, engine_id=FOREIGN_ENGINE_ID,
                          boots=3, engine_time=100, flags=0x07, ciphertext=b"\x13" * 48)
-    assert_report(send(agent, message), USM_STATS_UNKNOWN_ENGINE_IDS, request_id=0,
+    assert_report(send(target, message), USM_STATS_UNKNOWN_ENGINE_IDS, request_id=0,
                   user=READER)
 
 
-def test_discovery_still_answers_with_the_engine(agent: LoggedAgent, engine: V3Answer) -> None:
-    again = discover(agent.address)
+def test_discovery_still_answers_with_the_engine(target: Peer, engine: V3Answer) -> None:
+    again = discover(target.address)
     assert again.engine_id == engine.engine_id and again.boots == engine.boots >= 1
     assert again.pdu_type == "report" and again.flags == 0 and again.request_id == 1
     assert [oid for oid, _ in again.varbinds] == [USM_STATS_UNKNOWN_ENGINE_IDS]
@@ -166,19 +219,19 @@ def test_discovery_still_answers_with_the_engine(agent: LoggedAgent, engine: V3A
 
 @pytest.mark.parametrize("user", [AUTH_ONLY, READER])
 def test_a_wrong_key_at_auth_no_priv_is_a_wrong_digest(
-        agent: LoggedAgent, engine: V3Answer, user: bytes) -> None:
+        target: Peer, engine: V3Answer, user: bytes) -> None:
     protocol = "SHA" if user == AUTH_ONLY else "SHA256"
     message = v3_message("get", [SYS_NAME], user=user, engine_id=engine.engine_id,
                          boots=engine.boots, engine_time=engine.engine_time,
                          auth=Auth(protocol, "not-the-key"), request_id=52)
-    assert_report(send(agent, message), USM_STATS_WRONG_DIGESTS, request_id=52, user=user)
+    assert_report(send(target, message), USM_STATS_WRONG_DIGESTS, request_id=52, user=user)
 
 
-def test_the_right_key_reads(agent: LoggedAgent, engine: V3Answer) -> None:
+def test_the_right_key_reads(target: Peer, engine: V3Answer) -> None:
     message = v3_message("get", [SYS_NAME], user=AUTH_ONLY, engine_id=engine.engine_id,
                          boots=engine.boots, engine_time=engine.engine_time,
                          auth=AUTH_ONLY_AUTH, request_id=53)
-    answer = send(agent, message)
+    answer = send(target, message)
     assert answer is not None and answer.pdu_type == "response"
     assert answer.error_status == 0 and answer.request_id == 53 and answer.flags == 0x01
 
@@ -186,13 +239,13 @@ def test_the_right_key_reads(agent: LoggedAgent, engine: V3Answer) -> None:
 @pytest.mark.parametrize(("auth", "flags"), [(READER_AUTH, 0x01), (None, 0x00)],
                          ids=["authNoPriv", "noAuthNoPriv"])
 def test_a_level_below_the_users_is_vacms_authorization_error(
-        agent: LoggedAgent, engine: V3Answer, auth: Auth | None, flags: int) -> None:
+        target: Peer, engine: V3Answer, auth: Auth | None, flags: int) -> None:
     # reader is configured for authPriv: its right key at a lower level is
     # not a USM error (the user can do that level) but VACM's refusal.
     message = v3_message("get", [SYS_NAME], user=READER, engine_id=engine.engine_id,
                          boots=engine.boots, engine_time=engine.engine_time, auth=auth,
                          request_id=61)
-    answer = send(agent, message)
+    answer = send(target, message)
     assert answer is not None and answer.pdu_type == "response"
     assert answer.error_status == AUTHORIZATION_ERROR
     assert answer.request_id == 61 and answer.flags == flags
@@ -200,12 +253,12 @@ def test_a_level_below_the_users_is_vacms_authorization_error(
 
 
 def test_a_level_the_user_has_no_keys_for_is_unsupported(
-        agent: LoggedAgent, engine: V3Answer) -> None:
+        target: Peer, engine: V3Answer) -> None:
     # authPriv for a user without a privacy key: the PDU cannot be read.
     message = v3_message("get", [SYS_NAME], user=AUTH_ONLY, engine_id=engine.engine_id,
                          boots=engine.boots, engine_time=engine.engine_time, flags=0x07,
                          ciphertext=b"\x13" * 48)
-    assert_report(send(agent, message), USM_STATS_UNSUPPORTED_SEC_LEVELS, request_id=0,
+    assert_report(send(target, message), USM_STATS_UNSUPPORTED_SEC_LEVELS, request_id=0,
                   user=AUTH_ONLY)
 
 
@@ -223,19 +276,18 @@ def reportable_responses(engine: V3Answer) -> list[bytes]:
     ]
 
 
-def test_a_reportable_response_is_dropped_and_counted(agent: LoggedAgent,
-                                                      engine: V3Answer) -> None:
+def test_a_reportable_response_is_dropped_and_counted(agent: LoggedAgent) -> None:
     before = invalid_msgs(agent)
-    for message in reportable_responses(engine):
+    for message in reportable_responses(discover(agent.address)):
         assert send(agent, message) is None
     assert invalid_msgs(agent) == before + 3
     assert get_v2c(agent, SYS_NAME)  # still serving
     assert "Traceback" not in agent.log and "AttributeError" not in agent.log
 
 
-def test_reportable_responses_hold_no_memory(agent: LoggedAgent, engine: V3Answer) -> None:
+def test_reportable_responses_hold_no_memory(agent: LoggedAgent) -> None:
     # The discovery-shaped one: pysnmp crashed on it and held its state.
-    message = reportable_responses(engine)[0]
+    message = reportable_responses(discover(agent.address))[0]
 
     def flood(count: int) -> None:
         for _ in range(0, count, 100):

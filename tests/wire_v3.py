@@ -92,8 +92,13 @@ def v3_message(pdu_kind: str, oids: Sequence[tuple[int, ...]], *, user: bytes = 
     header.setComponentByPosition(3, USM)
 
     placeholder = b"\x00" * auth.mac_length if auth else b""
+    if ciphertext is not None:
+        # As an authPriv request looks before its checks: a MAC's room, a salt.
+        placeholder, salt = placeholder or b"\x00" * 12, b"\x00" * 8
+    else:
+        salt = b""
     params = UsmSecurityParameters()
-    for position, value in enumerate((engine_id, boots, engine_time, user, placeholder, b"")):
+    for position, value in enumerate((engine_id, boots, engine_time, user, placeholder, salt)):
         params.setComponentByPosition(position, value)
 
     message = SNMPv3Message()
