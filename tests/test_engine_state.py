@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from e2e import PROJECT_ROOT, assert_ok, free_udp_port, ibsnmp_agent
-from wire_v3 import discover
+from wire import exchange
+from wire_v3 import Auth, decode_v3, discover, v3_message
 
 from ibsnmp.agent.engine_state import (
     ENGINE_FILE_NAME,
@@ -28,6 +29,17 @@ from ibsnmp.statedir import StateDirError, default_state_dir, prepare_state_dir
 SNMP_ENGINE_BOOTS = ".1.3.6.1.6.3.10.2.1.2.0"
 SNMP_ENGINE_ID = ".1.3.6.1.6.3.10.2.1.1.0"
 CONFIGURED_ID = bytes.fromhex("8000000001aabbccdd")
+SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
+USM_STATS_NOT_IN_TIME_WINDOWS = (1, 3, 6, 1, 6, 3, 15, 1, 1, 2, 0)
+USER_CONFIG = """
+[[community]]
+name = "public"
+
+[[user]]
+name = "monitor"
+auth = "SHA"
+auth_key = "monitor-key"
+"""
 
 
 def mode(path: Path) -> int:
@@ -150,9 +162,22 @@ def test_boots_grow_and_engine_id_stays_across_restarts(tmp_path: Path) -> None:
 def test_latched_boots_are_served_and_kept(tmp_path: Path) -> None:
     path = tmp_path / ENGINE_FILE_NAME
     path.write_text(json.dumps({"engine_id": CONFIGURED_ID.hex(), "boots": MAX_BOOTS}))
-    with ibsnmp_agent("--state-dir", str(tmp_path), fabric="single") as agent:
+    config = tmp_path / "agent.toml"
+    config.write_text(USER_CONFIG)
+    with ibsnmp_agent("--state-dir", str(tmp_path), "--config", str(config),
+                      fabric="single") as agent:
         assert snmp_engine(agent)[1] == MAX_BOOTS
-        assert discover(agent.address).boots == MAX_BOOTS
+        engine = discover(agent.address)
+        assert engine.boots == MAX_BOOTS
+        # RFC 3414 3.2 step 7a: at the latched value nothing authenticated is timely.
+        request = v3_message("get", [SYS_NAME], user=b"monitor", engine_id=engine.engine_id,
+                             boots=engine.boots, engine_time=engine.engine_time,
+                             auth=Auth("SHA", "monitor-key"))
+        answer = exchange(agent.address, request, timeout=5.0)
+        assert answer is not None
+        report = decode_v3(answer)
+        assert report.pdu_type == "report"
+        assert [oid for oid, _ in report.varbinds] == [USM_STATS_NOT_IN_TIME_WINDOWS]
     assert json.loads(path.read_text())["boots"] == MAX_BOOTS
 
 
