@@ -66,8 +66,7 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
             _count(snmpEngine, "__SNMP-MPD-MIB", "snmpInvalidMsgs")
             raise error.StatusInformation(errorIndication=errind.invalidMsg)
         if reportable:
-            self._check_engine_id(snmpEngine, securityParameters, securityLevel,
-                                  maxMessageSize, scoped)
+            self._check_engine_id(snmpEngine, securityParameters, maxMessageSize, scoped)
         self._incoming_level = int(securityLevel)
         try:
             return super().process_incoming_message(
@@ -91,8 +90,8 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
         finally:
             self._incoming_level = None
 
-    def _check_engine_id(self, snmpEngine, securityParameters, securityLevel,
-                         maxMessageSize, scoped) -> None:
+    def _check_engine_id(self, snmpEngine, securityParameters, maxMessageSize,
+                         scoped) -> None:
         """RFC 3414 3.2 step 3b for a request naming another engine."""
         try:
             params, _ = decoder.decode(securityParameters, asn1Spec=UsmSecurityParameters())
