@@ -6,12 +6,15 @@ Everything here binds to 127.0.0.1 only, and every process started through
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import signal
 import socket
 import statistics
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -185,8 +188,12 @@ def start_ibsnmp(procs: Processes, fabric: str, *, seed: int = 1, port: int | No
     Returns the process, its port and the start-up time in seconds.
     """
     port = port or free_udp_port()
+    # A state directory of its own: a bench run leaves nothing behind.
+    state_dir = tempfile.mkdtemp(prefix="ibsnmp-bench-state-")
+    atexit.register(shutil.rmtree, state_dir, True)
     argv = [str(VENV_BIN / "ibsnmp"), "run", "--listen", f"{LOCALHOST}:{port}",
-            "--community", "public", "--fabric", fabric, "--seed", str(seed)]
+            "--community", "public", "--fabric", fabric, "--seed", str(seed),
+            "--state-dir", state_dir]
     proc = procs.start(f"ibsnmp[{fabric}]", argv)
     startup = proc.wait_for_line(r"^ibsnmp: serving", timeout)
     return proc, port, startup

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -53,16 +54,29 @@ def ibsnmp_agent(*args: str, fabric: str = "fat-tree:spines=2,leaves=2,hosts=2",
     listen = ["--listen", f"127.0.0.1:{port}"]
     if ipv6:
         listen += ["--listen", f"[::1]:{free_udp_port('::1')}"]
-    command = [sys.executable, "-m", "ibsnmp", "run", *listen, "--fabric", fabric,
-               "--seed", str(seed), *args]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=PROJECT_ROOT,
-    )
-    try:
-        banner = _wait_for_banner(process)
-        yield RunningAgent(process, f"127.0.0.1:{port}", banner)
-    finally:
-        stop(process)
+    with state_dir_args(args) as state:
+        command = [sys.executable, "-m", "ibsnmp", "run", *listen, "--fabric", fabric,
+                   "--seed", str(seed), *state, *args]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=PROJECT_ROOT,
+        )
+        try:
+            banner = _wait_for_banner(process)
+            yield RunningAgent(process, f"127.0.0.1:{port}", banner)
+        finally:
+            stop(process)
+
+
+@contextmanager
+def state_dir_args(args: Sequence[str]) -> Iterator[list[str]]:
+    """`--state-dir TMP` unless `args` name one: no test writes the default
+    state directory (/var/lib/ibsnmp as root)."""
+    if "--state-dir" in args:
+        yield []
+        return
+    with tempfile.TemporaryDirectory(prefix="ibsnmp-state-") as tmp:
+        yield ["--state-dir", tmp]
 
 
 def _wait_for_banner(process: subprocess.Popen[str]) -> str:

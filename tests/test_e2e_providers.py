@@ -56,6 +56,7 @@ def test_bad_provider_arguments_exit_2(tmp_path: Path) -> None:
                  ["--provider", "topology", "--topology", str(bad)],
                  ["--provider", "sysfs", "--sysfs-root", str(tmp_path / "none")]):
         run = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--listen", "127.0.0.1:0",
-                              *args], capture_output=True, text=True, timeout=60)
+                              "--state-dir", str(tmp_path / "state"), *args],
+                             capture_output=True, text=True, timeout=60)
         assert run.returncode == 2, args
         assert run.stderr.strip().splitlines()[-1].startswith("ibsnmp: "), run.stderr

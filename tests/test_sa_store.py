@@ -97,10 +97,7 @@ def test_saves_are_atomic_and_durable(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_state_file_locations_and_errors(tmp_path: Path) -> None:
-    assert state_file_for(tmp_path / "agent.toml", None) == tmp_path / "agent.state.json"
-    assert state_file_for(tmp_path / "agent.toml", tmp_path / "d") == \
-        tmp_path / "d" / "ibsnmp-state.json"
-    assert state_file_for(None, None) is None
+    assert state_file_for(tmp_path / "d") == tmp_path / "d" / "ibsnmp-state.json"
     assert AgentState.open(tmp_path / "new" / "s.json").config == ConfigState()
     assert (tmp_path / "new").is_dir()
     bad = tmp_path / "bad.json"

@@ -359,13 +359,14 @@ def test_config_survives_restart_and_shows_in_sma_mib(tmp_path: Path, fabric: Fa
     weight = f"IB-SM-MIB::ibSmVLArbitrationWeight.{PREFIX}.{guid}.{src.num}.1"
     config = tmp_path / "agent.toml"
     config.write_text(CONFIG)
-    with ibsnmp_agent("--config", str(config), fabric=SPEC, seed=SEED) as agent:
+    state = ("--config", str(config), "--state-dir", str(tmp_path / "state"))
+    with ibsnmp_agent(*state, fabric=SPEC, seed=SEED) as agent:
         assert_ok(agent.snmp("snmpset", "-v2c", "-c", "rw", sl2vl, "i", "6"))
         # SNMPv3: a user without write access gets noAccess, one with it writes.
         assert set_error(agent, weight, "i", "9", options=V3_READER)[0] == "noAccess"
         assert_ok(agent.snmp("snmpset", *V3_ADMIN, weight, "i", "9"))
-    assert (tmp_path / "agent.state.json").exists()
-    with ibsnmp_agent("--config", str(config), fabric=SPEC, seed=SEED) as agent:
+    assert (tmp_path / "state" / "ibsnmp-state.json").exists()
+    with ibsnmp_agent(*state, fabric=SPEC, seed=SEED) as agent:
         assert assert_ok(agent.snmp("snmpget", *READ, "-Oqv", sl2vl)).strip() == "6"
         assert assert_ok(agent.snmp("snmpget", *V3_READER, "-Oqv", weight)).strip() == "9"
         # SMA-MIB in the host's context: ibSmaVirtualLane (out port, in 255, SL 5 + 1),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from e2e import PROJECT_ROOT, free_udp_port
+from e2e import PROJECT_ROOT, free_udp_port, state_dir_args
 from pyasn1.codec.ber import decoder, encoder
 from pysnmp.proto import api
 from trapd import ENGINE_ID, USER, TrapReceiver
@@ -129,6 +129,13 @@ class Agent:
 
 @contextmanager
 def run_agent(*args: str) -> Iterator[Agent]:
+    """`ibsnmp run` with a temporary state directory."""
+    with state_dir_args(args) as state, _started_agent(*state, *args) as agent:
+        yield agent
+
+
+@contextmanager
+def _started_agent(*args: str) -> Iterator[Agent]:
     """`ibsnmp run` whose output is drained all along (a full pipe would block it)."""
     port = free_udp_port()
     process = subprocess.Popen(
@@ -234,7 +241,8 @@ def test_bad_trap_target_config_fails_at_start(tmp_path: Path) -> None:
     config = write(tmp_path, "bad.toml", USERS + '[[trap_target]]\naddress = "127.0.0.1"\n'
                    'version = "3"\nuser = "nobody"\n')
     result = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--config", config,
-                             "--listen", f"127.0.0.1:{free_udp_port()}"],
+                             "--listen", f"127.0.0.1:{free_udp_port()}",
+                             "--state-dir", str(tmp_path / "state")],
                             capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     assert result.returncode == 2
     assert "trap_target[0] (127.0.0.1:162).user: no [[user]] named 'nobody'" in result.stderr

@@ -140,6 +140,7 @@ class AgentSettings:
     limits: Limits = Limits()
     # Default endpoints the agent may start without (IPv6 disabled on the host).
     optional_listen: tuple[Endpoint, ...] = ()
+    engine_boots: int | None = None  # snmpEngineBoots from the state directory
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,8 +179,12 @@ class ReportingV3MessageProcessing(SnmpV3MessageProcessingModel):
                                  securityName, securityLevel, contextEngineId, contextName,
                                  pduVersion, pdu, maxSizeResponseScopedPDU, stateReference,
                                  statusInformation):
-        if (statusInformation and "oid" in statusInformation and pdu is not None
-                and pdu.tagSet == rfc1905.ResponsePDU.tagSet):
+        # Only a command responder's request (a plain dict) names its own
+        # response PDU; from a failed incoming message (StatusInformation)
+        # the PDU is the one received, and a Response there must not be
+        # answered (RFC 3412 7.1.3b: pysnmp drops it as loopTerminated).
+        if (isinstance(statusInformation, dict) and "oid" in statusInformation
+                and pdu is not None and pdu.tagSet == rfc1905.ResponsePDU.tagSet):
             # Stand in for the confirmed-class request: only its request-id is used.
             request = rfc1905.GetRequestPDU()
             request.setComponentByPosition(0, pdu.getComponentByPosition(0))

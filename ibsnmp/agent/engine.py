@@ -25,9 +25,11 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 
 from .config import AgentSettings, User
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
+from .engine_state import apply_engine_identity
 from .instrum import is_end_of_mib_view
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
 from .views import VIEWS, View, default_view, key_subtrees
+from .usm import AuthoritativeUsm
 
 log = logging.getLogger(__name__)
 
@@ -245,11 +247,11 @@ def sys_descr(fabric_summary: str = "") -> str:
 def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib,
                  *, fabric_summary: str = "") -> AgentEngine:
     """A configured engine without transports."""
-    # A configured engine ID stays the same across restarts: v3 trap
-    # receivers know the sender by it (snmptrapd's createUser -e).
-    engine_id = v2c.OctetString(settings.engine_id) if settings.engine_id else None
-    dispatcher = GuardedDispatcher()
-    engine = SnmpEngine(snmpEngineID=engine_id, msgAndPduDsp=dispatcher)
+    # The engine ID and boots come from the state directory (or the config):
+    # never from pysnmp's own file under /tmp (see engine_state).
+    engine = SnmpEngine(msgAndPduDsp=GuardedDispatcher())
+    apply_engine_identity(engine, settings.engine_id, settings.engine_boots)
+    engine.security_models[AuthoritativeUsm.SECURITY_MODEL_ID] = AuthoritativeUsm()
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)

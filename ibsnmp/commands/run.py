@@ -6,9 +6,10 @@ import argparse
 import dataclasses
 import logging
 import sys
-from pathlib import Path
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
 
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
 from ibsnmp.agent.config import AgentSettings, ConfigError
@@ -65,8 +66,10 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("SETs and SA requests (IB-SM-MIB)")
     group.add_argument(
         "--state-dir", metavar="DIR",
-        help="keep what SETs configure in DIR/ibsnmp-state.json (default: next to --config "
-             "as NAME.state.json; without either, SETs last until the agent stops)")
+        help="directory of what survives a restart, created with mode 0700: the SNMPv3 "
+             "engine ID and boots (ibsnmp-engine.json) and what SETs configure "
+             "(ibsnmp-state.json); default $STATE_DIRECTORY, else /var/lib/ibsnmp as root, "
+             "else $XDG_STATE_HOME/ibsnmp (~/.local/state/ibsnmp)")
     group.add_argument(
         "--session-lifetime", type=_positive_float, default=DEFAULT_LIFETIME_S, metavar="S",
         help=f"seconds a path/multipath/trace request row lives (default {DEFAULT_LIFETIME_S:g})")
@@ -158,37 +161,53 @@ def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-u
     return services
 
 
-def _open_state(args: argparse.Namespace, settings: AgentSettings):  # type: ignore[no-untyped-def]
+def _state_dir(args: argparse.Namespace) -> Path:
+    """The state directory, created if needed (ConfigError if it cannot be used)."""
+    from ibsnmp.statedir import StateDirError, default_state_dir, prepare_state_dir
+
+    given = getattr(args, "state_dir", None)
+    try:
+        return prepare_state_dir(Path(given) if given else default_state_dir())
+    except StateDirError as exc:
+        raise ConfigError(f"state directory: {exc} (choose another with --state-dir)") from None
+
+
+def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettings:
+    """Settings with this start's snmpEngineID and snmpEngineBoots (saved first)."""
+    from ibsnmp.agent.engine_state import EngineStateError, start_engine
+
+    try:
+        engine = start_engine(state_dir, settings.engine_id)
+    except EngineStateError as exc:
+        raise ConfigError(f"engine state file: {exc}") from None
+    return replace(settings, engine_id=engine.engine_id, engine_boots=engine.boots)
+
+
+def _open_state(state_dir: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The write store: the state file (loaded if present), session limits."""
     from ibsnmp.sa.store import AgentState, StateFileError, state_file_for
 
-    path = state_file_for(getattr(args, "config", None), getattr(args, "state_dir", None))
+    path = state_file_for(state_dir)
     try:
-        # An explicit --state-dir must be usable; the config file's directory
-        # need not be writable for an agent that is never written to.
-        state = AgentState.open(path, check_writable=getattr(args, "state_dir", None) is not None,
-                                lifetime=args.session_lifetime, max_sessions=args.max_sessions)
+        state = AgentState.open(path, lifetime=args.session_lifetime,
+                                max_sessions=args.max_sessions)
     except StateFileError as exc:
         raise ConfigError(f"state file: {exc}") from None
-    writers = any(c.access == "write" for c in settings.communities) or any(
-        u.access == "write" for u in settings.users)
-    if path is not None:
-        log.info("configuration SETs are kept in %s", path)
-    elif writers:
-        log.warning("no --config or --state-dir: what SETs configure is lost when the agent "
-                    "stops")
+    log.info("configuration SETs are kept in %s", path)
     return state
 
 
 def _run(args: argparse.Namespace) -> int:
     configure_logging(args.verbose, args.log_format)
     try:
-        settings = settings_from_args(args)
+        settings = configured = settings_from_args(args)
         from ibsnmp.contexts import FabricContexts
         from ibsnmp.mib.registry import build_mib
 
         provider = _make_provider(args)
-        state = _open_state(args, settings)
+        state_dir = _state_dir(args)
+        settings = _start_engine_state(state_dir, settings)
+        state = _open_state(state_dir, args)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
@@ -223,4 +242,25 @@ def _run(args: argparse.Namespace) -> int:
 
     return run(settings, FabricContexts(provider), mib, fabric_summary=summary,
                on_started=announce, services=_services(settings, provider),
-               reload=lambda: settings_from_args(args))
+               reload=_reloader(args, configured, settings))
+
+
+def _reloader(args: argparse.Namespace, configured: AgentSettings,
+              started: AgentSettings) -> Callable[[], AgentSettings]:
+    """What SIGHUP loads: the flags and file again, completed as at start.
+
+    The engine ID and the system group are what the state directory made of
+    the configured ones; while the configured ones stay, so do those (a
+    change of either is reported by the reload as needing a restart).
+    """
+
+    def load() -> AgentSettings:
+        new = settings_from_args(args)
+        if new.engine_id == configured.engine_id:
+            new = dataclasses.replace(new, engine_id=started.engine_id,
+                                      engine_boots=started.engine_boots)
+        if new.system == configured.system:
+            new = dataclasses.replace(new, system=started.system)
+        return new
+
+    return load

@@ -23,13 +23,13 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ibsnmp.atomicfile import write_atomically
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric
@@ -46,16 +46,9 @@ class StateFileError(Exception):
     """The state file cannot be read or is not valid; names the file."""
 
 
-def state_file_for(config_path: str | Path | None, state_dir: str | Path | None) -> Path | None:
-    """Where the state lives: `DIR/ibsnmp-state.json` under --state-dir,
-    else next to the config file (`agent.toml` -> `agent.state.json`),
-    else nowhere (None: the state is kept in memory only)."""
-    if state_dir is not None:
-        return Path(state_dir) / STATE_FILE_NAME
-    if config_path is not None:
-        path = Path(config_path)
-        return path.with_name(f"{path.stem}.state.json")
-    return None
+def state_file_for(state_dir: str | Path) -> Path:
+    """Where the state lives in the state directory: `DIR/ibsnmp-state.json`."""
+    return Path(state_dir) / STATE_FILE_NAME
 
 
 def load_state_file(path: Path) -> ConfigState:
@@ -177,26 +170,7 @@ def _key_path(frames: list[list[Any]]) -> str:
 def save_state_file(path: Path, state: ConfigState) -> None:
     """Replace `path` atomically and durably with `state` (OSError on failure,
     the old file left as it was)."""
-    data = (json.dumps(to_json(state), indent=2) + "\n").encode("utf-8")
-    directory = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, (json.dumps(to_json(state), indent=2) + "\n").encode("utf-8"))
 
 
 @dataclass(slots=True)

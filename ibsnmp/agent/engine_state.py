@@ -1,0 +1,147 @@
+"""The SNMPv3 engine's identity across restarts: snmpEngineID and snmpEngineBoots.
+
+USM's replay protection (RFC 3414 2.2) rests on snmpEngineBoots growing at
+every start of an engine with the same snmpEngineID, and managers cache the
+engine ID. Both live in `ibsnmp-engine.json` in the state directory:
+
+    {"engine_id": "80004fb805...", "boots": 12}
+
+- First start: a new engine ID (RFC 3411 format 5, random octets) and
+  boots 1. The file is created with mode 0600.
+- Every start: boots + 1, written (temporary file, fsync, rename) before
+  the agent answers. At 2147483647 boots latches (RFC 3414 2.2.2): USM then
+  refuses every authenticated request as notInTimeWindow until the engine
+  ID changes; a warning says so.
+- A configured `engine_id` wins over the stored one. When it differs from
+  the stored one, boots starts again at 1: snmpEngineBoots counts the
+  starts "since snmpEngineID was last configured" (SNMP-FRAMEWORK-MIB), and
+  managers re-learn boots with the new engine ID. The file then keeps the
+  configured ID, so removing `engine_id` from the config later keeps it.
+- A file that is not valid is refused (one line naming it): starting with
+  a new engine ID or boots would silently reopen replay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pysnmp.entity.engine import SnmpEngine
+
+from ibsnmp.atomicfile import write_atomically
+
+from .config import parse_engine_id
+
+log = logging.getLogger("ibsnmp.agent")
+
+ENGINE_FILE_NAME = "ibsnmp-engine.json"
+MAX_BOOTS = 2147483647  # RFC 3414 2.2.2: snmpEngineBoots latches here
+# RFC 3411 SnmpEngineID format: first bit set, enterprise number (20408, the
+# pysnmp project's, as pysnmp's own default IDs), format 5 (octets), then
+# random octets that keep IDs of different agents apart.
+ENGINE_ID_PREFIX = bytes.fromhex("80004fb805")
+ENGINE_ID_RANDOM_OCTETS = 8
+
+
+class EngineStateError(Exception):
+    """The engine state file cannot be read, written or is not valid; names the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    engine_id: bytes
+    boots: int
+
+
+def new_engine_id() -> bytes:
+    return ENGINE_ID_PREFIX + secrets.token_bytes(ENGINE_ID_RANDOM_OCTETS)
+
+
+def load_engine_state(path: Path) -> EngineState | None:
+    """The stored state, None when there is no file yet."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise EngineStateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, too deep, too long
+        raise EngineStateError(f"{path}: not a valid JSON document: {exc}") from None
+    return _parse(doc, path)
+
+
+def _parse(doc: Any, path: Path) -> EngineState:
+    def fail(problem: str) -> EngineStateError:
+        return EngineStateError(f"{path}: {problem}")
+
+    if not isinstance(doc, dict):
+        raise fail("expected a JSON object")
+    unknown = sorted(set(doc) - {"engine_id", "boots"})
+    if unknown:
+        raise fail(f"{unknown[0]}: unknown key")
+    if "engine_id" not in doc:
+        raise fail("engine_id: missing")
+    engine_id = parse_engine_id(doc["engine_id"], "engine_id",
+                                lambda key, problem: fail(f"{key}: {problem}"))
+    boots = doc.get("boots")
+    if isinstance(boots, bool) or not isinstance(boots, int) or not 1 <= boots <= MAX_BOOTS:
+        raise fail(f"boots: expected an integer from 1 to {MAX_BOOTS}")
+    return EngineState(engine_id, boots)
+
+
+def save_engine_state(path: Path, state: EngineState) -> None:
+    doc = {"engine_id": state.engine_id.hex(), "boots": state.boots}
+    try:
+        write_atomically(path, (json.dumps(doc) + "\n").encode("ascii"))
+    except OSError as exc:
+        raise EngineStateError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def next_engine_state(stored: EngineState | None, configured_id: bytes | None) -> EngineState:
+    """The state of this start, given the stored one and a configured engine ID."""
+    if stored is None:
+        return EngineState(configured_id or new_engine_id(), 1)
+    if configured_id is not None and configured_id != stored.engine_id:
+        return EngineState(configured_id, 1)
+    return EngineState(stored.engine_id, min(stored.boots + 1, MAX_BOOTS))
+
+
+def start_engine(state_dir: Path, configured_id: bytes | None) -> EngineState:
+    """Load, advance and durably save the engine state of `state_dir`."""
+    path = state_dir / ENGINE_FILE_NAME
+    stored = load_engine_state(path)
+    state = next_engine_state(stored, configured_id)
+    save_engine_state(path, state)
+    if stored is not None and stored.engine_id != state.engine_id:
+        log.info("snmpEngineID changed to the configured %s: snmpEngineBoots starts again "
+                 "at 1", state.engine_id.hex())
+    if state.boots == MAX_BOOTS:
+        log.warning("snmpEngineBoots has reached %d (RFC 3414 2.2.2): authenticated SNMPv3 "
+                    "requests are refused until the engine ID changes (configure another "
+                    "engine_id, or remove %s)", MAX_BOOTS, path)
+    log.debug("snmpEngineID %s, snmpEngineBoots %d", state.engine_id.hex(), state.boots)
+    return state
+
+
+def apply_engine_identity(engine: SnmpEngine, engine_id: bytes | None, boots: int | None) -> None:
+    """Give a new engine its snmpEngineID and snmpEngineBoots.
+
+    pysnmp's SnmpEngine, when handed an engine ID, keeps boots in a file
+    under the temporary directory (/tmp/__pysnmp/<id>/boots), which a /tmp
+    clean-up resets; so the engine is built without one and both values are
+    set here, in the MIB instances pysnmp's USM reads them from.
+    """
+    builder = engine.get_mib_builder()
+    id_instance, boots_instance = builder.import_symbols(
+        "__SNMP-FRAMEWORK-MIB", "snmpEngineID", "snmpEngineBoots")
+    if engine_id is not None:
+        id_instance.syntax = id_instance.syntax.clone(engine_id)
+        engine.snmpEngineID = id_instance.syntax
+    if boots is not None:
+        boots_instance.syntax = boots_instance.syntax.clone(boots)

@@ -1,0 +1,59 @@
+"""Where the agent keeps what must survive a restart.
+
+One directory holds the SNMPv3 engine state (engine ID, snmpEngineBoots)
+and what SETs configured, as net-snmp's snmpd keeps both in /var/lib/snmp:
+
+- `--state-dir DIR` when given;
+- else `$STATE_DIRECTORY` (set by systemd for a unit with StateDirectory=);
+- else `/var/lib/ibsnmp` when running as root;
+- else `$XDG_STATE_HOME/ibsnmp` (`~/.local/state/ibsnmp` by default).
+
+The directory is created with mode 0700: the files in it decide replay
+protection (snmpEngineBoots) and the agent's configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+SYSTEM_STATE_DIR = Path("/var/lib/ibsnmp")
+APP_NAME = "ibsnmp"
+
+
+class StateDirError(Exception):
+    """The state directory cannot be created or written; names the directory."""
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None,
+                      euid: int | None = None) -> Path:
+    """The state directory when --state-dir is not given (see the module doc)."""
+    env = os.environ if environ is None else environ
+    systemd = env.get("STATE_DIRECTORY", "")
+    if systemd:
+        # systemd passes a colon-separated list when a unit names several.
+        return Path(systemd.split(":")[0])
+    if (os.geteuid() if euid is None else euid) == 0:
+        return SYSTEM_STATE_DIR
+    xdg = env.get("XDG_STATE_HOME", "")
+    # The XDG spec says to ignore a relative path.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
+    return base / APP_NAME
+
+
+def prepare_state_dir(path: Path) -> Path:
+    """Create `path` (mode 0700) if needed and check it can be written."""
+    if not path.exists():
+        try:
+            path.mkdir(mode=0o700, parents=True)
+            os.chmod(path, 0o700)  # mkdir's mode is cut down by the umask
+        except FileExistsError:
+            pass  # created meanwhile; checked below
+        except OSError as exc:
+            raise StateDirError(f"{path}: cannot create: {exc.strerror or exc}") from None
+    if not path.is_dir():
+        raise StateDirError(f"{path}: not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StateDirError(f"{path}: not writable")
+    return path
