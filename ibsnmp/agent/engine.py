@@ -25,6 +25,8 @@ from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
+from .statistics import SnmpStatistics
+from .sysor import install_sys_or_table
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +165,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     for user in settings.users:
         _add_user(engine, vacm, user)
     _set_system_group(engine, settings, fabric_summary)
+    install_sys_or_table(engine)
+    SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
     responders = (
         GetResponder(engine, context),
