@@ -37,7 +37,7 @@ from test_agent_support import (  # noqa: F401  (fixtures)
     agent_backend,
     spawn_agent,
 )
-from wire import V1, V2C, community_request, decode_response, exchange
+from wire import V1, V2C, community_request, decode_response, exchange, exchange_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pysnmp.smi.compiler")
 
@@ -108,32 +108,15 @@ def test_empty_getbulk_floods_keep_memory_flat() -> None:
         payload = community_request("bulk", [SYSTEM], max_repetitions=0)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.settimeout(5.0)
-            assert send_and_count_answers(sock, target, payload, 1000) == 1000  # warm-up
+            assert exchange_many(sock, target, [payload], 1000) == 1000  # warm-up
             before = rss_kib(proc.pid)
-            assert send_and_count_answers(sock, target, payload, 5000) == 5000
+            assert exchange_many(sock, target, [payload], 5000) == 5000
             after = rss_kib(proc.pid)
         # 3.6 KB kept per packet would be about 18 MB here.
         assert after - before < 4 * 1024, f"RSS grew by {after - before} KiB"
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-def send_and_count_answers(sock: socket.socket, target: tuple[str, int], payload: bytes,
-                           count: int, burst: int = 20) -> int:
-    """Send `count` datagrams in bursts (no more in flight than the socket buffers)."""
-    answered = 0
-    for start in range(0, count, burst):
-        size = min(burst, count - start)
-        for _ in range(size):
-            sock.sendto(payload, target)
-        for _ in range(size):
-            try:
-                sock.recv(65535)
-            except socket.timeout:
-                break
-            answered += 1
-    return answered
 
 
 def rss_kib(pid: int) -> int:
