@@ -83,8 +83,10 @@ class SizedResponseMixin:
         super().handle_management_operation(  # type: ignore[misc]
             snmpEngine, stateReference, contextName, PDU)
 
-    def send_varbinds(self, snmpEngine, stateReference, errorStatus, errorIndex, varBinds):
-        if varBinds and not self.fits(stateReference, varBinds):
+    def send_varbinds(self, snmpEngine, stateReference, errorStatus, errorIndex, varBinds,
+                      *, sized: bool = False):
+        """Send the response, or tooBig instead (`sized`: the caller made it fit)."""
+        if varBinds and not sized and not self.fits(stateReference, varBinds):
             errorStatus, errorIndex, varBinds = "tooBig", 0, []
         super().send_varbinds(  # type: ignore[misc]
             snmpEngine, stateReference, errorStatus, errorIndex, varBinds)
@@ -144,5 +146,6 @@ class BulkResponder(SizedResponseMixin, cmdrsp.BulkCommandResponder):
             m -= 1
         if budget is not None:
             del rsp_varbinds[fitting_prefix(sizes, budget):]
-        self.send_varbinds(snmpEngine, stateReference, 0, 0, rsp_varbinds)
+        self.send_varbinds(snmpEngine, stateReference, 0, 0, rsp_varbinds,
+                           sized=budget is not None)
         self.release_state_information(stateReference)

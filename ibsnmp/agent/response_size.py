@@ -46,10 +46,17 @@ def integer_content(value: int) -> int:
 
 
 def oid_content(arcs: Sequence[int]) -> int:
+    """Content octets of an OBJECT IDENTIFIER: 7 bits per octet, most arcs take one."""
     if len(arcs) < 2:
         return 1
+    size = len(arcs) - 1
     first = arcs[0] * 40 + arcs[1]
-    return sum(max(1, (arc.bit_length() + 6) // 7) for arc in (first, *arcs[2:]))
+    if first >= 0x80:
+        size += (first.bit_length() + 6) // 7 - 1
+    for arc in arcs[2:]:
+        if arc >= 0x80:
+            size += (arc.bit_length() + 6) // 7 - 1
+    return size
 
 
 def value_size(value: Any) -> int:
@@ -59,14 +66,15 @@ def value_size(value: Any) -> int:
     if isinstance(value, univ.OctetString):  # also IpAddress, Opaque, Bits
         return tlv_size(len(value))
     if isinstance(value, univ.ObjectIdentifier):
-        return tlv_size(oid_content(tuple(value)))
+        return tlv_size(oid_content(value.asTuple()))
     if isinstance(value, univ.Null):  # also noSuchObject, noSuchInstance, endOfMibView
         return 2
     return len(encoder.encode(value))
 
 
 def varbind_size(name: Any, value: Any) -> int:
-    return tlv_size(tlv_size(oid_content(tuple(name))) + value_size(value))
+    arcs = name if type(name) is tuple else name.asTuple()
+    return tlv_size(tlv_size(oid_content(arcs)) + value_size(value))
 
 
 def varbind_sizes(varbinds: Iterable[tuple[Any, Any]]) -> list[int]:
