@@ -28,7 +28,8 @@ from ibsnmp.agent.sysor import SNMP_MODULES
 
 SNMP_GROUP = "1.3.6.1.2.1.11"
 COUNTERS = {  # SNMPv2-MIB snmp group: name -> sub-identifier
-    "snmpInPkts": 1, "snmpOutPkts": 2, "snmpInBadCommunityNames": 4, "snmpInTotalReqVars": 13,
+    "snmpInPkts": 1, "snmpOutPkts": 2, "snmpInBadCommunityNames": 4,
+    "snmpInBadCommunityUses": 5, "snmpInTotalReqVars": 13,
     "snmpInTotalSetVars": 14, "snmpInGetRequests": 15, "snmpInGetNexts": 16,
     "snmpInSetRequests": 17, "snmpOutTooBigs": 20, "snmpOutNoSuchNames": 21,
     "snmpOutGetResponses": 28, "snmpOutTraps": 29,
@@ -99,27 +100,30 @@ def test_snmp_group_counts_what_was_sent(fresh_agent: AgentThread) -> None:
         community_request("bulk", ["1.3.6.1.2.1.1"], max_repetitions=3),
         community_request("set", [SYS_LOCATION_0], community=WRITE_COMMUNITY,
                           values=[v2c.OctetString("row 9")]),
+        community_request("set", [SYS_LOCATION_0], community=READ_COMMUNITY,  # refused
+                          values=[v2c.OctetString("row 10")]),
         community_request("get", [SYS_DESCR_0] * 1700),  # tooBig
         community_request("get", ["1.3.6.1.2.1.1.99.0"], version=V1),  # noSuchName
         community_request("get", [SYS_DESCR_0], community="not-a-community"),  # no answer
     ]
     answers = [ask(fresh_agent, payload) for payload in sent]
-    assert [a is None for a in answers] == [False] * 7 + [True]
+    assert [a is None for a in answers] == [False] * 8 + [True]
     second = read_counters(fresh_agent)
     delta = {name: second[name] - first[name] for name in COUNTERS}
     assert delta == {
         "snmpInPkts": len(sent) + 1,            # + the second read
-        "snmpOutPkts": 7 + 1,                   # + the first read's response
+        "snmpOutPkts": 8 + 1,                   # + the first read's response
         "snmpInBadCommunityNames": 1,
+        "snmpInBadCommunityUses": 1,
         # values returned without error: 2 + 2 + 1 + 3, and the first read's
         "snmpInTotalReqVars": 8 + len(COUNTERS),
         "snmpInTotalSetVars": 1,
         "snmpInGetRequests": 4 + 1,             # the tooBig and v1 ones count too
         "snmpInGetNexts": 1,
-        "snmpInSetRequests": 1,
+        "snmpInSetRequests": 2,
         "snmpOutTooBigs": 1,
         "snmpOutNoSuchNames": 1,
-        "snmpOutGetResponses": 7 + 1,
+        "snmpOutGetResponses": 8 + 1,
         "snmpOutTraps": 0,
     }
 

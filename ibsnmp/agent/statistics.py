@@ -14,7 +14,10 @@ execution points (its observer), so no pysnmp class is changed:
   retrieval adds its values to snmpInTotalReqVars, a successful SET its
   varbinds to snmpInTotalSetVars (RFC 1213 / RFC 3418 definitions);
 - every notification sent: snmpOutPkts, and snmpOutTraps for traps;
-- a response received (to an inform): snmpInGetResponses.
+- a response received (to an inform): snmpInGetResponses;
+- a SET from a community whose write view does not hold every varbind it
+  names: snmpInBadCommunityUses (an operation the community may not do,
+  RFC 3418; VACM decides, as in snmpd).
 
 The statistics modules pysnmp loads on their first event (SNMP-MPD-MIB,
 SNMP-USER-BASED-SM-MIB, SNMP-TARGET-MIB counters) are loaded at start so
@@ -26,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from pysnmp.entity.engine import SnmpEngine
-from pysnmp.proto import rfc1157, rfc1905
+from pysnmp.proto import error, rfc1157, rfc1905
 
 COUNTER_MODULES = ("__SNMP-MPD-MIB", "__SNMP-USER-BASED-SM-MIB", "__SNMP-TARGET-MIB")
 
@@ -41,7 +44,9 @@ _READS = frozenset({_GET, _NEXT, _BULK})
 _OUT_ERROR_COUNTERS = {1: "snmpOutTooBigs", 2: "snmpOutNoSuchNames", 3: "snmpOutBadValues",
                        5: "snmpOutGenErrs"}
 _EXCEPTION_VALUES = (rfc1905.NoSuchObject, rfc1905.NoSuchInstance, rfc1905.EndOfMibView)
-COUNTED = ("snmpOutPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpInSetRequests",
+COMMUNITY_MODELS = (1, 2)  # SNMPv1, SNMPv2c security models
+VACM_ID = 3
+COUNTED = ("snmpInBadCommunityUses", "snmpOutPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpInSetRequests",
            "snmpInTotalReqVars", "snmpInTotalSetVars", "snmpInGetResponses",
            "snmpOutGetResponses", "snmpOutTooBigs", "snmpOutNoSuchNames", "snmpOutBadValues",
            "snmpOutGenErrs", "snmpOutTraps")
@@ -77,6 +82,24 @@ class SnmpStatistics:
         counter = _IN_REQUEST_COUNTERS.get(pdu_type)
         if counter is not None:
             self.add(counter)
+        if (pdu_type == _SET and int(variables["securityModel"]) in COMMUNITY_MODELS
+                and not self._may_write(engine, variables)):
+            self.add("snmpInBadCommunityUses")
+
+    @staticmethod
+    def _may_write(engine: Any, variables: dict) -> bool:
+        """Whether VACM lets this community write every object the SET names."""
+        vacm = engine.access_control_model[VACM_ID]
+        for varbind in variables["pdu"].getComponentByPosition(3):
+            try:
+                verdict = vacm.is_access_allowed(
+                    engine, variables["securityModel"], variables["securityName"],
+                    variables["securityLevel"], "write", variables["contextName"], varbind[0])
+            except error.StatusInformation:
+                return False
+            if isinstance(verdict, error.StatusInformation):
+                return False
+        return True
 
     def _response_received(self, engine: Any, point: str, variables: dict, ctx: Any) -> None:
         self.add("snmpInGetResponses")
