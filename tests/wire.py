@@ -84,3 +84,26 @@ def decode_response(data: bytes) -> tuple[int, int, int, list[tuple[str, Any]]]:
     varbinds = [(str(oid), value) for oid, value in mod.apiPDU.get_varbinds(pdu)]
     return (int(mod.apiPDU.get_request_id(pdu)), int(mod.apiPDU.get_error_status(pdu)),
             int(mod.apiPDU.get_error_index(pdu)), varbinds)
+
+
+def exchange_many(sock: socket.socket, target: tuple[str, int], payloads: Sequence[bytes],
+                  count: int, burst: int = 20) -> int:
+    """Send `count` datagrams (cycling through `payloads`) and count the answers.
+
+    They go in bursts of `burst`, each burst's answers read before the next,
+    so no more are in flight than the socket buffers hold. A burst stops
+    counting at the first answer that does not come within the socket's
+    timeout.
+    """
+    answered = 0
+    for start in range(0, count, burst):
+        size = min(burst, count - start)
+        for i in range(size):
+            sock.sendto(payloads[(start + i) % len(payloads)], target)
+        for _ in range(size):
+            try:
+                sock.recv(65535)
+            except socket.timeout:
+                break
+            answered += 1
+    return answered

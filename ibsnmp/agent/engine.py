@@ -24,12 +24,15 @@ from ibsnmp import __version__
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 
 from .config import AgentSettings, User
+from .bulk_decoding import relax_bulk_decoding
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
-from .instrum import is_end_of_mib_view
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
-from .views import VIEWS, View, default_view, key_subtrees
+from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
+from .statistics import SnmpStatistics
+from .sysor import install_sys_or_table
 from .usm import AuthoritativeUsm
+from .views import VIEWS, View, default_view, key_subtrees
 
 log = logging.getLogger(__name__)
 
@@ -78,42 +81,7 @@ SECURITY_LEVEL_NAMES = {NO_AUTH_NO_PRIV: "noAuthNoPriv", AUTH_NO_PRIV: "authNoPr
 V1, V2C, USM = 1, 2, 3
 
 
-class BulkResponder(cmdrsp.BulkCommandResponder):
-    """GETBULK that does not re-walk repeaters already at endOfMibView.
-
-    pysnmp re-walks the tree for every repetition past the end (tens of ms
-    each). Here a repeater at the end stays there without a walk, and once
-    every repeater is there the response ends (RFC 3416 4.2.3 allows it).
-    """
-
-    def handle_management_operation(self, snmpEngine, stateReference, contextName, PDU):
-        non_repeaters = max(int(v2c.apiBulkPDU.get_non_repeaters(PDU)), 0)
-        max_repetitions = max(int(v2c.apiBulkPDU.get_max_repetitions(PDU)), 0)
-        req_varbinds = v2c.apiPDU.get_varbinds(PDU)
-        n = min(non_repeaters, len(req_varbinds))
-        r = max(len(req_varbinds) - n, 0)
-        m = min(max_repetitions, self.max_varbinds // r) if r else max_repetitions
-        read_next = self.snmpContext.get_mib_instrum(contextName).read_next_variables
-        context = dict(snmpEngine=snmpEngine, acFun=self.verify_access, cbCtx=self.cbCtx)
-        rsp_varbinds = list(read_next(*req_varbinds[:n], **context)) if n else []
-        varbinds = req_varbinds[n:] if r else []
-        live = list(range(len(varbinds)))  # request values are never looked at
-        while m and live:
-            row = list(varbinds)
-            for i, varbind in zip(live, read_next(*(varbinds[i] for i in live), **context)):
-                row[i] = varbind
-            rsp_varbinds.extend(row)
-            varbinds = row
-            # Only repeaters still inside the view are walked again.
-            live = [i for i in live if not is_end_of_mib_view(row[i][1])]
-            m -= 1
-        if not rsp_varbinds:
-            raise smi_error.SmiError()
-        self.send_varbinds(snmpEngine, stateReference, 0, 0, rsp_varbinds)
-        self.release_state_information(stateReference)
-
-
-class SetResponder(cmdrsp.SetCommandResponder):
+class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):
     """SET with the right error-index.
 
     pysnmp 7.1's process_pdu resets the error-index to 1 whenever the PDU has
@@ -254,13 +222,16 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     engine.security_models[AuthoritativeUsm.SECURITY_MODEL_ID] = AuthoritativeUsm()
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
+    relax_bulk_decoding(engine)
     _configure_views(engine)
     _add_principals(engine, vacm, directory, settings)
     _set_system_group(engine, settings, fabric_summary)
+    install_sys_or_table(engine)
+    SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
     responders = (
-        cmdrsp.GetCommandResponder(engine, context),
-        cmdrsp.NextCommandResponder(engine, context),
+        GetResponder(engine, context),
+        NextResponder(engine, context),
         BulkResponder(engine, context),
         SetResponder(engine, context),
     )

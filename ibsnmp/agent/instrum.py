@@ -136,11 +136,29 @@ class ContextView:
         except (smi_error.NoSuchObjectError, smi_error.NoAccessError):
             # NoAccessError here: a scalar's own OID (no .0) or a
             # not-accessible object; both are "nothing to read" for GET.
-            return oid, _NoSuchObject
+            return oid, self._base_missing(oid)
         except smi_error.MibOperationError as exc:
             exc.update({"idx": idx})
             raise
         return name, value
+
+    def _base_missing(self, oid: Oid) -> Any:
+        """noSuchInstance for an object type's own OID, else noSuchObject.
+
+        RFC 3416 4.2.1: a name that is the prefix of a potential variable
+        (a scalar or a column without its instance part, e.g. sysDescr) is
+        noSuchInstance; tables, entries and unknown names are noSuchObject,
+        as net-snmp's snmpd answers.
+        """
+        builder = self._base.get_mib_builder()
+        tree, scalar_class = builder.import_symbols("SNMPv2-SMI", "iso", "MibScalar")
+        try:
+            node = tree.getNode(oid)
+        except smi_error.SmiError:
+            return _NoSuchObject
+        if as_oid(node.name) == oid and isinstance(node, scalar_class):  # columns too
+            return _NoSuchInstance
+        return _NoSuchObject
 
     # -- GETNEXT / GETBULK ------------------------------------------------------
 

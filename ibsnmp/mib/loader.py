@@ -96,6 +96,14 @@ class MibDefinitions:
         if kind == "entry":
             self._index_names[name] = tuple(symbol.getIndexNames())
 
+    def module_identity(self, module: str) -> Oid:
+        """The OID of a served module's MODULE-IDENTITY (what sysORID names)."""
+        (identity,) = self._builder.import_symbols("SNMPv2-SMI", "ModuleIdentity")
+        for symbol in self._builder.mibSymbols[module].values():
+            if isinstance(symbol, identity):
+                return tuple(symbol.getName())
+        raise KeyError(f"{module} has no MODULE-IDENTITY")
+
     def index_of(self, entry: str) -> tuple[IndexPart, ...]:
         """The INDEX clause of a table entry, with each part's syntax."""
         if entry not in self.indexes:

@@ -1,0 +1,114 @@
+"""How many octets a Response-PDU takes on the wire, and how many it may take.
+
+pysnmp encodes a response and only then compares the message with the
+request's msgMaxSize (SNMPv3) and the engine's snmpEngineMaxMessageSize; a
+message too big is dropped and counted in snmpSilentDrops, with the
+request's state already released, so nothing can answer it any more. RFC
+3416 wants a tooBig response instead (4.2.1, 4.2.2, 4.2.5) and, for
+GETBULK, fewer varbinds (4.2.3): the command responders size the response
+before handing it to pysnmp. Sizes here are those of BER as pyasn1 writes
+it (definite lengths, minimal octets), computed without encoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pyasn1.codec.ber import encoder
+from pyasn1.type import univ
+
+V1_MODEL, V2C_MODEL = 0, 1
+# Room for a community-based message's header (version, community) around
+# the PDU: pysnmp's own allowance (rfc2576 maxSizeResponseScopedPDU).
+COMMUNITY_HEADER_ALLOWANCE = 128
+# The largest SNMPv3 header and security parameters this engine writes: a
+# 32-octet engine ID and user name, a 48-octet HMAC-SHA-512 digest, the
+# privacy parameters and an encryption pad, with their tags and lengths.
+USM_HEADER_ALLOWANCE = 256
+# A Response-PDU without varbinds: request-id, error-status, error-index.
+_INTEGER_MAX = 6  # an INTEGER of up to 32 bits: tag, length, 4 octets (+1 sign)
+
+
+def length_octets(length: int) -> int:
+    """Octets of a BER definite length."""
+    return 1 if length < 0x80 else 1 + (length.bit_length() + 7) // 8
+
+
+def tlv_size(content: int) -> int:
+    """A whole TLV with a one-octet tag (every SNMP tag is below 31)."""
+    return 1 + length_octets(content) + content
+
+
+def integer_content(value: int) -> int:
+    """Content octets of a (signed, two's complement) BER INTEGER."""
+    return (value if value >= 0 else ~value).bit_length() // 8 + 1
+
+
+def oid_content(arcs: Sequence[int]) -> int:
+    """Content octets of an OBJECT IDENTIFIER: 7 bits per octet, most arcs take one."""
+    if len(arcs) < 2:
+        return 1
+    size = len(arcs) - 1
+    first = arcs[0] * 40 + arcs[1]
+    if first >= 0x80:
+        size += (first.bit_length() + 6) // 7 - 1
+    for arc in arcs[2:]:
+        if arc >= 0x80:
+            size += (arc.bit_length() + 6) // 7 - 1
+    return size
+
+
+def value_size(value: Any) -> int:
+    """The whole TLV of a varbind value."""
+    if isinstance(value, univ.Integer):  # Integer32, Counter32/64, Gauge32, TimeTicks...
+        return tlv_size(integer_content(int(value)))
+    if isinstance(value, univ.OctetString):  # also IpAddress, Opaque, Bits
+        return tlv_size(len(value))
+    if isinstance(value, univ.ObjectIdentifier):
+        return tlv_size(oid_content(value.asTuple()))
+    if isinstance(value, univ.Null):  # also noSuchObject, noSuchInstance, endOfMibView
+        return 2
+    return len(encoder.encode(value))
+
+
+def varbind_size(name: Any, value: Any) -> int:
+    arcs = name if type(name) is tuple else name.asTuple()
+    return tlv_size(tlv_size(oid_content(arcs)) + value_size(value))
+
+
+def varbind_sizes(varbinds: Iterable[tuple[Any, Any]]) -> list[int]:
+    return [varbind_size(name, value) for name, value in varbinds]
+
+
+def response_pdu_size(varbinds_octets: int) -> int:
+    """A Response-PDU around varbinds of `varbinds_octets` in all (an upper bound)."""
+    return tlv_size(3 * _INTEGER_MAX + tlv_size(varbinds_octets))
+
+
+def pdu_budget(message_processing_model: int, max_size_response_scoped_pdu: int,
+               context_engine_id: Any, context_name: Any, engine_max_message_size: int) -> int:
+    """Octets a Response-PDU may take so that its message is not too big.
+
+    `max_size_response_scoped_pdu` is what pysnmp's security model derived
+    from the request (RFC 3412 7.2: for SNMPv3 the request's msgMaxSize
+    minus its header). For SNMPv3 the scopedPDU's own header is taken off,
+    and the engine's maximum applies too (msgMaxSize may be larger).
+    """
+    budget = int(max_size_response_scoped_pdu)
+    if message_processing_model in (V1_MODEL, V2C_MODEL):
+        return min(budget, engine_max_message_size - COMMUNITY_HEADER_ALLOWANCE)
+    budget = min(budget, engine_max_message_size - USM_HEADER_ALLOWANCE)
+    scoped_header = (tlv_size(len(context_engine_id or b"")) + tlv_size(len(context_name or b""))
+                     + 1 + length_octets(max(budget, 0)))
+    return budget - scoped_header
+
+
+def fitting_prefix(sizes: Sequence[int], budget: int) -> int:
+    """How many leading varbinds of these sizes fit in a Response-PDU of `budget` octets."""
+    total = 0
+    for count, size in enumerate(sizes):
+        if response_pdu_size(total + size) > budget:
+            return count
+        total += size
+    return len(sizes)
