@@ -22,7 +22,6 @@ from ibsnmp.agent.prefilter import (
     BAD_COMMUNITY,
     BAD_VERSION,
     NO_HANDLER,
-    OUT_TOO_BIG,
     PARSE_ERROR,
     SILENT_DROP,
     UNKNOWN_USER,
@@ -126,7 +125,9 @@ def test_over_the_varbind_limit() -> None:
     check = prefilter(max_varbinds=3).check
     assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 3)) is None
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, request_id=9))
-    assert verdict is not None and verdict.counters == (OUT_TOO_BIG,)
+    assert verdict is not None
+    assert [name for _, name in verdict.counters] == [
+        "snmpOutTooBigs", "snmpOutPkts", "snmpOutGetResponses", "snmpInGetRequests"]
     assert verdict.reply is not None and decode_response(verdict.reply)[:3] == (9, 1, 0)
     v1 = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, version=V1))
     assert v1 is not None and len(decode_response(v1.reply or b"")[3]) == 4

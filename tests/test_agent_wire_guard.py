@@ -22,6 +22,9 @@ IN_PKTS = "1.3.6.1.2.1.11.1.0"
 IN_BAD_COMMUNITY_NAMES = "1.3.6.1.2.1.11.4.0"
 IN_ASN_PARSE_ERRS = "1.3.6.1.2.1.11.6.0"
 OUT_TOO_BIGS = "1.3.6.1.2.1.11.20.0"
+IN_GET_REQUESTS = "1.3.6.1.2.1.11.15.0"
+OUT_GET_RESPONSES = "1.3.6.1.2.1.11.28.0"
+OUT_PKTS = "1.3.6.1.2.1.11.2.0"
 UNKNOWN_PDU_HANDLERS = "1.3.6.1.6.3.11.2.1.3.0"
 FLOOD = 20  # oversized packets; a full decode of one costs about 0.5 s of CPU
 CPU_BOUND_S = 0.05  # per oversized packet and legitimate GET
@@ -95,6 +98,13 @@ def test_requests_over_the_varbind_limit_get_too_big(tmp_path: Path) -> None:
         _, status, index, varbinds = decode_response(answer)
         assert (status, index, len(varbinds)) == (1, 0, 5)
         assert counters(agent.address, OUT_TOO_BIGS) == [too_bigs + 3]
+        # Answered before the responders, yet counted as they count.
+        statistics = (IN_GET_REQUESTS, OUT_GET_RESPONSES, OUT_PKTS)
+        first, second = counters(agent.address, *statistics), counters(agent.address, *statistics)
+        reading = [b - a for a, b in zip(first, second)]  # what one read adds
+        exchange(agent.address, community_request("get", [SYS_DESCR] * 4))
+        third = counters(agent.address, *statistics)
+        assert [c - b for b, c in zip(second, third)] == [r + 1 for r in reading]
 
 
 def test_communities_are_limited_to_their_source_networks(tmp_path: Path) -> None:

@@ -64,6 +64,15 @@ BAD_VERSION: Counter = ("__SNMPv2-MIB", "snmpInBadVersions")
 BAD_COMMUNITY: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityNames")
 SILENT_DROP: Counter = ("__SNMPv2-MIB", "snmpSilentDrops")
 OUT_TOO_BIG: Counter = ("__SNMPv2-MIB", "snmpOutTooBigs")
+OUT_PKTS: Counter = ("__SNMPv2-MIB", "snmpOutPkts")
+OUT_GET_RESPONSES: Counter = ("__SNMPv2-MIB", "snmpOutGetResponses")
+# A request answered here never reaches the responders that count it.
+IN_REQUEST: dict[int, tuple[Counter, ...]] = {
+    GET: (("__SNMPv2-MIB", "snmpInGetRequests"),),
+    GET_NEXT: (("__SNMPv2-MIB", "snmpInGetNexts"),),
+    SET: (("__SNMPv2-MIB", "snmpInSetRequests"),),
+    GET_BULK: (),  # RFC 3418 has no GETBULK counter
+}
 NO_HANDLER: Counter = ("__SNMP-MPD-MIB", "snmpUnknownPDUHandlers")
 UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 
@@ -146,7 +155,8 @@ class Prefilter:
         reply = too_big_response(data, message)
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
             return Verdict((SILENT_DROP,))
-        return Verdict((OUT_TOO_BIG,), reply)
+        return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
+                       + IN_REQUEST[message.pdu.tag], reply)
 
     def _community(self, name: bytes) -> Community | None:
         """The configured community `name` stands for, also as `community@<node>`."""
