@@ -101,3 +101,21 @@ def test_malformed_varbinds_are_refused_when_counted(varbinds_hex: str) -> None:
     assert isinstance(header, CommunityMessage)
     with pytest.raises(HeaderError):
         header.pdu.count_varbinds(data, 10)
+
+
+def test_a_too_big_answer_needs_a_whole_message() -> None:
+    # The varbinds the header reader skips must be whole too: one OID's
+    # length lies (8 -> 12), so the message is malformed and gets no tooBig.
+    good = community_request("get", ["1.3.6.1.2.1.1.1.0"] * 4)
+    bad = good.replace(bytes.fromhex("06082b06010201010100"), bytes.fromhex("060c2b06010201010100"), 1)
+    assert bad != good
+    assert too_big_response(good, read_header(good))
+    with pytest.raises(HeaderError):
+        too_big_response(bad, read_header(bad))
+
+
+def test_octets_after_the_message_are_a_parse_error() -> None:
+    good = community_request("get", ["1.3.6.1.2.1.1.1.0"])
+    assert read_header(good)
+    with pytest.raises(HeaderError, match="after the message"):
+        read_header(good + b"\x05\x00")

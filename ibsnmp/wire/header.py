@@ -69,6 +69,26 @@ def read_tlv(data: bytes, pos: int, limit: int) -> Tlv:
     return Tlv(tag, head, pos, pos + length)
 
 
+CONSTRUCTED = 0x20  # the tag bit of SEQUENCE, PDUs and other constructed types
+MAX_DEPTH = 16  # an SNMP message nests 5 deep; anything far deeper is not one
+
+
+def check_structure(data: bytes, start: int, end: int, depth: int = 0) -> None:
+    """Every element from `start` to `end` is whole, constructed ones recursively.
+
+    What a request answered from its header alone must pass first: the
+    octets the header reader skipped are then well formed too.
+    """
+    if depth > MAX_DEPTH:
+        raise HeaderError("nested too deep")
+    pos = start
+    while pos < end:
+        tlv = read_tlv(data, pos, end)
+        if tlv.tag & CONSTRUCTED:
+            check_structure(data, tlv.start, tlv.end, depth + 1)
+        pos = tlv.end
+
+
 def _expect(data: bytes, pos: int, limit: int, tag: int) -> Tlv:
     tlv = read_tlv(data, pos, limit)
     if tlv.tag != tag:
@@ -165,6 +185,8 @@ Header = CommunityMessage | V3Message | OtherVersion
 def read_header(data: bytes) -> Header:
     """Parse a message's header; raise HeaderError if it is malformed."""
     message = _expect(data, 0, len(data), SEQUENCE)
+    if message.end != len(data):
+        raise HeaderError("octets after the message")  # pysnmp drops these too
     version_tlv = _expect(data, message.start, message.end, INTEGER)
     version = _integer(data, version_tlv)
     if version in PDU_TAGS:
@@ -233,6 +255,7 @@ def too_big_response(data: bytes, message: CommunityMessage) -> bytes:
     pdu = message.pdu
     if pdu.request_id is None or pdu.varbinds is None:
         raise HeaderError("not a request")
+    check_structure(data, pdu.varbinds.start, pdu.varbinds.end)
     request_id = data[pdu.request_id.head:pdu.request_id.end]
     varbinds = data[pdu.varbinds.start:pdu.varbinds.end] if message.version == V1 else b""
     element = encode_element
