@@ -27,6 +27,9 @@ bench: setup
 	$(BIN)/python bench/sysfs_poll.py
 	$(BIN)/python bench/topology_load.py
 	$(BIN)/python bench/flood.py
+	$(BIN)/python bench/bulk_leak.py
+	$(BIN)/python bench/hidden_keys.py
+	$(BIN)/python bench/state_load.py
 
 setup: debian-packages $(STAMP)
 
