@@ -11,7 +11,7 @@ from .commands import fabric as fabric_commands
 from .commands import health as health_commands
 from .commands import run as run_commands
 from .commands import trap as trap_commands
-from .environment import EnvironmentValueError, apply_environment
+from .environment import EnvironmentValueError, apply_environment, relax_required
 from .mibtools import commands as mib_commands
 
 
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    relax_required(parser)
     args = parser.parse_args(argv)
     try:
         apply_environment(parser, args, argv)

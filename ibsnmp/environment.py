@@ -77,6 +77,26 @@ def _value(action: argparse.Action, name: str, text: str) -> object:
     return _convert(action, name, text)
 
 
+def relax_required(parser: argparse.ArgumentParser,
+                   environ: Mapping[str, str] | None = None) -> None:
+    """A required option whose variable is set may be left off the command line."""
+    environ = os.environ if environ is None else environ
+    for action in _all_actions(parser):
+        name = variable_name(action)
+        if action.required and name is not None and (
+                name in environ or name + FILE_SUFFIX in environ):
+            action.required = False
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                actions.extend(_all_actions(sub))
+    return actions
+
+
 def apply_environment(parser: argparse.ArgumentParser, args: argparse.Namespace,
                       argv: list[str], environ: Mapping[str, str] | None = None) -> None:
     """Fill options not given on the command line from their variables."""

@@ -12,11 +12,12 @@ import pytest
 from e2e import PROJECT_ROOT, free_udp_port, net_snmp, stop
 
 from ibsnmp.cli import build_parser
-from ibsnmp.environment import EnvironmentValueError, apply_environment
+from ibsnmp.environment import EnvironmentValueError, apply_environment, relax_required
 
 
 def parse(argv: list[str], environ: dict[str, str]):  # type: ignore[no-untyped-def]
     parser = build_parser()
+    relax_required(parser, environ)
     args = parser.parse_args(argv)
     apply_environment(parser, args, argv, environ)
     return args

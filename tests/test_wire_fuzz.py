@@ -74,6 +74,7 @@ REGRESSION_ANSWERED = {
     "regress-set-syscontact-1-nocreation": True,
     "regress-get-sysdescr-no-instance": True,
     "regress-v1-set-read-only-community": True,
+    "regress-v1-get-negative-error-index": True,
 }
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 
 from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
+from .causes import current_exception_summary
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
@@ -146,7 +146,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             if self.dropped == 1:
                 # Remote input: one line with the cause, never a traceback in the log.
                 log.warning("dropped a message pysnmp could not process (%s); further ones are "
-                            "only counted in snmpInASNParseErrs", _cause(), exc_info=False)
+                            "only counted in snmpInASNParseErrs", current_exception_summary(), exc_info=False)
             log.debug("dropped an unprocessable message", exc_info=True)
             return b""
         finally:
@@ -175,12 +175,6 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         for module, name in counters:
             (instance,) = builder.import_symbols(module, name)
             instance.syntax += 1
-
-
-def _cause() -> str:
-    """`Type: message` of the exception being handled, short."""
-    exc = sys.exc_info()[1]
-    return f"{type(exc).__name__}: {str(exc)[:120]}" if exc is not None else "unknown"
 
 
 @dataclass(slots=True)

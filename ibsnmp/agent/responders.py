@@ -20,14 +20,16 @@ from typing import Any
 
 from pysnmp.entity.rfc3413 import cmdrsp
 from pysnmp.proto import rfc1905
-from pysnmp.proto.api import v2c
+from pysnmp.proto.api import v1, v2c
 
+from .causes import current_exception_summary
 from .instrum import is_end_of_mib_view
 from .response_size import fitting_prefix, pdu_budget, response_pdu_size, varbind_sizes
 
 log = logging.getLogger(__name__)
 
 _SET_REQUEST = rfc1905.SetRequestPDU.tagSet
+SNMPV1_PDU = 0  # pduVersion of an SNMPv1 request
 
 
 class SizedResponseMixin:
@@ -55,6 +57,11 @@ class SizedResponseMixin:
         self._budgets[stateReference] = pdu_budget(
             int(messageProcessingModel), maxSizeResponseScopedPDU, contextEngineId,
             contextName, int(self._engine_max_size.syntax))
+        if int(pduVersion) == SNMPV1_PDU:
+            # A request's error-status and error-index mean nothing (RFC 1157
+            # 4.1); pysnmp's SNMPv1 -> v2 conversion refuses negative ones.
+            v1.apiPDU.set_error_status(PDU, 0)
+            v1.apiPDU.set_error_index(PDU, 0)
         try:
             super().process_pdu(  # type: ignore[misc]
                 snmpEngine, messageProcessingModel, securityModel, securityName, securityLevel,
@@ -63,7 +70,9 @@ class SizedResponseMixin:
         except Exception:
             if not self._failed_once:
                 self._failed_once = True
-                log.exception("a request failed unexpectedly; answered genErr")
+                log.error("a request failed unexpectedly (%s); answered genErr, further "
+                          "ones only at debug level", current_exception_summary())
+            log.debug("request failure", exc_info=True)
             if stateReference not in self._answered:
                 try:
                     self.send_varbinds(snmpEngine, stateReference, "genErr", 0, [])
