@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := python3-venv smitools snmp snmptrapd
+DEBIAN_PACKAGES := python3-venv smitools snmp snmptrapd mosquitto
 STAMP := $(VENV)/.installed
 
 .PHONY: test run bench setup debian-packages mibs check-mibs clean
