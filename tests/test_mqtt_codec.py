@@ -46,9 +46,11 @@ def test_schema_files_are_current() -> None:
 def test_sysfs_nodes_come_back_equal_and_valid(sysfs_fabric) -> None:
     assert len(sysfs_fabric.nodes) == 4
     for node in sysfs_fabric.nodes.values():
-        payload = encode_state(record_of(sysfs_fabric, node, 5.0, time.time()))
+        record = record_of(sysfs_fabric, node, 5.0, time.time(), publisher="host-a", refresh=30.0)
+        payload = encode_state(record)
         jsonschema.validate(json.loads(payload), STATE_SCHEMA)
-        assert decode_state(payload, node.guid).node == node
+        assert decode_state(payload, node.guid) == record
+        assert record.node == node
 
 
 def test_what_sysfs_cannot_tell_stays_absent(sysfs_fabric) -> None:
@@ -107,7 +109,7 @@ def _valid(sysfs_fabric) -> tuple[int, dict]:
     (lambda d: d["node"].pop("local_port_num"), "node: local_port_num is missing"),
     (lambda d: d["ports"][0].update(guids=["xyz"]), r"ports\[0\].guids\[0\]: expected 16 lower-case hex"),
     (lambda d: d["ports"][0]["counters"].update(port_rcv_data={"value": -1, "bits": 32}),
-     "expected a 64-bit counter value"),
+     "a 64-bit counter value"),
     (lambda d: d.update(ports=[]), "ports: expected a list of 1 to 256 ports"),
     (lambda d: d["ports"].reverse(), "numbers must be consecutive and ascending"),
 ])

@@ -27,11 +27,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--trap-target", action="append", metavar="ADDR[:PORT]",
         help="send SNMPv2c traps (community public) to this receiver, e.g. 127.0.0.1:1162; "
              "repeatable; added to the config file's [[trap_target]] entries")
+    add_provider_arguments(parser, ("simulated", "sysfs", "topology", "mqtt"))
+    add_state_arguments(parser)
+    from ibsnmp.mqtt.options import add_aggregator_arguments
+
+    add_aggregator_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every start-up step")
+    parser.set_defaults(handler=_run)
+
+
+def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    """--provider and each provider's flags (shared by run and publish)."""
     add_fabric_arguments(parser)
     parser.add_argument(
-        "--provider", choices=("simulated", "sysfs", "topology"), default="simulated",
+        "--provider", choices=choices, default="simulated",
         help="where the fabric comes from: a simulated fabric (default), this host's "
-             "/sys/class/infiniband, or an ibnetdiscover dump",
+             "/sys/class/infiniband, an ibnetdiscover dump"
+             + (", or the publishers on an MQTT broker (--broker)" if "mqtt" in choices else ""),
     )
     parser.add_argument(
         "--sysfs-root", default="/sys/class/infiniband", metavar="DIR",
@@ -48,9 +60,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--scenario", metavar="FILE",
         help="simulated provider: TOML file of timed fabric events (port down, error "
              "bursts, bad keys ...) that raise IBA traps, e.g. examples/all-ten.toml")
-    add_state_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every start-up step")
-    parser.set_defaults(handler=_run)
 
 
 def add_state_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +108,10 @@ def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _make_provider(args: argparse.Namespace) -> Provider:
     """The provider --provider names; its errors become ConfigError (exit 2)."""
+    if args.provider == "mqtt":
+        from ibsnmp.mqtt.options import make_aggregator
+
+        return make_aggregator(args)
     if args.provider == "sysfs":
         from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
 
@@ -130,8 +143,10 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--scenario: {exc}") from None
 
 
-def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-untyped-def]
-    """What runs beside the agent: the notification originator, then the provider."""
+def _services(settings: AgentSettings, provider: Provider, publisher=None):  # type: ignore[no-untyped-def]
+    """What runs beside the agent: the notification originator, then the
+    provider, then the publisher (--publish)."""
+    from ibsnmp.mqtt.publisher import publishing
     from ibsnmp.traps.service import notifications
 
     @asynccontextmanager
@@ -140,7 +155,8 @@ def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-u
         async with notifications(agent.engine.engine, settings.trap_targets, provider):
             await provider.start()
             try:
-                yield
+                async with publishing(publisher):
+                    yield
             finally:
                 await provider.stop()
 
@@ -181,6 +197,11 @@ def _run(args: argparse.Namespace) -> int:
 
         provider = _make_provider(args)
         state = _open_state(args, settings)
+        publisher = None
+        if args.publish:
+            from ibsnmp.mqtt.options import make_publisher
+
+            publisher = make_publisher(args, provider, args.publish)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
@@ -208,5 +229,10 @@ def _run(args: argparse.Namespace) -> int:
         for target in settings.trap_targets:
             print(f"  notifications to {target.label}", flush=True)
 
-    return run(settings, FabricContexts(provider), mib, fabric_summary=summary,
-               on_started=announce, services=_services(settings, provider))
+    contexts = FabricContexts(provider)
+    if args.provider == "mqtt":
+        from ibsnmp.mqtt.options import AggregatorContexts
+
+        contexts = AggregatorContexts(provider)
+    return run(settings, contexts, mib, fabric_summary=summary,
+               on_started=announce, services=_services(settings, provider, publisher))

@@ -80,12 +80,17 @@ class NodeRecord:
     """What one state message carries: the node (its ports name their peers:
     the links it knows), the subnet managers running on it with their
     ActCount at `time`, and the SM's configuration if it is the master's
-    node.  `time`: the publisher's wall clock (seconds since 1970)."""
+    node.  `time`: the publisher's wall clock (seconds since 1970);
+    `publisher`: the client id whose last will covers the node; `refresh`:
+    the publisher's full-refresh period in seconds (an aggregator judges
+    the node stale after missing a few)."""
 
     node: Node
     sms: tuple[SmInfo, ...]
     sm_config: SmConfig | None
     time: float
+    publisher: str | None = None
+    refresh: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +105,8 @@ class EventRecord:
 # -- the model -> a record ---------------------------------------------------------
 
 
-def record_of(fabric: Fabric, node: Node, elapsed: float, now: float) -> NodeRecord:
+def record_of(fabric: Fabric, node: Node, elapsed: float, now: float, *, publisher: str | None = None,
+              refresh: float | None = None) -> NodeRecord:
     """The node as `fabric` holds it `elapsed` seconds after the provider's
     epoch: simulated counters and SM activity counts are taken at that
     moment (measured counters are already values)."""
@@ -111,7 +117,7 @@ def record_of(fabric: Fabric, node: Node, elapsed: float, now: float) -> NodeRec
         for sm in fabric.sms if sm.node_guid == node.guid)
     master = fabric.master_sm
     sm_config = fabric.sm_config if master is not None and master.node_guid == node.guid else None
-    return NodeRecord(_replace_ports(node, ports), sms, sm_config, now)
+    return NodeRecord(_replace_ports(node, ports), sms, sm_config, now, publisher, refresh)
 
 
 def _with_counters(fabric: Fabric, port: Port, elapsed: float) -> Port:
@@ -162,7 +168,12 @@ def _encode_port(port: Port) -> dict[str, Any]:
 
 def state_dict(record: NodeRecord) -> dict[str, Any]:
     node = record.node
-    out: dict[str, Any] = {"version": VERSION, "time": record.time, "node": NODE_FIELDS.encode(node)}
+    out: dict[str, Any] = {"version": VERSION, "time": record.time}
+    if record.publisher is not None:
+        out["publisher"] = record.publisher
+    if record.refresh is not None:
+        out["refresh"] = record.refresh
+    out["node"] = NODE_FIELDS.encode(node)
     if node.switch is not None:
         out["switch"] = SWITCH_FIELDS.encode(node.switch)
     if node.ca is not None:
@@ -225,25 +236,20 @@ def _counters(value: object, where: str) -> MeasuredCounters:
         raise PayloadError(f"{where}: expected an object of counters")
     values: dict[str, int] = {}
     for name, entry in value.items():
-        at = f"{where}.{name}"
-        if _COUNTER_NAME.fullmatch(name) is None:
-            raise PayloadError(f"{at}: not a counter name")
-        if not isinstance(entry, dict) or set(entry) != {"value", "bits"}:
-            raise PayloadError(f"{at}: expected {{\"value\": N, \"bits\": B}}")
-        bits = entry["bits"]
-        if type(bits) is not int or not 1 <= bits <= 64:
-            raise PayloadError(f"{at}.bits: expected 1..64, got {bits!r}")
-        number = entry["value"]
-        if type(number) is not int or not 0 <= number < 1 << 64:
-            raise PayloadError(f"{at}.value: expected a 64-bit counter value, got {number!r}")
-        values[name] = number
+        if (type(entry) is dict and len(entry) == 2 and type(bits := entry.get("bits")) is int
+                and 1 <= bits <= 64 and type(number := entry.get("value")) is int and 0 <= number < 1 << 64
+                and _COUNTER_NAME.fullmatch(name) is not None):
+            values[name] = number
+            continue
+        raise PayloadError(f"{where}.{name}: expected a counter name and "
+                           "{\"value\": a 64-bit counter value, \"bits\": 1..64}")
     return MeasuredCounters(MappingProxyType(values))
 
 
 def _decode_port(data: object, where: str, node_guid: int) -> Port:
     if not isinstance(data, dict):
         raise PayloadError(f"{where}: expected an object")
-    own = {name: data[name] for name in data if name in {f[0] for f in PORT_FIELDS.fields}}
+    own = {name: data[name] for name in data if name in PORT_FIELDS.names}
     rest = {name: data[name] for name in data if name not in own}
     port: Port = PORT_FIELDS.decode(
         own, where, node_guid=node_guid, info=None, pkeys=(), sl2vl=(), vl_arb_high=(), vl_arb_low=(),
@@ -291,7 +297,9 @@ def _decode_port(data: object, where: str, node_guid: int) -> Port:
     return port
 
 
-_STATE_KEYS = frozenset({"version", "time", "node", "switch", "ca", "ports", "sms", "sm_config"})
+_STATE_KEYS = frozenset({"version", "time", "publisher", "refresh", "node", "switch", "ca", "ports", "sms",
+                         "sm_config"})
+_PUBLISHER = re.compile(r"[^/+#\x00]{1,128}")
 
 
 def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_BYTES) -> NodeRecord:
@@ -299,6 +307,12 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
     PayloadError says why a message is refused."""
     data = _load(payload, max_bytes, _STATE_KEYS)
     when = _time(data.get("time"))
+    publisher = data.get("publisher")
+    if publisher is not None and (type(publisher) is not str or _PUBLISHER.fullmatch(publisher) is None):
+        raise PayloadError(f"publisher: expected an MQTT client id, got {publisher!r}")
+    refresh = data.get("refresh")
+    if refresh is not None and (type(refresh) not in (int, float) or not 0 < refresh < 1e6):
+        raise PayloadError(f"refresh: expected a period in seconds, got {refresh!r}")
     if "node" not in data:
         raise PayloadError("node is missing")
     node_data = data["node"]
@@ -325,7 +339,7 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
         raise PayloadError("sms: expected a list")
     sms = tuple(SM_FIELDS.decode(s, f"sms[{i}]", node_guid=topic_guid) for i, s in enumerate(sms_data))
     sm_config = SM_CONFIG_FIELDS.decode(data["sm_config"], "sm_config") if "sm_config" in data else None
-    return NodeRecord(node, sms, sm_config, when)
+    return NodeRecord(node, sms, sm_config, when, publisher, float(refresh) if refresh is not None else None)
 
 
 # -- events -------------------------------------------------------------------------------

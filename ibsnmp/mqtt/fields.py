@@ -72,12 +72,20 @@ def _expect_str(value: object, where: str) -> str:
 
 
 def _enum_decoder(cls: type[enum.Enum]) -> Callable[[object, str], Any]:
+    # Members by value, filled as values are seen (a flag type has many
+    # combinations): a big fabric decodes hundreds of thousands of them.
+    members: dict[object, Any] = {}
+
     def decode(value: object, where: str) -> Any:
+        member = members.get(value) if type(value) is int else None
+        if member is not None:
+            return member
         number = _expect_int(value, where)
         try:
-            return cls(number)
+            member = members[number] = cls(number)
         except ValueError:
             raise PayloadError(f"{where}: {number} is not a {cls.__name__} code") from None
+        return member
 
     return decode
 
@@ -154,6 +162,7 @@ class StructCodec:
         else:
             names = [n for n in cls.__dataclass_fields__ if not n.startswith("_")]  # type: ignore[attr-defined]
         self.fields = tuple((n, *_converters(n, hints[n])) for n in names if n not in skip)
+        self.names = frozenset(n for n, *_ in self.fields)
 
     def encode(self, record: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -166,9 +175,8 @@ class StructCodec:
     def decode(self, data: object, where: str, **extra: Any) -> Any:
         if not isinstance(data, dict):
             raise PayloadError(f"{where}: expected an object, got {type(data).__name__}")
-        known = {name for name, *_ in self.fields}
-        unknown = set(data) - known
-        if unknown:
+        if not self.names.issuperset(data):
+            unknown = set(data) - self.names
             raise PayloadError(f"{where}: unknown field {sorted(unknown)[0]!r}")
         values: dict[str, Any] = dict(extra)
         for name, _encode, decode, optional, _schema in self.fields:
@@ -180,7 +188,10 @@ class StructCodec:
                     raise PayloadError(f"{where}: {name} is missing")
                 values[name] = None
             else:
-                values[name] = decode(value, f"{where}.{name}")
+                try:
+                    values[name] = decode(value, "")
+                except PayloadError as exc:  # the path is only built for a refusal
+                    raise PayloadError(f"{where}.{name}{exc}") from None
         return self.cls(**values)
 
     def schema(self, **extra: dict[str, Any]) -> dict[str, Any]:

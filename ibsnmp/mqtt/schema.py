@@ -56,6 +56,10 @@ def state_schema() -> dict[str, Any]:
         "properties": {
             "version": {"const": codec.VERSION},
             "time": _TIME,
+            "publisher": {"type": "string", "pattern": "^[^/+#\\u0000]{1,128}$",
+                          "description": "the MQTT client id whose last will covers this node"},
+            "refresh": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1000000,
+                        "description": "seconds between the publisher's full refreshes"},
             "node": codec.NODE_FIELDS.schema(),
             "switch": codec.SWITCH_FIELDS.schema(),
             "ca": codec.CA_FIELDS.schema(),
