@@ -122,6 +122,10 @@ def test_every_context_answers_as_its_own_host_does(tmp_path, stack, broker, hos
     node_guids = aggregator.walk("", ".1.3.6.1.3.117.7.1.2.1.1.2")
     for guid in (A, B, context):
         assert any(guid in line.replace(" ", "").lower() for line in node_guids), (guid, node_guids)
+    # Its PortInfo table too, where a sysfs port has no M_Key, MTU or VL fields.
+    port_rows = aggregator.walk("", ".1.3.6.1.3.117.7.1.3")
+    a_port1 = "." + ".".join(str(b) for b in trees.MLX_NODE_GUID.to_bytes(8, "big")) + ".1 = "
+    assert sum(a_port1 in line for line in port_rows) > 10
 
 
 def test_a_counter_change_is_served_within_two_intervals(tmp_path, stack, broker, hosts) -> None:
