@@ -46,6 +46,9 @@ __all__ = [
 
 PASSWORD_ENV = "IBSNMP_MQTT_PASSWORD"
 DEFAULT_KEEPALIVE = 30
+# QoS 1 messages in flight at once: each waits for its PUBACK, so a large
+# fabric is sent in overlapping windows of this many.
+PUBLISH_WINDOW = 256
 # CONNACK return codes (3.1.1) and reason codes (5) that retrying cannot fix.
 _REFUSED = {4: "bad user name or password", 5: "not authorised (check the user name and password)",
             134: "bad user name or password", 135: "not authorised (check the user name and password)"}
@@ -93,12 +96,16 @@ class BrokerSettings:
         """A new aiomqtt Client (one per connection attempt).  A `probe`
         connects under another id with a clean session: under ours it would
         be handed (and would acknowledge) the messages queued for us."""
-        return aiomqtt.Client(
+        client = aiomqtt.Client(
             self.host, self.port, username=self.username, password=self.password,
             identifier=f"{self.client_id}-probe" if probe else self.client_id, clean_session=probe,
             keepalive=self.keepalive,
             tls_context=self.tls_context(), will=will, timeout=10,
-            protocol=aiomqtt.ProtocolVersion.V311, max_queued_incoming_messages=queue_size)
+            protocol=aiomqtt.ProtocolVersion.V311, max_queued_incoming_messages=queue_size,
+            max_inflight_messages=PUBLISH_WINDOW)
+        # A publisher keeps a window of QoS 1 publishes in flight on purpose.
+        client.pending_calls_threshold = 4 * PUBLISH_WINDOW
+        return client
 
 
 def parse_broker_url(url: str) -> tuple[str, int, bool, str | None, str | None]:

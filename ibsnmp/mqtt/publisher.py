@@ -35,7 +35,7 @@ from ibsnmp.events import TrapEvent
 from ibsnmp.providers.base import Provider
 
 from . import topics
-from .broker import BrokerSettings, run_session
+from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
 from .codec import EventRecord, NodeRecord, encode_event, encode_state, record_of
 
 __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publisher", "publishing"]
@@ -45,7 +45,7 @@ DEFAULT_REFRESH_S = 60.0
 DEFAULT_QUEUE = 10_000
 # States in flight at once: QoS 1 waits for each PUBACK, so a large fabric
 # is sent in overlapping batches.
-_BATCH = 256
+PUBLISH_WINDOW = 256
 
 log = logging.getLogger("ibsnmp.mqtt.publisher")
 
@@ -165,9 +165,9 @@ class Publisher:
             await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
             await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
                                  retain=True)
-        for start in range(0, len(pending), _BATCH):
+        for start in range(0, len(pending), PUBLISH_WINDOW):
             await asyncio.gather(*(client.publish(topic, payload, qos=1, retain=True)
-                                   for topic, payload in pending[start:start + _BATCH]))
+                                   for topic, payload in pending[start:start + PUBLISH_WINDOW]))
         if full:
             self._last_full = now
         sent = sum(1 for topic, _ in pending if topic.endswith("/state"))
