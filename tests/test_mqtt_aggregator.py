@@ -113,6 +113,34 @@ async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_pa
     assert f"node {GOOD:016x} leaves the fabric: its status is offline" in caplog.text
 
 
+def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkeypatch) -> None:
+    import ibsnmp.providers.mqtt as aggregator_module
+
+    decoded: list[int] = []
+    real = aggregator_module.decode_state
+    monkeypatch.setattr(aggregator_module, "decode_state", lambda *a, **k: decoded.append(1) or real(*a, **k))
+    aggregator = MqttAggregator(BrokerSettings("127.0.0.1", 1, False, None, client_id="x"), "fab")
+    root = tmp_path / "host"
+    root.mkdir()
+    trees.mlx5_two_port(root)
+    fabric = SysfsProvider(root).snapshot
+    node = fabric.nodes[GOOD]
+    topic = topics.node_topic("fab", GOOD, "state")
+
+    def send(record_time: float, fabric=fabric, node=node) -> None:  # type: ignore[no-untyped-def]
+        payload = encode_state(record_of(fabric, node, 0.0, record_time, publisher="p", refresh=5.0))
+        aggregator.handle(aiomqtt.Message(topic, payload, 1, False, 1, None))
+
+    send(1000.0)
+    send(1060.0)  # the refresh: the same state, a later time
+    assert decoded == [1] and aggregator.updates == 2
+    trees.set_file(root, "mlx5_0/node_desc", "renamed\n")
+    fabric = SysfsProvider(root).snapshot
+    send(1120.0, fabric, fabric.nodes[GOOD])
+    assert decoded == [1, 1]
+    assert aggregator.check(time.monotonic() + 1).nodes[GOOD].description == "renamed"
+
+
 def test_links_are_checked_from_both_ends() -> None:
     fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=1", seed=2)
     records = {g: record_of(fabric, n, 0.0, 0.0) for g, n in fabric.nodes.items()}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any
@@ -168,6 +169,8 @@ def _encode_port(port: Port) -> dict[str, Any]:
 
 def state_dict(record: NodeRecord) -> dict[str, Any]:
     node = record.node
+    # version and time first: an aggregator recognises an unchanged state
+    # by what follows them (providers.mqtt._refresh_digest).
     out: dict[str, Any] = {"version": VERSION, "time": record.time}
     if record.publisher is not None:
         out["publisher"] = record.publisher
@@ -217,10 +220,26 @@ def _time(value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+# Tables most ports share (SL-to-VL maps, VL arbitration, default P_Keys,
+# counter name sets) are kept once: an aggregator of 10,000 nodes holds
+# hundreds of thousands of them.  Bounded, so odd input cannot grow it.
+_SHARED: dict[object, Any] = {}
+_SHARED_MAX = 4096
+
+
+def _shared(value: Any) -> Any:
+    found = _SHARED.get(value)
+    if found is not None:
+        return found
+    if len(_SHARED) < _SHARED_MAX:
+        _SHARED[value] = value
+    return value
+
+
 def _int_list(value: object, where: str, bits: int) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(v) is int and 0 <= v < 1 << bits for v in value):
         raise PayloadError(f"{where}: expected a list of {bits}-bit integers")
-    return tuple(value)
+    return _shared(tuple(value))  # type: ignore[no-any-return]
 
 
 def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
@@ -228,22 +247,58 @@ def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
             isinstance(e, list) and len(e) == 2 and all(type(v) is int and 0 <= v <= 255 for v in e)
             for e in value):
         raise PayloadError(f"{where}: expected a list of [VL, weight] pairs")
-    return tuple(VlArbEntry(vl, weight) for vl, weight in value)
+    return _shared(tuple(_shared(VlArbEntry(vl, weight)) for vl, weight in value))  # type: ignore[no-any-return]
+
+
+class CounterValues(Mapping[str, int]):
+    """Counter name -> value in two tuples, the names shared by every port
+    that reports the same set (a dict per port costs four times as much)."""
+
+    __slots__ = ("_names", "_values", "_index")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[int, ...]) -> None:
+        self._names = names
+        self._values = values
+        self._index = _name_index(names)
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[self._index[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"CounterValues({dict(self)!r})"
+
+
+_NAME_INDEXES: dict[tuple[str, ...], dict[str, int]] = {}
+
+
+def _name_index(names: tuple[str, ...]) -> dict[str, int]:
+    index = _NAME_INDEXES.get(names)
+    if index is None:
+        index = {name: i for i, name in enumerate(names)}
+        if len(_NAME_INDEXES) < _SHARED_MAX:
+            _NAME_INDEXES[names] = index
+    return index
 
 
 def _counters(value: object, where: str) -> MeasuredCounters:
     if not isinstance(value, dict):
         raise PayloadError(f"{where}: expected an object of counters")
-    values: dict[str, int] = {}
+    numbers: list[int] = []
     for name, entry in value.items():
         if (type(entry) is dict and len(entry) == 2 and type(bits := entry.get("bits")) is int
                 and 1 <= bits <= 64 and type(number := entry.get("value")) is int and 0 <= number < 1 << 64
                 and _COUNTER_NAME.fullmatch(name) is not None):
-            values[name] = number
+            numbers.append(number)
             continue
         raise PayloadError(f"{where}.{name}: expected a counter name and "
                            "{\"value\": a 64-bit counter value, \"bits\": 1..64}")
-    return MeasuredCounters(MappingProxyType(values))
+    return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)))
 
 
 def _decode_port(data: object, where: str, node_guid: int) -> Port:

@@ -27,6 +27,7 @@ sees the state that raised it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ DEFAULT_REFRESH_S = 60.0
 STALE_REFRESHES = 3
 DEFAULT_REBUILD_DELAY = 0.2
 _HOUSEKEEPING_S = 0.5
+_STALE_CHECK_S = 2.0  # a look at every node's age; staleness is judged to within this
 
 log = logging.getLogger("ibsnmp.providers.mqtt")
 
@@ -56,6 +58,20 @@ log = logging.getLogger("ibsnmp.providers.mqtt")
 class _Heard:
     record: NodeRecord
     seen: float  # monotonic time of the last state
+    digest: bytes = b""  # of the payload past its time field (see _refresh_digest)
+
+
+_TIMED = b'{"version":1,"time":'
+
+
+def _refresh_digest(payload: bytes) -> bytes:
+    """A digest of everything a state says besides its time, for payloads
+    laid out as our encoder writes them (version, then time, first): a full
+    refresh of an unchanged node is then recognised without decoding it."""
+    if not payload.startswith(_TIMED):
+        return b""
+    comma = payload.find(b",", len(_TIMED))
+    return hashlib.blake2b(payload[comma:], digest_size=16).digest() if comma > 0 else b""
 
 
 class MqttAggregator(ProviderCore):
@@ -165,6 +181,14 @@ class MqttAggregator(ProviderCore):
             if self._heard.pop(guid, None) is not None:
                 self._update(guid, "its retained state was cleared")
             return
+        digest = _refresh_digest(payload)
+        heard = self._heard.get(guid)
+        if digest and heard is not None and heard.digest == digest and len(payload) <= self.max_payload:
+            heard.seen = time.monotonic()  # the same state again: a refresh
+            self.updates += 1
+            if guid not in self._assembly:
+                self._update(guid, "")
+            return
         try:
             record = decode_state(payload, guid, self.max_payload)
         except PayloadError as exc:
@@ -179,7 +203,7 @@ class MqttAggregator(ProviderCore):
             record = NodeRecord(record.node, rebased, record.sm_config, record.time, record.publisher,
                                 record.refresh)
         self.updates += 1
-        self._heard[guid] = _Heard(record, time.monotonic())
+        self._heard[guid] = _Heard(record, time.monotonic(), digest)
         self._update(guid, "")
 
     def _node_status(self, guid: int, payload: bytes) -> None:
@@ -283,7 +307,7 @@ class MqttAggregator(ProviderCore):
     def check(self, now: float | None = None) -> Fabric:
         """Judge staleness (while connected) and rebuild if due; the snapshot."""
         now = time.monotonic() if now is None else now
-        if self._connected and now - self._stale_checked >= 1.0:
+        if self._connected and now - self._stale_checked >= _STALE_CHECK_S:
             self._stale_checked = now
             for guid in [g for g in self._assembly_guids() if self._why_not_served(g, now)]:
                 self._update(guid, "")
