@@ -26,6 +26,7 @@ bench: setup
 	$(BIN)/python bench/traps.py
 	$(BIN)/python bench/sysfs_poll.py
 	$(BIN)/python bench/topology_load.py
+	$(BIN)/python bench/mqtt_ingest.py
 
 setup: debian-packages $(STAMP)
 

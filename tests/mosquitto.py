@@ -31,12 +31,19 @@ def free_tcp_port() -> int:
 
 
 class Mosquitto:
-    def __init__(self, workdir: Path, *, users: dict[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, *, users: dict[str, str] | None = None,
+                 tls: tuple[Path, Path, Path] | None = None) -> None:
+        """tls: (CA, server certificate, server key); clients must then
+        present a certificate the CA signed."""
         self.dir = workdir / "mosquitto"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_tcp_port()
         self.config = self.dir / "mosquitto.conf"
-        lines = [f"listener {self.port} 127.0.0.1", "persistence true", f"persistence_location {self.dir}/",
+        lines = [f"listener {self.port} 127.0.0.1"]
+        if tls:
+            lines += [f"cafile {tls[0]}", f"certfile {tls[1]}", f"keyfile {tls[2]}", "require_certificate true"]
+        self.tls = tls is not None
+        lines += ["persistence true", f"persistence_location {self.dir}/",
                  "autosave_interval 1", "autosave_on_changes true", "max_queued_messages 100000",
                  f"log_dest file {self.dir}/broker.log"]
         if os.getuid() == 0:
@@ -56,7 +63,7 @@ class Mosquitto:
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     def start(self) -> Mosquitto:
         self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=subprocess.DEVNULL,
@@ -178,3 +185,50 @@ def running(*processes: Process) -> Iterator[None]:
     finally:
         for process in processes:
             process.stop()
+
+
+def make_certificates(directory: Path) -> dict[str, Path]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate,
+    as PEM files: ca, server, server_key, client, client_key."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def issue(name: str, key, issuer_name, issuer_key, *, ca: bool, ip: bool = False):  # type: ignore[no-untyped-def]
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                   .issuer_name(issuer_name or x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if ip:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(issuer_key or key, hashes.SHA256())
+
+    def write(name: str, data: bytes) -> Path:
+        path = directory / name
+        path.write_bytes(data)
+        return path
+
+    def pem_key(key) -> bytes:  # type: ignore[no-untyped-def]
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    ca = issue("ibsnmp test CA", ca_key, None, None, ca=True)
+    server = issue("127.0.0.1", server_key, ca.subject, ca_key, ca=False, ip=True)
+    client = issue("ibsnmp test client", client_key, ca.subject, ca_key, ca=False)
+    pem = serialization.Encoding.PEM
+    return {"ca": write("ca.pem", ca.public_bytes(pem)), "server": write("server.pem", server.public_bytes(pem)),
+            "server_key": write("server.key", pem_key(server_key)),
+            "client": write("client.pem", client.public_bytes(pem)),
+            "client_key": write("client.key", pem_key(client_key))}

@@ -13,7 +13,7 @@ import pytest
 
 import sysfs_trees as trees
 from ibsnmp.fabric.generators import build_fabric
-from mosquitto import Agent, Mosquitto, Process
+from mosquitto import Agent, Mosquitto, Process, make_certificates
 from trapd import TrapReceiver
 
 HOST_B_GUID = 0x0C42A1030017D000
@@ -230,3 +230,19 @@ def test_refused_credentials_are_one_line_and_exit_2(tmp_path, stack) -> None:
                                f"mqtt://ib@127.0.0.1:{broker.port}", "--broker-password-file", str(secret)))
     good.wait_for("connected to")
     assert "s3cret" not in good.text()
+
+
+def test_mqtts_with_a_client_certificate(tmp_path, stack, hosts) -> None:
+    pems = make_certificates(tmp_path / "pki")
+    broker = Mosquitto(tmp_path, tls=(pems["ca"], pems["server"], pems["server_key"])).start()
+    stack.callback(broker.stop)
+    tls = ("--broker-ca", str(pems["ca"]), "--broker-cert", str(pems["client"]), "--broker-key",
+           str(pems["client_key"]))
+    _publisher(stack, tmp_path, hosts[1], broker, "host-b", *tls)
+    aggregator = _aggregator(stack, tmp_path, broker, *tls)
+    _joined(aggregator, B)
+    assert aggregator.get(B, NODE_DESCRIPTION) == "node01 HCA-1"
+    # Without a certificate the broker closes the TLS handshake: retried, never served.
+    lone = _start(stack, Agent(tmp_path / "lone.log", "--provider", "mqtt", "--broker", broker.url,
+                               "--broker-ca", str(pems["ca"])))
+    lone.wait_for("cannot be reached now")
