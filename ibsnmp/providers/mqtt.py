@@ -49,7 +49,6 @@ DEFAULT_REFRESH_S = 60.0
 STALE_REFRESHES = 3
 DEFAULT_REBUILD_DELAY = 0.2
 _HOUSEKEEPING_S = 0.5
-_STALE_CHECK_S = 2.0  # a look at every node's age; staleness is judged to within this
 
 log = logging.getLogger("ibsnmp.providers.mqtt")
 
@@ -98,6 +97,11 @@ class MqttAggregator(ProviderCore):
         self._ever_connected = False
         self._said_unreachable = False
         self._stale_checked = 0.0
+        # Every node's age is looked at this often: staleness is judged to
+        # within a tenth of the limit (1 to 10 s), which keeps an idle
+        # fabric of 10,000 nodes from costing a pass every second.
+        limit = stale_after if stale_after is not None else STALE_REFRESHES * DEFAULT_REFRESH_S
+        self._stale_check_period = min(10.0, max(1.0, limit / 10))
         self._build_due = 0.0
         self._build_cost = 0.0
         self._tasks: list[asyncio.Task[None]] = []
@@ -307,7 +311,7 @@ class MqttAggregator(ProviderCore):
     def check(self, now: float | None = None) -> Fabric:
         """Judge staleness (while connected) and rebuild if due; the snapshot."""
         now = time.monotonic() if now is None else now
-        if self._connected and now - self._stale_checked >= _STALE_CHECK_S:
+        if self._connected and now - self._stale_checked >= self._stale_check_period:
             self._stale_checked = now
             for guid in [g for g in self._assembly_guids() if self._why_not_served(g, now)]:
                 self._update(guid, "")
