@@ -246,3 +246,12 @@ def test_mqtts_with_a_client_certificate(tmp_path, stack, hosts) -> None:
     lone = _start(stack, Agent(tmp_path / "lone.log", "--provider", "mqtt", "--broker", broker.url,
                                "--broker-ca", str(pems["ca"])))
     lone.wait_for("cannot be reached now")
+
+
+def test_a_publisher_that_stops_says_its_nodes_are_offline(tmp_path, stack, broker, hosts) -> None:
+    b = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
+    aggregator = _aggregator(stack, tmp_path, broker)
+    _joined(aggregator, B)
+    assert b.stop() == 0
+    aggregator.wait_for(f"node {B} leaves the fabric: its status is offline")
+    assert aggregator.get(B, NODE_DESCRIPTION, timeout=1) is None

@@ -194,9 +194,12 @@ class Publisher:
         if client is None:
             return
         try:
-            for guid in self._sent:
-                await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
-                                     retain=True)
+            guids = list(self._sent)
+            for start in range(0, len(guids), PUBLISH_WINDOW):
+                await asyncio.gather(*(
+                    client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
+                                   retain=True)
+                    for guid in guids[start:start + PUBLISH_WINDOW]))
             await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id),
                                  topics.OFFLINE, qos=1, retain=True)
         except aiomqtt.MqttError as exc:
