@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd podman runc debootstrap
+DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap podman-compose
 STAMP := $(VENV)/.installed
 
 .PHONY: test run bench setup debian-packages mibs check-mibs clean
@@ -30,6 +30,7 @@ bench: setup
 	$(BIN)/python bench/bulk_leak.py
 	$(BIN)/python bench/hidden_keys.py
 	$(BIN)/python bench/state_load.py
+	$(BIN)/python bench/mqtt_ingest.py
 
 setup: debian-packages $(STAMP)
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from . import __version__
 from .commands import fabric as fabric_commands
 from .commands import health as health_commands
+from .commands import publish as publish_commands
 from .commands import run as run_commands
 from .commands import trap as trap_commands
 from .environment import EnvironmentValueError, apply_environment, relax_required
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ibsnmp {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     run_commands.add_parser(subparsers)
+    publish_commands.add_parser(subparsers)
     trap_commands.add_parser(subparsers)
     fabric_commands.add_parser(subparsers)
     health_commands.add_parser(subparsers)

@@ -30,11 +30,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--trap-target", action="append", metavar="ADDR[:PORT]",
         help="send SNMPv2c traps (community public) to this receiver, e.g. 127.0.0.1:1162; "
              "repeatable; added to the config file's [[trap_target]] entries")
+    add_provider_arguments(parser, ("simulated", "sysfs", "topology", "mqtt"))
+    add_state_arguments(parser)
+    from ibsnmp.mqtt.options import add_aggregator_arguments
+
+    add_aggregator_arguments(parser)
+    add_logging_arguments(parser)
+    parser.set_defaults(handler=_run)
+
+
+def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    """--provider and each provider's flags (shared by run and publish)."""
     add_fabric_arguments(parser)
     parser.add_argument(
-        "--provider", choices=("simulated", "sysfs", "topology"), default="simulated",
+        "--provider", choices=choices, default="simulated",
         help="where the fabric comes from: a simulated fabric (default), this host's "
-             "/sys/class/infiniband, or an ibnetdiscover dump",
+             "/sys/class/infiniband, an ibnetdiscover dump"
+             + (", or the publishers on an MQTT broker (--broker)" if "mqtt" in choices else ""),
     )
     parser.add_argument(
         "--sysfs-root", default="/sys/class/infiniband", metavar="DIR",
@@ -51,9 +63,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--scenario", metavar="FILE",
         help="simulated provider: TOML file of timed fabric events (port down, error "
              "bursts, bad keys ...) that raise IBA traps, e.g. examples/all-ten.toml")
-    add_state_arguments(parser)
-    add_logging_arguments(parser)
-    parser.set_defaults(handler=_run)
 
 
 def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +119,10 @@ def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _make_provider(args: argparse.Namespace) -> Provider:
     """The provider --provider names; its errors become ConfigError (exit 2)."""
+    if args.provider == "mqtt":
+        from ibsnmp.mqtt.options import make_aggregator
+
+        return make_aggregator(args)
     if args.provider == "sysfs":
         from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
 
@@ -141,8 +154,10 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--scenario: {exc}") from None
 
 
-def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-untyped-def]
-    """What runs beside the agent: the notification originator, then the provider."""
+def _services(settings: AgentSettings, provider: Provider, publisher=None):  # type: ignore[no-untyped-def]
+    """What runs beside the agent: the notification originator, then the
+    provider, then the publisher (--publish)."""
+    from ibsnmp.mqtt.publisher import publishing
     from ibsnmp.traps.service import notifications
 
     @asynccontextmanager
@@ -154,7 +169,8 @@ def _services(settings: AgentSettings, provider: Provider):  # type: ignore[no-u
             agent.reload_hooks.append(lambda new: service.apply(new.trap_targets))
             await provider.start()
             try:
-                yield
+                async with publishing(publisher):
+                    yield
             finally:
                 await provider.stop()
 
@@ -208,6 +224,11 @@ def _run(args: argparse.Namespace) -> int:
         state_dir = _state_dir(args)
         settings = _start_engine_state(state_dir, settings)
         state = _open_state(state_dir, args)
+        publisher = None
+        if args.publish:
+            from ibsnmp.mqtt.options import make_publisher
+
+            publisher = make_publisher(args, provider, args.publish)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
@@ -240,8 +261,13 @@ def _run(args: argparse.Namespace) -> int:
         for target in settings.trap_targets:
             print(f"  notifications to {target.label}", flush=True)
 
-    return run(settings, FabricContexts(provider), mib, fabric_summary=summary,
-               on_started=announce, services=_services(settings, provider),
+    contexts = FabricContexts(provider)
+    if args.provider == "mqtt":
+        from ibsnmp.mqtt.options import AggregatorContexts
+
+        contexts = AggregatorContexts(provider)
+    return run(settings, contexts, mib, fabric_summary=summary,
+               on_started=announce, services=_services(settings, provider, publisher),
                reload=_reloader(args, configured, settings))
 
 

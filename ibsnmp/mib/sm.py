@@ -207,6 +207,18 @@ def _port_rows(target: ContextTarget) -> Iterator[Row]:
         yield (prefix, key, port.num), port
 
 
+def _info(name: str, convert: Any = None) -> Any:
+    """A PortInfo column; no instance where the provider could not read the
+    field (a host's sysfs: see model.PortInfo)."""
+    def get(port: Any, target: ContextTarget) -> Any:
+        value = getattr(port.info, name)
+        if value is None or convert is None:
+            return value
+        return convert(value)
+
+    return get
+
+
 # Bit-set and code fields are served as the raw IBA PortInfo values: the
 # DESCRIPTION texts list the IBA 1.0 codes (LinkWidth 1 = 1x, 2 = 4x, 8 = 12x;
 # LinkSpeed 1 = 2.5 Gb/s), which later IBA releases extended in the same
@@ -221,52 +233,52 @@ _PORT_INFO = TableBinding(
         "ibSmPortInfoSubnetPrefix": _subnet_prefix,
         "ibSmPortInfoNodeGUID": _node_guid_of_port,
         "ibSmPortInfoLocalPortNum": lambda p, t: p.num,
-        "ibSmPortInfoMKey": lambda p, t: p.info.m_key.to_bytes(8, "big"),
-        "ibSmPortInfoGIDPrefix": lambda p, t: p.info.gid_prefix.to_bytes(8, "big"),
+        "ibSmPortInfoMKey": _info("m_key", lambda v: v.to_bytes(8, "big")),
+        "ibSmPortInfoGIDPrefix": _info("gid_prefix", lambda v: v.to_bytes(8, "big")),
         # LID 0 means "not assigned"; the MIB's range starts at 1: no instance.
         "ibSmPortInfoLID": lambda p, t: p.info.lid or None,
         "ibSmPortInfoMasterSmLID": lambda p, t: p.info.master_sm_lid or None,
-        "ibSmPortInfoCapMask": lambda p, t: p.info.capability_mask.to_bytes(4, "big"),
-        "ibSmPortInfoDiagCode": lambda p, t: p.info.diag_code.to_bytes(2, "big"),
-        "ibSmPortInfoMKeyLeasePeriod": lambda p, t: p.info.m_key_lease_period,
-        "ibSmPortInfoLinkWidthEnabled": lambda p, t: int(p.info.link_width_enabled),
-        "ibSmPortInfoLinkWidthSupported": lambda p, t: int(p.info.link_width_supported),
-        "ibSmPortInfoLinkWidthActive": lambda p, t: int(p.info.link_width_active),
-        "ibSmPortInfoLinkSpeedSupported": lambda p, t: int(p.info.link_speed_supported),
+        "ibSmPortInfoCapMask": _info("capability_mask", lambda v: v.to_bytes(4, "big")),
+        "ibSmPortInfoDiagCode": _info("diag_code", lambda v: v.to_bytes(2, "big")),
+        "ibSmPortInfoMKeyLeasePeriod": _info("m_key_lease_period"),
+        "ibSmPortInfoLinkWidthEnabled": _info("link_width_enabled", int),
+        "ibSmPortInfoLinkWidthSupported": _info("link_width_supported", int),
+        "ibSmPortInfoLinkWidthActive": _info("link_width_active", int),
+        "ibSmPortInfoLinkSpeedSupported": _info("link_speed_supported", int),
         # noStateChange(0), down(1), initialize(2), armed(3), active(4): IBA PortState.
-        "ibSmPortInfoState": lambda p, t: int(p.info.port_state),
-        "ibSmPortInfoPhyState": lambda p, t: int(p.info.phys_state),
-        "ibSmPortInfoLinkDownDefState": lambda p, t: int(p.info.link_down_default_state),
-        "ibSmPortInfoMKeyProtBits": lambda p, t: int(p.info.m_key_protect_bits),
-        "ibSmPortInfoLMC": lambda p, t: p.info.lmc,
-        "ibSmPortInfoLinkSpeedActive": lambda p, t: int(p.info.link_speed_active),
-        "ibSmPortInfoLinkSpeedEnabled": lambda p, t: int(p.info.link_speed_enabled),
-        "ibSmPortInfoNeighborMTU": lambda p, t: int(p.info.neighbor_mtu),
-        "ibSmPortInfoMasterSmSL": lambda p, t: p.info.master_sm_sl,
-        "ibSmPortInfoVLCap": lambda p, t: int(p.info.vl_cap),
-        "ibSmPortInfoVLHighLimit": lambda p, t: p.info.vl_high_limit,
-        "ibSmPortInfoVLArbHighCap": lambda p, t: p.info.vl_arb_high_cap,
-        "ibSmPortInfoVLArbLowCap": lambda p, t: p.info.vl_arb_low_cap,
-        "ibSmPortInfoMTUCap": lambda p, t: int(p.info.mtu_cap),
-        "ibSmPortInfoVLStallCount": lambda p, t: p.info.vl_stall_count,
-        "ibSmPortInfoHOQLife": lambda p, t: p.info.hoq_life,
-        "ibSmPortInfoOperVL": lambda p, t: int(p.info.operational_vls),
-        "ibSmPortInfoInPartEnforce": lambda p, t: _truth(p.info.partition_enforcement_inbound),
-        "ibSmPortInfoOutPartEnforce": lambda p, t: _truth(p.info.partition_enforcement_outbound),
-        "ibSmPortInfoInFilterRawPktEnf": lambda p, t: _truth(p.info.filter_raw_inbound),
-        "ibSmPortInfoOutFilterRawPktEnf": lambda p, t: _truth(p.info.filter_raw_outbound),
+        "ibSmPortInfoState": _info("port_state", int),
+        "ibSmPortInfoPhyState": _info("phys_state", int),
+        "ibSmPortInfoLinkDownDefState": _info("link_down_default_state", int),
+        "ibSmPortInfoMKeyProtBits": _info("m_key_protect_bits", int),
+        "ibSmPortInfoLMC": _info("lmc"),
+        "ibSmPortInfoLinkSpeedActive": _info("link_speed_active", int),
+        "ibSmPortInfoLinkSpeedEnabled": _info("link_speed_enabled", int),
+        "ibSmPortInfoNeighborMTU": _info("neighbor_mtu", int),
+        "ibSmPortInfoMasterSmSL": _info("master_sm_sl"),
+        "ibSmPortInfoVLCap": _info("vl_cap", int),
+        "ibSmPortInfoVLHighLimit": _info("vl_high_limit"),
+        "ibSmPortInfoVLArbHighCap": _info("vl_arb_high_cap"),
+        "ibSmPortInfoVLArbLowCap": _info("vl_arb_low_cap"),
+        "ibSmPortInfoMTUCap": _info("mtu_cap", int),
+        "ibSmPortInfoVLStallCount": _info("vl_stall_count"),
+        "ibSmPortInfoHOQLife": _info("hoq_life"),
+        "ibSmPortInfoOperVL": _info("operational_vls", int),
+        "ibSmPortInfoInPartEnforce": _info("partition_enforcement_inbound", _truth),
+        "ibSmPortInfoOutPartEnforce": _info("partition_enforcement_outbound", _truth),
+        "ibSmPortInfoInFilterRawPktEnf": _info("filter_raw_inbound", _truth),
+        "ibSmPortInfoOutFilterRawPktEnf": _info("filter_raw_outbound", _truth),
         # 16-bit IBA violation counters that stop at all ones.
-        "ibSmPortInfoMKeyViolation": lambda p, t: min(p.info.m_key_violations, 0xFFFF),
-        "ibSmPortInfoPKeyViolation": lambda p, t: min(p.info.p_key_violations, 0xFFFF),
-        "ibSmPortInfoQKeyViolation": lambda p, t: min(p.info.q_key_violations, 0xFFFF),
-        "ibSmPortInfoGUIDCap": lambda p, t: p.info.guid_cap,
-        "ibSmPortInfoSubnetTimeout": lambda p, t: p.info.subnet_timeout,
-        "ibSmPortInfoRespTime": lambda p, t: p.info.resp_time_value,
-        "ibSmPortInfoLocalPhyError": lambda p, t: p.info.local_phy_errors_threshold,
-        "ibSmPortInfoOverrunError": lambda p, t: p.info.overrun_errors_threshold,
+        "ibSmPortInfoMKeyViolation": _info("m_key_violations", lambda v: min(v, 0xFFFF)),
+        "ibSmPortInfoPKeyViolation": _info("p_key_violations", lambda v: min(v, 0xFFFF)),
+        "ibSmPortInfoQKeyViolation": _info("q_key_violations", lambda v: min(v, 0xFFFF)),
+        "ibSmPortInfoGUIDCap": _info("guid_cap"),
+        "ibSmPortInfoSubnetTimeout": _info("subnet_timeout"),
+        "ibSmPortInfoRespTime": _info("resp_time_value"),
+        "ibSmPortInfoLocalPhyError": _info("local_phy_errors_threshold"),
+        "ibSmPortInfoOverrunError": _info("overrun_errors_threshold"),
         # 4-bit IBA fields in one octet.
-        "ibSmPortInfoInitType": lambda p, t: bytes((p.info.init_type & 0xF,)),
-        "ibSmPortInfoInitTypeReply": lambda p, t: bytes((p.info.init_type_reply & 0xF,)),
+        "ibSmPortInfoInitType": _info("init_type", lambda v: bytes((v & 0xF,))),
+        "ibSmPortInfoInitTypeReply": _info("init_type_reply", lambda v: bytes((v & 0xF,))),
     },
 )
 

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""ibsnmp benchmark: a 10,000-node fabric published through mosquitto into
+one aggregator (`ibsnmp run --provider mqtt`).
+
+    .venv/bin/python bench/mqtt_ingest.py              # about 5 minutes
+    .venv/bin/python bench/mqtt_ingest.py --fabric fat-tree:spines=2,leaves=4,hosts=4 --idle 20
+
+Phases, each with its own mosquitto statistics ($SYS, every second):
+
+1. serve: `ibsnmp publish` of the simulated fabric (10,026 nodes), once;
+   the time from the publisher's connection (its first publish) until the
+   aggregator has logged every node joining, and an SNMP answer from the
+   last node's context; the aggregator's RSS then, beside `ibsnmp run`
+   serving the same fabric from the simulated provider in the same run.
+2. ingest: `ibsnmp publish --interval 1`: the simulated counters move, so
+   every node is re-sent as fast as the publisher can; the aggregator's
+   CPU time per second over the window divided by the rate of state
+   messages the broker delivered to it (per 1,000 updates/s; mosquitto
+   2.0.11 does not count received publishes).
+3. idle: a publisher whose counters are frozen (nothing changes; only the
+   full refresh every 60 s is sent): broker bytes received and sent per
+   node per minute over two refresh periods, and the aggregator's CPU.
+
+The machine is shared: figures are one run's, printed with what they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import LOCALHOST, VENV_BIN, Processes, free_udp_port, start_ibsnmp, vm_status  # noqa: E402
+
+SPEC = "fat-tree:spines=18,leaves=72,hosts=138"
+MOSQUITTO = "/usr/sbin/mosquitto"
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def free_tcp_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((LOCALHOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def broker_stats(port: int) -> dict[str, float]:
+    """mosquitto's $SYS counters now (published retained, every second)."""
+    import aiomqtt
+
+    async def read() -> dict[str, float]:
+        values: dict[str, float] = {}
+        async with aiomqtt.Client(LOCALHOST, port, identifier=f"bench-stats-{time.monotonic_ns()}") as client:
+            await client.subscribe("$SYS/broker/#")
+            try:
+                async with asyncio.timeout(1.5):
+                    async for message in client.messages:
+                        try:
+                            values[str(message.topic)] = float(bytes(message.payload).split()[0])  # type: ignore[arg-type]
+                        except (ValueError, IndexError):
+                            pass
+            except TimeoutError:
+                pass
+        return values
+
+    return asyncio.run(read())
+
+
+def _delta(before: dict[str, float], after: dict[str, float], key: str) -> float:
+    return after.get(f"$SYS/broker/{key}", 0.0) - before.get(f"$SYS/broker/{key}", 0.0)
+
+
+def idle_publisher(url: str, spec: str) -> int:
+    """A publisher of `spec` whose simulated counters stand still."""
+    import logging
+
+    from ibsnmp.mqtt.broker import BrokerSettings, parse_broker_url
+    from ibsnmp.mqtt.publisher import Publisher
+    from ibsnmp.providers.simulated import SimulatedProvider
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    host, port, tls, _, _ = parse_broker_url(url)
+    provider = SimulatedProvider(spec, 1, watch_interval=0)
+    publisher = Publisher(provider, BrokerSettings(host, port, tls, None, client_id="bench-idle"), "default",
+                          interval=30.0, refresh=60.0, elapsed=lambda: 100.0)
+
+    async def run() -> None:
+        task = asyncio.create_task(publisher.run())
+        while True:
+            await asyncio.sleep(1)
+            print(f"bench-idle: {publisher.states_sent} states sent", flush=True)
+            if task.done():
+                task.result()
+
+    asyncio.run(run())
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fabric", default=SPEC)
+    parser.add_argument("--ingest", type=float, default=30.0, help="seconds of the ingest window")
+    parser.add_argument("--idle", type=float, default=120.0, help="seconds of the idle window")
+    parser.add_argument("--idle-publisher", metavar="URL", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.idle_publisher:
+        return idle_publisher(args.idle_publisher, args.fabric)
+
+    from ibsnmp.fabric.generators import build_fabric
+
+    fabric = build_fabric(args.fabric, seed=1)
+    nodes = len(fabric.nodes)
+    last = f"{max(fabric.nodes):016x}"
+    ibsnmp = str(VENV_BIN / "ibsnmp")
+    print(f"fabric {args.fabric}: {nodes} nodes")
+    with tempfile.TemporaryDirectory() as tmp, Processes() as procs:
+        port = free_tcp_port()
+        config = Path(tmp) / "mosquitto.conf"
+        lines = [f"listener {port} {LOCALHOST}", "allow_anonymous true", "sys_interval 1",
+                 "max_queued_messages 0", "max_inflight_messages 0"]
+        if os.getuid() == 0:
+            lines.append("user root")
+        config.write_text("\n".join(lines) + "\n")
+        broker = procs.start("mosquitto", [MOSQUITTO, "-c", str(config)])
+        time.sleep(0.5)
+        url = f"mqtt://{LOCALHOST}:{port}"
+        snmp_port = free_udp_port()
+        aggregator = procs.start("aggregator", [ibsnmp, "run", "--provider", "mqtt", "--broker", url,
+                                                "--listen", f"{LOCALHOST}:{snmp_port}", "--client-id", "bench-agg"])
+        aggregator.wait_for_line(r"^ibsnmp: serving", 60)
+        aggregator.wait_for_line(r"connected to", 30)
+
+        # 1. every node served
+        publisher = procs.start("publisher", [ibsnmp, "publish", "--fabric", args.fabric, "--broker", url,
+                                              "--client-id", "bench-pub", "--interval", "3600",
+                                              "--refresh", "3600"])
+        connected = publisher.started_at + publisher.wait_for_line(r"connected to", 120)
+        while sum("joins the fabric" in line for _, line in aggregator.lines) < nodes:
+            if not aggregator.alive():
+                raise RuntimeError(aggregator.tail())
+            time.sleep(0.1)
+        served = time.monotonic() - connected
+        answer = _snmp_get(snmp_port, last)
+        rss_agg = vm_status(aggregator.pid)["VmRSS"] / 1024
+        print(f"1. all {nodes} nodes served {served:.1f} s after the publisher connected "
+              f"(target < 30 s); node {last} answers: {answer}")
+        simulated, sim_port, _ = start_ibsnmp(procs, args.fabric)
+        _snmp_get(sim_port, last)
+        rss_sim = vm_status(simulated.pid)["VmRSS"] / 1024
+        procs.stop(simulated)
+        print(f"   RSS: aggregator {rss_agg:.1f} MB, simulated provider serving the same fabric "
+              f"{rss_sim:.1f} MB: {rss_agg / rss_sim:.2f}x (target <= 1.5x)")
+        procs.stop(publisher)  # says offline: the nodes leave
+
+        # 2. ingest
+        loader = procs.start("loader", [ibsnmp, "publish", "--fabric", args.fabric, "--broker", url,
+                                        "--client-id", "bench-load", "--interval", "1", "--refresh", "3600"])
+        loader.wait_for_line(r"connected to", 120)
+        time.sleep(10)  # past the first pass
+        before, cpu0, t0 = broker_stats(port), cpu_seconds(aggregator.pid), time.monotonic()
+        time.sleep(args.ingest)
+        after, cpu1, t1 = broker_stats(port), cpu_seconds(aggregator.pid), time.monotonic()
+        window = t1 - t0
+        rate = _delta(before, after, "publish/messages/sent") / window  # to the aggregator
+        if not rate:
+            raise RuntimeError(f"no publish counted by the broker: {before} {after}")
+        cpu = (cpu1 - cpu0) / window
+        print(f"2. ingest: {rate:.0f} node updates/s delivered to the aggregator, aggregator CPU "
+              f"{100 * cpu:.1f}% of one core: {100 * cpu / (rate / 1000):.1f}% of a core per 1,000 updates/s")
+        procs.stop(loader)
+
+        # 3. idle
+        idle = procs.start("idle", [sys.executable, __file__, "--idle-publisher", url, "--fabric", args.fabric])
+        idle.wait_for_line(rf"bench-idle: {nodes} states sent", 300)
+        time.sleep(2)
+        before, cpu0, t0 = broker_stats(port), cpu_seconds(aggregator.pid), time.monotonic()
+        time.sleep(args.idle)
+        after, cpu1, t1 = broker_stats(port), cpu_seconds(aggregator.pid), time.monotonic()
+        minutes = (t1 - t0) / 60
+        received = _delta(before, after, "bytes/received") / nodes / minutes
+        sent = _delta(before, after, "bytes/sent") / nodes / minutes
+        cpu = (cpu1 - cpu0) / (t1 - t0)
+        print(f"3. idle (full refresh every 60 s, nothing changes): broker bytes per node per minute: "
+              f"{received:.0f} received, {sent:.0f} sent; aggregator CPU {100 * cpu:.2f}% of one core "
+              f"(target < 5%)")
+        if not broker.alive():
+            print("warning: mosquitto exited", broker.tail())
+    return 0
+
+
+def _snmp_get(port: int, context: str) -> str:
+    import subprocess
+
+    for _ in range(10):
+        result = subprocess.run(["snmpget", "-v2c", "-c", f"public@{context}", "-t", "5", "-r", "0", "-Oqv",
+                                 f"{LOCALHOST}:{port}", ".1.3.6.1.3.117.3.1.1.1.0"],
+                                capture_output=True, text=True, check=False)
+        if result.returncode == 0:
+            return result.stdout.strip()
+    raise RuntimeError(f"no answer for {context}: {result.stderr}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

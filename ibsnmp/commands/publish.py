@@ -1,0 +1,63 @@
+"""`ibsnmp publish`: every node a provider knows, to an MQTT broker, for
+`ibsnmp run --provider mqtt` to serve (see ibsnmp.mqtt)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from ibsnmp.agent.config import ConfigError
+from ibsnmp.fabric.spec import SpecError
+
+from ibsnmp.logsetup import configure_logging
+
+from .run import EXIT_START_FAILED, _make_provider, add_logging_arguments, add_provider_arguments
+
+log = logging.getLogger("ibsnmp.publish")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "publish", help="publish a provider's nodes to an MQTT broker",
+        description="Publish every node the provider knows (a sysfs host: its CAs; a topology or "
+                    "simulated fabric: all nodes) on ibsnmp/v1/<fabric-id>/node/<guid>/...")
+    from ibsnmp.mqtt.options import add_publisher_arguments
+
+    add_provider_arguments(parser, ("simulated", "sysfs", "topology"))
+    add_publisher_arguments(parser)
+    add_logging_arguments(parser)
+    parser.set_defaults(handler=_publish)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    configure_logging(args.verbose, args.log_format)
+    from ibsnmp.mqtt.options import make_publisher
+
+    try:
+        provider = _make_provider(args)
+        publisher = make_publisher(args, provider, args.broker)
+    except (ConfigError, SpecError) as exc:
+        print(f"ibsnmp: {exc}", file=sys.stderr)
+        return EXIT_START_FAILED
+    print(f"ibsnmp: publishing {len(provider.snapshot.nodes)} node(s) to {publisher.settings.label} "
+          f"as {publisher.settings.client_id}, fabric {publisher.fabric_id}", flush=True)
+    return asyncio.run(_serve(provider, publisher))
+
+
+async def _serve(provider, publisher) -> int:  # type: ignore[no-untyped-def]
+    from ibsnmp.mqtt.publisher import publishing
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await provider.start()
+    try:
+        async with publishing(publisher):
+            await stop.wait()
+    finally:
+        await provider.stop()
+    return 0

@@ -1,0 +1,157 @@
+"""The aggregator's fabric, sans I/O: one snapshot from the node records
+that are served now.
+
+Nodes are the union of the records.  A link is in the fabric when both of
+its ends are served and each names the other; ends that disagree are
+reported (the caller logs them once), and a link with an end that is Down
+is no link, and an end whose peer has not been
+heard from waits for it.  LIDs map to the first port (in GUID order) that
+holds them.  The subnet managers are those the records carry; the SM
+configuration is the master's.  The default context is the master SM's
+node, else the lowest GUID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
+
+from ibsnmp.fabric.iba import DEFAULT_SUBNET_PREFIX, PortState, SmState
+from ibsnmp.fabric.model import Fabric, Link, Node, PortRef, SmConfig, SmInfo
+
+from .codec import NodeRecord
+
+__all__ = ["LinkMismatch", "Assembly", "assemble"]
+
+
+class LinkMismatch(NamedTuple):
+    """`end` says its peer is `peer`, but `peer` says its peer is `peer_says`."""
+
+    end: PortRef
+    peer: PortRef
+    peer_says: PortRef | None
+
+
+def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tuple[LinkMismatch, ...]]:
+    guids = sorted(records)
+    nodes: dict[int, Node] = {guid: records[guid].node for guid in guids}
+    links: set[Link] = set()
+    mismatches: list[LinkMismatch] = []
+    lid_map: dict[int, PortRef] = {}
+    sms: list[SmInfo] = []
+    sm_config: SmConfig | None = None
+    for guid in guids:
+        record = records[guid]
+        for port in record.node.ports:
+            if port.info.lid and port.info.lid not in lid_map:
+                lid_map[port.info.lid] = port.ref
+            remote = port.remote
+            if remote is None or port.info.port_state is PortState.DOWN:
+                continue
+            peer_node = nodes.get(remote.guid)
+            if peer_node is None:
+                continue
+            peer = peer_node.port(remote.port)
+            peer_says = peer.remote if peer is not None else None
+            if peer_says == port.ref:
+                if peer is not None and peer.info.port_state is not PortState.DOWN:
+                    links.add(Link.between(port.ref, remote))
+            else:
+                mismatches.append(LinkMismatch(port.ref, remote, peer_says))
+        sms.extend(record.sms)
+        if record.sm_config is not None and any(sm.state is SmState.MASTER for sm in record.sms):
+            sm_config = record.sm_config
+    master = next((sm for sm in sms if sm.state is SmState.MASTER), None)
+    if master is not None and master.node_guid in nodes:
+        local = master.node_guid
+    else:
+        local = guids[0] if guids else 0
+    prefix = None
+    if local in nodes:
+        prefix = nodes[local].management_port.info.gid_prefix
+    fabric = Fabric(
+        subnet_prefix=prefix if prefix is not None else DEFAULT_SUBNET_PREFIX,
+        nodes=MappingProxyType(nodes),
+        links=tuple(sorted(links)),
+        lid_map=MappingProxyType(lid_map),
+        sms=tuple(sorted(sms, key=lambda sm: sm.guid)),
+        sm_config=sm_config,
+        partitions=(),
+        multicast_groups=(),
+        services=(),
+        connections=MappingProxyType({}),
+        local_node_guid=local,
+        spec=spec,
+    )
+    return fabric, tuple(mismatches)
+
+
+def _shape(record: NodeRecord) -> tuple[object, ...]:
+    """What of a record the links, LIDs and SMs depend on; a record that
+    changes only counters or other values keeps its shape."""
+    return (tuple((p.num, p.info.lid, p.info.port_state is PortState.DOWN, p.remote) for p in record.node.ports),
+            record.node.management_port.info.gid_prefix, tuple((sm.guid, sm.state) for sm in record.sms),
+            record.sm_config)
+
+
+class Assembly:
+    """The served records and the snapshot made of them.  A record whose
+    shape (see _shape) did not change swaps only its node into the last
+    snapshot; anything else rebuilds the whole fabric with `assemble`."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._records: dict[int, NodeRecord] = {}
+        self._shapes: dict[int, tuple[object, ...]] = {}
+        self._sm_nodes: set[int] = set()
+        self._reshaped = True
+        self._changed: set[int] = set()
+        self.fabric, _ = assemble({}, spec)
+
+    def __contains__(self, guid: int) -> bool:
+        return guid in self._records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def dirty(self) -> bool:
+        return self._reshaped or bool(self._changed)
+
+    def put(self, record: NodeRecord) -> None:
+        guid = record.node.guid
+        shape = _shape(record)
+        if self._shapes.get(guid) != shape:
+            self._reshaped = True
+            self._shapes[guid] = shape
+        self._records[guid] = record
+        self._changed.add(guid)
+
+    def remove(self, guid: int) -> None:
+        if self._records.pop(guid, None) is not None:
+            del self._shapes[guid]
+            self._reshaped = True
+
+    def build(self) -> tuple[Fabric, tuple[LinkMismatch, ...]]:
+        """The snapshot of what was put and removed (and the disagreeing
+        link ends if the fabric was rebuilt)."""
+        mismatches: tuple[LinkMismatch, ...] = ()
+        if self._reshaped:
+            self.fabric, mismatches = assemble(self._records, self.spec)
+            self._sm_nodes = {sm.node_guid for sm in self.fabric.sms}
+        elif self._changed:
+            old = self.fabric
+            nodes = dict(old.nodes)
+            for guid in self._changed:
+                nodes[guid] = self._records[guid].node
+            sms = old.sms
+            if self._sm_nodes & self._changed:
+                sms = tuple(sorted((sm for g in self._sm_nodes for sm in self._records[g].sms),
+                                   key=lambda sm: sm.guid))
+            self.fabric = Fabric(old.subnet_prefix, MappingProxyType(nodes), old.links, old.lid_map, sms,
+                                 old.sm_config, old.partitions, old.multicast_groups, old.services,
+                                 old.connections, old.local_node_guid, spec=self.spec)
+        self._reshaped = False
+        self._changed.clear()
+        return self.fabric, mismatches

@@ -1,0 +1,265 @@
+"""The broker connection both sides use: URL and flags -> settings, and a
+session that reconnects forever.
+
+`mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://...` (8883, TLS
+with `--broker-ca`, optional client certificate and key).  A password in
+the URL is accepted but shows in `ps`: `--broker-password-file` or the
+IBSNMP_MQTT_PASSWORD environment variable keep it out; it never reaches a
+log line (settings print without it).
+
+`run_session` follows aiomqtt's reconnection pattern: a new Client per
+attempt, subscribe again after every connect, capped exponential backoff
+with jitter between attempts.  The session is persistent (MQTT 3.1.1
+clean_session false, a fixed client id), so QoS 1 messages queued for us
+while we were away are delivered when we return.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import random
+import socket
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import aiomqtt
+from aiomqtt.exceptions import MqttConnectError
+
+__all__ = [
+    "BrokerError",
+    "BrokerRefused",
+    "BrokerSettings",
+    "Backoff",
+    "add_broker_arguments",
+    "settings_from_args",
+    "parse_broker_url",
+    "check_credentials",
+    "run_session",
+    "PASSWORD_ENV",
+]
+
+PASSWORD_ENV = "IBSNMP_MQTT_PASSWORD"
+DEFAULT_KEEPALIVE = 30
+# QoS 1 messages in flight at once: each waits for its PUBACK, so a large
+# fabric is sent in overlapping windows of this many.
+PUBLISH_WINDOW = 256
+# CONNACK return codes (3.1.1) and reason codes (5) that retrying cannot fix.
+_REFUSED = {4: "bad user name or password", 5: "not authorised (check the user name and password)",
+            134: "bad user name or password", 135: "not authorised (check the user name and password)"}
+
+log = logging.getLogger("ibsnmp.mqtt")
+
+
+class BrokerError(ValueError):
+    """A broker URL or flag that cannot be used."""
+
+
+class BrokerRefused(RuntimeError):
+    """The broker refused our credentials: retrying will not help."""
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    host: str
+    port: int
+    tls: bool
+    username: str | None
+    password: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    client_id: str = ""
+    keepalive: int = DEFAULT_KEEPALIVE
+
+    @property
+    def label(self) -> str:
+        """Where we connect, for logs: never the password."""
+        user = f"{self.username}@" if self.username else ""
+        return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}"
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        if not self.tls:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+    def client(self, *, will: aiomqtt.Will | None = None, queue_size: int | None = None,
+               probe: bool = False) -> aiomqtt.Client:
+        """A new aiomqtt Client (one per connection attempt).  A `probe`
+        connects under another id with a clean session: under ours it would
+        be handed (and would acknowledge) the messages queued for us."""
+        client = aiomqtt.Client(
+            self.host, self.port, username=self.username, password=self.password,
+            identifier=f"{self.client_id}-probe" if probe else self.client_id, clean_session=probe,
+            keepalive=self.keepalive,
+            tls_context=self.tls_context(), will=will, timeout=10,
+            protocol=aiomqtt.ProtocolVersion.V311, max_queued_incoming_messages=queue_size,
+            max_inflight_messages=PUBLISH_WINDOW)
+        # A publisher keeps a window of QoS 1 publishes in flight on purpose.
+        client.pending_calls_threshold = 4 * PUBLISH_WINDOW
+        return client
+
+
+def parse_broker_url(url: str) -> tuple[str, int, bool, str | None, str | None]:
+    """(host, port, tls, user, password) of an mqtt:// or mqtts:// URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("mqtt", "mqtts"):
+        raise BrokerError(f"--broker: expected mqtt://host[:port] or mqtts://..., got scheme {parts.scheme!r}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise BrokerError("--broker: a broker URL has no path, query or fragment")
+    try:
+        port = parts.port
+    except ValueError:
+        raise BrokerError("--broker: the port must be a number from 1 to 65535") from None
+    if not parts.hostname:
+        raise BrokerError("--broker: no host")
+    tls = parts.scheme == "mqtts"
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return parts.hostname, port or (8883 if tls else 1883), tls, user, password
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser, *, flag: str = "--broker",
+                         required: bool = False) -> None:
+    group = parser.add_argument_group("MQTT broker")
+    group.add_argument(
+        flag, dest="broker", metavar="URL", required=required,
+        help="mqtt://[user[:password]@]host[:port] or mqtts://... (TLS)")
+    group.add_argument("--fabric-id", default="default", metavar="ID",
+                       help="the fabric's name in the topic tree ibsnmp/v1/<ID>/... (default 'default')")
+    group.add_argument("--broker-ca", metavar="FILE", help="mqtts: CA certificates to verify the broker with")
+    group.add_argument("--broker-cert", metavar="FILE", help="mqtts: client certificate (PEM)")
+    group.add_argument("--broker-key", metavar="FILE", help="mqtts: the client certificate's key (PEM)")
+    group.add_argument(
+        "--broker-password-file", metavar="FILE",
+        help=f"read the broker password from FILE (first line); or set {PASSWORD_ENV}")
+    group.add_argument("--client-id", metavar="ID",
+                       help="MQTT client id; the session persists under it (default: from the host name)")
+    group.add_argument("--keepalive", type=int, default=DEFAULT_KEEPALIVE, metavar="S",
+                       help=f"MQTT keepalive in seconds (default {DEFAULT_KEEPALIVE})")
+
+
+def settings_from_args(args: argparse.Namespace, role: str, url: str | None = None) -> BrokerSettings:
+    """BrokerSettings from the flags; `role` ('publisher', 'aggregator')
+    makes the default client id, which must be stable across restarts for
+    the persistent session to be found again.  `url`: instead of --broker."""
+    host, port, tls, user, password = parse_broker_url(url or args.broker)
+    if args.broker_password_file:
+        try:
+            password = Path(args.broker_password_file).read_text().splitlines()[0]
+        except (OSError, IndexError) as exc:
+            raise BrokerError(f"--broker-password-file: cannot read a password: {exc}") from None
+    elif os.environ.get(PASSWORD_ENV):
+        password = os.environ[PASSWORD_ENV]
+    if password is not None and user is None:
+        raise BrokerError("--broker: a password needs a user name (mqtt://user@host)")
+    if not tls and (args.broker_ca or args.broker_cert):
+        raise BrokerError("--broker-ca/--broker-cert need an mqtts:// broker")
+    if args.broker_key and not args.broker_cert:
+        raise BrokerError("--broker-key needs --broker-cert")
+    for flag, path in (("--broker-ca", args.broker_ca), ("--broker-cert", args.broker_cert),
+                       ("--broker-key", args.broker_key)):
+        if path and not Path(path).is_file():
+            raise BrokerError(f"{flag}: no such file: {path}")
+    if not 5 <= args.keepalive <= 65535:
+        raise BrokerError(f"--keepalive: expected 5 to 65535 seconds, got {args.keepalive}")
+    client_id = args.client_id or f"ibsnmp-{role}-{args.fabric_id}-{socket.gethostname()}"
+    return BrokerSettings(host, port, tls, user, password, args.broker_ca, args.broker_cert, args.broker_key,
+                          client_id, args.keepalive)
+
+
+def refusal(exc: BaseException) -> str | None:
+    """Why the broker refused us, if retrying cannot help."""
+    if isinstance(exc, MqttConnectError):  # a CONNACK refusal, not a lost connection
+        code = getattr(exc.rc, "value", exc.rc)
+        if isinstance(code, int) and code in _REFUSED:
+            return _REFUSED[code]
+    return None
+
+
+async def check_credentials(settings: BrokerSettings) -> str | None:
+    """Connect once: raise BrokerRefused if the broker refuses the
+    credentials; return why the broker cannot be reached (None: it can)."""
+    try:
+        async with settings.client(probe=True):
+            return None
+    except aiomqtt.MqttError as exc:
+        why = refusal(exc)
+        if why is not None:
+            raise BrokerRefused(f"the broker {settings.label} refused the connection: {why}") from None
+        return str(exc)
+
+
+@dataclass
+class Backoff:
+    """Capped exponential backoff with full jitter."""
+
+    initial: float = 0.5
+    cap: float = 30.0
+    _next: float = 0.0
+
+    def reset(self) -> None:
+        self._next = self.initial
+
+    def delay(self) -> float:
+        current = self._next or self.initial
+        self._next = min(self.cap, current * 2)
+        return random.uniform(current / 2, current)
+
+
+OnConnect = Callable[[aiomqtt.Client], Awaitable[None]]
+OnLost = Callable[[str], None]
+
+
+async def run_session(settings: BrokerSettings, topics: tuple[str, ...], on_connect: OnConnect,
+                      on_message: Callable[[aiomqtt.Message], None] | None, on_lost: OnLost, *,
+                      will: aiomqtt.Will | None = None, backoff: Backoff | None = None) -> None:
+    """Stay connected forever: subscribe to `topics` (QoS 1) after every
+    connect, call `on_connect(client)` (the caller's work while connected:
+    it returns when its client is lost or never), hand every message to
+    `on_message`, and call `on_lost(reason)` when a connection ends."""
+    backoff = backoff or Backoff()
+    backoff.reset()
+    said_refused = False
+    while True:
+        client = settings.client(will=will)
+        try:
+            async with client:
+                backoff.reset()
+                said_refused = False
+                log.info("connected to %s as %s", settings.label, settings.client_id)
+                for topic in topics:
+                    await client.subscribe(topic, qos=1)
+                work = asyncio.create_task(on_connect(client))
+                try:
+                    if on_message is not None:
+                        async for message in client.messages:
+                            on_message(message)
+                    else:
+                        await work
+                finally:
+                    work.cancel()
+                    try:
+                        await work
+                    except asyncio.CancelledError:
+                        pass
+                reason = "the connection ended"
+        except aiomqtt.MqttError as exc:
+            why = refusal(exc)
+            if why is not None:
+                if not said_refused:
+                    log.error("the broker %s refused the connection: %s; retrying", settings.label, why)
+                    said_refused = True
+            reason = str(exc) or type(exc).__name__
+        on_lost(reason)
+        delay = backoff.delay()
+        log.debug("reconnecting to %s in %.2f s", settings.label, delay)
+        await asyncio.sleep(delay)

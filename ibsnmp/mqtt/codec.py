@@ -1,0 +1,423 @@
+"""The MQTT payloads, sans I/O: a node's state record and its trap events
+as versioned JSON, and back, with a clear reason for every message refused.
+
+A state record is everything a node's own SNMP context serves (SMA-MIB,
+IB-CA-MIB, PMA-MIB PortCounters) plus the links it knows and the subnet
+managers it runs, so an aggregator rebuilds the node exactly as its
+provider held it.  The layout is described by schema/node-state-v1.json
+and schema/node-event-v1.json; `VERSION` is the `version` field every
+payload carries.
+
+Counters are sent as read: a host's measured values (which may be the
+64-bit extended counters) or, for a simulated port, the PortCounters the
+traffic model gives at the moment of publishing; each with `bits`, the IBA
+width PMA-MIB saturates it at.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.fabric.counters import PortCounters, port_counters, sm_act_count
+from ibsnmp.fabric.model import (
+    CaInfo,
+    Fabric,
+    MeasuredCounters,
+    Node,
+    Port,
+    PortInfo,
+    PortRef,
+    SmConfig,
+    SmInfo,
+    SwitchInfo,
+    VlArbEntry,
+)
+
+from .fields import PayloadError, StructCodec, hex64, hex128, parse_hex64, parse_hex128
+
+__all__ = [
+    "VERSION",
+    "MAX_PAYLOAD_BYTES",
+    "PayloadError",
+    "NodeRecord",
+    "EventRecord",
+    "record_of",
+    "encode_state",
+    "decode_state",
+    "encode_event",
+    "decode_event",
+]
+
+VERSION = 1
+# Bigger than any real node's record (a 254-port switch with counters is
+# about 200 kB); a larger message is refused unread.
+MAX_PAYLOAD_BYTES = 1 << 20
+
+_MAX_PORTS = 255
+_COUNTER_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_DEFAULT_BITS = 64  # counters PortCounters has no field for (PortCountersExtended only)
+
+NODE_FIELDS = StructCodec(Node, skip=frozenset({"ports", "switch", "ca"}))
+SWITCH_FIELDS = StructCodec(SwitchInfo)
+CA_FIELDS = StructCodec(CaInfo)
+PORT_INFO_FIELDS = StructCodec(PortInfo)
+PORT_FIELDS = StructCodec(Port, skip=frozenset({
+    "node_guid", "info", "pkeys", "sl2vl", "vl_arb_high", "vl_arb_low", "guids", "remote", "vendor_diag",
+    "gids", "counters"}))
+SM_FIELDS = StructCodec(SmInfo, skip=frozenset({"node_guid"}))
+SM_CONFIG_FIELDS = StructCodec(SmConfig)
+EVENT_FIELDS = StructCodec(TrapEvent)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """What one state message carries: the node (its ports name their peers:
+    the links it knows), the subnet managers running on it with their
+    ActCount at `time`, and the SM's configuration if it is the master's
+    node.  `time`: the publisher's wall clock (seconds since 1970);
+    `publisher`: the client id whose last will covers the node; `refresh`:
+    the publisher's full-refresh period in seconds (an aggregator judges
+    the node stale after missing a few)."""
+
+    node: Node
+    sms: tuple[SmInfo, ...]
+    sm_config: SmConfig | None
+    time: float
+    publisher: str | None = None
+    refresh: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One trap event with the publisher's sequence number for its node."""
+
+    sequence: int
+    event: TrapEvent
+    time: float
+
+
+# -- the model -> a record ---------------------------------------------------------
+
+
+def record_of(fabric: Fabric, node: Node, elapsed: float, now: float, *, publisher: str | None = None,
+              refresh: float | None = None) -> NodeRecord:
+    """The node as `fabric` holds it `elapsed` seconds after the provider's
+    epoch: simulated counters and SM activity counts are taken at that
+    moment (measured counters are already values)."""
+    ports = tuple(_with_counters(fabric, port, elapsed) for port in node.ports)
+    sms = tuple(
+        SmInfo(sm.guid, sm.sm_key, sm_act_count(sm, elapsed), sm.priority, sm.state, sm.node_guid, sm.port_num,
+               sm.act_rate)
+        for sm in fabric.sms if sm.node_guid == node.guid)
+    master = fabric.master_sm
+    sm_config = fabric.sm_config if master is not None and master.node_guid == node.guid else None
+    return NodeRecord(_replace_ports(node, ports), sms, sm_config, now, publisher, refresh)
+
+
+def _with_counters(fabric: Fabric, port: Port, elapsed: float) -> Port:
+    if port.counters is not None:
+        return port
+    counters = port_counters(fabric, port, elapsed)
+    values = {} if counters is None else {k: v for k, v in asdict(counters).items() if v is not None}
+    return _replace(port, counters=MeasuredCounters(MappingProxyType(values)))
+
+
+def _replace(port: Port, **changes: Any) -> Port:
+    values = {name: getattr(port, name) for name in Port.__dataclass_fields__}
+    values.update(changes)
+    return Port(**values)
+
+
+def _replace_ports(node: Node, ports: tuple[Port, ...]) -> Node:
+    values = {name: getattr(node, name) for name in Node.__dataclass_fields__}
+    values["ports"] = ports
+    return Node(**values)
+
+
+# -- a record -> JSON -----------------------------------------------------------------
+
+
+def _encode_port(port: Port) -> dict[str, Any]:
+    out = PORT_FIELDS.encode(port)
+    out["info"] = PORT_INFO_FIELDS.encode(port.info)
+    for name in ("pkeys", "sl2vl"):
+        if getattr(port, name):
+            out[name] = list(getattr(port, name))
+    for name in ("vl_arb_high", "vl_arb_low"):
+        if getattr(port, name):
+            out[name] = [[entry.vl, entry.weight] for entry in getattr(port, name)]
+    if port.guids is not None:
+        out["guids"] = [hex64(guid) for guid in port.guids]
+    if port.gids is not None:
+        out["gids"] = [hex128(gid) for gid in port.gids]
+    if port.remote is not None:
+        out["remote"] = {"guid": hex64(port.remote.guid), "port": port.remote.port}
+    if port.vendor_diag is not None:
+        out["vendor_diag"] = port.vendor_diag.hex()
+    if port.counters is not None:
+        out["counters"] = {name: {"value": value, "bits": PortCounters.BITS.get(name, _DEFAULT_BITS)}
+                           for name, value in sorted(port.counters.values.items())}
+    return out
+
+
+def state_dict(record: NodeRecord) -> dict[str, Any]:
+    node = record.node
+    # version and time first: an aggregator recognises an unchanged state
+    # by what follows them (providers.mqtt._refresh_digest).
+    out: dict[str, Any] = {"version": VERSION, "time": record.time}
+    if record.publisher is not None:
+        out["publisher"] = record.publisher
+    if record.refresh is not None:
+        out["refresh"] = record.refresh
+    out["node"] = NODE_FIELDS.encode(node)
+    if node.switch is not None:
+        out["switch"] = SWITCH_FIELDS.encode(node.switch)
+    if node.ca is not None:
+        out["ca"] = CA_FIELDS.encode(node.ca)
+    out["ports"] = [_encode_port(port) for port in node.ports]
+    if record.sms:
+        out["sms"] = [SM_FIELDS.encode(sm) for sm in record.sms]
+    if record.sm_config is not None:
+        out["sm_config"] = SM_CONFIG_FIELDS.encode(record.sm_config)
+    return out
+
+
+def encode_state(record: NodeRecord) -> bytes:
+    return json.dumps(state_dict(record), separators=(",", ":")).encode()
+
+
+# -- JSON -> a record ---------------------------------------------------------------
+
+
+def _load(payload: bytes, max_bytes: int, keys: frozenset[str]) -> dict[str, Any]:
+    if len(payload) > max_bytes:
+        raise PayloadError(f"oversized: {len(payload)} bytes, the limit is {max_bytes}")
+    try:
+        data = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PayloadError(f"malformed JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise PayloadError(f"malformed: expected a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if version != VERSION:
+        raise PayloadError(f"wrong version {version!r}: this agent reads version {VERSION}")
+    unknown = set(data) - keys
+    if unknown:
+        raise PayloadError(f"unknown field {sorted(unknown)[0]!r}")
+    return data
+
+
+def _time(value: object) -> float:
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
+        raise PayloadError(f"time: expected seconds since 1970, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+# Tables most ports share (SL-to-VL maps, VL arbitration, default P_Keys,
+# counter name sets) are kept once: an aggregator of 10,000 nodes holds
+# hundreds of thousands of them.  Bounded, so odd input cannot grow it.
+_SHARED: dict[object, Any] = {}
+_SHARED_MAX = 4096
+
+
+def _shared(value: Any) -> Any:
+    found = _SHARED.get(value)
+    if found is not None:
+        return found
+    if len(_SHARED) < _SHARED_MAX:
+        _SHARED[value] = value
+    return value
+
+
+def _int_list(value: object, where: str, bits: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(type(v) is int and 0 <= v < 1 << bits for v in value):
+        raise PayloadError(f"{where}: expected a list of {bits}-bit integers")
+    return _shared(tuple(value))  # type: ignore[no-any-return]
+
+
+def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
+    if not isinstance(value, list) or not all(
+            isinstance(e, list) and len(e) == 2 and all(type(v) is int and 0 <= v <= 255 for v in e)
+            for e in value):
+        raise PayloadError(f"{where}: expected a list of [VL, weight] pairs")
+    return _shared(tuple(_shared(VlArbEntry(vl, weight)) for vl, weight in value))  # type: ignore[no-any-return]
+
+
+class CounterValues(Mapping[str, int]):
+    """Counter name -> value in two tuples, the names shared by every port
+    that reports the same set (a dict per port costs four times as much)."""
+
+    __slots__ = ("_names", "_values", "_index")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[int, ...]) -> None:
+        self._names = names
+        self._values = values
+        self._index = _name_index(names)
+
+    def __getitem__(self, name: str) -> int:
+        return self._values[self._index[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"CounterValues({dict(self)!r})"
+
+
+_NAME_INDEXES: dict[tuple[str, ...], dict[str, int]] = {}
+
+
+def _name_index(names: tuple[str, ...]) -> dict[str, int]:
+    index = _NAME_INDEXES.get(names)
+    if index is None:
+        index = {name: i for i, name in enumerate(names)}
+        if len(_NAME_INDEXES) < _SHARED_MAX:
+            _NAME_INDEXES[names] = index
+    return index
+
+
+def _counters(value: object, where: str) -> MeasuredCounters:
+    if not isinstance(value, dict):
+        raise PayloadError(f"{where}: expected an object of counters")
+    numbers: list[int] = []
+    for name, entry in value.items():
+        if (type(entry) is dict and len(entry) == 2 and type(bits := entry.get("bits")) is int
+                and 1 <= bits <= 64 and type(number := entry.get("value")) is int and 0 <= number < 1 << 64
+                and _COUNTER_NAME.fullmatch(name) is not None):
+            numbers.append(number)
+            continue
+        raise PayloadError(f"{where}.{name}: expected a counter name and "
+                           "{\"value\": a 64-bit counter value, \"bits\": 1..64}")
+    return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)))
+
+
+def _decode_port(data: object, where: str, node_guid: int) -> Port:
+    if not isinstance(data, dict):
+        raise PayloadError(f"{where}: expected an object")
+    own = {name: data[name] for name in data if name in PORT_FIELDS.names}
+    rest = {name: data[name] for name in data if name not in own}
+    port: Port = PORT_FIELDS.decode(
+        own, where, node_guid=node_guid, info=None, pkeys=(), sl2vl=(), vl_arb_high=(), vl_arb_low=(),
+        guids=None, remote=None, vendor_diag=None, gids=None, counters=None)
+    if "info" not in rest:
+        raise PayloadError(f"{where}: info is missing")
+    changes: dict[str, Any] = {"info": PORT_INFO_FIELDS.decode(rest.pop("info"), f"{where}.info")}
+    for name, bits in (("pkeys", 16), ("sl2vl", 4)):
+        if name in rest:
+            changes[name] = _int_list(rest.pop(name), f"{where}.{name}", bits)
+    for name in ("vl_arb_high", "vl_arb_low"):
+        if name in rest:
+            changes[name] = _vl_arb(rest.pop(name), f"{where}.{name}")
+    if "guids" in rest:
+        items = rest.pop("guids")
+        if not isinstance(items, list):
+            raise PayloadError(f"{where}.guids: expected a list")
+        changes["guids"] = tuple(parse_hex64(g, f"{where}.guids[{i}]") for i, g in enumerate(items))
+    if "gids" in rest:
+        items = rest.pop("gids")
+        if not isinstance(items, list):
+            raise PayloadError(f"{where}.gids: expected a list")
+        changes["gids"] = tuple(parse_hex128(g, f"{where}.gids[{i}]") for i, g in enumerate(items))
+    if "remote" in rest:
+        remote = rest.pop("remote")
+        if not isinstance(remote, dict) or set(remote) != {"guid", "port"} or type(remote["port"]) is not int \
+                or not 0 <= remote["port"] <= _MAX_PORTS:
+            raise PayloadError(f"{where}.remote: expected {{\"guid\": GUID, \"port\": N}}")
+        changes["remote"] = PortRef(parse_hex64(remote["guid"], f"{where}.remote.guid"), remote["port"])
+    if "vendor_diag" in rest:
+        text = rest.pop("vendor_diag")
+        try:
+            changes["vendor_diag"] = bytes.fromhex(text) if isinstance(text, str) else None
+        except ValueError:
+            changes["vendor_diag"] = None
+        if changes["vendor_diag"] is None:
+            raise PayloadError(f"{where}.vendor_diag: expected hex octets")
+    if "counters" in rest:
+        changes["counters"] = _counters(rest.pop("counters"), f"{where}.counters")
+    if rest:
+        raise PayloadError(f"{where}: unknown field {sorted(rest)[0]!r}")
+    port = _replace(port, **changes)
+    if port.num > _MAX_PORTS:
+        raise PayloadError(f"{where}.num: {port.num} is not a port number")
+    return port
+
+
+_STATE_KEYS = frozenset({"version", "time", "publisher", "refresh", "node", "switch", "ca", "ports", "sms",
+                         "sm_config"})
+_PUBLISHER = re.compile(r"[^/+#\x00]{1,128}")
+
+
+def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_BYTES) -> NodeRecord:
+    """The record of a state message published under `topic_guid`;
+    PayloadError says why a message is refused."""
+    data = _load(payload, max_bytes, _STATE_KEYS)
+    when = _time(data.get("time"))
+    publisher = data.get("publisher")
+    if publisher is not None and (type(publisher) is not str or _PUBLISHER.fullmatch(publisher) is None):
+        raise PayloadError(f"publisher: expected an MQTT client id, got {publisher!r}")
+    refresh = data.get("refresh")
+    if refresh is not None and (type(refresh) not in (int, float) or not 0 < refresh < 1e6):
+        raise PayloadError(f"refresh: expected a period in seconds, got {refresh!r}")
+    if "node" not in data:
+        raise PayloadError("node is missing")
+    node_data = data["node"]
+    if isinstance(node_data, dict) and "guid" in node_data:
+        guid = parse_hex64(node_data["guid"], "node.guid")
+        if guid != topic_guid:
+            raise PayloadError(f"node GUID {guid:016x} is not the topic's {topic_guid:016x}")
+    ports_data = data.get("ports")
+    if not isinstance(ports_data, list) or not 1 <= len(ports_data) <= _MAX_PORTS + 1:
+        raise PayloadError("ports: expected a list of 1 to 256 ports")
+    ports = tuple(_decode_port(p, f"ports[{i}]", topic_guid) for i, p in enumerate(ports_data))
+    numbers = [p.num for p in ports]
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        raise PayloadError(f"ports: numbers must be consecutive and ascending, got {numbers}")
+    switch = SWITCH_FIELDS.decode(data["switch"], "switch") if "switch" in data else None
+    ca = CA_FIELDS.decode(data["ca"], "ca") if "ca" in data else None
+    node: Node = NODE_FIELDS.decode(node_data, "node", ports=ports, switch=switch, ca=ca)
+    if switch is not None and not node.is_switch:
+        raise PayloadError("switch: SwitchInfo on a node that is not a switch")
+    if node.is_switch and numbers[0] != 0:
+        raise PayloadError("ports: a switch's ports start at port 0")
+    sms_data = data.get("sms", [])
+    if not isinstance(sms_data, list):
+        raise PayloadError("sms: expected a list")
+    sms = tuple(SM_FIELDS.decode(s, f"sms[{i}]", node_guid=topic_guid) for i, s in enumerate(sms_data))
+    sm_config = SM_CONFIG_FIELDS.decode(data["sm_config"], "sm_config") if "sm_config" in data else None
+    return NodeRecord(node, sms, sm_config, when, publisher, float(refresh) if refresh is not None else None)
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+def encode_event(record: EventRecord) -> bytes:
+    body = EVENT_FIELDS.encode(record.event)
+    return json.dumps({"version": VERSION, "sequence": record.sequence, "time": record.time, "event": body},
+                      separators=(",", ":")).encode()
+
+
+_EVENT_KEYS = frozenset({"version", "sequence", "time", "event"})
+
+
+def decode_event(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_BYTES) -> EventRecord:
+    data = _load(payload, max_bytes, _EVENT_KEYS)
+    sequence = data.get("sequence")
+    if type(sequence) is not int or not 0 <= sequence < 1 << 63:
+        raise PayloadError(f"sequence: expected a non-negative integer, got {sequence!r}")
+    when = _time(data.get("time"))
+    event: TrapEvent = EVENT_FIELDS.decode(data.get("event"), "event")
+    if event.node_guid != topic_guid:
+        raise PayloadError(f"event node GUID {event.node_guid:016x} is not the topic's {topic_guid:016x}")
+    if not isinstance(event.trap, IbaTrap):
+        raise PayloadError("event.trap: not an IBA trap number")
+    return EventRecord(sequence, event, when)

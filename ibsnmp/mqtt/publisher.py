@@ -1,0 +1,223 @@
+"""The publisher: every node a provider knows, on the topic tree (see
+topics), for an aggregator to serve.
+
+- state: retained, QoS 1; sent when a node's record changed since it was
+  last sent (checked every `interval`), and every node again each
+  `refresh` seconds, so an aggregator can tell a quiet node from a gone
+  one while 10,000 idle nodes cost the broker one record each per period;
+- events: QoS 1, each numbered per node.  Numbers start at the publisher's
+  start time in microseconds and grow by one, so a restarted publisher's
+  events stay above those already taken;
+- status: the publisher's `online` (retained) with a last will `offline`,
+  and each node's `online`, `offline` when the node goes away or the
+  publisher stops.
+
+While the broker is away the latest state is kept (it is what the next
+connection sends) and events wait in a bounded queue; when it is full the
+oldest are dropped, counted and logged once per outage.  An event leaves
+the queue only once the broker acknowledged it (an event whose
+acknowledgement was lost is sent again: the aggregator drops the copy by
+its number).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+import aiomqtt
+
+from ibsnmp.events import TrapEvent
+from ibsnmp.providers.base import Provider
+
+from . import topics
+from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
+from .codec import EventRecord, NodeRecord, encode_event, encode_state, record_of
+
+__all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publisher", "publishing"]
+
+DEFAULT_INTERVAL_S = 5.0
+DEFAULT_REFRESH_S = 60.0
+DEFAULT_QUEUE = 10_000
+# States in flight at once: QoS 1 waits for each PUBACK, so a large fabric
+# is sent in overlapping batches.
+PUBLISH_WINDOW = 256
+
+log = logging.getLogger("ibsnmp.mqtt.publisher")
+
+
+def _same(a: NodeRecord, b: NodeRecord) -> bool:
+    return a.node == b.node and a.sms == b.sms and a.sm_config == b.sm_config
+
+
+class Publisher:
+    """`Publisher(provider, settings, fabric_id)`; `run()` publishes until cancelled.
+
+    elapsed: seconds since the provider's epoch at which simulated counters
+    are read (default: now); a benchmark freezes it to make an idle fabric.
+    """
+
+    def __init__(self, provider: Provider, settings: BrokerSettings, fabric_id: str, *,
+                 interval: float = DEFAULT_INTERVAL_S, refresh: float = DEFAULT_REFRESH_S,
+                 queue_size: int = DEFAULT_QUEUE, elapsed: Callable[[], float] | None = None) -> None:
+        if not interval > 0 or not refresh >= interval:
+            raise ValueError(f"need 0 < interval <= refresh, got {interval} and {refresh}")
+        self.provider = provider
+        self.settings = settings
+        self.fabric_id = topics.check_fabric_id(fabric_id)
+        self.interval = interval
+        self.refresh = refresh
+        self._elapsed = elapsed or (lambda: time.monotonic() - provider.epoch)
+        self._sent: dict[int, NodeRecord] = {}
+        self._latest: dict[int, NodeRecord] = {}
+        self._events: collections.deque[tuple[int, EventRecord]] = collections.deque()
+        self._queue_size = queue_size
+        self._event_ready = asyncio.Event()
+        self._next_sequence: dict[int, int] = {}
+        self._first_sequence = int(time.time() * 1_000_000)
+        self._last_full = 0.0
+        self._client: aiomqtt.Client | None = None
+        self.dropped = 0  # events dropped because the queue was full
+        self._said_dropping = False
+        self.states_sent = 0
+        self.events_sent = 0
+        provider.add_listener(self._on_event)
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    @property
+    def queued(self) -> int:
+        return len(self._events)
+
+    # -- events from the provider ---------------------------------------------------
+
+    def _on_event(self, event: TrapEvent) -> None:
+        guid = event.node_guid
+        sequence = self._next_sequence.get(guid, self._first_sequence)
+        self._next_sequence[guid] = sequence + 1
+        if len(self._events) >= self._queue_size:
+            self._events.popleft()
+            self.dropped += 1
+            if not self._said_dropping:
+                self._said_dropping = True
+                log.warning("mqtt: event queue full (%d) while the broker is away: dropping the oldest",
+                            self._queue_size)
+        self._events.append((guid, EventRecord(sequence, event, time.time())))
+        self._event_ready.set()
+
+    # -- the session --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        will = aiomqtt.Will(topics.publisher_topic(self.fabric_id, self.settings.client_id), topics.OFFLINE,
+                            qos=1, retain=True)
+        await run_session(self.settings, (), self._connected, None, self._lost, will=will)
+
+    def _lost(self, reason: str) -> None:
+        if self._client is not None:
+            log.warning("mqtt: lost the broker %s (%s): keeping the latest state and up to %d events",
+                        self.settings.label, reason, self._queue_size)
+        self._client = None
+
+    async def _connected(self, client: aiomqtt.Client) -> None:
+        self._client = client
+        if self._said_dropping:
+            log.warning("mqtt: %d events were dropped in all while the broker was away", self.dropped)
+            self._said_dropping = False
+        await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id), topics.ONLINE,
+                             qos=1, retain=True)
+        self._sent.clear()  # everything is sent again on a new connection
+        events = asyncio.create_task(self._send_events(client))
+        try:
+            while True:
+                await self.publish_states(client)
+                await asyncio.sleep(self.interval)
+        finally:
+            events.cancel()
+
+    async def publish_states(self, client: aiomqtt.Client) -> int:
+        """Send what changed (or everything, when a refresh is due); the count sent."""
+        now = time.monotonic()
+        full = now - self._last_full >= self.refresh
+        fabric = self.provider.snapshot
+        elapsed = self._elapsed()
+        wall = time.time()
+        pending: list[tuple[str, bytes]] = []  # (topic, payload), all retained
+        for guid, node in fabric.nodes.items():
+            record = record_of(fabric, node, elapsed, wall, publisher=self.settings.client_id,
+                               refresh=self.refresh)
+            self._latest[guid] = record
+            before = self._sent.get(guid)
+            if before is None:
+                pending.append((topics.node_topic(self.fabric_id, guid, "status"), topics.ONLINE))
+            if full or before is None or not _same(before, record):
+                pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record)))
+                self._sent[guid] = record
+        for guid in [g for g in self._sent if g not in fabric.nodes]:
+            log.info("mqtt: node %016x is gone: offline", guid)
+            del self._sent[guid]
+            self._latest.pop(guid, None)
+            await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
+            await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
+                                 retain=True)
+        for start in range(0, len(pending), PUBLISH_WINDOW):
+            await asyncio.gather(*(client.publish(topic, payload, qos=1, retain=True)
+                                   for topic, payload in pending[start:start + PUBLISH_WINDOW]))
+        if full:
+            self._last_full = now
+        sent = sum(1 for topic, _ in pending if topic.endswith("/state"))
+        self.states_sent += sent
+        return sent
+
+    async def _send_events(self, client: aiomqtt.Client) -> None:
+        while True:
+            while self._events:
+                guid, record = self._events[0]
+                await client.publish(topics.node_topic(self.fabric_id, guid, "events"), encode_event(record),
+                                     qos=1)
+                if self._events and self._events[0][1] is record:
+                    self._events.popleft()
+                log.debug("mqtt: node %016x: event %d (trap %d) sent", guid, record.sequence, record.event.trap)
+                self.events_sent += 1
+            self._event_ready.clear()
+            await self._event_ready.wait()
+
+    async def say_goodbye(self) -> None:
+        """On a clean stop: every node and the publisher offline (the last
+        will only fires when a connection is lost)."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            guids = list(self._sent)
+            for start in range(0, len(guids), PUBLISH_WINDOW):
+                await asyncio.gather(*(
+                    client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
+                                   retain=True)
+                    for guid in guids[start:start + PUBLISH_WINDOW]))
+            await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id),
+                                 topics.OFFLINE, qos=1, retain=True)
+        except aiomqtt.MqttError as exc:
+            log.warning("mqtt: could not say offline before stopping: %s", exc)
+
+
+@contextlib.asynccontextmanager
+async def publishing(publisher: Publisher | None) -> AsyncIterator[None]:
+    """Run `publisher` (if any) for as long as the context lasts; on the way
+    out, say offline and stop."""
+    if publisher is None:
+        yield
+        return
+    task = asyncio.create_task(publisher.run(), name="ibsnmp-mqtt-publisher")
+    try:
+        yield
+    finally:
+        await publisher.say_goodbye()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
