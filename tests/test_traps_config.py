@@ -13,7 +13,7 @@ from ibsnmp.agent.config import (
     parse_config,
     parse_trap_address,
 )
-from ibsnmp.agent.transport import Endpoint
+from ibsnmp.agent.transport import Endpoint, ListenSyntaxError
 
 USERS = """
 [[user]]
@@ -86,7 +86,7 @@ def test_trap_target_flag_adds_v2c_traps() -> None:
     assert [str(t.address) for t in settings.trap_targets] == \
         ["127.0.0.1:1162", "[::1]:162", "127.0.0.2:2162"]
     with pytest.raises(ConfigError, match="command line: --trap-target: .*not an IP address"):
-        merge_settings(None, trap_targets=["localhost"])
+        merge_settings(None, trap_targets=["local_host"])
 
 
 def test_parse_trap_address() -> None:
@@ -95,10 +95,20 @@ def test_parse_trap_address() -> None:
     assert parse_trap_address("[::1]:1162") == Endpoint("::1", 1162, True)
 
 
+def test_a_receiver_may_be_named_by_host_name() -> None:
+    # Resolved when the configuration loads (the first address), as trap2sink does.
+    assert parse_trap_address("localhost:1162") in (Endpoint("127.0.0.1", 1162, False),
+                                                    Endpoint("::1", 1162, True))
+    with pytest.raises(ListenSyntaxError, match="cannot resolve 'no-such-host.invalid'"):
+        parse_trap_address("no-such-host.invalid")
+
+
 @pytest.mark.parametrize("entry,message", [
     ('version = "2c"', "t.toml: trap_target[0].address: missing"),
-    ('address = "host.example:162"', "trap_target[0].address: 'host.example:162': "
-                                     "'host.example' is not an IP address"),
+    ('address = "host.invalid:162"', "trap_target[0].address: 'host.invalid:162': "
+                                     "cannot resolve 'host.invalid'"),
+    ('address = "host_1:162"', "trap_target[0].address: 'host_1:162': "
+                               "'host_1' is not an IP address"),
     ('address = "10.0.0.1:0"', "trap_target[0].address: '10.0.0.1:0': a receiver's port "
                                "cannot be 0"),
     ('address = "10.0.0.1"\nversion = "2"', "trap_target[0] (10.0.0.1:162).version: expected "

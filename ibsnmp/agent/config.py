@@ -8,6 +8,8 @@ dataclass reprs and errors about them name only the key.
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -464,12 +466,24 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
 # -- notification targets ---------------------------------------------------------
 
 
+HOST_NAME = re.compile(r"^(?=.{1,253}$)(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+                       r"(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?$")
+
+
 def parse_trap_address(text: str) -> Endpoint:
-    """`HOST[:PORT]` / `[V6HOST][:PORT]` of a receiver; the port defaults to 162."""
+    """`HOST[:PORT]` / `[V6HOST][:PORT]` of a receiver; the port defaults to 162.
+
+    HOST is an address or a host name; a name is resolved when the
+    configuration is loaded (at start and at every reload), like net-snmp's
+    trap2sink, and the first address it resolves to is used.
+    """
     text = text.strip()
     bare_v6 = text.startswith("[") and text.endswith("]")
     bare_v4 = not text.startswith("[") and ":" not in text
     with_port = f"{text}:{TRAP_PORT}" if bare_v4 or bare_v6 else text
+    name, _, port_text = with_port.rpartition(":")
+    if HOST_NAME.match(name) and not _is_ip_address(name):
+        with_port = f"{_resolve(name, text)}:{port_text}"
     try:
         endpoint = parse_endpoint(with_port)
     except ListenSyntaxError as exc:
@@ -479,6 +493,25 @@ def parse_trap_address(text: str) -> Endpoint:
     if endpoint.port == 0:
         raise ListenSyntaxError(f"{text!r}: a receiver's port cannot be 0")
     return endpoint
+
+
+def _is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve(name: str, text: str) -> str:
+    """The first address of a receiver's host name, as `parse_endpoint` takes it."""
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_DGRAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise ListenSyntaxError(f"{text!r}: cannot resolve {name!r} ({why})") from None
+    family, address = infos[0][0], str(infos[0][4][0])
+    return f"[{address}]" if family == socket.AF_INET6 else address
 
 
 def parse_engine_id(value: Any, key: str, fail) -> bytes:
