@@ -89,3 +89,10 @@ def test_agent_configured_only_by_environment(tmp_path: Path) -> None:
         assert health.returncode == 0, health.stderr
     finally:
         stop(agent)
+
+
+def test_a_required_flag_may_come_from_its_variable() -> None:
+    args = parse(["publish", "--fabric", "single"], {"IBSNMP_BROKER": "mqtt://broker:1883"})
+    assert args.broker == "mqtt://broker:1883"
+    with pytest.raises(SystemExit):  # neither the flag nor the variable: argparse refuses
+        parse(["publish", "--fabric", "single"], {})
