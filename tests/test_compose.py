@@ -85,8 +85,8 @@ def test_the_agent_serves_both_publishers_and_traps_arrive(compose: Compose) -> 
     deadline = time.monotonic() + 180
     rows: list[str] = []
     while time.monotonic() < deadline:
-        rows = [line for line in _walk(address, "public", "IB-SM-MIB::ibSmNodeGuid").splitlines()
-                if "ibSmNodeGuid" in line]
+        walk = _walk(address, "public", "IB-SM-MIB::ibSmNodeInfoDescription")
+        rows = [line for line in walk.splitlines() if "ibSmNodeInfoDescription" in line]
         if len(rows) >= NODES:
             break
         time.sleep(2)
