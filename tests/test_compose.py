@@ -54,6 +54,14 @@ class Compose:
                                  f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
         return result
 
+    def remove_images(self) -> None:
+        """The project's images (one per built service) and the build stages left over."""
+        listing = self.podman("images", "--format", "{{.Repository}}", check=False).stdout
+        mine = [name for name in listing.split() if name.startswith(f"localhost/{self.project}_")]
+        if mine:
+            self.podman("rmi", "-f", *mine, check=False)
+        self.podman("image", "prune", "-f", check=False)
+
     def logs(self, service: str) -> str:
         result = self.podman("logs", f"{self.project}_{service}_1", check=False)
         return result.stdout + result.stderr
@@ -72,6 +80,7 @@ def compose(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield running
     finally:
         running("down", "-v", timeout=300, check=False)
+        running.remove_images()
 
 
 def _walk(address: str, community: str, oid: str) -> str:
