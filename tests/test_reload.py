@@ -129,3 +129,39 @@ def test_trap_targets_added_by_a_reload_receive_notifications(tmp_path: Path) ->
         count = len(receiver.received())
         time.sleep(1.5)
         assert len(receiver.received()) == count
+
+
+def _ignores_sighup(pid: int) -> bool:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGHUP - 1)))
+    return False
+
+
+def test_sighup_while_starting_does_not_end_the_agent(tmp_path: Path) -> None:
+    # A bigger fabric takes a moment to build: a SIGHUP arriving then (once
+    # the command runs) is ignored, not the end of the process.
+    import subprocess
+    import sys
+
+    from e2e import PROJECT_ROOT, free_udp_port, stop
+
+    port = free_udp_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ibsnmp", "run", "--listen", f"127.0.0.1:{port}",
+         "--fabric", "fat-tree:spines=8,leaves=16,hosts=16", "--state-dir", str(tmp_path)],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _ignores_sighup(process.pid):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.01)
+        os.kill(process.pid, signal.SIGHUP)
+        assert process.stdout is not None
+        while "ibsnmp: serving" not in (line := process.stdout.readline()):
+            assert line, "the agent ended after SIGHUP"
+        os.kill(process.pid, signal.SIGHUP)  # now a reload
+        time.sleep(1)
+        assert process.poll() is None
+    finally:
+        assert stop(process) == 0

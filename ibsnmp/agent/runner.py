@@ -169,11 +169,18 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
 
             async def reload_once() -> None:
                 async with reloading:  # one reload at a time, in signal order
-                    await agent.reload(reload)
+                    try:
+                        await agent.reload(reload)
+                    except Exception:  # a bug here must not end the agent
+                        log.exception("configuration reload failed")
+
+            def start_reload() -> None:
+                task = loop.create_task(reload_once())
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
 
             try:
-                loop.add_signal_handler(signal.SIGHUP,
-                                        lambda: tasks.add(loop.create_task(reload_once())))
+                loop.add_signal_handler(signal.SIGHUP, start_reload)
                 installed.append(signal.SIGHUP)
             except (NotImplementedError, RuntimeError, ValueError, AttributeError):
                 pass

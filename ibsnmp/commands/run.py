@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -214,6 +215,8 @@ def _open_state(state_dir: Path, args: argparse.Namespace):  # type: ignore[no-u
 
 
 def _run(args: argparse.Namespace) -> int:
+    # SIGHUP means "reload", never "stop": ignored until the agent handles it.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     configure_logging(args.verbose, args.log_format)
     try:
         settings = configured = settings_from_args(args)
