@@ -147,6 +147,7 @@ class Publisher:
         fabric = self.provider.snapshot
         elapsed = self._elapsed()
         wall = time.time()
+        sent = 0
         pending: list[tuple[str, bytes]] = []  # (topic, payload), all retained
         for guid, node in fabric.nodes.items():
             record = record_of(fabric, node, elapsed, wall, publisher=self.settings.client_id,
@@ -158,6 +159,13 @@ class Publisher:
             if full or before is None or not _same(before, record):
                 pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record)))
                 self._sent[guid] = record
+                sent += 1
+            if len(pending) >= PUBLISH_WINDOW:
+                # Publish as we go: the broker and the subscribers work on the
+                # first states while the next ones are encoded.
+                await self._publish_window(client, pending)
+                pending = []
+        await self._publish_window(client, pending)
         for guid in [g for g in self._sent if g not in fabric.nodes]:
             log.info("mqtt: node %016x is gone: offline", guid)
             del self._sent[guid]
@@ -165,14 +173,16 @@ class Publisher:
             await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
             await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
                                  retain=True)
-        for start in range(0, len(pending), PUBLISH_WINDOW):
-            await asyncio.gather(*(client.publish(topic, payload, qos=1, retain=True)
-                                   for topic, payload in pending[start:start + PUBLISH_WINDOW]))
         if full:
             self._last_full = now
-        sent = sum(1 for topic, _ in pending if topic.endswith("/state"))
         self.states_sent += sent
         return sent
+
+    @staticmethod
+    async def _publish_window(client: aiomqtt.Client, pending: list[tuple[str, bytes]]) -> None:
+        if pending:
+            await asyncio.gather(*(client.publish(topic, payload, qos=1, retain=True)
+                                   for topic, payload in pending))
 
     async def _send_events(self, client: aiomqtt.Client) -> None:
         while True:
