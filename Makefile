@@ -5,7 +5,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd podman runc debootstrap
+DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd podman runc debootstrap \
+  ibsim-utils opensm infiniband-diags libibumad3
 STAMP := $(VENV)/.installed
 
 .PHONY: test run bench setup debian-packages mibs check-mibs clean
