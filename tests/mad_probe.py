@@ -3,6 +3,9 @@
 usage: python mad_probe.py ATTRIBUTE PATH [MODIFIER] where PATH is "0" for the
 local node or "0,1,7" (smpquery's notation: the ports out of each hop).
 A timeout prints {"timeout": true}.
+
+`python mad_probe.py discover [WINDOW]` prints a whole directed-route sweep;
+`python mad_probe.py window SIZE PATH...` NodeInfo of each path through one window.
 """
 
 from __future__ import annotations
@@ -11,11 +14,50 @@ import json
 import sys
 
 from ibsnmp.mad import attributes
+from ibsnmp.mad.discovery import discover
 from ibsnmp.mad.packets import decode_reply, directed_route_get
 from ibsnmp.mad.umad import DIRECTED_ROUTE, MadTimeout, UmadPort
+from ibsnmp.mad.window import MadWindow
+
+
+def sweep(window_size: int) -> None:
+    with UmadPort() as port:
+        window = MadWindow(port, size=window_size)
+        subnet = discover(window)
+    print(json.dumps({
+        "nodes": {f"{guid:#x}": {"route": node.route, "info": node.info,
+                                 "description": node.description,
+                                 "ports": {str(n): p for n, p in node.ports.items()}}
+                  for guid, node in subnet.nodes.items()},
+        "links": [[list(a), list(b)] for a, b in subnet.links.items()],
+        "unanswered": subnet.unanswered,
+        "stats": vars(window.stats),
+    }))
+
+
+def node_guids_through_window(size: int, paths: list[str]) -> None:
+    guids: dict[str, int | None] = {}
+    with UmadPort() as port:
+        window = MadWindow(port, size=size, timeout=0.2, retries=1)
+        for path in paths:
+            def handle(answer: bytes | None, path: str = path) -> None:
+                guids[path] = (None if answer is None else
+                               int(decode_reply(answer, attributes.NODE_INFO)
+                                   .attribute["NodeGUID"]))  # type: ignore[arg-type]
+            route = [int(hop) for hop in path.split(",")[1:]]
+            window.submit(directed_route_get(attributes.NODE_INFO, route, 0), DIRECTED_ROUTE,
+                          handle)
+        window.drain()
+    print(json.dumps({"guids": guids, "stats": vars(window.stats)}))
 
 
 def main(argv: list[str]) -> None:
+    if argv[0] == "window":
+        node_guids_through_window(int(argv[1]), argv[2:])
+        return
+    if argv[0] == "discover":
+        sweep(int(argv[1]) if len(argv) > 1 else 32)
+        return
     attribute = getattr(attributes, argv[0])
     path = [int(hop) for hop in argv[1].split(",")[1:]]
     modifier = int(argv[2]) if len(argv) > 2 else 0

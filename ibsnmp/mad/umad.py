@@ -202,7 +202,11 @@ class UmadPort:
         raise MadTimeout(errno.ETIMEDOUT, f"no answer after {retries + 1} tries of {timeout} s")
 
 
+def reply_tid(answer: bytes) -> int:
+    """The part of an answer's transaction ID that the sender owns."""
+    return int(_TRANSACTION_ID.decode(answer)) & _TID_MASK  # type: ignore[arg-type]
+
+
 def matches(answer: bytes, tids: Iterable[int]) -> bool:
-    """Whether `answer` carries one of `tids` (compared on the bits the sender owns)."""
-    tid = int(_TRANSACTION_ID.decode(answer)) & _TID_MASK  # type: ignore[arg-type]
-    return tid in {t & _TID_MASK for t in tids}
+    """Whether `answer` carries one of `tids`."""
+    return reply_tid(answer) in {t & _TID_MASK for t in tids}
