@@ -42,6 +42,9 @@ class Fabric:
 
     socket_name: str
     log: Path
+    # Clients run here: the preload library keeps its emulated sysfs in
+    # ./sys-PID and leaves it behind when a client crashes.
+    workdir: Path
 
     def environment(self, host: str | None = None) -> dict[str, str]:
         env = dict(os.environ, LD_PRELOAD=str(PRELOAD), IBSIM_SOCKNAME=self.socket_name)
@@ -52,8 +55,8 @@ class Fabric:
     def run(self, command: Sequence[str], host: str | None = None,
             timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
         """`command` under the preload library, attached to this fabric; output captured."""
-        return subprocess.run(list(command), env=self.environment(host), capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        return subprocess.run(list(command), env=self.environment(host), cwd=self.workdir,
+                              capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def _listening(socket_name: str) -> bool:
@@ -82,7 +85,7 @@ def ibsim_fabric(net_file: Path, workdir: Path) -> Iterator[Fabric]:
             if sim.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"ibsim did not start: {log.read_text(errors='replace')}")
             time.sleep(0.05)
-        yield Fabric(socket_name, log)
+        yield Fabric(socket_name, log, workdir)
     finally:
         for process in (sim, feeder):
             process.terminate()
