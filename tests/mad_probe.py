@@ -5,7 +5,9 @@ local node or "0,1,7" (smpquery's notation: the ports out of each hop).
 A timeout prints {"timeout": true}.
 
 `python mad_probe.py discover [WINDOW]` prints a whole directed-route sweep;
-`python mad_probe.py window SIZE PATH...` NodeInfo of each path through one window.
+`python mad_probe.py window SIZE PATH...` NodeInfo of each path through one window;
+`python mad_probe.py lid ATTRIBUTE LID [MODIFIER]` a LID-routed SubnGet();
+`python mad_probe.py perf ATTRIBUTE LID [PORT]` a PerfMgt Get() (PORT_COUNTERS...).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import sys
 
 from ibsnmp.mad import attributes
 from ibsnmp.mad.discovery import discover
-from ibsnmp.mad.packets import decode_reply, directed_route_get
-from ibsnmp.mad.umad import DIRECTED_ROUTE, MadTimeout, UmadPort
+from ibsnmp.mad.packets import decode_reply, directed_route_get, lid_routed_get, perf_get
+from ibsnmp.mad.umad import DIRECTED_ROUTE, Address, MadTimeout, UmadPort, perf_address
 from ibsnmp.mad.window import MadWindow
 
 
@@ -51,7 +53,28 @@ def node_guids_through_window(size: int, paths: list[str]) -> None:
     print(json.dumps({"guids": guids, "stats": vars(window.stats)}))
 
 
+def print_reply(attribute: attributes.Attribute, request: bytes, address: Address) -> None:
+    with UmadPort() as port:
+        try:
+            answer = port.query(request, address, timeout=0.2, retries=1)
+        except MadTimeout:
+            print(json.dumps({"timeout": True}))
+            return
+    reply = decode_reply(answer, attribute)
+    print(json.dumps({"status": reply.status, "attribute": reply.attribute},
+                     default=lambda octets: octets.hex()))
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] in ("lid", "perf"):
+        attribute = getattr(attributes, argv[1])
+        lid = int(argv[2])
+        number = int(argv[3]) if len(argv) > 3 else 0
+        if argv[0] == "lid":
+            print_reply(attribute, lid_routed_get(attribute, 0, number), Address(lid=lid))
+        else:
+            print_reply(attribute, perf_get(attribute, 0, number), perf_address(lid))
+        return
     if argv[0] == "window":
         node_guids_through_window(int(argv[1]), argv[2:])
         return
@@ -61,15 +84,7 @@ def main(argv: list[str]) -> None:
     attribute = getattr(attributes, argv[0])
     path = [int(hop) for hop in argv[1].split(",")[1:]]
     modifier = int(argv[2]) if len(argv) > 2 else 0
-    with UmadPort() as port:
-        try:
-            answer = port.query(directed_route_get(attribute, path, 0, modifier),
-                                DIRECTED_ROUTE, timeout=0.2, retries=1)
-        except MadTimeout:
-            print(json.dumps({"timeout": True}))
-            return
-    reply = decode_reply(answer, attribute)
-    print(json.dumps({"status": reply.status, "attribute": reply.attribute}))
+    print_reply(attribute, directed_route_get(attribute, path, 0, modifier), DIRECTED_ROUTE)
 
 
 if __name__ == "__main__":

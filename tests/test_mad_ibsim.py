@@ -4,8 +4,6 @@ what infiniband-diags' `smpquery` reads from the same fabric."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,18 +11,9 @@ from pathlib import Path
 import pytest
 
 from ibsim import NET_DIR, Fabric, ibsim_fabric
+from infiniband_diags import ibnetdiscover, smpquery_node_info
 
 PROBE = Path(__file__).parent / "mad_probe.py"
-
-# smpquery's labels for the NodeInfo fields, and how it prints node types.
-SMPQUERY_NODE_INFO = {
-    "BaseVers": "BaseVersion", "ClassVers": "ClassVersion", "NodeType": "NodeType",
-    "NumPorts": "NumPorts", "SystemGuid": "SystemImageGUID", "Guid": "NodeGUID",
-    "PortGuid": "PortGUID", "PartCap": "PartitionCap", "DevId": "DeviceID",
-    "Revision": "Revision", "LocalPort": "LocalPortNum", "VendorId": "VendorID",
-}
-NODE_TYPES = {"Channel Adapter": 1, "Switch": 2, "Router": 3}
-
 
 @pytest.fixture(scope="module")
 def ring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fabric]:
@@ -36,23 +25,6 @@ def probe(fabric: Fabric, attribute: str, path: str, modifier: int = 0) -> dict[
     done = fabric.run([sys.executable, str(PROBE), attribute, path, str(modifier)])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-
-def smpquery_node_info(fabric: Fabric, path: str) -> dict[str, int]:
-    if shutil.which("smpquery") is None:
-        pytest.skip("smpquery is not installed (Debian package infiniband-diags)")
-    done = fabric.run(["smpquery", "-D", "nodeinfo", path])
-    assert done.returncode == 0, done.stderr
-    values: dict[str, int] = {}
-    for line in done.stdout.splitlines():
-        label, dots, value = line.partition(":")
-        if not dots or label not in SMPQUERY_NODE_INFO:
-            continue
-        value = value.lstrip(".")
-        values[SMPQUERY_NODE_INFO[label]] = (
-            NODE_TYPES[value] if label == "NodeType" else int(value, 0))
-    assert len(values) == len(SMPQUERY_NODE_INFO), done.stdout
-    return values
 
 
 @pytest.mark.parametrize("path", ["0", "0,1", "0,1,7"])
@@ -93,35 +65,6 @@ def test_window_answers_each_request_and_retries_the_lost_one(ring: Fabric) -> N
     # Six requests, one retry of the unanswered one (retries=1), then its timeout.
     assert result["stats"] == {"sent": 7, "answered": 5, "retried": 1, "timed_out": 1,
                                "stray": 0}
-
-
-IBNETDISCOVER_NODE = re.compile(r'^(Switch|Ca)\s+(\d+)\s+"[SH]-([0-9a-f]{16})"\s+#\s+"([^"]*)"')
-IBNETDISCOVER_PORT = re.compile(
-    r'^\[(\d+)\](?:\([0-9a-f]+\))?\s+"[SH]-([0-9a-f]{16})"\[(\d+)\].*\b(\d+)x(SDR|DDR|QDR)\b')
-WIDTHS = {1: 1, 4: 2, 8: 4, 12: 8}  # ibnetdiscover's "4x" as a LinkWidthActive bit
-SPEEDS = {"SDR": 1, "DDR": 2, "QDR": 4}
-
-
-def ibnetdiscover(fabric: Fabric) -> tuple[dict[int, tuple[int, int, str]],
-                                           dict[tuple[int, int], tuple[int, int, int, int]]]:
-    """Nodes (type, ports, description) and each port's (peer GUID, peer port, width, speed)."""
-    if shutil.which("ibnetdiscover") is None:
-        pytest.skip("ibnetdiscover is not installed (Debian package infiniband-diags)")
-    done = fabric.run(["ibnetdiscover"])
-    assert done.returncode == 0, done.stderr
-    nodes: dict[int, tuple[int, int, str]] = {}
-    ports: dict[tuple[int, int], tuple[int, int, int, int]] = {}
-    guid = 0
-    for line in done.stdout.splitlines():
-        if match := IBNETDISCOVER_NODE.match(line):
-            kind, count, hex_guid, description = match.groups()
-            guid = int(hex_guid, 16)
-            nodes[guid] = (2 if kind == "Switch" else 1, int(count), description)
-        elif match := IBNETDISCOVER_PORT.match(line):
-            port, peer, peer_port, width, speed = match.groups()
-            ports[(guid, int(port))] = (int(peer, 16), int(peer_port), WIDTHS[int(width)],
-                                        SPEEDS[speed])
-    return nodes, ports
 
 
 def test_discovery_sweep_matches_ibnetdiscover(ring: Fabric) -> None:

@@ -271,6 +271,7 @@ PORT_COUNTERS = Attribute(0x0012, Layout("PortCounters", GS_DATA_SIZE, (
     Field("CounterSelect2", 144, 8),
     Field("LocalLinkIntegrityErrors", 152, 4),
     Field("ExcessiveBufferOverrunErrors", 156, 4),
+    Field("QP1Dropped", 160, 16),
     Field("VL15Dropped", 176, 16),
     Field("PortXmitData", 192, 32),
     Field("PortRcvData", 224, 32),
