@@ -136,3 +136,13 @@ def test_vl_arbitration_entries_split_vl_and_weight() -> None:
     assert data[:4] == bytes.fromhex("03400701")
     decoded = attrs.VL_ARBITRATION_TABLE.layout.decode(data)["VLWeightBlock"]
     assert attrs.vl_arbitration_entries(decoded)[:2] == ((3, 0x40), (7, 1))  # type: ignore[arg-type]
+
+
+def test_octet_aligned_arrays_agree_with_bitwise_reading() -> None:
+    data = bytes(range(64))
+    for width in (8, 16, 64):
+        array = ArrayField("A", 0, 512, count=512 // width, element_width=width)
+        assert array.decode(data) == tuple(get_bits(data, i * width, width)
+                                           for i in range(512 // width))
+    with pytest.raises(LayoutError):
+        ArrayField("Ports", 0, 16, count=2, element_width=8).encode(bytearray(2), (1, 256))

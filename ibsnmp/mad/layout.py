@@ -9,8 +9,9 @@ attribute is described once, as data, and never hand-packed.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FieldValue = int | bytes | str | tuple[int, ...]
 
@@ -26,6 +27,8 @@ def get_bits(data: bytes | bytearray, offset: int, width: int) -> int:
     first = offset // 8
     last = (offset + width - 1) // 8
     chunk = int.from_bytes(data[first:last + 1], "big")
+    if not offset % 8 and not width % 8:
+        return chunk
     trailing = (last + 1) * 8 - (offset + width)
     return (chunk >> trailing) & ((1 << width) - 1)
 
@@ -112,6 +115,7 @@ class ArrayField(Field):
 
     count: int = 1
     element_width: int = 8
+    _struct: struct.Struct | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def pitch(self) -> int:
@@ -120,8 +124,20 @@ class ArrayField(Field):
     def __post_init__(self) -> None:
         if self.count <= 0 or self.width % self.count or self.element_width > self.pitch:
             raise LayoutError(f"{self.name}: {self.count} elements do not fit {self.width} bits")
+        # Whole octet-aligned elements (ports, P_Keys, GUIDs) unpack in one call:
+        # paths and tables are in every reply of a sweep.
+        codes = {8: "B", 16: "H", 32: "I", 64: "Q"}
+        whole = self.element_width == self.pitch and not self.offset % 8
+        code = codes.get(self.element_width) if whole else None
+        object.__setattr__(self, "_struct",
+                           struct.Struct(f">{self.count}{code}") if code else None)
 
     def decode(self, data: bytes | bytearray) -> FieldValue:
+        packed = self._struct
+        if packed is not None:
+            if self.end > len(data) * 8:
+                raise LayoutError(f"{self.name} lies outside {len(data)} octets")
+            return packed.unpack_from(data, self.offset // 8)
         skip = self.pitch - self.element_width
         return tuple(get_bits(data, self.offset + i * self.pitch + skip, self.element_width)
                      for i in range(self.count))
@@ -129,6 +145,13 @@ class ArrayField(Field):
     def encode(self, data: bytearray, value: FieldValue) -> None:
         if not isinstance(value, (tuple, list)) or len(value) != self.count:
             raise LayoutError(f"{self.name} takes {self.count} elements")
+        packed = self._struct
+        if packed is not None:
+            try:
+                packed.pack_into(data, self.offset // 8, *value)
+            except struct.error as exc:
+                raise LayoutError(f"{self.name}: {exc}") from exc
+            return
         skip = self.pitch - self.element_width
         for i, element in enumerate(value):
             set_bits(data, self.offset + i * self.pitch + skip, self.element_width, element)
@@ -150,12 +173,21 @@ class Layout:
                 raise LayoutError(f"{name}: {before.name} overlaps {after.name}")
         if taken and taken[-1].end > size * 8:
             raise LayoutError(f"{name}: {taken[-1].name} runs past {size} octets")
+        # Integer fields are cut from the whole layout read as one big integer:
+        # a sweep decodes thousands of replies and per-field slicing dominated it.
+        self._integers = {f.name: (size * 8 - f.end, (1 << f.width) - 1)
+                          for f in self.fields if type(f) is Field}
 
     def decode(self, data: bytes | bytearray) -> dict[str, FieldValue]:
         """Every field of the layout, read from the first `size` octets of `data`."""
         if len(data) < self.size:
             raise LayoutError(f"{self.name} needs {self.size} octets, got {len(data)}")
-        return {f.name: f.decode(data) for f in self.fields}
+        whole = int.from_bytes(data[:self.size], "big")
+        values: dict[str, FieldValue] = {}
+        for f in self.fields:
+            cut = self._integers.get(f.name)
+            values[f.name] = (whole >> cut[0]) & cut[1] if cut else f.decode(data)
+        return values
 
     def encode(self, values: Mapping[str, FieldValue], into: bytearray | None = None) -> bytearray:
         """`size` octets (or `into`, modified in place) with the named fields set."""
@@ -165,6 +197,17 @@ class Layout:
         data = into if into is not None else bytearray(self.size)
         if len(data) < self.size:
             raise LayoutError(f"{self.name} needs {self.size} octets, got {len(data)}")
+        whole = int.from_bytes(data[:self.size], "big")
         for name, value in values.items():
-            self.by_name[name].encode(data, value)
+            cut = self._integers.get(name)
+            if cut is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= cut[1]:
+                raise LayoutError(f"{name} takes an integer of {cut[1].bit_length()} bits, "
+                                  f"not {value!r}")
+            whole = (whole & ~(cut[1] << cut[0])) | (value << cut[0])
+        data[:self.size] = whole.to_bytes(self.size, "big")
+        for name, value in values.items():
+            if name not in self._integers:
+                self.by_name[name].encode(data, value)
         return data

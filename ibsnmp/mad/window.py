@@ -53,6 +53,9 @@ class MadWindow:
             raise ValueError("a window holds at least one MAD")
         self._waiting: deque[_Outstanding] = deque()
         self._in_flight: dict[int, _Outstanding] = {}
+        # (deadline, TID) in sending order: with one timeout for all, deadlines
+        # only grow, so the earliest live one is at the left.
+        self._deadlines: deque[tuple[float, int]] = deque()
 
     def submit(self, mad: bytes, address: Address, handler: ReplyHandler) -> None:
         """Queue `mad`; `handler` runs from `drain` with its answer (or None)."""
@@ -62,9 +65,9 @@ class MadWindow:
         """Send and receive until nothing is queued or in flight."""
         while self._waiting or self._in_flight:
             self._fill()
-            now = time.monotonic()
-            earliest = min(o.deadline for o in self._in_flight.values())
-            answer = self.port.receive(max(earliest - now, 0.0))
+            while self._deadlines[0][1] not in self._in_flight:
+                self._deadlines.popleft()  # answered already
+            answer = self.port.receive(max(self._deadlines[0][0] - time.monotonic(), 0.0))
             if answer is not None:
                 self._deliver(answer)
             self._expire(time.monotonic())
@@ -79,6 +82,7 @@ class MadWindow:
         item.request = with_transaction_id(item.request, tid)
         item.deadline = time.monotonic() + self.timeout
         self._in_flight[tid] = item
+        self._deadlines.append((item.deadline, tid))
         self.port.send(item.request, item.address)
         self.stats.sent += 1
 
@@ -91,8 +95,11 @@ class MadWindow:
         item.handler(answer)
 
     def _expire(self, now: float) -> None:
-        for tid in [t for t, o in self._in_flight.items() if o.deadline <= now]:
-            item = self._in_flight.pop(tid)
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, tid = self._deadlines.popleft()
+            item = self._in_flight.pop(tid, None)
+            if item is None:
+                continue  # answered in time
             if item.tries_left > 0:
                 item.tries_left -= 1
                 self.stats.retried += 1
