@@ -74,3 +74,13 @@ def ibnetdiscover(fabric: Fabric) -> tuple[dict[int, tuple[int, int, str]],
     return nodes, ports
 
 
+
+
+IBROUTE_ENTRY = re.compile(r"^0x([0-9a-f]+) (\d+) :")
+
+
+def ibroute(fabric: Fabric, route: str) -> dict[int, int]:
+    """The unicast LFT `ibroute -D` prints for the switch at a directed route: LID -> port."""
+    output = run_diag(fabric, "ibroute", "-D", route)
+    return {int(m.group(1), 16): int(m.group(2))
+            for m in map(IBROUTE_ENTRY.match, output.splitlines()) if m}

@@ -29,7 +29,9 @@ def sweep(window_size: int) -> None:
     print(json.dumps({
         "nodes": {f"{guid:#x}": {"route": node.route, "info": node.info,
                                  "description": node.description,
-                                 "ports": {str(n): p for n, p in node.ports.items()}}
+                                 "ports": {str(n): p for n, p in node.ports.items()},
+                                 "switch_info": node.switch_info,
+                                 "lft": {str(lid): port for lid, port in node.lft.items()}}
                   for guid, node in subnet.nodes.items()},
         "links": [[list(a), list(b)] for a, b in subnet.links.items()],
         "unanswered": subnet.unanswered,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
-from infiniband_diags import labelled_values, run_diag, smpquery_node_info
+from infiniband_diags import ibroute, labelled_values, run_diag, smpquery_node_info
 
 PROBE = Path(__file__).parent / "mad_probe.py"
 PORT_ACTIVE = 4
@@ -73,3 +73,18 @@ def test_perf_class_port_info_matches_perfquery(fabric_with_sm: Fabric) -> None:
     ours = probe(fabric_with_sm, "perf", "CLASS_PORT_INFO", lid)
     header = run_diag(fabric_with_sm, "perfquery", str(lid), "1").splitlines()[0]
     assert f"(CapMask: {ours['CapabilityMask']:#06x})" in header, header
+
+
+def test_sweep_reads_the_forwarding_tables_ibroute_prints(fabric_with_sm: Fabric) -> None:
+    done = fabric_with_sm.run([sys.executable, str(PROBE), "discover"])
+    assert done.returncode == 0, done.stderr
+    sweep = json.loads(done.stdout)
+    assert sweep["unanswered"] == []
+    switches = [n for n in sweep["nodes"].values() if n["info"]["NodeType"] == 2]
+    assert len(switches) == 3
+    for switch in switches:
+        route = ",".join(["0", *map(str, switch["route"])])
+        lft = {int(lid): port for lid, port in switch["lft"].items() if port != 0xFF}
+        assert lft == ibroute(fabric_with_sm, route), switch["description"]
+        # OpenSM routed every LID of the ring (7 nodes, one LID each at LMC 0).
+        assert switch["switch_info"]["LinearFDBTop"] == 7 and len(lft) == 7

@@ -1,6 +1,6 @@
 """A directed-route sweep of the subnet: every node's NodeInfo, NodeDescription
-and PortInfo of each port, and the links between them, as the SM and
-ibnetdiscover find them.
+and PortInfo of each port, each switch's SwitchInfo and linear forwarding
+table, and the links between them, as the SM and ibnetdiscover find them.
 
 Routes grow one hop at a time from the local node out of every switch port
 whose link is up (and out of the local node's own ports); channel adapters
@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ibsnmp.mad.attributes import NODE_DESCRIPTION, NODE_INFO, PORT_INFO, Attribute
+from ibsnmp.mad.attributes import (
+    LINEAR_FORWARDING_TABLE,
+    NODE_DESCRIPTION,
+    NODE_INFO,
+    PORT_INFO,
+    SWITCH_INFO,
+    Attribute,
+)
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import MAX_HOPS, MadError, decode_reply, directed_route_get
 from ibsnmp.mad.umad import DIRECTED_ROUTE
@@ -21,6 +28,8 @@ from ibsnmp.mad.window import MadWindow
 
 NODE_TYPE_SWITCH = 2
 PORT_STATE_DOWN = 1
+LFT_BLOCK = 64  # LIDs per LinearForwardingTable block
+NO_PORT = 0xFF  # an LFT entry that forwards nowhere
 
 Route = tuple[int, ...]
 PortKey = tuple[int, int]  # (node GUID, port number)
@@ -35,6 +44,9 @@ class DiscoveredNode:
     info: dict[str, FieldValue]
     description: str | None = None
     ports: dict[int, dict[str, FieldValue]] = field(default_factory=dict)
+    switch_info: dict[str, FieldValue] | None = None
+    # Egress port per LID up to LinearFDBTop, for the blocks that answered.
+    lft: dict[int, int] = field(default_factory=dict)
 
     @property
     def is_switch(self) -> bool:
@@ -98,6 +110,22 @@ class _Sweep:
         for port in node.port_numbers:
             self.ask(PORT_INFO, route, port,
                      lambda pinfo, port=port: self.on_port_info(node, port, pinfo))
+        if node.is_switch:
+            self.ask(SWITCH_INFO, route, 0, lambda sinfo: self.on_switch_info(node, sinfo))
+
+    def on_switch_info(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
+        node.switch_info = info
+        top = int(info["LinearFDBTop"])  # type: ignore[arg-type]
+        for block in range(top // LFT_BLOCK + 1):
+            self.ask(LINEAR_FORWARDING_TABLE, node.route, block,
+                     lambda table, block=block: self.on_lft_block(node, block, top, table))
+
+    def on_lft_block(self, node: DiscoveredNode, block: int, top: int,
+                     table: dict[str, FieldValue]) -> None:
+        ports = table["PortBlock"]
+        assert isinstance(ports, tuple)
+        first = block * LFT_BLOCK
+        node.lft.update((first + i, port) for i, port in enumerate(ports) if first + i <= top)
 
     def on_port_info(self, node: DiscoveredNode, port: int,
                      info: dict[str, FieldValue]) -> None:
