@@ -7,7 +7,8 @@ A timeout prints {"timeout": true}.
 `python mad_probe.py discover [WINDOW]` prints a whole directed-route sweep;
 `python mad_probe.py window SIZE PATH...` NodeInfo of each path through one window;
 `python mad_probe.py lid ATTRIBUTE LID [MODIFIER]` a LID-routed SubnGet();
-`python mad_probe.py perf ATTRIBUTE LID [PORT]` a PerfMgt Get() (PORT_COUNTERS...).
+`python mad_probe.py perf ATTRIBUTE LID [PORT]` a PerfMgt Get() (PORT_COUNTERS...);
+`python mad_probe.py counters LID:PORT...` counters of those ports through one window.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import sys
 
 from ibsnmp.mad import attributes
+from ibsnmp.mad.counters import extended_counter_lids, poll_counters
 from ibsnmp.mad.discovery import discover
 from ibsnmp.mad.packets import decode_reply, directed_route_get, lid_routed_get, perf_get
 from ibsnmp.mad.umad import DIRECTED_ROUTE, Address, MadTimeout, UmadPort, perf_address
@@ -67,7 +69,21 @@ def print_reply(attribute: attributes.Attribute, request: bytes, address: Addres
                      default=lambda octets: octets.hex()))
 
 
+def counters(targets: list[str]) -> None:
+    ports = [(int(lid), int(port)) for lid, port in (t.split(":") for t in targets)]
+    with UmadPort() as umad_port:
+        window = MadWindow(umad_port, size=32)
+        extended = extended_counter_lids(window, (lid for lid, _ in ports))
+        values, failures = poll_counters(window, ports, extended)
+    print(json.dumps({"extended_lids": sorted(extended),
+                      "counters": {f"{lid}:{port}": c for (lid, port), c in values.items()},
+                      "failures": {f"{lid}:{port}": f for (lid, port), f in failures.items()}}))
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "counters":
+        counters(argv[1:])
+        return
     if argv[0] in ("lid", "perf"):
         attribute = getattr(attributes, argv[1])
         lid = int(argv[2])

@@ -88,3 +88,24 @@ def test_sweep_reads_the_forwarding_tables_ibroute_prints(fabric_with_sm: Fabric
         assert lft == ibroute(fabric_with_sm, route), switch["description"]
         # OpenSM routed every LID of the ring (7 nodes, one LID each at LMC 0).
         assert switch["switch_info"]["LinearFDBTop"] == 7 and len(lft) == 7
+
+
+def test_counter_poll_of_many_ports_matches_perfquery(fabric_with_sm: Fabric) -> None:
+    s2, s3 = switch_lid(fabric_with_sm, "0,1,7"), switch_lid(fabric_with_sm, "0,1,8")
+    # Every port of two switches; ports 2-6 have no cable, and ports 1 lead to
+    # H-3 and H-4, off the paths of these queries, so they stay still.
+    targets = [f"{lid}:{port}" for lid in (s2, s3) for port in range(1, 9)]
+    done = fabric_with_sm.run([sys.executable, str(PROBE), "counters", *targets])
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["failures"] == {}
+    assert result["extended_lids"] == sorted((s2, s3))  # CapMask 0x1300 has the 0x200 bit
+    assert sorted(result["counters"]) == sorted(targets)
+    for lid in (s2, s3):
+        ours = result["counters"][f"{lid}:1"]
+        basic = labelled_values(run_diag(fabric_with_sm, "perfquery", str(lid), "1"))
+        extended = labelled_values(run_diag(fabric_with_sm, "perfquery", "-x", str(lid), "1"))
+        # The data counters come from PortCountersExtended, the errors from PortCounters.
+        theirs = {**basic, **extended}
+        assert {name: int(value, 0) for name, value in theirs.items()} == {
+            name: ours[name] for name in theirs}
