@@ -8,7 +8,8 @@ A timeout prints {"timeout": true}.
 `python mad_probe.py window SIZE PATH...` NodeInfo of each path through one window;
 `python mad_probe.py lid ATTRIBUTE LID [MODIFIER]` a LID-routed SubnGet();
 `python mad_probe.py perf ATTRIBUTE LID [PORT]` a PerfMgt Get() (PORT_COUNTERS...);
-`python mad_probe.py counters LID:PORT...` counters of those ports through one window.
+`python mad_probe.py counters LID:PORT...` counters of those ports through one window;
+`python mad_probe.py cas` the channel adapters libibumad lists.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from ibsnmp.mad import attributes
 from ibsnmp.mad.counters import extended_counter_lids, poll_counters
 from ibsnmp.mad.discovery import discover
 from ibsnmp.mad.packets import decode_reply, directed_route_get, lid_routed_get, perf_get
-from ibsnmp.mad.umad import DIRECTED_ROUTE, Address, MadTimeout, UmadPort, perf_address
+from ibsnmp.mad.umad import (
+    DIRECTED_ROUTE,
+    Address,
+    MadTimeout,
+    UmadPort,
+    ca_names,
+    perf_address,
+)
 from ibsnmp.mad.window import MadWindow
 
 
@@ -81,6 +89,9 @@ def counters(targets: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if argv[0] == "cas":
+        print(json.dumps(ca_names()))
+        return
     if argv[0] == "counters":
         counters(argv[1:])
         return

@@ -27,6 +27,12 @@ def probe(fabric: Fabric, attribute: str, path: str, modifier: int = 0) -> dict[
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
+def test_ibsim_lists_one_channel_adapter(ring: Fabric) -> None:
+    done = ring.run([sys.executable, str(PROBE), "cas"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["ibsim0"]
+
+
 @pytest.mark.parametrize("path", ["0", "0,1", "0,1,7"])
 def test_node_info_matches_smpquery(ring: Fabric, path: str) -> None:
     ours = probe(ring, "NODE_INFO", path)

@@ -168,8 +168,9 @@ class UmadPort:
         ctypes.memmove(self._lib.umad_get_mad(buffer), mad, MAD_SIZE)
         self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
         # No kernel-side timeout: answers are matched and retried here.
-        if self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0) < 0:
-            raise UmadError(ctypes.get_errno(), f"umad_send: {os.strerror(ctypes.get_errno())}")
+        failed = self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
+        if failed < 0:
+            raise UmadError(-failed, f"umad_send: {os.strerror(-failed)}")
 
     def receive(self, timeout: float) -> bytes | None:
         """The next MAD that arrives within `timeout` seconds, or None."""
