@@ -5,7 +5,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap podman-compose
+DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap \
+  podman-compose ibsim-utils opensm infiniband-diags libibumad3
 STAMP := $(VENV)/.installed
 
 .PHONY: test run bench setup debian-packages mibs check-mibs clean
@@ -31,6 +32,7 @@ bench: setup
 	$(BIN)/python bench/hidden_keys.py
 	$(BIN)/python bench/state_load.py
 	$(BIN)/python bench/mqtt_ingest.py
+	$(BIN)/python bench/live_sweep.py
 
 setup: debian-packages $(STAMP)
 

@@ -1,0 +1,183 @@
+"""Directed-route discovery sweep vs ibnetdiscover, and a counter poll of
+every port vs a perfquery loop, on ibsim fabrics.
+
+    python bench/live_sweep.py [--sizes 100,1000] [--window 64] [--rounds 3]
+                               [--perfquery-sample 200]
+
+For each size a two-level fat tree of about that many nodes is written as
+an ibsim net file; ibsim serves it on a private socket name, and in the
+same run ibnetdiscover and ibsnmp's sweep (`ibsnmp.mad.discovery`, through
+libibumad under ibsim's preload library) each discover it `--rounds` times.
+Printed: median wall time of each (whole process, start-up included) and
+the sweep's own time and MAD counts.
+
+Then OpenSM brings the subnet up and every connected port's counters are
+read once through one window (`ibsnmp.mad.counters`: PortCounters and,
+where ClassPortInfo offers it, PortCountersExtended), against
+`perfquery -x LID PORT` run once per port as exporters do; that loop runs
+over at most `--perfquery-sample` ports and its per-port time is scaled to
+all of them (printed as such). Needs ibsim-utils, opensm, infiniband-diags
+and libibumad3 (`make setup`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from ibsim import Fabric, ibsim_fabric, opensm_running  # noqa: E402
+
+SWEEP = """
+import json, time
+from ibsnmp.mad.discovery import discover
+from ibsnmp.mad.umad import UmadPort
+from ibsnmp.mad.window import MadWindow
+with UmadPort() as port:
+    window = MadWindow(port, size={window})
+    start = time.perf_counter()
+    subnet = discover(window)
+    elapsed = time.perf_counter() - start
+print(json.dumps({{"nodes": len(subnet.nodes), "links": len(subnet.links) // 2,
+                  "seconds": elapsed, "stats": vars(window.stats),
+                  "unanswered": len(subnet.unanswered)}}))
+"""
+
+# Exit status of POLL while OpenSM has not yet made every port active.
+NOT_YET = 3
+POLL = """
+import json, sys, time
+from ibsnmp.mad.counters import extended_counter_lids, poll_counters
+from ibsnmp.mad.discovery import discover
+from ibsnmp.mad.umad import UmadPort
+from ibsnmp.mad.window import MadWindow
+with UmadPort() as port:
+    window = MadWindow(port, size={window})
+    subnet = discover(window)
+    targets = []
+    for node in subnet.nodes.values():
+        for number, info in node.ports.items():
+            if number == 0 or (node.guid, number) not in subnet.links:
+                continue
+            if info["PortState"] != 4:
+                sys.exit({not_yet})
+            lid = node.ports[0]["LID"] if node.is_switch else info["LID"]
+            targets.append((lid, number))
+    start = time.perf_counter()
+    extended = extended_counter_lids(window, (lid for lid, _ in targets))
+    values, failures = poll_counters(window, targets, extended)
+    elapsed = time.perf_counter() - start
+print(json.dumps({{"targets": targets, "seconds": elapsed, "read": len(values),
+                  "failures": len(failures), "extended_lids": len(extended)}}))
+"""
+
+
+def fat_tree(nodes: int) -> str:
+    """A net file: spines, leaves and hosts, about `nodes` nodes in all."""
+    spines = max(2, round(nodes ** 0.5 / 4))
+    leaves = max(2, round(nodes ** 0.5))
+    hosts_per_leaf = max(1, (nodes - spines - leaves) // leaves)
+    lines: list[str] = []
+    for s in range(spines):
+        lines.append(f'Switch\t{leaves} "spine-{s}"')
+        lines += [f'[{leaf + 1}]\t"leaf-{leaf}"[{hosts_per_leaf + s + 1}]' for leaf in range(leaves)]
+        lines.append("")
+    for leaf in range(leaves):
+        lines.append(f'Switch\t{hosts_per_leaf + spines} "leaf-{leaf}"')
+        lines += [f'[{h + 1}]\t"host-{leaf}-{h}"[1]' for h in range(hosts_per_leaf)]
+        lines += [f'[{hosts_per_leaf + s + 1}]\t"spine-{s}"[{leaf + 1}]' for s in range(spines)]
+        lines.append("")
+    for leaf in range(leaves):
+        for h in range(hosts_per_leaf):
+            lines += [f'Hca\t1 "host-{leaf}-{h}"', f'[1]\t"leaf-{leaf}"[{h + 1}]', ""]
+    # Clients attach to the first node in the file: make that a host.
+    first_host = lines.index('Hca\t1 "host-0-0"')
+    return "\n".join(lines[first_host:first_host + 3] + lines[:first_host]
+                     + lines[first_host + 3:]) + "\n"
+
+
+def timed(fabric: Fabric, command: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = fabric.run(command, timeout=600)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[0]} failed: {done.stderr[-500:]}")
+    return elapsed, done.stdout
+
+
+def counter_poll(fabric: Fabric, window: int, sample: int) -> None:
+    with opensm_running(fabric):
+        deadline = time.monotonic() + 300
+        while True:
+            done = fabric.run([sys.executable, "-c",
+                               POLL.format(window=window, not_yet=NOT_YET)], timeout=600)
+            if done.returncode != NOT_YET:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("OpenSM did not make every port active in 300 s")
+            time.sleep(1)
+        if done.returncode != 0:
+            raise RuntimeError(f"counter poll failed: {done.stderr[-500:]}")
+        result = json.loads(done.stdout)
+        targets = result["targets"]
+        looped = targets[:sample]
+        start = time.perf_counter()
+        for lid, port in looped:
+            timed(fabric, ["perfquery", "-x", str(lid), str(port)])
+        per_port = (time.perf_counter() - start) / len(looped)
+    loop = per_port * len(targets)
+    print(f"      counters of {len(targets)} ports ({result['read']} read, "
+          f"{result['failures']} failed, {result['extended_lids']} LIDs extended): "
+          f"ibsnmp poll {result['seconds']:.3f} s, perfquery -x loop "
+          f"{loop:.1f} s ({len(looped)} ports run, {per_port * 1000:.1f} ms each"
+          f"{', scaled' if len(looped) < len(targets) else ''}); "
+          f"speed-up {loop / result['seconds']:.0f}x")
+
+
+def bench(size: int, window: int, rounds: int, sample: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="live-sweep-") as tmp:
+        net = Path(tmp) / "fabric.net"
+        net.write_text(fat_tree(size))
+        with ibsim_fabric(net, Path(tmp)) as fabric:
+            theirs, ours, inner = [], [], []
+            result: dict[str, object] = {}
+            for _ in range(rounds):
+                elapsed, output = timed(fabric, ["ibnetdiscover"])
+                theirs.append(elapsed)
+                their_nodes = output.count("\nSwitch\t") + output.count("\nCa\t")
+                elapsed, output = timed(fabric, [sys.executable, "-c",
+                                                 SWEEP.format(window=window)])
+                ours.append(elapsed)
+                result = json.loads(output)
+                inner.append(float(result["seconds"]))  # type: ignore[arg-type]
+            sweep_line = (
+                f"{size:>5} nodes asked ({result['nodes']} found, ibnetdiscover {their_nodes}, "
+                f"{result['links']} links): ibnetdiscover {statistics.median(theirs):.3f} s, "
+                f"ibsnmp sweep {statistics.median(ours):.3f} s "
+                f"(sweep alone {statistics.median(inner):.3f} s, window {window}, "
+                f"MADs {result['stats']}, unanswered {result['unanswered']}); "
+                f"ratio {statistics.median(ours) / statistics.median(theirs):.2f}")
+            print(sweep_line, flush=True)
+            counter_poll(fabric, window, sample)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000")
+    parser.add_argument("--window", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--perfquery-sample", type=int, default=200)
+    args = parser.parse_args()
+    for size in map(int, args.sizes.split(",")):
+        bench(size, args.window, args.rounds, args.perfquery_sample)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""MADs through libibumad, the user-space MAD library every InfiniBand tool uses.
+
+libibumad (rdma-core) is loaded with ctypes so that whatever provides its
+symbols answers: the kernel's /dev/infiniband/umad* on a host, or ibsim's
+preloaded libumad2sim on a simulated fabric. Timeouts and retries are kept
+here rather than handed to the kernel, so both behave the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ibsnmp.mad.attributes import (
+    CLASS_PERF_MGT,
+    CLASS_SUBN_DIRECTED_ROUTE,
+    CLASS_SUBN_LID_ROUTED,
+    MAD_HEADER,
+    MAD_SIZE,
+)
+from ibsnmp.mad.layout import set_bits
+
+LIBRARY = "libibumad.so.3"
+CA_NAME_LEN = 20  # UMAD_CA_NAME_LEN
+MAX_CAS = 32
+# The general services QP and the well-known Q_Key GS MADs are sent with (IBA 13.5.3).
+GSI_QP = 1
+GSI_QKEY = 0x80010000
+_TRANSACTION_ID = MAD_HEADER.by_name["TransactionID"]
+# The kernel owns the top 32 bits of a transaction ID (they name the agent),
+# so replies are matched on the low 32.
+_TID_MASK = 0xFFFFFFFF
+
+
+class UmadError(OSError):
+    """libibumad refused a call, or no answer came in time."""
+
+
+class MadTimeout(UmadError):
+    """No answer within the timeout, after every retry."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a MAD goes: a LID (0xFFFF for directed routes), a QP and its Q_Key."""
+
+    lid: int
+    qp: int = 0
+    qkey: int = 0
+    sl: int = 0
+
+
+DIRECTED_ROUTE = Address(lid=0xFFFF)
+
+
+def perf_address(lid: int) -> Address:
+    return Address(lid=lid, qp=GSI_QP, qkey=GSI_QKEY)
+
+
+def _load() -> ctypes.CDLL:
+    try:
+        lib = ctypes.CDLL(LIBRARY, use_errno=True)
+    except OSError as exc:
+        raise UmadError(f"cannot load {LIBRARY} (Debian package libibumad3): {exc}") from exc
+    lib.umad_init.restype = ctypes.c_int
+    lib.umad_get_cas_names.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.umad_open_port.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    lib.umad_close_port.argtypes = [ctypes.c_int]
+    lib.umad_register.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint8,
+                                  ctypes.c_void_p]
+    lib.umad_size.restype = ctypes.c_size_t
+    lib.umad_get_mad.argtypes = [ctypes.c_void_p]
+    lib.umad_get_mad.restype = ctypes.c_void_p
+    lib.umad_set_addr.argtypes = [ctypes.c_void_p] + [ctypes.c_int] * 4
+    lib.umad_status.argtypes = [ctypes.c_void_p]
+    lib.umad_send.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_int]
+    lib.umad_recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
+                              ctypes.c_int]
+    if lib.umad_init() < 0:
+        raise UmadError("umad_init failed")
+    return lib
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def library() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        _lib = _load()
+    return _lib
+
+
+def ca_names() -> list[str]:
+    """The names of the channel adapters libibumad sees."""
+    lib = library()
+    buffer = ctypes.create_string_buffer(MAX_CAS * CA_NAME_LEN)
+    count = lib.umad_get_cas_names(buffer, MAX_CAS)
+    if count < 0:
+        raise UmadError(f"umad_get_cas_names failed ({count})")
+    raw = buffer.raw
+    return [raw[i * CA_NAME_LEN:(i + 1) * CA_NAME_LEN].split(b"\0", 1)[0].decode()
+            for i in range(count)]
+
+
+def with_transaction_id(mad: bytes, tid: int) -> bytes:
+    data = bytearray(mad)
+    set_bits(data, _TRANSACTION_ID.offset, _TRANSACTION_ID.width, tid)
+    return bytes(data)
+
+
+class UmadPort:
+    """One open port with agents for SMPs (both routings) and PerfMgt.
+
+    `query` sends one MAD and waits for the answer with the same
+    transaction ID; `send` and `receive` are the halves for callers that
+    keep many MADs in flight (see `ibsnmp.mad.window`).
+    """
+
+    CLASSES = (CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED, CLASS_PERF_MGT)
+
+    def __init__(self, ca: str | None = None, port: int = 0) -> None:
+        self._lib = library()
+        portid = self._lib.umad_open_port(ca.encode() if ca else None, port)
+        if portid < 0:
+            raise UmadError(f"cannot open port {port} of {ca or 'the first CA'} ({portid})")
+        self._portid = portid
+        self._agents: dict[int, int] = {}
+        try:
+            for mgmt_class in self.CLASSES:
+                agent = self._lib.umad_register(portid, mgmt_class, 1, 0, None)
+                if agent < 0:
+                    raise UmadError(f"cannot register for management class {mgmt_class:#04x}")
+                self._agents[mgmt_class] = agent
+        except UmadError:
+            self.close()
+            raise
+        self._umad_size = int(self._lib.umad_size())
+        self._next_tid = (os.getpid() << 12) & _TID_MASK
+
+    def close(self) -> None:
+        if self._portid >= 0:
+            self._lib.umad_close_port(self._portid)
+            self._portid = -1
+
+    def __enter__(self) -> UmadPort:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def new_transaction_id(self) -> int:
+        self._next_tid = (self._next_tid + 1) & _TID_MASK or 1
+        return self._next_tid
+
+    def send(self, mad: bytes, address: Address) -> None:
+        if len(mad) != MAD_SIZE:
+            raise UmadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
+        agent = self._agents.get(mad[1])
+        if agent is None:
+            raise UmadError(f"no agent for management class {mad[1]:#04x}")
+        buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
+        ctypes.memmove(self._lib.umad_get_mad(buffer), mad, MAD_SIZE)
+        self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
+        # No kernel-side timeout: answers are matched and retried here.
+        failed = self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
+        if failed < 0:
+            raise UmadError(-failed, f"umad_send: {os.strerror(-failed)}")
+
+    def receive(self, timeout: float) -> bytes | None:
+        """The next MAD that arrives within `timeout` seconds, or None."""
+        buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
+        length = ctypes.c_int(MAD_SIZE)
+        # umad_recv waits itself: under ibsim the descriptor is a fake one
+        # (from 1024 up) that only the preloaded library can poll.
+        timeout_ms = max(int(timeout * 1000), 0)
+        agent = self._lib.umad_recv(self._portid, buffer, ctypes.byref(length), timeout_ms)
+        if agent < 0:
+            if -agent in (errno.EAGAIN, errno.ETIMEDOUT, errno.EWOULDBLOCK):
+                return None
+            raise UmadError(-agent, f"umad_recv: {os.strerror(-agent)}")
+        if self._lib.umad_status(buffer):
+            return None  # a send the kernel gave up on: its retry is ours to make
+        return ctypes.string_at(self._lib.umad_get_mad(buffer), MAD_SIZE)
+
+    def query(self, mad: bytes, address: Address, timeout: float = 0.2,
+              retries: int = 2) -> bytes:
+        """The answer to `mad`, sent again up to `retries` times after `timeout` seconds."""
+        tid = self.new_transaction_id()
+        request = with_transaction_id(mad, tid)
+        for _ in range(retries + 1):
+            self.send(request, address)
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                answer = self.receive(left)
+                if answer is not None and matches(answer, (tid,)):
+                    return answer
+        raise MadTimeout(errno.ETIMEDOUT, f"no answer after {retries + 1} tries of {timeout} s")
+
+
+def reply_tid(answer: bytes) -> int:
+    """The part of an answer's transaction ID that the sender owns."""
+    return int(_TRANSACTION_ID.decode(answer)) & _TID_MASK  # type: ignore[arg-type]
+
+
+def matches(answer: bytes, tids: Iterable[int]) -> bool:
+    """Whether `answer` carries one of `tids`."""
+    return reply_tid(answer) in {t & _TID_MASK for t in tids}
