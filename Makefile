@@ -18,7 +18,7 @@ test: setup
 
 # The agent on a small simulated fat-tree, for a try from another shell.
 run: setup
-	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --community public --fabric $(RUN_FABRIC)
+	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --fabric $(RUN_FABRIC)
 
 # Benchmarks against peers measured in the same run (see README).
 bench: setup
