@@ -24,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "publish", help="publish a provider's nodes to an MQTT broker",
         description="Publish every node the provider knows (a sysfs host: its CAs; a topology or "
                     "simulated fabric: all nodes) on ibsnmp/v1/<fabric-id>/node/<guid>/...")
-    from ibsnmp.mqtt.options import add_publisher_arguments
+    from ibsnmp.mqtt.arguments import add_publisher_arguments
 
     add_provider_arguments(parser, ("simulated", "sysfs", "topology"))
     add_publisher_arguments(parser)

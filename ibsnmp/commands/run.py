@@ -33,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
              "repeatable; added to the config file's [[trap_target]] entries")
     add_provider_arguments(parser, ("simulated", "sysfs", "topology", "mqtt"))
     add_state_arguments(parser)
-    from ibsnmp.mqtt.options import add_aggregator_arguments
+    from ibsnmp.mqtt.arguments import add_aggregator_arguments
 
     add_aggregator_arguments(parser)
     add_logging_arguments(parser)

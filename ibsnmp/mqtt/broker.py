@@ -31,12 +31,13 @@ from urllib.parse import unquote, urlsplit
 import aiomqtt
 from aiomqtt.exceptions import MqttConnectError
 
+from .arguments import DEFAULT_KEEPALIVE, PASSWORD_ENV
+
 __all__ = [
     "BrokerError",
     "BrokerRefused",
     "BrokerSettings",
     "Backoff",
-    "add_broker_arguments",
     "settings_from_args",
     "parse_broker_url",
     "check_credentials",
@@ -44,8 +45,6 @@ __all__ = [
     "PASSWORD_ENV",
 ]
 
-PASSWORD_ENV = "IBSNMP_MQTT_PASSWORD"
-DEFAULT_KEEPALIVE = 30
 # QoS 1 messages in flight at once: each waits for its PUBACK, so a large
 # fabric is sent in overlapping windows of this many.
 PUBLISH_WINDOW = 256
@@ -125,26 +124,6 @@ def parse_broker_url(url: str) -> tuple[str, int, bool, str | None, str | None]:
     user = unquote(parts.username) if parts.username else None
     password = unquote(parts.password) if parts.password is not None else None
     return parts.hostname, port or (8883 if tls else 1883), tls, user, password
-
-
-def add_broker_arguments(parser: argparse.ArgumentParser, *, flag: str = "--broker",
-                         required: bool = False) -> None:
-    group = parser.add_argument_group("MQTT broker")
-    group.add_argument(
-        flag, dest="broker", metavar="URL", required=required,
-        help="mqtt://[user[:password]@]host[:port] or mqtts://... (TLS)")
-    group.add_argument("--fabric-id", default="default", metavar="ID",
-                       help="the fabric's name in the topic tree ibsnmp/v1/<ID>/... (default 'default')")
-    group.add_argument("--broker-ca", metavar="FILE", help="mqtts: CA certificates to verify the broker with")
-    group.add_argument("--broker-cert", metavar="FILE", help="mqtts: client certificate (PEM)")
-    group.add_argument("--broker-key", metavar="FILE", help="mqtts: the client certificate's key (PEM)")
-    group.add_argument(
-        "--broker-password-file", metavar="FILE",
-        help=f"read the broker password from FILE (first line); or set {PASSWORD_ENV}")
-    group.add_argument("--client-id", metavar="ID",
-                       help="MQTT client id; the session persists under it (default: from the host name)")
-    group.add_argument("--keepalive", type=int, default=DEFAULT_KEEPALIVE, metavar="S",
-                       help=f"MQTT keepalive in seconds (default {DEFAULT_KEEPALIVE})")
 
 
 def settings_from_args(args: argparse.Namespace, role: str, url: str | None = None) -> BrokerSettings:

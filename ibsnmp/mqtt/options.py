@@ -15,52 +15,15 @@ from ibsnmp.mib.api import ContextTarget
 from ibsnmp.providers.base import Provider
 
 from . import topics
-from .broker import BrokerError, BrokerRefused, BrokerSettings, add_broker_arguments, check_credentials
+from .arguments import add_aggregator_arguments, add_publisher_arguments
+from .broker import BrokerError, BrokerRefused, BrokerSettings, check_credentials
 from .broker import settings_from_args as broker_settings
-from .publisher import DEFAULT_INTERVAL_S, DEFAULT_QUEUE, DEFAULT_REFRESH_S, Publisher
+from .publisher import Publisher
 
 __all__ = ["add_aggregator_arguments", "add_publisher_arguments", "make_aggregator", "make_publisher",
            "AggregatorContexts"]
 
 log = logging.getLogger("ibsnmp.mqtt")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def add_aggregator_arguments(parser: argparse.ArgumentParser) -> None:
-    """--broker and its connection flags, --stale-after, --publish."""
-    add_broker_arguments(parser)
-    parser.add_argument(
-        "--stale-after", type=_seconds, metavar="S",
-        help="mqtt provider: a node that sent no state for S seconds leaves the fabric (default: three "
-             "of its publisher's refresh periods)")
-    parser.add_argument(
-        "--publish", metavar="URL",
-        help="also publish every node of the provider to this MQTT broker (flags as for ibsnmp publish)")
-    _add_publish_timing(parser)
-
-
-def add_publisher_arguments(parser: argparse.ArgumentParser) -> None:
-    add_broker_arguments(parser, required=True)
-    _add_publish_timing(parser)
-
-
-def _add_publish_timing(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("publishing")
-    group.add_argument("--interval", type=_seconds, default=DEFAULT_INTERVAL_S, metavar="S",
-                       help=f"seconds between checks for changed states (default {DEFAULT_INTERVAL_S:g})")
-    group.add_argument("--refresh", type=_seconds, default=DEFAULT_REFRESH_S, metavar="S",
-                       help=f"seconds between full refreshes of every state (default {DEFAULT_REFRESH_S:g})")
-    group.add_argument("--queue-size", type=int, default=DEFAULT_QUEUE, metavar="N",
-                       help=f"events kept while the broker is away (default {DEFAULT_QUEUE})")
 
 
 def _settings(args: argparse.Namespace, role: str, url: str | None = None) -> BrokerSettings:

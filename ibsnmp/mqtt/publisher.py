@@ -35,17 +35,12 @@ from ibsnmp.events import TrapEvent
 from ibsnmp.providers.base import Provider
 
 from . import topics
+from .arguments import DEFAULT_INTERVAL_S, DEFAULT_QUEUE, DEFAULT_REFRESH_S
 from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
 from .codec import EventRecord, NodeRecord, encode_event, encode_state, record_of
 
 __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publisher", "publishing"]
 
-DEFAULT_INTERVAL_S = 5.0
-DEFAULT_REFRESH_S = 60.0
-DEFAULT_QUEUE = 10_000
-# States in flight at once: QoS 1 waits for each PUBACK, so a large fabric
-# is sent in overlapping batches.
-PUBLISH_WINDOW = 256
 
 log = logging.getLogger("ibsnmp.mqtt.publisher")
 

@@ -36,6 +36,7 @@ import aiomqtt
 
 from ibsnmp.fabric.model import Fabric, SmInfo
 from ibsnmp.mqtt import topics
+from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
 from ibsnmp.mqtt.codec import MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, decode_event, decode_state
@@ -45,7 +46,6 @@ from .base import ProviderCore, cancel_and_wait
 __all__ = ["DEFAULT_REFRESH_S", "MqttAggregator"]
 
 # A publisher's full refresh period when its records do not say.
-DEFAULT_REFRESH_S = 60.0
 STALE_REFRESHES = 3
 DEFAULT_REBUILD_DELAY = 0.2
 _HOUSEKEEPING_S = 0.5
