@@ -156,3 +156,26 @@ def test_multicast_tree_reaches_every_member_once() -> None:
 def test_random_fdb_is_empty_without_capacity() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=1)
     assert routing.random_forwarding_table(fabric, fabric.sorted_switch_guids()[0]) == ()
+
+
+def test_read_tables_win_over_computed_routes() -> None:
+    import dataclasses
+
+    from ibsnmp.fabric.model import ForwardingTables
+
+    fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2,faults=0", seed=8)
+    leaf = next(n for n in fabric.nodes.values() if n.description == "leaf01")
+    other = next(g for g in fabric.sorted_switch_guids() if g != leaf.guid)
+    computed = routing.linear_forwarding_table(fabric, leaf.guid)
+    # A table read from the switch: every DLID sent out of port 1.
+    read = bytes([UNROUTED_PORT]) + bytes([1]) * (len(computed) - 1)
+    tables = ForwardingTables(linear={leaf.guid: read}, multicast={leaf.guid: {0xC000: 0b110}})
+    measured = dataclasses.replace(fabric, forwarding=tables, _cache={})
+    assert routing.linear_forwarding_table(measured, leaf.guid) == read != computed
+    assert routing.linear_forwarding_table(measured, other) == b""  # not read: none
+    assert routing.lft_port(measured, other, 1) == UNROUTED_PORT
+    assert routing.multicast_forwarding_table(measured, leaf.guid) == {0xC000: 0b110}
+
+    no_tables = dataclasses.replace(fabric, computes_routes=False, _cache={})
+    assert routing.linear_forwarding_table(no_tables, leaf.guid) == b""
+    assert routing.multicast_forwarding_table(no_tables, leaf.guid) == {}

@@ -68,6 +68,7 @@ __all__ = [
     "NodeConnections",
     "LinkTraining",
     "PortHistory",
+    "ForwardingTables",
     "Fabric",
 ]
 
@@ -613,6 +614,21 @@ class PortHistory:
 NO_HISTORY: Mapping[PortRef, PortHistory] = MappingProxyType({})
 
 
+@dataclass(frozen=True, slots=True)
+class ForwardingTables:
+    """Forwarding tables as the switches hold them: read from the switches
+    over MADs or from the subnet manager's dump, never computed.
+
+    `linear` maps a switch GUID to its LFT (entry i is the egress port for
+    DLID i, 255 where it forwards nowhere), up to the LinearFDBTop read; a
+    switch whose table was not read is missing.  `multicast` maps a switch
+    GUID to MLID -> port mask; None: no multicast table was read at all.
+    """
+
+    linear: Mapping[int, bytes]
+    multicast: Mapping[int, Mapping[int, int]] | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Fabric:
     """One consistent snapshot of a subnet.
@@ -645,6 +661,12 @@ class Fabric:
     # more than the local node (every device of a sysfs host); empty: the
     # local node alone.
     host_node_guids: tuple[int, ...] = ()
+    # Where forwarding tables come from: `forwarding` when they were read
+    # (the live subnet, an SM's LFT dump); else computed by min-hop routing
+    # when `computes_routes` (the simulated fabric is its own SM); else the
+    # fabric has none to serve (a topology dump alone).
+    forwarding: ForwardingTables | None = None
+    computes_routes: bool = True
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- lookups ---------------------------------------------------------

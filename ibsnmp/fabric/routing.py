@@ -2,10 +2,12 @@
 
 - `assign_lids`: LID assignment the way OpenSM's LID manager does it
   (LMC-aligned blocks for CA ports, single LIDs filling the alignment holes).
-- `linear_forwarding_table`: min-hop unicast routing per switch, computed on
-  first request and cached in the snapshot as `bytes` (index = DLID,
-  value = egress port, 255 = no route).
-- `multicast_forwarding_table`: a spanning tree per multicast group.
+- `linear_forwarding_table`: the LFT the snapshot read (`Fabric.forwarding`),
+  else min-hop unicast routing per switch where the fabric computes its own
+  routes, computed on first request and cached in the snapshot as `bytes`
+  (index = DLID, value = egress port, 255 = no route); else empty.
+- `multicast_forwarding_table`: read, else a spanning tree per multicast
+  group where the fabric computes routes, else empty.
 - `trace` / `path`: follow the LFTs hop by hop, as an SA PathRecord or
   TraceRecord needs.
 
@@ -143,7 +145,12 @@ def switch_hop_distance(fabric: Fabric, from_switch: int, to_switch: int) -> int
 
 
 def linear_forwarding_table(fabric: Fabric, switch_guid: int) -> bytes:
-    """The LFT of one switch: entry i is the egress port for DLID i."""
+    """The LFT of one switch: entry i is the egress port for DLID i; empty
+    where no table was read and the fabric does not compute routes."""
+    if fabric.forwarding is not None:
+        return fabric.forwarding.linear.get(switch_guid, b"")
+    if not fabric.computes_routes:
+        return b""
     return fabric.cached(f"routing.lft.{switch_guid:016x}", lambda: _compute_lft(fabric, switch_guid))
 
 
@@ -216,6 +223,10 @@ def random_forwarding_table(fabric: Fabric, switch_guid: int) -> tuple[RandomFdb
 
 def multicast_forwarding_table(fabric: Fabric, switch_guid: int) -> dict[int, int]:
     """MLID -> port mask (bit n set: forward to port n) for one switch."""
+    if fabric.forwarding is not None:
+        return dict(fabric.forwarding.multicast.get(switch_guid, {})) if fabric.forwarding.multicast else {}
+    if not fabric.computes_routes:
+        return {}
     tables = fabric.cached("routing.mft", lambda: _compute_mfts(fabric))
     return tables.get(switch_guid, {})
 
