@@ -39,42 +39,51 @@ class MadReply:
     attribute: dict[str, FieldValue]
 
 
+_DIRECTED_ROUTE_GET = DIRECTED_ROUTE_SMP.packer((
+    "BaseVersion", "MgmtClass", "ClassVersion", "Method", "HopCount", "TransactionID",
+    "AttributeID", "AttributeModifier", "DrSLID", "DrDLID", "InitialPath"))
+_NO_HOPS = (0,) * (MAX_HOPS + 1)
+
+
 def directed_route_get(attribute: Attribute, path: Sequence[int], transaction_id: int,
                        modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` sent out of the ports in `path` (empty: the local node)."""
     if len(path) > MAX_HOPS:
         raise MadError(f"a directed route has at most {MAX_HOPS} hops")
-    if any(not 1 <= port <= 254 for port in path):
+    if path and (min(path) < 1 or max(path) > 254):
         raise MadError(f"port numbers of a route lie in 1..254: {list(path)}")
-    return bytes(DIRECTED_ROUTE_SMP.encode({
-        "BaseVersion": 1, "MgmtClass": CLASS_SUBN_DIRECTED_ROUTE, "ClassVersion": 1,
-        "Method": METHOD_GET, "HopCount": len(path), "TransactionID": transaction_id,
-        "AttributeID": attribute.attribute_id, "AttributeModifier": modifier,
-        "DrSLID": PERMISSIVE_LID, "DrDLID": PERMISSIVE_LID,
-        "InitialPath": (0, *path, *([0] * (MAX_HOPS - len(path)))),
-    }))
+    return bytes(_DIRECTED_ROUTE_GET(
+        1, CLASS_SUBN_DIRECTED_ROUTE, 1, METHOD_GET, len(path), transaction_id,
+        attribute.attribute_id, modifier, PERMISSIVE_LID, PERMISSIVE_LID,
+        (0, *path, *_NO_HOPS[len(path) + 1:])))
+
+
+_GET_FIELDS = ("BaseVersion", "MgmtClass", "ClassVersion", "Method", "TransactionID",
+               "AttributeID", "AttributeModifier")
+_LID_ROUTED_GET = LID_ROUTED_SMP.packer(_GET_FIELDS)
+_PERF_GET = GS_MAD.packer((*_GET_FIELDS, "Data"))
 
 
 def lid_routed_get(attribute: Attribute, transaction_id: int, modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` to the LID the send address names."""
-    return bytes(LID_ROUTED_SMP.encode({
-        "BaseVersion": 1, "MgmtClass": CLASS_SUBN_LID_ROUTED, "ClassVersion": 1,
-        "Method": METHOD_GET, "TransactionID": transaction_id,
-        "AttributeID": attribute.attribute_id, "AttributeModifier": modifier,
-    }))
+    return bytes(_LID_ROUTED_GET(1, CLASS_SUBN_LID_ROUTED, 1, METHOD_GET, transaction_id,
+                                 attribute.attribute_id, modifier))
 
 
 def perf_get(attribute: Attribute, transaction_id: int, port_select: int,
              modifier: int = 0) -> bytes:
     """A PerfMgt Get() of a counters attribute for one port (0xFF: all ports)."""
-    data = attribute.layout.encode(
-        {"PortSelect": port_select} if "PortSelect" in attribute.layout.by_name else {})
-    return bytes(GS_MAD.encode({
-        "BaseVersion": 1, "MgmtClass": CLASS_PERF_MGT, "ClassVersion": 1,
-        "Method": METHOD_GET, "TransactionID": transaction_id,
-        "AttributeID": attribute.attribute_id, "AttributeModifier": modifier,
-        "Data": bytes(data),
-    }))
+    layout = attribute.layout
+    data = (layout.packer(("PortSelect",))(port_select) if "PortSelect" in layout.by_name
+            else bytes(layout.size))
+    return bytes(_PERF_GET(1, CLASS_PERF_MGT, 1, METHOD_GET, transaction_id,
+                           attribute.attribute_id, modifier, bytes(data)))
+
+
+# Everything of a reply but its data, which the attribute's own layout reads.
+_DIRECTED_ROUTE_HEADER = DIRECTED_ROUTE_SMP.decoder(
+    f.name for f in DIRECTED_ROUTE_SMP.fields if f.name != "Data")
+_HEADER = MAD_HEADER.decoder()
 
 
 def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
@@ -82,8 +91,7 @@ def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
     if len(mad) < MAD_SIZE:
         raise MadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
     directed = mad[1] == CLASS_SUBN_DIRECTED_ROUTE
-    header = (DIRECTED_ROUTE_SMP if directed else MAD_HEADER).decode(mad)
-    header.pop("Data", None)
+    header = (_DIRECTED_ROUTE_HEADER if directed else _HEADER)(mad)
     if not header["Response"]:
         raise MadError("not a response")
     if header["AttributeID"] != attribute.attribute_id:
