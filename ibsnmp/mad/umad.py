@@ -22,7 +22,6 @@ from ibsnmp.mad.attributes import (
     MAD_HEADER,
     MAD_SIZE,
 )
-from ibsnmp.mad.layout import set_bits
 
 LIBRARY = "libibumad.so.3"
 CA_NAME_LEN = 20  # UMAD_CA_NAME_LEN
@@ -34,6 +33,9 @@ _TRANSACTION_ID = MAD_HEADER.by_name["TransactionID"]
 # The kernel owns the top 32 bits of a transaction ID (they name the agent),
 # so replies are matched on the low 32.
 _TID_MASK = 0xFFFFFFFF
+_TID_START = _TRANSACTION_ID.offset // 8
+_TID_END = _TRANSACTION_ID.end // 8
+_TID_OURS = _TID_END - (_TID_MASK.bit_length() // 8)  # the low 32 bits
 
 
 class UmadError(OSError):
@@ -109,9 +111,9 @@ def ca_names() -> list[str]:
 
 
 def with_transaction_id(mad: bytes, tid: int) -> bytes:
-    data = bytearray(mad)
-    set_bits(data, _TRANSACTION_ID.offset, _TRANSACTION_ID.width, tid)
-    return bytes(data)
+    if not 0 <= tid < 1 << _TRANSACTION_ID.width:
+        raise UmadError(f"a transaction ID has {_TRANSACTION_ID.width} bits: {tid}")
+    return mad[:_TID_START] + tid.to_bytes(_TID_END - _TID_START, "big") + mad[_TID_END:]
 
 
 class UmadPort:
@@ -142,6 +144,15 @@ class UmadPort:
             raise
         self._umad_size = int(self._lib.umad_size())
         self._next_tid = (os.getpid() << 12) & _TID_MASK
+        # One buffer each way, reused: libibumad copies a MAD out on send and
+        # into the caller's buffer on receive, so none outlives its call.
+        self._send_buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
+        self._send_mad = self._lib.umad_get_mad(self._send_buffer)
+        self._receive_buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
+        self._receive_mad = self._lib.umad_get_mad(self._receive_buffer)
+        self._receive_length = ctypes.c_int(MAD_SIZE)
+        self._receive_length_ref = ctypes.byref(self._receive_length)
+        self._address: Address | None = None
 
     def close(self) -> None:
         if self._portid >= 0:
@@ -164,9 +175,11 @@ class UmadPort:
         agent = self._agents.get(mad[1])
         if agent is None:
             raise UmadError(f"no agent for management class {mad[1]:#04x}")
-        buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
-        ctypes.memmove(self._lib.umad_get_mad(buffer), mad, MAD_SIZE)
-        self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
+        buffer = self._send_buffer
+        ctypes.memmove(self._send_mad, mad, MAD_SIZE)
+        if address != self._address:  # a sweep sends thousands to one address
+            self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
+            self._address = address
         # No kernel-side timeout: answers are matched and retried here.
         failed = self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
         if failed < 0:
@@ -174,19 +187,19 @@ class UmadPort:
 
     def receive(self, timeout: float) -> bytes | None:
         """The next MAD that arrives within `timeout` seconds, or None."""
-        buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
-        length = ctypes.c_int(MAD_SIZE)
+        buffer = self._receive_buffer
+        self._receive_length.value = MAD_SIZE
         # umad_recv waits itself: under ibsim the descriptor is a fake one
         # (from 1024 up) that only the preloaded library can poll.
         timeout_ms = max(int(timeout * 1000), 0)
-        agent = self._lib.umad_recv(self._portid, buffer, ctypes.byref(length), timeout_ms)
+        agent = self._lib.umad_recv(self._portid, buffer, self._receive_length_ref, timeout_ms)
         if agent < 0:
             if -agent in (errno.EAGAIN, errno.ETIMEDOUT, errno.EWOULDBLOCK):
                 return None
             raise UmadError(-agent, f"umad_recv: {os.strerror(-agent)}")
         if self._lib.umad_status(buffer):
             return None  # a send the kernel gave up on: its retry is ours to make
-        return ctypes.string_at(self._lib.umad_get_mad(buffer), MAD_SIZE)
+        return ctypes.string_at(self._receive_mad, MAD_SIZE)
 
     def query(self, mad: bytes, address: Address, timeout: float = 0.2,
               retries: int = 2) -> bytes:
@@ -205,7 +218,7 @@ class UmadPort:
 
 def reply_tid(answer: bytes) -> int:
     """The part of an answer's transaction ID that the sender owns."""
-    return int(_TRANSACTION_ID.decode(answer)) & _TID_MASK  # type: ignore[arg-type]
+    return int.from_bytes(answer[_TID_OURS:_TID_END], "big")
 
 
 def matches(answer: bytes, tids: Iterable[int]) -> bool:
