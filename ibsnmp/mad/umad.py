@@ -177,7 +177,8 @@ class UmadPort:
             raise UmadError(f"no agent for management class {mad[1]:#04x}")
         buffer = self._send_buffer
         ctypes.memmove(self._send_mad, mad, MAD_SIZE)
-        if address != self._address:  # a sweep sends thousands to one address
+        # A sweep sends thousands to one address object: identity first, cheap.
+        if address is not self._address and address != self._address:
             self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
             self._address = address
         # No kernel-side timeout: answers are matched and retried here.
