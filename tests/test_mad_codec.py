@@ -12,7 +12,14 @@ import pytest
 
 from ibsnmp.mad import attributes as attrs
 from ibsnmp.mad.layout import Layout, LayoutError
-from ibsnmp.mad.packets import directed_route_get, lid_routed_get, perf_get
+from ibsnmp.mad.packets import (
+    MadError,
+    MadReply,
+    decode_reply,
+    directed_route_get,
+    lid_routed_get,
+    perf_get,
+)
 from ibsnmp.mad.umad import reply_tid, with_transaction_id
 
 MADS = Path(__file__).parent / "data" / "mads"
@@ -144,3 +151,20 @@ def test_transaction_ids_are_written_and_read_where_the_header_table_puts_them()
     assert attrs.MAD_HEADER.decode_generic(tagged)["TransactionID"] == 0xABCD_0000_1234_5678
     assert len(tagged) == len(mad) and tagged[16:] == mad[16:]
     assert reply_tid(tagged) == 0x1234_5678  # the kernel's agent bits are not ours
+
+
+@pytest.mark.parametrize("path", CAPTURED, ids=lambda p: p.stem)
+def test_a_replys_header_read_when_asked_is_the_whole_header(path: Path) -> None:
+    mad = bytes.fromhex(path.read_text().strip())
+    attribute = BY_ID[attrs.MAD_HEADER.decode_generic(mad)["AttributeID"]]  # type: ignore[index]
+    reply = decode_reply(mad, attribute)
+    whole = attrs.DIRECTED_ROUTE_SMP.decode_generic(mad)
+    del whole["Data"]
+    assert reply.header == whole
+    assert reply.status == whole["Status"]
+
+
+def test_a_reply_without_its_header_needs_the_mad() -> None:
+    with pytest.raises(MadError, match="header"):
+        MadReply(None, 0, {})
+    assert MadReply({"Status": 0}, 0, {}).header == {"Status": 0}

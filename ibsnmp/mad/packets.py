@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ibsnmp.mad.attributes import (
     CLASS_PERF_MGT,
@@ -30,13 +29,34 @@ class MadError(Exception):
     """A MAD that cannot be built, or an answer that is not one."""
 
 
-@dataclass(frozen=True)
 class MadReply:
-    """A response's header fields and its attribute decoded."""
+    """A response's header fields and its attribute decoded.
 
-    header: dict[str, FieldValue]
-    status: int
-    attribute: dict[str, FieldValue]
+    The header is decoded when first asked for: a sweep checks only the
+    response bit, the attribute and the status, and a directed-route
+    header (with both 64-hop paths) cost as much as the attribute.
+    """
+
+    __slots__ = ("_header", "_mad", "status", "attribute")
+
+    def __init__(self, header: dict[str, FieldValue] | None, status: int,
+                 attribute: dict[str, FieldValue], mad: bytes = b"") -> None:
+        if header is None and len(mad) < MAD_SIZE:
+            raise MadError("a reply needs its header or the MAD to read it from")
+        self._header = header
+        self._mad = mad
+        self.status = status
+        self.attribute = attribute
+
+    @property
+    def header(self) -> dict[str, FieldValue]:
+        if self._header is None:
+            directed = self._mad[1] == CLASS_SUBN_DIRECTED_ROUTE
+            self._header = (_DIRECTED_ROUTE_HEADER if directed else _HEADER)(self._mad)
+        return self._header
+
+    def __repr__(self) -> str:
+        return f"MadReply(status={self.status:#x}, attribute={self.attribute!r})"
 
 
 _DIRECTED_ROUTE_GET = DIRECTED_ROUTE_SMP.packer((
@@ -80,10 +100,14 @@ def perf_get(attribute: Attribute, transaction_id: int, port_select: int,
                            attribute.attribute_id, modifier, bytes(data)))
 
 
-# Everything of a reply but its data, which the attribute's own layout reads.
+# Everything of a reply but its data, which the attribute's own layout reads,
+# and the three fields every reply is checked on.
 _DIRECTED_ROUTE_HEADER = DIRECTED_ROUTE_SMP.decoder(
     f.name for f in DIRECTED_ROUTE_SMP.fields if f.name != "Data")
 _HEADER = MAD_HEADER.decoder()
+_CHECKED = ("Response", "AttributeID", "Status")
+_DIRECTED_ROUTE_CHECKED = DIRECTED_ROUTE_SMP.decoder(_CHECKED)
+_HEADER_CHECKED = MAD_HEADER.decoder(_CHECKED)
 
 
 def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
@@ -91,11 +115,12 @@ def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
     if len(mad) < MAD_SIZE:
         raise MadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
     directed = mad[1] == CLASS_SUBN_DIRECTED_ROUTE
-    header = (_DIRECTED_ROUTE_HEADER if directed else _HEADER)(mad)
-    if not header["Response"]:
+    response, attribute_id, status = (
+        _DIRECTED_ROUTE_CHECKED if directed else _HEADER_CHECKED)(mad).values()
+    if not response:
         raise MadError("not a response")
-    if header["AttributeID"] != attribute.attribute_id:
-        raise MadError(f"answer for attribute {header['AttributeID']:#06x}, "
+    if attribute_id != attribute.attribute_id:
+        raise MadError(f"answer for attribute {attribute_id:#06x}, "
                        f"asked {attribute.attribute_id:#06x}")
-    status = int(header["Status"])  # type: ignore[arg-type]
-    return MadReply(header, status, attribute.layout.decode(mad[DATA_OFFSET:]))
+    return MadReply(None, int(status),  # type: ignore[arg-type]
+                    attribute.layout.decode(mad[DATA_OFFSET:]), bytes(mad))
