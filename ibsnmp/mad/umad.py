@@ -145,11 +145,15 @@ class UmadPort:
         self._umad_size = int(self._lib.umad_size())
         self._next_tid = (os.getpid() << 12) & _TID_MASK
         # One buffer each way, reused: libibumad copies a MAD out on send and
-        # into the caller's buffer on receive, so none outlives its call.
+        # into the caller's buffer on receive, so none outlives its call. The
+        # MADs are ctypes arrays over them: `.raw` copies in and out without a
+        # foreign call.
         self._send_buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
-        self._send_mad = self._lib.umad_get_mad(self._send_buffer)
+        self._outgoing = (ctypes.c_char * MAD_SIZE).from_address(
+            self._lib.umad_get_mad(self._send_buffer))
         self._receive_buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
-        self._receive_mad = self._lib.umad_get_mad(self._receive_buffer)
+        self._received = (ctypes.c_char * MAD_SIZE).from_address(
+            self._lib.umad_get_mad(self._receive_buffer))
         self._receive_length = ctypes.c_int(MAD_SIZE)
         self._receive_length_ref = ctypes.byref(self._receive_length)
         self._address: Address | None = None
@@ -176,7 +180,7 @@ class UmadPort:
         if agent is None:
             raise UmadError(f"no agent for management class {mad[1]:#04x}")
         buffer = self._send_buffer
-        ctypes.memmove(self._send_mad, mad, MAD_SIZE)
+        self._outgoing.raw = mad
         # A sweep sends thousands to one address object: identity first, cheap.
         if address is not self._address and address != self._address:
             self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
@@ -200,7 +204,7 @@ class UmadPort:
             raise UmadError(-agent, f"umad_recv: {os.strerror(-agent)}")
         if self._lib.umad_status(buffer):
             return None  # a send the kernel gave up on: its retry is ours to make
-        return ctypes.string_at(self._receive_mad, MAD_SIZE)
+        return self._received.raw
 
     def query(self, mad: bytes, address: Address, timeout: float = 0.2,
               retries: int = 2) -> bytes:
