@@ -32,11 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,16 +130,51 @@ def fat_tree(nodes: int) -> str:
                      + lines[first_host + 3:]) + "\n"
 
 
-def timed(fabric: Fabric, command: list[str]) -> tuple[float, str]:
+@dataclass(frozen=True)
+class Timed:
+    wall: float
+    cpu: float  # the command's own CPU seconds (user and system)
+    fabric_cpu: float  # ibsim's CPU seconds meanwhile: the fabric's share of the work
+    stdout: str
+
+
+def simulator_cpu(net: Path) -> Callable[[], float]:
+    """A reader of the CPU seconds used so far by the ibsim serving `net`."""
+    wanted = ["ibsim", "-s", str(net)]
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc / "cmdline").read_bytes().split(b"\0")[:3] == [w.encode() for w in wanted]:
+                stat = proc / "stat"
+                break
+        except OSError:
+            continue  # gone, or not ours to read
+    else:
+        raise RuntimeError(f"no ibsim process serves {net}")
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        # utime and stime are the 14th and 15th fields, after "pid (comm)".
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    return used
+
+
+def timed(fabric: Fabric, command: list[str], fabric_cpu: Callable[[], float]) -> Timed:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    simulator = fabric_cpu()
     start = time.perf_counter()
     done = fabric.run(command, timeout=600)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{command[0]} failed: {done.stderr[-500:]}")
-    return elapsed, done.stdout
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    return Timed(elapsed, cpu, fabric_cpu() - simulator, done.stdout)
 
 
-def counter_poll(fabric: Fabric, window: int, sample: int) -> None:
+def counter_poll(fabric: Fabric, fabric_cpu: Callable[[], float], window: int,
+                 sample: int) -> None:
     with opensm_running(fabric):
         deadline = time.monotonic() + 300
         while True:
@@ -154,7 +192,7 @@ def counter_poll(fabric: Fabric, window: int, sample: int) -> None:
         looped = targets[:sample]
         start = time.perf_counter()
         for lid, port in looped:
-            timed(fabric, ["perfquery", "-x", str(lid), str(port)])
+            timed(fabric, ["perfquery", "-x", str(lid), str(port)], fabric_cpu)
         per_port = (time.perf_counter() - start) / len(looped)
     loop = per_port * len(targets)
     print(f"      counters of {len(targets)} ports ({result['read']} read, "
@@ -178,27 +216,32 @@ def bench(size: int, window: int, rounds: int, sample: int) -> None:
         net = Path(tmp) / "fabric.net"
         net.write_text(fat_tree(size))
         with ibsim_fabric(net, Path(tmp)) as fabric:
-            theirs, their_start, ours, our_start, inner = [], [], [], [], []
+            fabric_cpu = simulator_cpu(net)
+            runs: dict[str, list[Timed]] = {name: [] for name in (
+                "their whole", "their start", "our whole", "our start")}
+            inner: list[float] = []
             result: dict[str, object] = {}
             for _ in range(rounds):
-                elapsed, output = timed(fabric, ["ibnetdiscover"])
-                theirs.append(elapsed)
-                their_nodes = output.count("\nSwitch\t") + output.count("\nCa\t")
-                their_start.append(timed(fabric, C_STARTUP)[0])
-                elapsed, output = timed(fabric, [sys.executable, "-c",
-                                                 SWEEP.format(window=window)])
-                ours.append(elapsed)
-                result = json.loads(output)
+                # Turn about, so both sides meet the same load from elsewhere.
+                theirs = timed(fabric, ["ibnetdiscover"], fabric_cpu)
+                runs["their whole"].append(theirs)
+                their_nodes = theirs.stdout.count("\nSwitch\t") + theirs.stdout.count("\nCa\t")
+                runs["their start"].append(timed(fabric, C_STARTUP, fabric_cpu))
+                ours = timed(fabric, [sys.executable, "-c", SWEEP.format(window=window)],
+                             fabric_cpu)
+                runs["our whole"].append(ours)
+                result = json.loads(ours.stdout)
                 inner.append(float(result["seconds"]))  # type: ignore[arg-type]
-                our_start.append(timed(fabric, [sys.executable, "-c", STARTUP])[0])
+                runs["our start"].append(timed(fabric, [sys.executable, "-c", STARTUP],
+                                               fabric_cpu))
             their_smps = smps_sent(fabric, ["ibnetdiscover"])
             stats = result["stats"]
             assert isinstance(stats, dict)
             # Medians, and in brackets the best round: on a shared machine the
             # best is the closest to what the code itself costs.
-            figures = {name: (statistics.median(values), min(values)) for name, values in (
-                ("their whole", theirs), ("their start", their_start), ("our whole", ours),
-                ("our start", our_start), ("our sweep", inner))}
+            figures = {name: (statistics.median(r.wall for r in values),
+                              min(r.wall for r in values)) for name, values in runs.items()}
+            figures["our sweep"] = (statistics.median(inner), min(inner))
             # ibnetdiscover's sweep: its whole run less the C tools' start-up, the
             # medians and the bests each (round by round the noise would not cancel).
             (whole_median, whole_best), (start_median, start_best) = (
@@ -214,22 +257,27 @@ def bench(size: int, window: int, rounds: int, sample: int) -> None:
                 return (f"{figures[ours_][0] / figures[theirs_][0]:.2f} "
                         f"({figures[ours_][1] / figures[theirs_][1]:.2f})")
 
+            def cpu(name: str) -> str:
+                own = statistics.median(r.cpu for r in runs[name])
+                simulator = statistics.median(r.fabric_cpu for r in runs[name])
+                return f"CPU {own:.3f} s + ibsim {simulator:.3f} s"
+
             print(f"{size:>5} nodes asked: ibnetdiscover found {their_nodes}, ibsnmp "
-                  f"{result['nodes']} nodes and {result['links']} links; median (best) "
-                  f"of {rounds} rounds\n"
-                  f"      ibnetdiscover: whole {shown('their whole')}, start-up "
-                  f"{shown('their start')} ({' '.join(C_STARTUP)}), sweep "
+                  f"{result['nodes']} nodes and {result['links']} links; wall times are "
+                  f"the median (best) of {rounds} rounds\n"
+                  f"      ibnetdiscover: whole {shown('their whole')} [{cpu('their whole')}], "
+                  f"start-up {shown('their start')} ({' '.join(C_STARTUP)}), sweep "
                   f"{shown('their sweep')}; {their_smps} SMPs "
                   f"({WHAT_IBNETDISCOVER_READS}; its default number outstanding)\n"
-                  f"      ibsnmp:        whole {shown('our whole')}, start-up "
-                  f"{shown('our start')} (python, imports, port, one SMP), sweep "
+                  f"      ibsnmp:        whole {shown('our whole')} [{cpu('our whole')}], "
+                  f"start-up {shown('our start')} (python, imports, port, one SMP), sweep "
                   f"{shown('our sweep')}; {stats['sent']} SMPs ({WHAT_IBSNMP_READS}; "
                   f"window {window}, {stats['retried']} retried, "
                   f"{result['unanswered']} unanswered)\n"
                   f"      ratio ibsnmp/ibnetdiscover: sweep {ratio('our sweep', 'their sweep')} "
                   f"(target 1.5), whole process {ratio('our whole', 'their whole')}",
                   flush=True)
-            counter_poll(fabric, window, sample)
+            counter_poll(fabric, fabric_cpu, window, sample)
 
 
 def main() -> None:
