@@ -211,6 +211,62 @@ def smps_sent(fabric: Fabric, command: list[str]) -> int:
     return sum("umad_send" in line for line in done.stderr.splitlines())
 
 
+def _difference(whole: tuple[float, float], part: tuple[float, float]) -> tuple[float, float]:
+    return whole[0] - part[0], whole[1] - part[1]
+
+
+def report(size: int, rounds: int, window: int, runs: dict[str, list[Timed]],
+           inner: list[float], their_nodes: int, their_smps: int,
+           result: dict[str, object]) -> None:
+    """Print one size's sweep figures: wall and CPU, whole, start-up and sweep, each side."""
+    # Medians, and in brackets the best round: on a shared machine the best is
+    # the closest to what the code itself costs.
+    def summary(values: list[float]) -> tuple[float, float]:
+        return statistics.median(values), min(values)
+
+    wall = {name: summary([r.wall for r in values]) for name, values in runs.items()}
+    cpu = {name: summary([r.cpu for r in values]) for name, values in runs.items()}
+    simulator = {name: statistics.median(r.fabric_cpu for r in values)
+                 for name, values in runs.items()}
+    # ibnetdiscover's sweep is its whole run less the C tools' start-up (medians
+    # and bests each: round by round the noise would not cancel); ibsnmp's is
+    # timed inside its process, its CPU is the whole less the start-up's.
+    wall["their sweep"] = _difference(wall["their whole"], wall["their start"])
+    wall["our sweep"] = summary(inner)
+    cpu["their sweep"] = _difference(cpu["their whole"], cpu["their start"])
+    cpu["our sweep"] = _difference(cpu["our whole"], cpu["our start"])
+
+    def shown(figures: dict[str, tuple[float, float]], name: str) -> str:
+        return f"{figures[name][0]:.3f} ({figures[name][1]:.3f})"
+
+    def ratio(figures: dict[str, tuple[float, float]], name: str) -> str:
+        ours, theirs = figures[f"our {name}"], figures[f"their {name}"]
+        return " ".join(f"{o / t:.2f}" if t > 0 else "n/a (within start-up noise)"
+                        for o, t in zip(ours, theirs))
+
+    stats = result["stats"]
+    assert isinstance(stats, dict)
+    lines = [
+        f"{size:>5} nodes asked: ibnetdiscover found {their_nodes}, ibsnmp {result['nodes']} "
+        f"nodes and {result['links']} links; seconds, median (best) of {rounds} rounds",
+        f"ibnetdiscover: {their_smps} SMPs ({WHAT_IBNETDISCOVER_READS}; its default number "
+        f"outstanding); start-up measured by {' '.join(C_STARTUP)}",
+        f"ibsnmp:        {stats['sent']} SMPs ({WHAT_IBSNMP_READS}; window {window}, "
+        f"{stats['retried']} retried, {result['unanswered']} unanswered); start-up "
+        f"measured by python, the imports, the port and one SMP",
+    ]
+    for side, label in (("their", "ibnetdiscover"), ("our", "ibsnmp")):
+        lines.append(
+            f"{label + ':':<14} wall: whole {shown(wall, side + ' whole')}, start-up "
+            f"{shown(wall, side + ' start')}, sweep {shown(wall, side + ' sweep')}; "
+            f"CPU: whole {shown(cpu, side + ' whole')}, sweep {shown(cpu, side + ' sweep')}; "
+            f"ibsim CPU meanwhile {simulator[side + ' whole']:.3f}")
+    lines.append(f"ratio ibsnmp/ibnetdiscover, median best: sweep wall {ratio(wall, 'sweep')} "
+                 f"(target 1.5); sweep CPU {ratio(cpu, 'sweep')}; whole wall "
+                 f"{ratio(wall, 'whole')}")
+    print("\n      ".join(lines), flush=True)
+
+
 def bench(size: int, window: int, rounds: int, sample: int) -> None:
     with tempfile.TemporaryDirectory(prefix="live-sweep-") as tmp:
         net = Path(tmp) / "fabric.net"
@@ -235,48 +291,7 @@ def bench(size: int, window: int, rounds: int, sample: int) -> None:
                 runs["our start"].append(timed(fabric, [sys.executable, "-c", STARTUP],
                                                fabric_cpu))
             their_smps = smps_sent(fabric, ["ibnetdiscover"])
-            stats = result["stats"]
-            assert isinstance(stats, dict)
-            # Medians, and in brackets the best round: on a shared machine the
-            # best is the closest to what the code itself costs.
-            figures = {name: (statistics.median(r.wall for r in values),
-                              min(r.wall for r in values)) for name, values in runs.items()}
-            figures["our sweep"] = (statistics.median(inner), min(inner))
-            # ibnetdiscover's sweep: its whole run less the C tools' start-up, the
-            # medians and the bests each (round by round the noise would not cancel).
-            (whole_median, whole_best), (start_median, start_best) = (
-                figures["their whole"], figures["their start"])
-            figures["their sweep"] = (max(whole_median - start_median, 1e-6),
-                                      max(whole_best - start_best, 1e-6))
-
-            def shown(name: str) -> str:
-                median, best = figures[name]
-                return f"{median:.3f} s ({best:.3f})"
-
-            def ratio(ours_: str, theirs_: str) -> str:
-                return (f"{figures[ours_][0] / figures[theirs_][0]:.2f} "
-                        f"({figures[ours_][1] / figures[theirs_][1]:.2f})")
-
-            def cpu(name: str) -> str:
-                own = statistics.median(r.cpu for r in runs[name])
-                simulator = statistics.median(r.fabric_cpu for r in runs[name])
-                return f"CPU {own:.3f} s + ibsim {simulator:.3f} s"
-
-            print(f"{size:>5} nodes asked: ibnetdiscover found {their_nodes}, ibsnmp "
-                  f"{result['nodes']} nodes and {result['links']} links; wall times are "
-                  f"the median (best) of {rounds} rounds\n"
-                  f"      ibnetdiscover: whole {shown('their whole')} [{cpu('their whole')}], "
-                  f"start-up {shown('their start')} ({' '.join(C_STARTUP)}), sweep "
-                  f"{shown('their sweep')}; {their_smps} SMPs "
-                  f"({WHAT_IBNETDISCOVER_READS}; its default number outstanding)\n"
-                  f"      ibsnmp:        whole {shown('our whole')} [{cpu('our whole')}], "
-                  f"start-up {shown('our start')} (python, imports, port, one SMP), sweep "
-                  f"{shown('our sweep')}; {stats['sent']} SMPs ({WHAT_IBSNMP_READS}; "
-                  f"window {window}, {stats['retried']} retried, "
-                  f"{result['unanswered']} unanswered)\n"
-                  f"      ratio ibsnmp/ibnetdiscover: sweep {ratio('our sweep', 'their sweep')} "
-                  f"(target 1.5), whole process {ratio('our whole', 'their whole')}",
-                  flush=True)
+            report(size, rounds, window, runs, inner, their_nodes, their_smps, result)
             counter_poll(fabric, fabric_cpu, window, sample)
 
 
