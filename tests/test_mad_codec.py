@@ -168,3 +168,28 @@ def test_a_reply_without_its_header_needs_the_mad() -> None:
     with pytest.raises(MadError, match="header"):
         MadReply(None, 0, {})
     assert MadReply({"Status": 0}, 0, {}).header == {"Status": 0}
+
+
+def test_fixed_values_are_folded_into_a_packer_as_encode_would_write_them() -> None:
+    layout = attrs.DIRECTED_ROUTE_SMP
+    fixed = {"BaseVersion": 1, "MgmtClass": 0x81, "DrSLID": 0xFFFF, "MKey": 2**64 - 1}
+    pack = layout.packer(("HopCount", "InitialPath"), fixed=fixed)
+    path = (0, 3, 5, *([0] * 61))
+    assert bytes(pack(2, path)) == bytes(layout.encode({**fixed, "HopCount": 2,
+                                                        "InitialPath": path}))
+    assert layout.packer(("HopCount", "InitialPath"), fixed=dict(fixed)) is pack
+    with pytest.raises(LayoutError, match="BaseVersion"):
+        layout.packer(("HopCount",), fixed={"BaseVersion": 256})
+    with pytest.raises(LayoutError, match="both fixed and given"):
+        layout.packer(("HopCount",), fixed={"HopCount": 1})
+    text = attrs.NODE_DESCRIPTION.layout
+    assert bytes(text.packer((), fixed={"NodeString": "sw"})()) == bytes(
+        text.encode({"NodeString": "sw"}))
+
+
+def test_a_reader_returns_the_named_values_in_order() -> None:
+    mad = bytes.fromhex((MADS / "portinfo_s1_p7.hex").read_text().strip())
+    header = attrs.DIRECTED_ROUTE_SMP.decode_generic(mad)
+    wanted = ("AttributeID", "Response", "HopCount")
+    assert attrs.DIRECTED_ROUTE_SMP.reader(wanted)(mad) == tuple(header[n] for n in wanted)
+    assert attrs.DIRECTED_ROUTE_SMP.reader(("Status",))(mad) == (header["Status"],)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 FieldValue = int | bytes | str | tuple[int, ...]
 Decoder = Callable[[bytes | bytearray], dict[str, FieldValue]]
 Packer = Callable[..., bytearray]
+Reader = Callable[[bytes | bytearray], tuple[FieldValue, ...]]
 
 
 class LayoutError(ValueError):
@@ -180,7 +181,9 @@ class Layout:
         self._integers = {f.name: (size * 8 - f.end, (1 << f.width) - 1)
                           for f in self.fields if type(f) is Field}
         self._decoders: dict[tuple[str, ...] | None, Decoder] = {}
-        self._packers: dict[tuple[str, ...], Packer] = {}
+        self._packers: dict[tuple[tuple[str, ...], tuple[tuple[str, FieldValue], ...]],
+                            Packer] = {}
+        self._readers: dict[tuple[str, ...], Reader] = {}
         self._decode_all = self.decoder()
 
     def decode(self, data: bytes | bytearray) -> dict[str, FieldValue]:
@@ -197,12 +200,30 @@ class Layout:
             found = self._decoders[key] = compile_decoder(self, wanted)
         return found
 
-    def packer(self, names: Sequence[str]) -> Packer:
-        """A compiled writer: `packer(names)(*values)` is `encode(dict(zip(names, values)))`."""
+    def reader(self, names: Sequence[str]) -> Reader:
+        """A compiled reader of the named fields' values, as a tuple in that order:
+        for hot paths that check a few fields and build no dictionary."""
         key = tuple(names)
+        found = self._readers.get(key)
+        if found is None:
+            wanted = tuple(self._field(n) for n in key)
+            found = self._readers[key] = compile_decoder(self, wanted, as_tuple=True)  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
+
+    def packer(self, names: Sequence[str], fixed: Mapping[str, FieldValue] | None = None) -> Packer:
+        """A compiled writer: `packer(names, fixed)(*values)` is
+        `encode({**fixed, **dict(zip(names, values))})`; the fixed values are
+        checked once, here, and folded into the generated code."""
+        constants = dict(fixed or {})
+        key = (tuple(names), tuple(sorted(constants.items())))
         found = self._packers.get(key)
         if found is None:
-            found = self._packers[key] = compile_packer(self, [self._field(n) for n in key])
+            if set(constants) & set(key[0]):
+                raise LayoutError(f"{self.name}: a field is both fixed and given")
+            self.encode(constants)  # refuses what does not fit, as encode would
+            found = self._packers[key] = compile_packer(
+                self, [self._field(n) for n in key[0]],
+                {self._field(n).name: v for n, v in constants.items()})
         return found
 
     def _field(self, name: str) -> Field:
@@ -322,8 +343,9 @@ def _generated(source: list[str], namespace: dict[str, object], name: str) -> Ca
     return namespace[name]  # type: ignore[return-value]
 
 
-def compile_decoder(layout: Layout, fields: Sequence[Field]) -> Decoder:
-    """A function equal to `layout.decode_generic` restricted to `fields`."""
+def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: bool = False) -> Decoder:
+    """A function equal to `layout.decode_generic` restricted to `fields` (or to
+    the tuple of its values, `as_tuple`)."""
     plan = _plan(fields)
     namespace: dict[str, object] = {"unpack_from": plan.struct.unpack_from,
                                     "from_bytes": int.from_bytes, "LayoutError": LayoutError}
@@ -357,7 +379,10 @@ def compile_decoder(layout: Layout, fields: Sequence[Field]) -> Decoder:
         namespace[f"loose{number}"] = f.decode
         values[f.name] = f"loose{number}(data)"
     # Fields in the order asked, as `decode_generic` lists the table's.
-    lines.append(f"    return {{{', '.join(f'{f.name!r}: {values[f.name]}' for f in fields)}}}")
+    if as_tuple:
+        lines.append(f"    return ({''.join(f'{values[f.name]}, ' for f in fields)})")
+    else:
+        lines.append(f"    return {{{', '.join(f'{f.name!r}: {values[f.name]}' for f in fields)}}}")
     return _generated(lines, namespace, "decode")  # type: ignore[return-value]
 
 
@@ -385,36 +410,50 @@ def _checked_array(name: str, value: object, count: int) -> Sequence[int]:
     return value
 
 
-def compile_packer(layout: Layout, fields: Sequence[Field]) -> Packer:
+def compile_packer(layout: Layout, fields: Sequence[Field],
+                   fixed: Mapping[str, FieldValue] | None = None) -> Packer:
     """A function of the values of `fields`, in that order, equal to `layout.encode`
-    of them into a fresh buffer (every other field zero)."""
-    plan = _plan(fields)
+    of them and of the `fixed` values (already checked) into a fresh buffer,
+    every other field zero."""
+    constants = dict(fixed or {})
+    plan = _plan([*fields, *(layout.by_name[n] for n in constants)])
     argument = {f.name: f"a{i}" for i, f in enumerate(fields)}
+    for number, (name, value) in enumerate(constants.items()):
+        argument[name] = f"fixed{number}"
     namespace: dict[str, object] = {
         "pack_into": plan.struct.pack_into, "LayoutError": LayoutError,
         "struct_error": struct.error, "checked_int": _checked_int,
         "checked_octets": _checked_octets, "checked_array": _checked_array}
+    for number, value in enumerate(constants.values()):
+        namespace[f"fixed{number}"] = value.encode("utf-8") if isinstance(value, str) else value
     items: list[str] = []
     checks: list[str] = []
     for span in plan.spans:
         first = span.fields[0]
         if span.octets:
             text = isinstance(first, TextField)
-            items.append(f"checked_octets({first.name!r}, {argument[first.name]}, "
+            items.append(argument[first.name] if first.name in constants else
+                         f"checked_octets({first.name!r}, {argument[first.name]}, "
                          f"{span.size}, {text})")
             continue
         parts = []
+        folded = 0
         for f in span.fields:
             shift, mask = span.cut(f)
+            if f.name in constants:
+                folded |= int(constants[f.name]) << shift  # type: ignore[call-overload]
+                continue
             a = argument[f.name]
             # The common case (a plain int in range) costs one test, no call.
             checks.append(f"    if type({a}) is not int or not 0 <= {a} <= {mask:#x}:")
             checks.append(f"        {a} = checked_int({f.name!r}, {a}, {mask:#x})")
             parts.append(f"({a} << {shift})" if shift else a)
+        if folded or not parts:
+            parts.append(f"{folded:#x}")
         whole = " | ".join(parts)
         items.append(f"({whole}).to_bytes({span.size}, 'big')" if span.code.endswith("s")
                      else whole)
-    lines = [f"def pack({', '.join(argument.values())}):", *checks,
+    lines = [f"def pack({', '.join(argument[f.name] for f in fields)}):", *checks,
              f"    data = bytearray({layout.size})",
              "    try:"]
     if items:
@@ -422,8 +461,9 @@ def compile_packer(layout: Layout, fields: Sequence[Field]) -> Packer:
     for number, f in enumerate(plan.arrays):
         assert f._struct is not None
         namespace[f"array{number}"] = f._struct.pack_into
-        lines.append(f"        array{number}(data, {f.offset // 8}, "
-                     f"*checked_array({f.name!r}, {argument[f.name]}, {f.count}))")
+        elements = (argument[f.name] if f.name in constants
+                    else f"checked_array({f.name!r}, {argument[f.name]}, {f.count})")
+        lines.append(f"        array{number}(data, {f.offset // 8}, *{elements})")
     if lines[-1] == "    try:":
         lines.append("        pass")  # bit-packed arrays only
     lines += ["    except struct_error as exc:",

@@ -59,9 +59,11 @@ class MadReply:
         return f"MadReply(status={self.status:#x}, attribute={self.attribute!r})"
 
 
-_DIRECTED_ROUTE_GET = DIRECTED_ROUTE_SMP.packer((
-    "BaseVersion", "MgmtClass", "ClassVersion", "Method", "HopCount", "TransactionID",
-    "AttributeID", "AttributeModifier", "DrSLID", "DrDLID", "InitialPath"))
+_GET = {"BaseVersion": 1, "ClassVersion": 1, "Method": METHOD_GET}
+_DIRECTED_ROUTE_GET = DIRECTED_ROUTE_SMP.packer(
+    ("HopCount", "TransactionID", "AttributeID", "AttributeModifier", "InitialPath"),
+    fixed={**_GET, "MgmtClass": CLASS_SUBN_DIRECTED_ROUTE,
+           "DrSLID": PERMISSIVE_LID, "DrDLID": PERMISSIVE_LID})
 _NO_HOPS = (0,) * (MAX_HOPS + 1)
 
 
@@ -72,22 +74,19 @@ def directed_route_get(attribute: Attribute, path: Sequence[int], transaction_id
         raise MadError(f"a directed route has at most {MAX_HOPS} hops")
     if path and (min(path) < 1 or max(path) > 254):
         raise MadError(f"port numbers of a route lie in 1..254: {list(path)}")
-    return bytes(_DIRECTED_ROUTE_GET(
-        1, CLASS_SUBN_DIRECTED_ROUTE, 1, METHOD_GET, len(path), transaction_id,
-        attribute.attribute_id, modifier, PERMISSIVE_LID, PERMISSIVE_LID,
-        (0, *path, *_NO_HOPS[len(path) + 1:])))
+    return bytes(_DIRECTED_ROUTE_GET(len(path), transaction_id, attribute.attribute_id,
+                                     modifier, (0, *path, *_NO_HOPS[len(path) + 1:])))
 
 
-_GET_FIELDS = ("BaseVersion", "MgmtClass", "ClassVersion", "Method", "TransactionID",
-               "AttributeID", "AttributeModifier")
-_LID_ROUTED_GET = LID_ROUTED_SMP.packer(_GET_FIELDS)
-_PERF_GET = GS_MAD.packer((*_GET_FIELDS, "Data"))
+_GET_FIELDS = ("TransactionID", "AttributeID", "AttributeModifier")
+_LID_ROUTED_GET = LID_ROUTED_SMP.packer(_GET_FIELDS,
+                                        fixed={**_GET, "MgmtClass": CLASS_SUBN_LID_ROUTED})
+_PERF_GET = GS_MAD.packer((*_GET_FIELDS, "Data"), fixed={**_GET, "MgmtClass": CLASS_PERF_MGT})
 
 
 def lid_routed_get(attribute: Attribute, transaction_id: int, modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` to the LID the send address names."""
-    return bytes(_LID_ROUTED_GET(1, CLASS_SUBN_LID_ROUTED, 1, METHOD_GET, transaction_id,
-                                 attribute.attribute_id, modifier))
+    return bytes(_LID_ROUTED_GET(transaction_id, attribute.attribute_id, modifier))
 
 
 def perf_get(attribute: Attribute, transaction_id: int, port_select: int,
@@ -96,8 +95,7 @@ def perf_get(attribute: Attribute, transaction_id: int, port_select: int,
     layout = attribute.layout
     data = (layout.packer(("PortSelect",))(port_select) if "PortSelect" in layout.by_name
             else bytes(layout.size))
-    return bytes(_PERF_GET(1, CLASS_PERF_MGT, 1, METHOD_GET, transaction_id,
-                           attribute.attribute_id, modifier, bytes(data)))
+    return bytes(_PERF_GET(transaction_id, attribute.attribute_id, modifier, bytes(data)))
 
 
 # Everything of a reply but its data, which the attribute's own layout reads,
@@ -106,8 +104,8 @@ _DIRECTED_ROUTE_HEADER = DIRECTED_ROUTE_SMP.decoder(
     f.name for f in DIRECTED_ROUTE_SMP.fields if f.name != "Data")
 _HEADER = MAD_HEADER.decoder()
 _CHECKED = ("Response", "AttributeID", "Status")
-_DIRECTED_ROUTE_CHECKED = DIRECTED_ROUTE_SMP.decoder(_CHECKED)
-_HEADER_CHECKED = MAD_HEADER.decoder(_CHECKED)
+_DIRECTED_ROUTE_CHECKED = DIRECTED_ROUTE_SMP.reader(_CHECKED)
+_HEADER_CHECKED = MAD_HEADER.reader(_CHECKED)
 
 
 def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
@@ -116,7 +114,7 @@ def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
         raise MadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
     directed = mad[1] == CLASS_SUBN_DIRECTED_ROUTE
     response, attribute_id, status = (
-        _DIRECTED_ROUTE_CHECKED if directed else _HEADER_CHECKED)(mad).values()
+        _DIRECTED_ROUTE_CHECKED if directed else _HEADER_CHECKED)(mad)
     if not response:
         raise MadError("not a response")
     if attribute_id != attribute.attribute_id:
