@@ -104,7 +104,8 @@ def test_a_packer_checks_integers_as_encode_does(value: object, accepted: bool) 
     layout = attrs.PORT_INFO.layout
     pack = layout.packer(("PortState",))
     if accepted:
-        assert bytes(pack(value)) == bytes(layout.encode({"PortState": value}))  # type: ignore[dict-item]
+        wanted = layout.encode({"PortState": value})  # type: ignore[dict-item]
+        assert bytes(pack(value)) == bytes(wanted)
         return
     with pytest.raises(LayoutError, match="PortState"):
         layout.encode({"PortState": value})  # type: ignore[dict-item]
@@ -193,3 +194,8 @@ def test_a_reader_returns_the_named_values_in_order() -> None:
     wanted = ("AttributeID", "Response", "HopCount")
     assert attrs.DIRECTED_ROUTE_SMP.reader(wanted)(mad) == tuple(header[n] for n in wanted)
     assert attrs.DIRECTED_ROUTE_SMP.reader(("Status",))(mad) == (header["Status"],)
+
+
+def test_a_transaction_id_wider_than_its_field_is_refused() -> None:
+    with pytest.raises(LayoutError, match="64 bits"):
+        with_transaction_id(directed_route_get(attrs.NODE_INFO, (), 0), 1 << 64)

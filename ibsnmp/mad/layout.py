@@ -207,8 +207,9 @@ class Layout:
         found = self._readers.get(key)
         if found is None:
             wanted = tuple(self._field(n) for n in key)
-            found = self._readers[key] = compile_decoder(self, wanted, as_tuple=True)  # type: ignore[assignment]
-        return found  # type: ignore[return-value]
+            reader = compile_decoder(self, wanted, as_tuple=True)
+            found = self._readers[key] = reader  # type: ignore[assignment]
+        return found
 
     def packer(self, names: Sequence[str], fixed: Mapping[str, FieldValue] | None = None) -> Packer:
         """A compiled writer: `packer(names, fixed)(*values)` is
@@ -370,7 +371,8 @@ def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: bool = Fa
             if not shift and f.width == span.size * 8:
                 values[f.name] = item
             else:
-                values[f.name] = f"({item} >> {shift}) & {mask:#x}" if shift else f"{item} & {mask:#x}"
+                shifted = f"({item} >> {shift})" if shift else item
+                values[f.name] = f"{shifted} & {mask:#x}"
     for number, f in enumerate(plan.arrays):
         assert f._struct is not None
         namespace[f"array{number}"] = f._struct.unpack_from

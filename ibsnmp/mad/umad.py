@@ -22,6 +22,7 @@ from ibsnmp.mad.attributes import (
     MAD_HEADER,
     MAD_SIZE,
 )
+from ibsnmp.mad.layout import LayoutError
 
 LIBRARY = "libibumad.so.3"
 CA_NAME_LEN = 20  # UMAD_CA_NAME_LEN
@@ -112,7 +113,7 @@ def ca_names() -> list[str]:
 
 def with_transaction_id(mad: bytes, tid: int) -> bytes:
     if not 0 <= tid < 1 << _TRANSACTION_ID.width:
-        raise UmadError(f"a transaction ID has {_TRANSACTION_ID.width} bits: {tid}")
+        raise LayoutError(f"a transaction ID has {_TRANSACTION_ID.width} bits: {tid}")
     return mad[:_TID_START] + tid.to_bytes(_TID_END - _TID_START, "big") + mad[_TID_END:]
 
 

@@ -65,8 +65,7 @@ class MadWindow:
 
     def drain(self) -> WindowStats:
         """Send and receive until nothing is queued or in flight."""
-        # One loop with its names bound locally: a sweep runs it once per MAD,
-        # and attribute lookups and calls were a third of its Python time.
+        # One loop with its names bound locally: a sweep runs it once per MAD.
         waiting, in_flight, deadlines = self._waiting, self._in_flight, self._deadlines
         receive, stats, clock = self.port.receive, self.stats, time.monotonic
         while waiting or in_flight:
