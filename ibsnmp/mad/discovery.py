@@ -137,8 +137,9 @@ class Subnet:
 
 
 class _Sweep:
-    def __init__(self, window: MadWindow) -> None:
+    def __init__(self, window: MadWindow, tables: bool) -> None:
         self.window = window
+        self.tables = tables
         self.subnet = Subnet()
 
     def ask(self, attribute: Attribute, route: Route, modifier: int, then: object) -> None:
@@ -178,12 +179,13 @@ class _Sweep:
             self.ask(NODE_DESCRIPTION, route, 0,
                      lambda desc: setattr(node, "description", desc["NodeString"]))
             for port in node.port_numbers:
-                if node.is_switch or port != arrival:
+                # With tables, a CA's arrival port is read below, through itself.
+                if node.is_switch or port != arrival or not self.tables:
                     self.ask(PORT_INFO, route, port,
                              lambda pinfo, port=port: self.on_port_info(node, port, pinfo))
             if node.is_switch:
                 self.ask(SWITCH_INFO, route, 0, lambda sinfo: self.on_switch_info(node, sinfo))
-        if not node.is_switch and arrival not in node.tables:
+        if self.tables and not node.is_switch and arrival not in node.tables:
             # The first route into this CA port: its tables are read through it.
             node.tables[arrival] = PortTables(int(info["PortGUID"]))  # type: ignore[arg-type]
             self.ask(PORT_INFO, route, arrival,
@@ -196,6 +198,8 @@ class _Sweep:
         for block in range(node.lft_pending):
             self.ask(LINEAR_FORWARDING_TABLE, node.route, block,
                      lambda table, block=block: self.on_lft_block(node, block, top, table))
+        if not self.tables:
+            return
         self.ask_multicast_table(node, info)
         # Data ports' partition enforcement tables are sized by SwitchInfo.
         enforcement = int(info["PartitionEnforcementCap"])  # type: ignore[arg-type]
@@ -241,9 +245,9 @@ class _Sweep:
                      route: Route | None = None) -> None:
         """`route`: the route into this very port of a CA, whose tables are read through it."""
         node.ports[port] = info
-        if node.is_switch:
+        if self.tables and node.is_switch:
             self.ask_port_tables(node, port, node.route, info)
-        elif route is not None:
+        elif self.tables and route is not None:
             self.ask_port_tables(node, port, route, info)
         forwards = node.is_switch or not node.route
         if (port == 0 or not forwards or info["PortState"] == PORT_STATE_DOWN
@@ -294,9 +298,12 @@ class _Sweep:
             self.ask(attribute, route, modifier, store)
 
 
-def discover(window: MadWindow) -> Subnet:
-    """Sweep the subnet from the window's port and return what answered."""
-    sweep = _Sweep(window)
+def discover(window: MadWindow, *, tables: bool = False) -> Subnet:
+    """Sweep the subnet from the window's port and return what answered: the
+    nodes, ports, links, SwitchInfo and linear forwarding tables, as
+    ibnetdiscover and ibroute read them; with `tables` also every port's
+    tables, the multicast forwarding tables, LedInfo and SMInfo."""
+    sweep = _Sweep(window, tables)
     sweep.visit((), None)
     window.drain()
     return sweep.subnet

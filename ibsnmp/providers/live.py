@@ -144,7 +144,7 @@ class LiveProvider(ProviderCore):
     def _sweep_now(self) -> _Sweep | None:
         with self._lock:
             window = self._window()
-            subnet = discover(window)
+            subnet = discover(window, tables=True)
             if not subnet.nodes:
                 return None
             local = next(iter(subnet.nodes))  # the route-less node answers first
