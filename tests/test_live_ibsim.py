@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import pytest
 
-from e2e import _wait_for_banner, free_udp_port, net_snmp, stop
+from e2e import free_udp_port, net_snmp, stop
 from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
 from infiniband_diags import IBROUTE_ENTRY, ibnetdiscover, labelled_values, run_diag
 from trapd import TrapReceiver
@@ -61,9 +61,10 @@ class SubnetManager:
 class Live:
     fabric: Fabric
     sm: SubnetManager
-    agent: subprocess.Popen[str]
+    agent: subprocess.Popen[bytes]
     address: str
     traps: TrapReceiver
+    log: Path
 
     def walk(self, guid: int | None, oid: str) -> dict[str, str]:
         """`oid` walked in a node's context: instance suffix -> value (numbers, no labels)."""
@@ -109,15 +110,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         traps = stack.enter_context(TrapReceiver(tmp_path_factory.mktemp("trapd")))
         state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
         address = f"127.0.0.1:{free_udp_port()}"
+        log = workdir / "agent.log"
         agent = subprocess.Popen(
             [sys.executable, "-m", "ibsnmp", "run", "--provider", "live", "--listen", address,
              "--state-dir", state, "--poll-interval", str(POLL_S),
              "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address],
-            env=fabric.environment(), cwd=fabric.workdir, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+            env=fabric.environment(), cwd=fabric.workdir,
+            stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
         stack.callback(stop, agent)
-        _wait_for_banner(agent)
-        yield Live(fabric, sm, agent, address, traps)
+        until("the agent's banner", lambda: agent.poll() is None and log.read_text(errors="replace"),
+              lambda text: not text or "ibsnmp: serving" in text)
+        assert agent.poll() is None, log.read_text(errors="replace")
+        yield Live(fabric, sm, agent, address, traps, log)
 
 
 def smpquery(live: Live, *args: str) -> dict[str, str]:
@@ -242,6 +246,17 @@ def test_counters_match_perfquery(live: Live) -> None:
     for mib, diag in (("ibPmaPortXmitData", "PortXmitData"), ("ibPmaPortRcvPkts", "PortRcvPkts")):
         assert int(before[diag]) <= ours[mib] <= int(after[diag]), mib
         assert ours[mib] > 0
+
+
+@pytest.mark.parametrize("guid", [None, S1, H6])
+def test_every_table_answers_a_whole_walk(live: Live, guid: int | None) -> None:
+    community = "public" if guid is None else f"public@{guid:016x}"
+    done = net_snmp("snmpbulkwalk", "-v2c", "-c", community, "-Cr50", live.address,
+                    ".1.3.6.1.3.117", timeout=300)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    assert "SMA-MIB::ibSmaLinForwEgressPort" in done.stdout or guid != S1
+    assert "PMA-MIB::ibPmaPortXmitData" in done.stdout or guid is None
+    assert "Traceback" not in live.log.read_text(errors="replace")
 
 
 def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
