@@ -6,6 +6,7 @@ mid-run, and an SM restart."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from infiniband_diags import IBROUTE_ENTRY, ibnetdiscover, labelled_values, run_
 from trapd import TrapReceiver
 
 PROBE = Path(__file__).parent / "mad_probe.py"
+LIVE_PROBE = Path(__file__).parent / "live_probe.py"
 POLL_S = 1.0
 SWEEP_S = 4.0
 WAIT_S = 30.0  # how long a change may take to show, on a loaded machine
@@ -283,6 +285,19 @@ def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
           lambda pair: pair[0] == MIB_PHYS_STATES[pair[1]] != MIB_DISABLED)
 
 
+def test_a_node_the_lid_route_no_longer_reaches_is_polled_by_directed_route(live: Live) -> None:
+    # S-1 port 5 stays down after the test above and no SM sweep re-routed
+    # around it: S-1 forwards S-2's LID into the dead link.
+    s2 = str(lid_of(live, S2))
+    assert live.fabric.run(["smpquery", "nodeinfo", s2]).returncode != 0
+    done = live.fabric.run([sys.executable, str(LIVE_PROBE), "3"])
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert all(len(ports) == result["ports"] for ports in result["refreshed"])
+    assert any(port.startswith(f"{S2:x}:") for port in result["refreshed"][0])
+    assert result["sweeps"] == 1  # no poll saw a change, so none swept again
+
+
 def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
     states = lambda: live.column(None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")  # noqa: E731
     assert list(states().values()) == ["3"]  # OpenSM, master
@@ -299,3 +314,11 @@ def test_no_umad_port_is_a_clear_error(live: Live) -> None:
                             "--ca", "nosuch0", "--listen", f"127.0.0.1:{free_udp_port()}"])
     assert done.returncode == 2
     assert "--provider live: cannot open nosuch0" in done.stderr
+    # The same from the environment, as a container would set it.
+    done = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--listen",
+                           f"127.0.0.1:{free_udp_port()}"],
+                          env=dict(live.fabric.environment(), IBSNMP_PROVIDER="live",
+                                   IBSNMP_CA="nosuch1", IBSNMP_PORT="2"),
+                          cwd=live.fabric.workdir, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--provider live: cannot open nosuch1 port 2" in done.stderr

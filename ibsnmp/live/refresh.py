@@ -54,9 +54,9 @@ def counter_targets(fabric: Fabric) -> dict[tuple[int, int], PortRef]:
     return targets
 
 
-def _ask(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, attribute: Attribute,
+def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attribute,
          modifier: int, refresh: Refresh, then: Callable[[Values], None]) -> None:
-    lid = node_lid(fabric, guid)
+    """`attribute` of node `guid` at `lid`, or by its directed route when `lid` is 0."""
     what = f"{attribute.name} {guid:016x}/{modifier}"
 
     def handle(answer: bytes | None) -> None:
@@ -71,6 +71,7 @@ def _ask(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, attribute
         if reply.status:
             refresh.failures[what] = f"status {reply.status:#x}"
             return
+        refresh.failures.pop(what, None)  # answered on a second way
         then(reply.attribute)
 
     if lid:
@@ -80,29 +81,45 @@ def _ask(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, attribute
         window.submit(directed_route_get(attribute, route, 0, modifier), DIRECTED_ROUTE, handle)
 
 
+def _ask_node(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, lid: int,
+              result: Refresh) -> None:
+    node = fabric.nodes[guid]
+    for port in node.ports:
+        ref = port.ref
+        _ask(window, subnet, guid, lid, PORT_INFO, port.num, result,
+             lambda info, ref=ref: result.port_infos.__setitem__(ref, info))
+    if node.is_switch:
+        _ask(window, subnet, guid, lid, SWITCH_INFO, 0, result,
+             lambda info: result.switch_infos.__setitem__(guid, info))
+
+
 def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: set[int],
             *, ports: bool = True, counters: bool = True) -> Refresh:
     """PortInfo of every port and SwitchInfo of every switch of `fabric`, then
     the counters of every PMA port (blocking: run it in a worker thread)."""
     result = Refresh()
-    for guid, node in fabric.nodes.items():
-        if not ports or guid not in subnet.nodes:
-            continue
-        for port in node.ports:
-            ref = port.ref
-            _ask(window, fabric, subnet, guid, PORT_INFO, port.num, result,
-                 lambda info, ref=ref: result.port_infos.__setitem__(ref, info))
-        if node.is_switch:
-            _ask(window, fabric, subnet, guid, SWITCH_INFO, 0, result,
-                 lambda info, guid=guid: result.switch_infos.__setitem__(guid, info))
+    polled = [guid for guid in fabric.nodes if ports and guid in subnet.nodes]
+    for guid in polled:
+        _ask_node(window, fabric, subnet, guid, node_lid(fabric, guid), result)
+    window.drain()
+    # A node the LID route no longer reaches (the SM has not re-routed around
+    # a link that went down yet) is asked again by its directed route.
+    lost = [guid for guid in polled if node_lid(fabric, guid) and _missing(fabric, guid, result)]
+    for guid in lost:
+        _ask_node(window, fabric, subnet, guid, 0, result)
     window.drain()
     if counters:
         targets = counter_targets(fabric)
         values, failures = poll_counters(window, targets, extended_lids)
-        result.counters = {targets[key]: counters for key, counters in values.items()}
+        result.counters = {targets[key]: read for key, read in values.items()}
         result.failures.update((f"counters {lid}/{port}", why)
                                for (lid, port), why in failures.items())
     return result
+
+
+def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:
+    """The ports of node `guid` whose PortInfo did not answer."""
+    return [port.ref for port in fabric.nodes[guid].ports if port.ref not in result.port_infos]
 
 
 def active_lids(fabric: Fabric) -> set[int]:
