@@ -120,8 +120,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             env=fabric.environment(), cwd=fabric.workdir,
             stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
         stack.callback(stop, agent)
-        until("the agent's banner", lambda: agent.poll() is None and log.read_text(errors="replace"),
-              lambda text: not text or "ibsnmp: serving" in text)
+        until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
+              lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
         assert agent.poll() is None, log.read_text(errors="replace")
         yield Live(fabric, sm, agent, address, traps, log)
 
@@ -156,6 +156,21 @@ def test_nodes_match_ibnetdiscover_and_smpquery(live: Live) -> None:
         assert int(ours["ibSmaNodeBaseVersion.0"]) == int(theirs["BaseVers"])
 
 
+def test_link_table_matches_ibnetdiscover(live: Live) -> None:
+    _, links = ibnetdiscover(live.fabric)
+    table = live.walk(None, "IB-SM-MIB::ibSmLinkTable")
+    served = {}
+    for name, value in table.items():
+        column, _, index = name.partition(".")
+        if column == "ibSmLinkToNodeGUID":
+            octets = [int(part) for part in index.split(".")]
+            # Index: subnet prefix (8 octets), from-node GUID (8), from-port.
+            ref = (int.from_bytes(bytes(octets[8:16]), "big"), octets[16])
+            to_port = table[f"ibSmLinkToPortNum.{index}"]
+            served[ref] = (int(value.replace(" ", ""), 16), int(to_port))
+    assert served == {ref: (peer, peer_port) for ref, (peer, peer_port, _, _) in links.items()}
+
+
 def test_ports_match_smpquery_incl_parallel_and_1x_links(live: Live) -> None:
     _, links = ibnetdiscover(live.fabric)
     assert (S1, 5) in links and (S1, 7) in links  # the parallel links to S-2
@@ -180,19 +195,23 @@ def test_ports_match_smpquery_incl_parallel_and_1x_links(live: Live) -> None:
     assert int(h6["ibSmaPortLidMaskCount.1"]) == LMC
 
 
+def lft_pair(live: Live, switch: int) -> tuple[dict[int, int], dict[int, int]]:
+    """A switch's LFT as served (egress port 0 written 255, as the draft does) and as ibroute reads it."""
+    output = run_diag(live.fabric, "ibroute", str(lid_of(live, switch)))
+    theirs = {int(m[1], 16): int(m[2]) or 255
+              for m in map(IBROUTE_ENTRY.match, output.splitlines()) if m}
+    ours = {int(index): int(port) for index, port in
+            live.column(switch, "ibSmaLinForwEgressPort", "SMA-MIB::ibSmaLinForTable").items()}
+    return ours, theirs
+
+
 def test_forwarding_tables_match_ibroute(live: Live) -> None:
     for switch in (S1, S2, S3):
-        lid = str(lid_of(live, switch))
-        output = run_diag(live.fabric, "ibroute", lid)
-        theirs = {int(m[1], 16): int(m[2]) for m in map(IBROUTE_ENTRY.match, output.splitlines())
-                  if m}
-        ours = {int(index): int(port) for index, port in
-                live.column(switch, "ibSmaLinForwEgressPort", "SMA-MIB::ibSmaLinForTable").items()}
-        # The draft writes egress port 0, the switch itself, as 255.
-        assert ours == {dlid: port or 255 for dlid, port in theirs.items()}, switch
-        # LMC 1: each of the 10 CA ports has two LIDs, each switch one.
+        ours, theirs = lft_pair(live, switch)
+        assert ours == theirs, switch
+        # LMC 1: each of the 7 active CA ports has two LIDs, each switch one.
         assert len(ours) == 2 * 7 + 3
-        multicast = run_diag(live.fabric, "ibroute", "-M", lid)
+        multicast = run_diag(live.fabric, "ibroute", "-M", str(lid_of(live, switch)))
         served = live.column(switch, "ibSmaMulForwMask", "SMA-MIB::ibSmaMulForTable")
         assert f"{len(served)} valid mlids dumped" in multicast
 
@@ -306,6 +325,9 @@ def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
     assert live.walk(S3, "SMA-MIB::ibSmaNodeString")["ibSmaNodeString.0"] == "S-3"
     live.sm.start()
     until("the master SM served again", states, lambda s: list(s.values()) == ["3"])
+    # The new SM routes around S-1 port 5, still down: S-1's table follows.
+    until("S-1's new routes served", lambda: lft_pair(live, S1), lambda pair: pair[0] == pair[1])
+    assert 5 not in lft_pair(live, S1)[0].values()
     assert live.agent.poll() is None
 
 
