@@ -343,4 +343,4 @@ def test_no_umad_port_is_a_clear_error(live: Live) -> None:
                                    IBSNMP_CA="nosuch1", IBSNMP_PORT="2"),
                           cwd=live.fabric.workdir, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert "--provider live: cannot open nosuch1 port 2" in done.stderr
+    assert "--provider live: cannot open nosuch1, port 2" in done.stderr

@@ -86,7 +86,7 @@ class LiveProvider(ProviderCore):
         # Where partitions, multicast groups and services enter the snapshot
         # once an SA client reads them (SMPs do not carry them).
         self.sa_records = SaRecords()
-        self._where = f"{ca or 'the first CA'} port {port or '(first active)'}"
+        self._where = f"{ca or 'first CA'}, " + (f"port {port}" if port else "first active port")
         self._lock = threading.Lock()  # one MAD exchange at a time on the port
         self._task: asyncio.Task[None] | None = None
         try:
@@ -177,7 +177,7 @@ class LiveProvider(ProviderCore):
     def _build(self) -> Fabric:
         return build_fabric(self._subnet, self._local, port_infos=self._port_infos,
                             counters=self._counters, sa=self.sa_records,
-                            spec=f"live {self._where}")
+                            spec=f"live ({self._where})")
 
     def _apply_sweep(self, sweep: _Sweep) -> None:
         old = set(self._fabric.nodes)
