@@ -55,17 +55,18 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
     parser.add_argument(
         "--poll-interval", type=float, default=5.0, metavar="S",
         help="sysfs and live providers: seconds between polls (default 5)")
-    parser.add_argument(
-        "--ca", metavar="NAME",
-        help="live provider: the InfiniBand device whose port reads the subnet (default: "
-             "libibumad's first, e.g. mlx5_0)")
-    parser.add_argument(
-        "--port", type=int, default=0, metavar="N",
-        help="live provider: the port of --ca (default 0: its first active port)")
-    parser.add_argument(
-        "--sweep-interval", type=float, default=60.0, metavar="S",
-        help="live provider: seconds between full sweeps of the subnet; a change seen by "
-             "a poll brings one at once (default 60)")
+    if "live" in choices:
+        parser.add_argument(
+            "--ca", metavar="NAME",
+            help="live provider: the InfiniBand device whose port reads the subnet (default: "
+                 "libibumad's first, e.g. mlx5_0)")
+        parser.add_argument(
+            "--port", type=int, default=0, metavar="N",
+            help="live provider: the port of --ca (default 0: its first active port)")
+        parser.add_argument(
+            "--sweep-interval", type=float, default=60.0, metavar="S",
+            help="live provider: seconds between full sweeps of the subnet; a change seen by "
+                 "a poll brings one at once (default 60)")
     parser.add_argument(
         "--topology", metavar="FILE", help="topology provider: ibnetdiscover output to serve")
     parser.add_argument(
