@@ -225,6 +225,18 @@ def test_link_table_has_both_directions_of_each_link(mib, target, fabric):
 # -- subnet manager -------------------------------------------------------------------------
 
 
+def test_config_row_without_a_known_configuration_serves_the_sm_alone(mib, fabric):
+    """A live subnet: SMInfo was read, the SM's configuration was not."""
+    import dataclasses
+
+    live = dataclasses.replace(fabric, sm_config=None, _cache={})
+    target = ContextTarget(live, live.nodes[live.master_sm.node_guid], True, 10.0)
+    prefix = live.subnet_prefix.to_bytes(8, "big")
+    assert int(mib.get(target, instance("ibSmConfigOperStatus", "ibSmConfigEntry", prefix))) == 3
+    assert mib.get(target, instance("ibSmConfigSweepInterval", "ibSmConfigEntry", prefix)) \
+        is NO_SUCH_INSTANCE
+
+
 def test_config_row_describes_the_sm_of_the_context(mib, fabric):
     prefix = fabric.subnet_prefix.to_bytes(8, "big")
     master = fabric.master_sm

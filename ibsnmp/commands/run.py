@@ -31,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--trap-target", action="append", metavar="ADDR[:PORT]",
         help="send SNMPv2c traps (community public) to this receiver, e.g. 127.0.0.1:1162; "
              "repeatable; added to the config file's [[trap_target]] entries")
-    add_provider_arguments(parser, ("simulated", "sysfs", "topology", "mqtt"))
+    add_provider_arguments(parser, ("simulated", "sysfs", "topology", "live", "mqtt"))
     add_state_arguments(parser)
     from ibsnmp.mqtt.arguments import add_aggregator_arguments
 
@@ -46,7 +46,7 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
     parser.add_argument(
         "--provider", choices=choices, default="simulated",
         help="where the fabric comes from: a simulated fabric (default), this host's "
-             "/sys/class/infiniband, an ibnetdiscover dump"
+             "/sys/class/infiniband, an ibnetdiscover dump, the subnet read over MADs (live)"
              + (", or the publishers on an MQTT broker (--broker)" if "mqtt" in choices else ""),
     )
     parser.add_argument(
@@ -54,7 +54,19 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
         help="sysfs provider: the InfiniBand class directory (default /sys/class/infiniband)")
     parser.add_argument(
         "--poll-interval", type=float, default=5.0, metavar="S",
-        help="sysfs provider: seconds between polls (default 5)")
+        help="sysfs and live providers: seconds between polls (default 5)")
+    if "live" in choices:
+        parser.add_argument(
+            "--ca", metavar="NAME",
+            help="live provider: the InfiniBand device whose port reads the subnet (default: "
+                 "libibumad's first, e.g. mlx5_0)")
+        parser.add_argument(
+            "--port", type=int, default=0, metavar="N",
+            help="live provider: the port of --ca (default 0: its first active port)")
+        parser.add_argument(
+            "--sweep-interval", type=float, default=60.0, metavar="S",
+            help="live provider: seconds between full sweeps of the subnet; a change seen by "
+                 "a poll brings one at once (default 60)")
     parser.add_argument(
         "--topology", metavar="FILE", help="topology provider: ibnetdiscover output to serve")
     parser.add_argument(
@@ -133,6 +145,8 @@ def _make_provider(args: argparse.Namespace) -> Provider:
             return SysfsProvider(Path(args.sysfs_root), args.poll_interval)
         except SysfsError as exc:
             raise ConfigError(f"--provider sysfs: {exc}") from None
+    if args.provider == "live":
+        return _make_live_provider(args)
     if args.provider == "topology":
         from ibsnmp.fabric.ibnetdiscover_read import TopologyError, parse_guid
         from ibsnmp.providers.topology import TopologyProvider
@@ -153,6 +167,20 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         return SimulatedProvider(args.fabric, args.seed, scenario=args.scenario)
     except ScenarioError as exc:
         raise ConfigError(f"--scenario: {exc}") from None
+
+
+def _make_live_provider(args: argparse.Namespace) -> Provider:
+    from ibsnmp.providers.live import LiveError, LiveProvider
+
+    if not args.poll_interval > 0 or not args.sweep_interval > 0:
+        raise ConfigError("--poll-interval and --sweep-interval must be positive")
+    if not 0 <= args.port <= 254:
+        raise ConfigError(f"--port: a port number is 0..254, got {args.port}")
+    try:
+        return LiveProvider(args.ca, args.port, poll_interval=args.poll_interval,
+                            sweep_interval=args.sweep_interval)
+    except LiveError as exc:
+        raise ConfigError(f"--provider live: {exc}") from None
 
 
 def _services(settings: AgentSettings, provider: Provider, publisher=None):  # type: ignore[no-untyped-def]

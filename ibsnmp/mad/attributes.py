@@ -248,6 +248,11 @@ MULTICAST_FORWARDING_TABLE = Attribute(0x001B, Layout("MulticastForwardingTable"
     ArrayField("PortMaskBlock", 0, 512, count=32, element_width=16),
 )))
 
+# Bit 0 of the first word: the port's LED is on (IBA 14.2.5.15).
+LED_INFO = Attribute(0x0031, Layout("LedInfo", SMP_DATA_SIZE, (
+    Field("LedMask", 0, 1),
+)))
+
 SM_INFO = Attribute(0x0020, Layout("SMInfo", SMP_DATA_SIZE, (
     Field("GUID", 0, 64),
     Field("SM_Key", 64, 64),

@@ -1,12 +1,18 @@
-"""A directed-route sweep of the subnet: every node's NodeInfo, NodeDescription
-and PortInfo of each port, each switch's SwitchInfo and linear forwarding
-table, and the links between them, as the SM and ibnetdiscover find them.
+"""A directed-route sweep of the subnet, as the SM and ibnetdiscover make it:
+every node's NodeInfo, NodeDescription and PortInfo of each port; each
+switch's SwitchInfo, linear and multicast forwarding tables; each port's
+GUIDInfo, P_Key table, SL-to-VL table, VL arbitration tables and LedInfo
+(where its CapabilityMask has IsLEDInfoSupported); SMInfo of every port
+whose CapabilityMask has IsSM; and the links between them.
 
 Routes grow one hop at a time from the local node out of every switch port
 whose link is up (and out of the local node's own ports); channel adapters
 elsewhere do not forward SMPs. A node met again by another route only adds
-the link it was reached over. Every request goes through a `MadWindow`, so
-the sweep keeps many SMPs in flight.
+the link it was reached over, except that a channel adapter's per-port
+tables are read through the port they belong to (a CA answers GUIDInfo,
+P_Key, SL-to-VL and SMInfo for the port the SMP came in on), so each CA
+port is read when a route first reaches it. Every request goes through a
+`MadWindow`, so the sweep keeps many SMPs in flight.
 """
 
 from __future__ import annotations
@@ -14,11 +20,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ibsnmp.mad.attributes import (
+    GUID_INFO,
+    LED_INFO,
     LINEAR_FORWARDING_TABLE,
+    MULTICAST_FORWARDING_TABLE,
     NODE_DESCRIPTION,
     NODE_INFO,
+    P_KEY_TABLE,
     PORT_INFO,
+    SL_TO_VL_MAPPING_TABLE,
+    SM_INFO,
     SWITCH_INFO,
+    VL_ARBITRATION_TABLE,
     Attribute,
 )
 from ibsnmp.mad.layout import FieldValue
@@ -30,9 +43,51 @@ NODE_TYPE_SWITCH = 2
 PORT_STATE_DOWN = 1
 LFT_BLOCK = 64  # LIDs per LinearForwardingTable block
 NO_PORT = 0xFF  # an LFT entry that forwards nowhere
+GUID_BLOCK = 8  # GUIDs per GUIDInfo block
+P_KEY_BLOCK = 32  # P_Keys per P_KeyTable block
+VL_ARB_BLOCK = 32  # entries per VLArbitrationTable block
+MFT_BLOCK = 32  # MLIDs per MulticastForwardingTable block
+MFT_POSITION_PORTS = 16  # ports per port mask of a block
+MULTICAST_LID_BASE = 0xC000
+# PortInfo CapabilityMask bits (IBA 14.2.5.6).
+IS_SM = 1 << 1
+IS_LED_INFO_SUPPORTED = 1 << 9
+# VLArbitrationTable attribute modifier blocks (IBA 14.2.5.9).
+VL_ARB_LOW_BLOCKS = (1, 2)
+VL_ARB_HIGH_BLOCKS = (3, 4)
 
 Route = tuple[int, ...]
 PortKey = tuple[int, int]  # (node GUID, port number)
+
+
+def _blocks(entries: int, per_block: int) -> int:
+    return -(-entries // per_block)
+
+
+@dataclass
+class PortTables:
+    """The tables read of one port, block by block; a table is known only
+    when every block of it answered."""
+
+    # The port's GUID as NodeInfo.PortGUID gave it when a route reached this port.
+    port_guid: int | None = None
+    led_on: bool | None = None
+    sm_info: dict[str, FieldValue] | None = None
+    _expected: dict[str, int] = field(default_factory=dict)
+    _blocks: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+
+    def expect(self, name: str, count: int) -> None:
+        self._expected[name] = count
+
+    def store(self, name: str, index: int, entries: tuple[int, ...]) -> None:
+        self._blocks[(name, index)] = entries
+
+    def table(self, name: str) -> tuple[int, ...] | None:
+        """Every entry of `name` in order; None if it was not asked or a block is missing."""
+        count = self._expected.get(name)
+        if count is None or any((name, i) not in self._blocks for i in range(count)):
+            return None
+        return tuple(entry for i in range(count) for entry in self._blocks[(name, i)])
 
 
 @dataclass
@@ -45,8 +100,22 @@ class DiscoveredNode:
     description: str | None = None
     ports: dict[int, dict[str, FieldValue]] = field(default_factory=dict)
     switch_info: dict[str, FieldValue] | None = None
-    # Egress port per LID up to LinearFDBTop, for the blocks that answered.
+    # Egress port per LID up to LinearFDBTop, for the blocks that answered;
+    # complete when no block is pending.
     lft: dict[int, int] = field(default_factory=dict)
+    lft_pending: int = 0
+    # MLID -> port mask of the multicast entries in use; complete when no block is pending.
+    mft: dict[int, int] = field(default_factory=dict)
+    mft_pending: int = 0
+    tables: dict[int, PortTables] = field(default_factory=dict)
+
+    @property
+    def lft_complete(self) -> bool:
+        return self.switch_info is not None and not self.lft_pending
+
+    @property
+    def mft_complete(self) -> bool:
+        return self.switch_info is not None and not self.mft_pending
 
     @property
     def is_switch(self) -> bool:
@@ -68,8 +137,9 @@ class Subnet:
 
 
 class _Sweep:
-    def __init__(self, window: MadWindow) -> None:
+    def __init__(self, window: MadWindow, tables: bool) -> None:
         self.window = window
+        self.tables = tables
         self.subnet = Subnet()
 
     def ask(self, attribute: Attribute, route: Route, modifier: int, then: object) -> None:
@@ -97,28 +167,71 @@ class _Sweep:
     def on_node_info(self, route: Route, came_from: PortKey | None,
                      info: dict[str, FieldValue]) -> None:
         guid = int(info["NodeGUID"])  # type: ignore[arg-type]
+        arrival = int(info["LocalPortNum"])  # type: ignore[arg-type]
         if came_from is not None:
-            here = (guid, int(info["LocalPortNum"]))  # type: ignore[arg-type]
+            here = (guid, arrival)
             self.subnet.links[came_from] = here
             self.subnet.links[here] = came_from
-        if guid in self.subnet.nodes:
-            return
-        node = DiscoveredNode(guid, route, info)
-        self.subnet.nodes[guid] = node
-        self.ask(NODE_DESCRIPTION, route, 0,
-                 lambda desc: setattr(node, "description", desc["NodeString"]))
-        for port in node.port_numbers:
-            self.ask(PORT_INFO, route, port,
-                     lambda pinfo, port=port: self.on_port_info(node, port, pinfo))
-        if node.is_switch:
-            self.ask(SWITCH_INFO, route, 0, lambda sinfo: self.on_switch_info(node, sinfo))
+        node = self.subnet.nodes.get(guid)
+        if node is None:
+            node = DiscoveredNode(guid, route, info)
+            self.subnet.nodes[guid] = node
+            self.ask(NODE_DESCRIPTION, route, 0,
+                     lambda desc: setattr(node, "description", desc["NodeString"]))
+            for port in node.port_numbers:
+                # With tables, a CA's arrival port is read below, through itself.
+                if node.is_switch or port != arrival or not self.tables:
+                    self.ask(PORT_INFO, route, port,
+                             lambda pinfo, port=port: self.on_port_info(node, port, pinfo))
+            if node.is_switch:
+                self.ask(SWITCH_INFO, route, 0, lambda sinfo: self.on_switch_info(node, sinfo))
+        if self.tables and not node.is_switch and arrival not in node.tables:
+            # The first route into this CA port: its tables are read through it.
+            node.tables[arrival] = PortTables(int(info["PortGUID"]))  # type: ignore[arg-type]
+            self.ask(PORT_INFO, route, arrival,
+                     lambda pinfo: self.on_port_info(node, arrival, pinfo, route))
 
     def on_switch_info(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
         node.switch_info = info
         top = int(info["LinearFDBTop"])  # type: ignore[arg-type]
-        for block in range(top // LFT_BLOCK + 1):
+        node.lft_pending = top // LFT_BLOCK + 1
+        for block in range(node.lft_pending):
             self.ask(LINEAR_FORWARDING_TABLE, node.route, block,
                      lambda table, block=block: self.on_lft_block(node, block, top, table))
+        if not self.tables:
+            return
+        self.ask_multicast_table(node, info)
+        # Data ports' partition enforcement tables are sized by SwitchInfo.
+        enforcement = int(info["PartitionEnforcementCap"])  # type: ignore[arg-type]
+        for port in node.port_numbers[1:]:
+            self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", node.route,
+                           [(port << 16) | block
+                            for block in range(_blocks(enforcement, P_KEY_BLOCK))])
+
+    def ask_multicast_table(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
+        """Every MLID block up to MulticastFDBTop (or the capacity, when the SM
+        leaves the top at 0), each in port masks of 16 ports, as ibroute -M reads."""
+        cap = int(info["MulticastFDBCap"])  # type: ignore[arg-type]
+        top = int(info["MulticastFDBTop"])  # type: ignore[arg-type]
+        entries = min(top - MULTICAST_LID_BASE + 1 if top >= MULTICAST_LID_BASE else cap, cap)
+        positions = _blocks(int(node.info["NumPorts"]) + 1, MFT_POSITION_PORTS)  # type: ignore[arg-type]
+        blocks = _blocks(entries, MFT_BLOCK)
+        node.mft_pending = blocks * positions
+        for block in range(blocks):
+            for position in range(positions):
+                self.ask(MULTICAST_FORWARDING_TABLE, node.route, (position << 28) | block,
+                         lambda table, block=block, position=position:
+                         self.on_mft_block(node, block, position, table))
+
+    def on_mft_block(self, node: DiscoveredNode, block: int, position: int,
+                     table: dict[str, FieldValue]) -> None:
+        masks = table["PortMaskBlock"]
+        assert isinstance(masks, tuple)
+        for i, mask in enumerate(masks):
+            if mask:
+                mlid = MULTICAST_LID_BASE + block * MFT_BLOCK + i
+                node.mft[mlid] = node.mft.get(mlid, 0) | (mask << (MFT_POSITION_PORTS * position))
+        node.mft_pending -= 1
 
     def on_lft_block(self, node: DiscoveredNode, block: int, top: int,
                      table: dict[str, FieldValue]) -> None:
@@ -126,20 +239,71 @@ class _Sweep:
         assert isinstance(ports, tuple)
         first = block * LFT_BLOCK
         node.lft.update((first + i, port) for i, port in enumerate(ports) if first + i <= top)
+        node.lft_pending -= 1
 
-    def on_port_info(self, node: DiscoveredNode, port: int,
-                     info: dict[str, FieldValue]) -> None:
+    def on_port_info(self, node: DiscoveredNode, port: int, info: dict[str, FieldValue],
+                     route: Route | None = None) -> None:
+        """`route`: the route into this very port of a CA, whose tables are read through it."""
         node.ports[port] = info
+        if self.tables and node.is_switch:
+            self.ask_port_tables(node, port, node.route, info)
+        elif self.tables and route is not None:
+            self.ask_port_tables(node, port, route, info)
         forwards = node.is_switch or not node.route
         if (port == 0 or not forwards or info["PortState"] == PORT_STATE_DOWN
-                or len(node.route) >= MAX_HOPS):
+                or len(node.route) >= MAX_HOPS or route is not None and route != node.route):
             return
         self.visit((*node.route, port), (node.guid, port))
 
+    def ask_port_tables(self, node: DiscoveredNode, port: int, route: Route,
+                        info: dict[str, FieldValue]) -> None:
+        """GUIDInfo, P_Key (a CA's, or switch port 0's), SL-to-VL, VL arbitration,
+        LedInfo and SMInfo of one port. Switches name the port in the modifier; a
+        CA answers for the port the route came in on."""
+        switch = node.is_switch
+        tables = node.tables.setdefault(port, PortTables())
+        capabilities = int(info["CapabilityMask"])  # type: ignore[arg-type]
+        if not switch or port == 0:
+            guid_cap = int(info["GUIDCap"])  # type: ignore[arg-type]
+            self.ask_table(node, port, "guids", GUID_INFO, "GUIDBlock", route,
+                           list(range(_blocks(guid_cap, GUID_BLOCK))))
+            partition_cap = int(node.info["PartitionCap"])  # type: ignore[arg-type]
+            self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", route,
+                           list(range(_blocks(partition_cap, P_KEY_BLOCK))))
+        if not switch or port != 0:
+            # (input port 0, output port) on a switch; a CA's own port is implied.
+            self.ask_table(node, port, "sl2vl", SL_TO_VL_MAPPING_TABLE, "SLtoVL", route,
+                           [port if switch else 0])
+            for name, cap_field, blocks in (("vl_arb_low", "VLArbitrationLowCap", VL_ARB_LOW_BLOCKS),
+                                            ("vl_arb_high", "VLArbitrationHighCap",
+                                             VL_ARB_HIGH_BLOCKS)):
+                count = _blocks(int(info[cap_field]), VL_ARB_BLOCK)  # type: ignore[arg-type]
+                self.ask_table(node, port, name, VL_ARBITRATION_TABLE, "VLWeightBlock", route,
+                               [(block << 16) | port for block in blocks[:count]])
+        if capabilities & IS_LED_INFO_SUPPORTED:
+            self.ask(LED_INFO, route, port if switch else 0,
+                     lambda led: setattr(tables, "led_on", bool(led["LedMask"])))
+        if capabilities & IS_SM:
+            self.ask(SM_INFO, route, 0, lambda sm: setattr(tables, "sm_info", sm))
 
-def discover(window: MadWindow) -> Subnet:
-    """Sweep the subnet from the window's port and return what answered."""
-    sweep = _Sweep(window)
+    def ask_table(self, node: DiscoveredNode, port: int, name: str, attribute: Attribute,
+                  field_name: str, route: Route, modifiers: list[int]) -> None:
+        tables = node.tables.setdefault(port, PortTables())
+        tables.expect(name, len(modifiers))
+        for index, modifier in enumerate(modifiers):
+            def store(reply: dict[str, FieldValue], index: int = index) -> None:
+                entries = reply[field_name]
+                assert isinstance(entries, tuple)
+                tables.store(name, index, entries)
+            self.ask(attribute, route, modifier, store)
+
+
+def discover(window: MadWindow, *, tables: bool = False) -> Subnet:
+    """Sweep the subnet from the window's port and return what answered: the
+    nodes, ports, links, SwitchInfo and linear forwarding tables, as
+    ibnetdiscover and ibroute read them; with `tables` also every port's
+    tables, the multicast forwarding tables, LedInfo and SMInfo."""
+    sweep = _Sweep(window, tables)
     sweep.visit((), None)
     window.drain()
     return sweep.subnet

@@ -82,7 +82,7 @@ def _node_guid(node: Node, target: ContextTarget) -> bytes:
 
 
 class _SmSite(NamedTuple):
-    config: SmConfig
+    config: SmConfig | None  # None: the SM's configuration was not read (live mode)
     by_node: Mapping[int, SmInfo]
     default: SmInfo
 
@@ -124,6 +124,11 @@ def _admin_status(sm: SmInfo) -> int:
     return 2 if sm.state is SmState.NOT_ACTIVE else 1
 
 
+def _configured(name: str) -> Callable[[_SmSite, Any], Any]:
+    """A configuration column: no instance where the configuration is unknown."""
+    return lambda s, t: getattr(s.config, name) if s.config is not None else None
+
+
 def _config_table(designated: Callable[[], int | None] | None = None) -> TableBinding:
     return TableBinding(
         entry="ibSmConfigEntry",
@@ -140,15 +145,15 @@ def _config_table(designated: Callable[[], int | None] | None = None) -> TableBi
             # Counter32 wraps at 32 bits, as SMInfo ActCount does.
             "ibSmConfigActCount": lambda s, t: sm_act_count(_sm(s, t), t.elapsed),
             "ibSmConfigStatus": lambda s, t: _ROW_ACTIVE,
-            "ibSmConfigSweepInterval": lambda s, t: s.config.sweep_interval_s,
-            "ibSmConfigResponseTimeout": lambda s, t: s.config.transaction_timeout_ms,
-            "ibSmConfigPortAgingTime": lambda s, t: s.config.port_aging_time_s,
-            "ibSmConfigMinUnicastLID": lambda s, t: s.config.min_unicast_lid,
-            "ibSmConfigMaxUnicastLID": lambda s, t: s.config.max_unicast_lid,
-            "ibSmConfigDefaultLMC": lambda s, t: s.config.lmc,
-            "ibSmConfigMasterPollInterval": lambda s, t: s.config.master_poll_interval_s,
-            "ibSmConfigMasterPollRetries": lambda s, t: s.config.master_poll_retries,
-            "ibSmConfigMKeyLeasePeriod": lambda s, t: s.config.m_key_lease_period_s,
+            "ibSmConfigSweepInterval": _configured("sweep_interval_s"),
+            "ibSmConfigResponseTimeout": _configured("transaction_timeout_ms"),
+            "ibSmConfigPortAgingTime": _configured("port_aging_time_s"),
+            "ibSmConfigMinUnicastLID": _configured("min_unicast_lid"),
+            "ibSmConfigMaxUnicastLID": _configured("max_unicast_lid"),
+            "ibSmConfigDefaultLMC": _configured("lmc"),
+            "ibSmConfigMasterPollInterval": _configured("master_poll_interval_s"),
+            "ibSmConfigMasterPollRetries": _configured("master_poll_retries"),
+            "ibSmConfigMKeyLeasePeriod": _configured("m_key_lease_period_s"),
         },
     )
 

@@ -1,0 +1,1 @@
+"""The live subnet: what the MAD layer reads, made into fabric snapshots."""

@@ -1,0 +1,130 @@
+"""LID-routed refreshes of a swept subnet: every port's PortInfo, every
+switch's SwitchInfo and the PMA counters of every port, through one window.
+
+A node is asked at its LID (a switch's port 0 LID, a CA's first active
+port's) with the port in the attribute modifier; a node without a LID yet
+(no SM has configured it) is asked by the directed route the sweep found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ibsnmp.fabric.model import Fabric, PortRef
+from ibsnmp.mad.attributes import PORT_INFO, SWITCH_INFO, Attribute
+from ibsnmp.mad.counters import Counters, poll_counters
+from ibsnmp.mad.discovery import Subnet
+from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.packets import MadError, decode_reply, directed_route_get, lid_routed_get
+from ibsnmp.mad.umad import DIRECTED_ROUTE, Address
+from ibsnmp.mad.window import MadWindow
+
+Values = dict[str, FieldValue]
+
+
+@dataclass
+class Refresh:
+    """What one poll read; a request that got no usable answer is in `failures`."""
+
+    port_infos: dict[PortRef, Values] = field(default_factory=dict)
+    switch_infos: dict[int, Values] = field(default_factory=dict)
+    counters: dict[PortRef, Counters] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def node_lid(fabric: Fabric, guid: int) -> int:
+    """The LID a node answers LID-routed SMPs at (0: none yet)."""
+    node = fabric.nodes[guid]
+    if node.is_switch:
+        return node.ports[0].lid
+    return next((p.lid for p in node.ports if p.lid and p.is_active), 0)
+
+
+def counter_targets(fabric: Fabric) -> dict[tuple[int, int], PortRef]:
+    """(LID, port) of every PMA port to poll -> its port: a switch's data
+    ports at the switch's LID, a CA's active ports at their own LIDs."""
+    targets: dict[tuple[int, int], PortRef] = {}
+    for node in fabric.nodes.values():
+        if node.is_switch:
+            lid = node.ports[0].lid
+            targets.update(((lid, p.num), p.ref) for p in node.data_ports if lid)
+        else:
+            targets.update(((p.lid, p.num), p.ref) for p in node.ports if p.lid and p.is_active)
+    return targets
+
+
+def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attribute,
+         modifier: int, refresh: Refresh, then: Callable[[Values], None]) -> None:
+    """`attribute` of node `guid` at `lid`, or by its directed route when `lid` is 0."""
+    what = f"{attribute.name} {guid:016x}/{modifier}"
+
+    def handle(answer: bytes | None) -> None:
+        if answer is None:
+            refresh.failures[what] = "timeout"
+            return
+        try:
+            reply = decode_reply(answer, attribute)
+        except MadError as exc:
+            refresh.failures[what] = str(exc)
+            return
+        if reply.status:
+            refresh.failures[what] = f"status {reply.status:#x}"
+            return
+        refresh.failures.pop(what, None)  # answered on a second way
+        then(reply.attribute)
+
+    if lid:
+        window.submit(lid_routed_get(attribute, 0, modifier), Address(lid=lid), handle)
+    else:
+        route = subnet.nodes[guid].route
+        window.submit(directed_route_get(attribute, route, 0, modifier), DIRECTED_ROUTE, handle)
+
+
+def _ask_node(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, lid: int,
+              result: Refresh) -> None:
+    node = fabric.nodes[guid]
+    for port in node.ports:
+        ref = port.ref
+        _ask(window, subnet, guid, lid, PORT_INFO, port.num, result,
+             lambda info, ref=ref: result.port_infos.__setitem__(ref, info))
+    if node.is_switch:
+        _ask(window, subnet, guid, lid, SWITCH_INFO, 0, result,
+             lambda info: result.switch_infos.__setitem__(guid, info))
+
+
+def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: set[int],
+            *, ports: bool = True, counters: bool = True) -> Refresh:
+    """PortInfo of every port and SwitchInfo of every switch of `fabric`, then
+    the counters of every PMA port (blocking: run it in a worker thread)."""
+    result = Refresh()
+    polled = [guid for guid in fabric.nodes if ports and guid in subnet.nodes]
+    for guid in polled:
+        _ask_node(window, fabric, subnet, guid, node_lid(fabric, guid), result)
+    window.drain()
+    # A node the LID route no longer reaches (the SM has not re-routed around
+    # a link that went down yet) is asked again by its directed route.
+    lost = [guid for guid in polled if node_lid(fabric, guid) and _missing(fabric, guid, result)]
+    for guid in lost:
+        _ask_node(window, fabric, subnet, guid, 0, result)
+    window.drain()
+    if counters:
+        targets = counter_targets(fabric)
+        values, failures = poll_counters(window, targets, extended_lids)
+        result.counters = {targets[key]: read for key, read in values.items()}
+        result.failures.update((f"counters {lid}/{port}", why)
+                               for (lid, port), why in failures.items())
+    return result
+
+
+def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:
+    """The ports of node `guid` whose PortInfo did not answer."""
+    return [port.ref for port in fabric.nodes[guid].ports if port.ref not in result.port_infos]
+
+
+def active_lids(fabric: Fabric) -> set[int]:
+    """The LIDs whose PMA the counter poll reaches (ClassPortInfo is asked of these)."""
+    return {lid for lid, _ in counter_targets(fabric)} - {0}
+
+
+__all__ = ["Refresh", "active_lids", "counter_targets", "node_lid", "refresh"]

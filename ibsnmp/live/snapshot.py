@@ -1,0 +1,334 @@
+"""A `Fabric` snapshot from what a directed-route sweep (and later polls) read.
+
+Every value comes from a MAD: a field, table or node that did not answer is
+None, an empty table or absent, never a default that looks measured. LIDs
+are those PortInfo reports (a switch's on port 0); forwarding tables are the
+switches' own (`computes_routes=False`: the SM routes, not ibsnmp); the SMs
+are the SMInfo of every port whose CapabilityMask has IsSM. Partitions,
+multicast groups and services come from the SA, not from SMPs: `SaRecords`
+is where they enter.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TypeVar
+
+from ibsnmp.fabric.iba import (
+    DEFAULT_SUBNET_PREFIX,
+    LinkDownDefaultState,
+    LinkSpeed,
+    LinkSpeedExt,
+    LinkWidth,
+    MKeyProtect,
+    Mtu,
+    NodeType,
+    PortPhysState,
+    PortState,
+    SmState,
+    VLCap,
+)
+from ibsnmp.fabric.model import (
+    Fabric,
+    ForwardingTables,
+    Link,
+    MeasuredCounters,
+    MulticastGroup,
+    Node,
+    Partition,
+    Port,
+    PortInfo,
+    PortRef,
+    ServiceRecord,
+    SmInfo,
+    SwitchInfo,
+    VlArbEntry,
+)
+from ibsnmp.mad.attributes import vl_arbitration_entries
+from ibsnmp.mad.discovery import NO_PORT, DiscoveredNode, PortTables, Subnet
+from ibsnmp.mad.layout import FieldValue
+
+__all__ = ["SaRecords", "build_fabric", "counter_values", "link_state"]
+
+log = logging.getLogger("ibsnmp.live")
+
+_E = TypeVar("_E", bound=enum.Enum)
+Counters = Mapping[str, FieldValue]
+
+# PerfMgt field names -> the names model.MeasuredCounters keeps (the
+# counters.PortCounters fields and the PortCountersExtended-only ones).
+COUNTER_NAMES: dict[str, str] = {
+    "SymbolErrorCounter": "symbol_error_counter",
+    "LinkErrorRecoveryCounter": "link_error_recovery_counter",
+    "LinkDownedCounter": "link_downed_counter",
+    "PortRcvErrors": "port_rcv_errors",
+    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
+    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors",
+    "PortXmitDiscards": "port_xmit_discards",
+    "PortXmitConstraintErrors": "port_xmit_constraint_errors",
+    "PortRcvConstraintErrors": "port_rcv_constraint_errors",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
+    "VL15Dropped": "vl15_dropped",
+    "PortXmitData": "port_xmit_data",
+    "PortRcvData": "port_rcv_data",
+    "PortXmitPkts": "port_xmit_pkts",
+    "PortRcvPkts": "port_rcv_pkts",
+    "PortXmitWait": "port_xmit_wait",
+    "PortUnicastXmitPkts": "unicast_xmit_pkts",
+    "PortUnicastRcvPkts": "unicast_rcv_pkts",
+    "PortMulticastXmitPkts": "multicast_xmit_pkts",
+    "PortMulticastRcvPkts": "multicast_rcv_pkts",
+}
+
+
+@dataclass(frozen=True)
+class SaRecords:
+    """What an SA client read (PartitionRecord, MCMemberRecord, ServiceRecord);
+    empty until one is attached: SMPs do not carry these."""
+
+    partitions: tuple[Partition, ...] = ()
+    multicast_groups: tuple[MulticastGroup, ...] = ()
+    services: tuple[ServiceRecord, ...] = ()
+
+
+def counter_values(counters: Counters) -> MeasuredCounters:
+    """A PMA's answer (PortCounters merged with PortCountersExtended) as the model keeps it."""
+    return MeasuredCounters(MappingProxyType({
+        COUNTER_NAMES[name]: int(value)  # type: ignore[arg-type]
+        for name, value in counters.items() if name in COUNTER_NAMES}))
+
+
+def _int(values: Mapping[str, FieldValue], name: str) -> int:
+    return int(values[name])  # type: ignore[arg-type]
+
+
+def _enum(kind: type[_E], value: int) -> _E | None:
+    """`value` as `kind`, or None for a code the model has no member for
+    (NeighborMTU 0 on a port that is down, a reserved encoding)."""
+    try:
+        return kind(value)
+    except ValueError:
+        return None
+
+
+def link_state(info: PortInfo) -> PortState:
+    """The port's state as the link has it: Down whenever the physical link is
+    not up (IBA 7.2: a port leaves Down only over a trained link), even where
+    PortState still reads otherwise (ibsim keeps a disabled port "Active")."""
+    up = info.phys_state is None or info.phys_state is PortPhysState.LINK_UP
+    return info.port_state if up else PortState.DOWN
+
+
+def _port_info(raw: Mapping[str, FieldValue]) -> PortInfo | None:
+    state = _enum(PortState, _int(raw, "PortState"))
+    if state is None:
+        return None
+    f = lambda name: _int(raw, name)  # noqa: E731 - a short reader for the long list below
+    return PortInfo(
+        m_key=f("M_Key"), gid_prefix=f("GidPrefix"), lid=f("LID"), master_sm_lid=f("MasterSMLID"),
+        capability_mask=f("CapabilityMask"), diag_code=f("DiagCode"),
+        m_key_lease_period=f("M_KeyLeasePeriod"), local_port_num=f("LocalPortNum"),
+        link_width_enabled=LinkWidth(f("LinkWidthEnabled")),
+        link_width_supported=LinkWidth(f("LinkWidthSupported")),
+        link_width_active=LinkWidth(f("LinkWidthActive")),
+        link_speed_supported=LinkSpeed(f("LinkSpeedSupported")), port_state=state,
+        phys_state=_enum(PortPhysState, f("PortPhysicalState")),
+        link_down_default_state=_enum(LinkDownDefaultState, f("LinkDownDefaultState")),
+        m_key_protect_bits=_enum(MKeyProtect, f("M_KeyProtectBits")), lmc=f("LMC"),
+        link_speed_active=LinkSpeed(f("LinkSpeedActive")),
+        link_speed_enabled=LinkSpeed(f("LinkSpeedEnabled")),
+        neighbor_mtu=_enum(Mtu, f("NeighborMTU")), master_sm_sl=f("MasterSMSL"),
+        vl_cap=_enum(VLCap, f("VLCap")), init_type=f("InitType"), vl_high_limit=f("VLHighLimit"),
+        vl_arb_high_cap=f("VLArbitrationHighCap"), vl_arb_low_cap=f("VLArbitrationLowCap"),
+        init_type_reply=f("InitTypeReply"), mtu_cap=_enum(Mtu, f("MTUCap")),
+        vl_stall_count=f("VLStallCount"), hoq_life=f("HOQLife"),
+        operational_vls=_enum(VLCap, f("OperationalVLs")),
+        partition_enforcement_inbound=bool(f("PartitionEnforcementInbound")),
+        partition_enforcement_outbound=bool(f("PartitionEnforcementOutbound")),
+        filter_raw_inbound=bool(f("FilterRawInbound")),
+        filter_raw_outbound=bool(f("FilterRawOutbound")),
+        m_key_violations=f("M_KeyViolations"), p_key_violations=f("P_KeyViolations"),
+        q_key_violations=f("Q_KeyViolations"), guid_cap=f("GUIDCap"),
+        client_reregister=bool(f("ClientReregister")), subnet_timeout=f("SubnetTimeOut"),
+        resp_time_value=f("RespTimeValue"), local_phy_errors_threshold=f("LocalPhyErrors"),
+        overrun_errors_threshold=f("OverrunErrors"),
+        link_speed_ext_active=LinkSpeedExt(f("LinkSpeedExtActive")),
+        link_speed_ext_supported=LinkSpeedExt(f("LinkSpeedExtSupported")),
+        link_speed_ext_enabled=LinkSpeedExt(f("LinkSpeedExtEnabled")),
+    )
+
+
+def _switch_info(raw: Mapping[str, FieldValue]) -> SwitchInfo:
+    f = lambda name: _int(raw, name)  # noqa: E731
+    return SwitchInfo(
+        linear_fdb_cap=f("LinearFDBCap"), random_fdb_cap=f("RandomFDBCap"),
+        multicast_fdb_cap=f("MulticastFDBCap"), linear_fdb_top=f("LinearFDBTop"),
+        default_port=f("DefaultPort"),
+        default_multicast_primary_port=f("DefaultMulticastPrimaryPort"),
+        default_multicast_not_primary_port=f("DefaultMulticastNotPrimaryPort"),
+        life_time_value=f("LifeTimeValue"), port_state_change=bool(f("PortStateChange")),
+        optimized_sl_to_vl_mapping_programming=bool(f("OptimizedSLtoVLMappingProgramming")),
+        lids_per_port=f("LIDsPerPort"), partition_enforcement_cap=f("PartitionEnforcementCap"),
+        inbound_enforcement_cap=bool(f("InboundEnforcementCap")),
+        outbound_enforcement_cap=bool(f("OutboundEnforcementCap")),
+        filter_raw_inbound_cap=bool(f("FilterRawInboundCap")),
+        filter_raw_outbound_cap=bool(f("FilterRawOutboundCap")),
+        enhanced_port0=bool(f("EnhancedPort0")), multicast_fdb_top=f("MulticastFDBTop"),
+    )
+
+
+def _used(entries: tuple[int, ...] | None, capacity: int) -> tuple[int, ...] | None:
+    """The first `capacity` entries, without the unused (0) ones at the end."""
+    if entries is None:
+        return None
+    kept = list(entries[:capacity])
+    while kept and not kept[-1]:
+        kept.pop()
+    return tuple(kept)
+
+
+def _vl_arb(entries: tuple[int, ...] | None, capacity: int | None) -> tuple[VlArbEntry, ...]:
+    if entries is None or capacity is None:
+        return ()
+    return tuple(VlArbEntry(vl, weight)
+                 for vl, weight in vl_arbitration_entries(entries[:capacity]))
+
+
+def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None,
+          counters: MeasuredCounters) -> Port:
+    tables = node.tables.get(num, PortTables())
+    if node.is_switch:
+        # Switch ports share the node's port-0 GUID; data ports have no GUIDInfo.
+        guid: int | None = _int(node.info, "PortGUID")
+        guids = _used(tables.table("guids"), info.guid_cap or 0) if num == 0 else ()
+        pkey_cap = _int(node.info, "PartitionCap") if num == 0 else (
+            _int(node.switch_info, "PartitionEnforcementCap") if node.switch_info else 0)
+    else:
+        guid = tables.port_guid
+        guids = _used(tables.table("guids"), info.guid_cap or 0)
+        pkey_cap = _int(node.info, "PartitionCap")
+    return Port(
+        node_guid=node.guid, num=num, guid=guid, info=info,
+        pkeys=_used(tables.table("pkeys"), pkey_cap) or (),
+        sl2vl=tables.table("sl2vl") or (),
+        vl_arb_high=_vl_arb(tables.table("vl_arb_high"), info.vl_arb_high_cap),
+        vl_arb_low=_vl_arb(tables.table("vl_arb_low"), info.vl_arb_low_cap),
+        guids=guids, remote=remote, physical_interface=None, led_on=tables.led_on,
+        vendor_diag=None, counters=counters,
+    )
+
+
+def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[PortRef, PortRef],
+          counters: Mapping[PortRef, MeasuredCounters]) -> Node | None:
+    ports: list[Port] = []
+    for num in node.port_numbers:
+        info = infos.get(num)
+        if info is None:
+            break  # ports are kept contiguous: Node.port() indexes them by number
+        ref = PortRef(node.guid, num)
+        ports.append(_port(node, num, info, links.get(ref), counters.get(ref, _NO_PMA)))
+    if not ports:
+        return None
+    raw = node.info
+    return Node(
+        guid=node.guid, node_type=NodeType(_int(raw, "NodeType")),
+        description=node.description if node.description is not None else "",
+        system_image_guid=_int(raw, "SystemImageGUID"), base_version=_int(raw, "BaseVersion"),
+        class_version=_int(raw, "ClassVersion"), vendor_id=_int(raw, "VendorID"),
+        device_id=_int(raw, "DeviceID"), revision=_int(raw, "Revision"),
+        num_ports=_int(raw, "NumPorts"), partition_cap=_int(raw, "PartitionCap"),
+        local_port_num=_int(raw, "LocalPortNum"), ports=tuple(ports),
+        switch=_switch_info(node.switch_info) if node.switch_info is not None else None,
+    )
+
+
+_NO_PMA = MeasuredCounters(MappingProxyType({}))
+
+
+def _sms(subnet: Subnet) -> tuple[SmInfo, ...]:
+    sms = []
+    for node in subnet.nodes.values():
+        for num, tables in sorted(node.tables.items()):
+            raw = tables.sm_info
+            state = _enum(SmState, _int(raw, "SMState")) if raw is not None else None
+            if raw is None or state is None:
+                continue
+            sms.append(SmInfo(guid=_int(raw, "GUID"), sm_key=_int(raw, "SM_Key"),
+                              act_count=_int(raw, "ActCount"), priority=_int(raw, "Priority"),
+                              state=state, node_guid=node.guid, port_num=num))
+    return tuple(sms)
+
+
+def _forwarding(subnet: Subnet) -> ForwardingTables:
+    linear: dict[int, bytes] = {}
+    multicast: dict[int, Mapping[int, int]] = {}
+    for node in subnet.nodes.values():
+        if node.lft_complete:
+            top = max(node.lft, default=-1)
+            linear[node.guid] = bytes(node.lft.get(lid, NO_PORT) for lid in range(top + 1))
+        if node.mft_complete:
+            multicast[node.guid] = MappingProxyType(dict(node.mft))
+    return ForwardingTables(MappingProxyType(linear), MappingProxyType(multicast))
+
+
+def build_fabric(subnet: Subnet, local_guid: int, *,
+                 port_infos: Mapping[PortRef, Mapping[str, FieldValue]] | None = None,
+                 counters: Mapping[PortRef, MeasuredCounters] | None = None,
+                 sa: SaRecords = SaRecords(), spec: str = "live") -> Fabric:
+    """The snapshot of `subnet` seen from the node `local_guid`.
+
+    `port_infos` replaces the sweep's PortInfo of the ports a later poll
+    read; `counters` are the PMA counters of each port (a port without is
+    served as one without a PMA)."""
+    infos: dict[int, dict[int, PortInfo]] = {}
+    for node in subnet.nodes.values():
+        per_node = infos[node.guid] = {}
+        for num, raw in node.ports.items():
+            raw = (port_infos or {}).get(PortRef(node.guid, num), raw)
+            info = _port_info(raw)
+            if info is None:
+                log.warning("live: %016x port %d: PortState %s is no state; port left out",
+                            node.guid, num, raw["PortState"])
+                continue
+            per_node[num] = info
+    # A link is up while neither end is Down; a cable whose link is down has no peer.
+    links: dict[PortRef, PortRef] = {}
+    for (guid, num), (peer_guid, peer_num) in subnet.links.items():
+        here, there = infos.get(guid, {}).get(num), infos.get(peer_guid, {}).get(peer_num)
+        if (here is not None and there is not None and link_state(here) is not PortState.DOWN
+                and link_state(there) is not PortState.DOWN):
+            links[PortRef(guid, num)] = PortRef(peer_guid, peer_num)
+    nodes: dict[int, Node] = {}
+    for guid, discovered in subnet.nodes.items():
+        node = _node(discovered, infos[guid], links, counters or {})
+        if node is not None:
+            nodes[guid] = node
+    lid_map: dict[int, PortRef] = {}
+    for node in nodes.values():
+        for port in (node.ports[:1] if node.is_switch else node.ports):
+            if port.info.lid and port.info.lid not in lid_map:
+                lid_map[port.info.lid] = port.ref
+    local = nodes[local_guid]
+    prefix = local.management_port.info.gid_prefix
+    return Fabric(
+        subnet_prefix=prefix or DEFAULT_SUBNET_PREFIX,
+        nodes=MappingProxyType(nodes),
+        links=tuple(sorted({Link.between(a, b) for a, b in links.items()
+                            if a.guid in nodes and b.guid in nodes})),
+        lid_map=MappingProxyType(lid_map),
+        sms=_sms(subnet),
+        sm_config=None,
+        partitions=sa.partitions,
+        multicast_groups=sa.multicast_groups,
+        services=sa.services,
+        connections=MappingProxyType({}),
+        local_node_guid=local_guid,
+        spec=spec,
+        forwarding=_forwarding(subnet),
+        computes_routes=False,
+    )

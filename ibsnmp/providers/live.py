@@ -1,0 +1,263 @@
+"""The live provider: the subnet read over MADs from one port of this host,
+as the SM and infiniband-diags read it (see ibsnmp.mad and ibsnmp.live).
+
+At start a directed-route sweep reads every node (ibsnmp.mad.discovery) and
+the PMA counters of every port; a port that cannot be opened, or a local
+node that does not answer, is a LiveError (the agent exits 2). Then every
+`poll_interval` seconds one LID-routed refresh reads every port's PortInfo,
+every switch's SwitchInfo and every port's counters, and a new snapshot is
+swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
+(its forwarding table tops: the SM re-routed), or a node that stops
+answering, brings a full sweep at once; without one, a full sweep every
+`sweep_interval` seconds finds what a poll cannot (new nodes, tables the SM
+re-programmed). A port that crossed Down raises trap 128 from its switch,
+as the scenario path raises it.
+
+All MAD I/O runs in a worker thread: under ibsim the umad descriptor
+cannot join the event loop, and umad_recv blocks. A failed poll or sweep
+keeps the last snapshot, logged once until one succeeds again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ibsnmp.fabric.changes import PortTransition
+from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
+from ibsnmp.live.refresh import Refresh, active_lids, refresh
+from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
+from ibsnmp.mad.counters import extended_counter_lids
+from ibsnmp.mad.discovery import Subnet, discover
+from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.umad import UmadError, UmadPort
+from ibsnmp.mad.window import MadWindow
+
+from .base import ProviderCore, cancel_and_wait
+from .scenario import link_state_traps
+
+__all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_SWEEP_INTERVAL", "LiveError", "LiveProvider"]
+
+# PortInfo every 5 s, as the sysfs provider polls: a link that goes down is
+# served (and trapped) within 5 s, at one SMP per port and poll.
+DEFAULT_POLL_INTERVAL = 5.0
+# A full sweep each minute finds what polls cannot (new nodes behind a link
+# that never changed state, tables re-programmed); changes seen bring one at once.
+DEFAULT_SWEEP_INTERVAL = 60.0
+WINDOW_SIZE = 32
+
+# PortInfo fields whose change means the subnet was reconfigured.
+_RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterSMLID")
+# SwitchInfo.PortStateChange flips with every port change and is cleared by
+# the SM; the rest changes when the SM re-programs the switch.
+_VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
+
+log = logging.getLogger("ibsnmp.providers.live")
+
+
+class LiveError(RuntimeError):
+    """The umad port cannot be opened, or the local node does not answer."""
+
+
+@dataclass
+class _Sweep:
+    subnet: Subnet
+    local_guid: int
+    extended_lids: set[int]
+    counters: dict[PortRef, MeasuredCounters]
+
+
+class LiveProvider(ProviderCore):
+    """`LiveProvider(ca, port)`: `ca` None takes libibumad's first CA, `port`
+    0 its first active port. The start-up sweep happens here."""
+
+    def __init__(self, ca: str | None = None, port: int = 0, *,
+                 poll_interval: float = DEFAULT_POLL_INTERVAL,
+                 sweep_interval: float = DEFAULT_SWEEP_INTERVAL) -> None:
+        if not poll_interval > 0 or not sweep_interval > 0:
+            raise ValueError("poll and sweep intervals must be positive")
+        super().__init__()
+        self.poll_interval = poll_interval
+        self.sweep_interval = sweep_interval
+        # Where partitions, multicast groups and services enter the snapshot
+        # once an SA client reads them (SMPs do not carry them).
+        self.sa_records = SaRecords()
+        self._where = f"{ca or 'first CA'}, " + (f"port {port}" if port else "first active port")
+        self._lock = threading.Lock()  # one MAD exchange at a time on the port
+        self._task: asyncio.Task[None] | None = None
+        try:
+            self._umad: UmadPort | None = UmadPort(ca, port)
+        except UmadError as exc:
+            raise LiveError(f"cannot open {self._where}: {exc}") from None
+        try:
+            sweep = self._sweep_now()
+        except UmadError as exc:
+            self._close()
+            raise LiveError(f"sweep from {self._where} failed: {exc}") from None
+        if sweep is None:
+            self._close()
+            raise LiveError(f"the local node behind {self._where} does not answer NodeInfo")
+        self._port_infos: dict[PortRef, Mapping[str, FieldValue]] = {}
+        self._install(sweep)
+        self._fabric = self._build()
+        self.sweeps = 1
+        self.polls = 0
+        log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
+                 len(self._fabric.links), len(self._fabric.sms))
+
+    # -- the Provider interface ---------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        await cancel_and_wait([task] if task is not None else [])
+        await asyncio.to_thread(self._close)  # after a worker still in umad_recv
+
+    # -- one poll / one sweep (tests call these directly) ---------------------------
+
+    def poll(self) -> None:
+        """One refresh now, in this thread, and a sweep if it saw a change."""
+        if self._apply_refresh(self._refresh_now()):
+            self.sweep()
+
+    def sweep(self) -> None:
+        """One full sweep now, in this thread."""
+        sweep = self._sweep_now()
+        if sweep is None:
+            raise LiveError(f"the local node behind {self._where} does not answer NodeInfo")
+        self._apply_sweep(sweep)
+
+    # -- MAD exchanges (worker thread) ---------------------------------------------
+
+    def _window(self) -> MadWindow:
+        if self._umad is None:
+            raise LiveError(f"{self._where} is closed")
+        return MadWindow(self._umad, size=WINDOW_SIZE)
+
+    def _sweep_now(self) -> _Sweep | None:
+        with self._lock:
+            window = self._window()
+            subnet = discover(window, tables=True)
+            if not subnet.nodes:
+                return None
+            local = next(iter(subnet.nodes))  # the route-less node answers first
+            fabric = build_fabric(subnet, local)
+            extended = extended_counter_lids(window, active_lids(fabric))
+            counters = refresh(window, fabric, subnet, extended, ports=False).counters
+        if subnet.unanswered:
+            log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
+                      subnet.unanswered[0])
+        return _Sweep(subnet, local, extended,
+                      {ref: counter_values(c) for ref, c in counters.items()})
+
+    def _refresh_now(self) -> Refresh:
+        with self._lock:
+            return refresh(self._window(), self._fabric, self._subnet, self._extended)
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._umad is not None:
+                self._umad.close()
+                self._umad = None
+
+    # -- snapshots (event loop) ------------------------------------------------------
+
+    def _install(self, sweep: _Sweep) -> None:
+        self._subnet, self._local = sweep.subnet, sweep.local_guid
+        self._extended, self._counters = sweep.extended_lids, sweep.counters
+        self._port_infos = {}
+
+    def _build(self) -> Fabric:
+        return build_fabric(self._subnet, self._local, port_infos=self._port_infos,
+                            counters=self._counters, sa=self.sa_records,
+                            spec=f"live ({self._where})")
+
+    def _apply_sweep(self, sweep: _Sweep) -> None:
+        old = set(self._fabric.nodes)
+        self._install(sweep)
+        self.sweeps += 1
+        new = set(sweep.subnet.nodes)
+        for guid in new - old:
+            log.info("live: node %016x (%s) found", guid, sweep.subnet.nodes[guid].description)
+        for guid in old - new:
+            log.warning("live: node %016x (%s) no longer answers", guid,
+                        self._fabric.nodes[guid].description)
+        self._swap(self._build())
+
+    def _apply_refresh(self, result: Refresh) -> bool:
+        """Swap in what a refresh read; True if it saw a change a sweep must follow."""
+        self.polls += 1
+        changed = False
+        for ref, info in result.port_infos.items():
+            before = self._port_infos.get(ref) or self._subnet.nodes[ref.guid].ports.get(ref.port)
+            if before is None or any(before[f] != info[f] for f in _RESWEEP_PORT_FIELDS):
+                changed = True
+        self._port_infos.update(result.port_infos)
+        for guid, info in result.switch_infos.items():
+            node = self._subnet.nodes[guid]
+            if node.switch_info is not None and any(
+                    node.switch_info[f] != v for f, v in info.items()
+                    if f not in _VOLATILE_SWITCH_FIELDS):
+                changed = True
+            node.switch_info = info
+        answered = {ref.guid for ref in result.port_infos}
+        if any(guid not in answered for guid in self._fabric.nodes):
+            changed = True  # a node stopped answering: the subnet changed shape
+        self._counters.update((ref, counter_values(c)) for ref, c in result.counters.items())
+        if result.failures:
+            log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
+                      next(iter(result.failures.items())))
+        self._swap(self._build())
+        return changed
+
+    def _swap(self, new: Fabric) -> None:
+        """Serve `new`, then raise trap 128 for the switch ports whose link
+        crossed Down (see snapshot.link_state)."""
+        old = self._fabric
+        transitions = []
+        for node in new.nodes.values():
+            for port in node.ports:
+                was = old.port(node.guid, port.num)
+                if was is None:
+                    continue
+                before, after = link_state(was.info), link_state(port.info)
+                if before is not after:
+                    log.info("live: %s port %d: %s -> %s", node.description, port.num,
+                             before.name, after.name)
+                    transitions.append(PortTransition(port.ref, before, after))
+        self._fabric = new
+        for event in link_state_traps(new, tuple(transitions)):
+            self._emit(event)
+
+    async def _run(self) -> None:
+        next_poll = time.monotonic() + self.poll_interval
+        next_sweep = time.monotonic() + self.sweep_interval
+        failing = False
+        while True:
+            await asyncio.sleep(max(0.0, next_poll - time.monotonic()))
+            next_poll = max(next_poll + self.poll_interval, time.monotonic())  # no catch-up bursts
+            try:
+                due = time.monotonic() >= next_sweep
+                if not due:
+                    due = self._apply_refresh(await asyncio.to_thread(self._refresh_now))
+                if due:
+                    sweep = await asyncio.to_thread(self._sweep_now)
+                    if sweep is None:
+                        raise LiveError(f"the local node behind {self._where} does not answer")
+                    self._apply_sweep(sweep)
+                    next_sweep = time.monotonic() + self.sweep_interval
+                if failing:
+                    failing = False
+                    log.info("live: reading the subnet again")
+            except Exception:
+                if not failing:
+                    failing = True
+                    log.exception("live: poll failed; serving the last snapshot, trying again "
+                                  "every %.3g s", self.poll_interval)

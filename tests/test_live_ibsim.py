@@ -1,0 +1,346 @@
+"""`ibsnmp run --provider live` under ibsim's preload, on an ibsim fabric that
+OpenSM (LMC 1) brought up, compared with what infiniband-diags read from the
+same fabric: nodes, ports (parallel links, a 1X link), forwarding tables,
+P_Key, SL-to-VL and VL arbitration tables, PMA counters; a port disabled
+mid-run, and an SM restart."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from e2e import free_udp_port, net_snmp, stop
+from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
+from infiniband_diags import IBROUTE_ENTRY, ibnetdiscover, labelled_values, run_diag
+from trapd import TrapReceiver
+
+PROBE = Path(__file__).parent / "mad_probe.py"
+LIVE_PROBE = Path(__file__).parent / "live_probe.py"
+POLL_S = 1.0
+SWEEP_S = 4.0
+WAIT_S = 30.0  # how long a change may take to show, on a loaded machine
+LMC = 1
+PORT_ACTIVE = 4
+# ibnetdiscover's GUIDs of the nodes of live.net.
+H1, H6 = 0x100000, 0x10000F
+S1, S2, S3 = 0x200000, 0x200001, 0x200002
+# SMA-MIB's IbPortState / IbPhysPortState count from noStateChange(1): IBA's code plus one.
+MIB_ACTIVE, MIB_DISABLED, MIB_LINK_UP = 5, 4, 6
+MIB_PHYS_STATES = {"Polling": 3, "Disabled": MIB_DISABLED, "LinkUp": MIB_LINK_UP}
+MTU_CODES = {"256": 1, "512": 2, "1024": 3, "2048": 4, "4096": 5}
+WIDTH_CODES = {"1X": 1, "4X": 2, "8X": 4, "12X": 8}
+
+_T = TypeVar("_T")
+
+
+class SubnetManager:
+    """OpenSM on the fabric, stopped and started again on demand."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+        self._stack = ExitStack()
+
+    def start(self) -> None:
+        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC)))
+
+    def stop(self) -> None:
+        self._stack.close()
+        self._stack = ExitStack()
+
+
+@dataclass
+class Live:
+    fabric: Fabric
+    sm: SubnetManager
+    agent: subprocess.Popen[bytes]
+    address: str
+    traps: TrapReceiver
+    log: Path
+
+    def walk(self, guid: int | None, oid: str) -> dict[str, str]:
+        """`oid` walked in a node's context: instance suffix -> value (numbers, no labels)."""
+        community = "public" if guid is None else f"public@{guid:016x}"
+        done = net_snmp("snmpwalk", "-v2c", "-c", community, "-OQ", "-Oe", "-Os", "-Ob",
+                        self.address, oid)
+        assert done.returncode == 0, done.stderr
+        return {name: value.strip('"') for name, _, value in
+                (line.partition(" = ") for line in done.stdout.splitlines()) if value}
+
+    def column(self, guid: int | None, name: str, table: str) -> dict[str, str]:
+        """One column of a table: index -> value."""
+        return {key.split(".", 1)[1]: value for key, value in self.walk(guid, table).items()
+                if key.split(".", 1)[0] == name}
+
+
+def until(what: str, read: Callable[[], _T], done: Callable[[_T], bool]) -> _T:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        value = read()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: still {value!r} after {WAIT_S} s")
+        time.sleep(0.2)
+
+
+def port_state(fabric: Fabric, route: str, port: int) -> int:
+    done = fabric.run([sys.executable, str(PROBE), "PORT_INFO", route, str(port)])
+    assert done.returncode == 0, done.stderr
+    return int(re.search(r'"PortState": (\d+)', done.stdout)[1])  # type: ignore[index]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    workdir = tmp_path_factory.mktemp("ibsim-live")
+    with ibsim_fabric(NET_DIR / "live.net", workdir) as fabric, ExitStack() as stack:
+        sm = SubnetManager(fabric)
+        stack.callback(sm.stop)
+        sm.start()
+        # The subnet is up once the far end of the 1X link (H-6) is active.
+        until("H-6 port 1", lambda: port_state(fabric, "0,1,8,2", 1), lambda s: s == PORT_ACTIVE)
+        traps = stack.enter_context(TrapReceiver(tmp_path_factory.mktemp("trapd")))
+        state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
+        address = f"127.0.0.1:{free_udp_port()}"
+        log = workdir / "agent.log"
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "ibsnmp", "run", "--provider", "live", "--listen", address,
+             "--state-dir", state, "--poll-interval", str(POLL_S),
+             "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address],
+            env=fabric.environment(), cwd=fabric.workdir,
+            stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
+        stack.callback(stop, agent)
+        until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
+              lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
+        assert agent.poll() is None, log.read_text(errors="replace")
+        yield Live(fabric, sm, agent, address, traps, log)
+
+
+def smpquery(live: Live, *args: str) -> dict[str, str]:
+    return labelled_values(run_diag(live.fabric, "smpquery", *args))
+
+
+def guid_of(octets: str) -> int:
+    """net-snmp's "0:0:0:0:0:20:0:2" (a GUID as 8 octets) as a number."""
+    return int("".join(f"{int(part, 16):02x}" for part in octets.split(":")), 16)
+
+
+def lid_of(live: Live, guid: int) -> int:
+    return int(live.walk(guid, "SMA-MIB::ibSmaPortLid")["ibSmaPortLid.0"])
+
+
+def test_nodes_match_ibnetdiscover_and_smpquery(live: Live) -> None:
+    nodes, _ = ibnetdiscover(live.fabric)
+    served = live.column(None, "ibSmNodeInfoNodeGUID", "IB-SM-MIB::ibSmNodeInfoTable")
+    assert len(served) == len(nodes) == 9
+    for guid, (kind, ports, description) in nodes.items():
+        ours = live.walk(guid, "SMA-MIB::ibSmaNodeInfo")
+        theirs = smpquery(live, "nodeinfo", str(lid_of(live, guid)))
+        assert ours["ibSmaNodeString.0"] == description
+        assert int(ours["ibSmaNodeType.0"]) == kind
+        assert int(ours["ibSmaNodeNumPorts.0"]) == int(theirs["NumPorts"]) == ports
+        assert guid_of(ours["ibSmaNodeGuid.0"]) == int(theirs["Guid"], 16) == guid
+        assert guid_of(ours["ibSmaNodePortGuid.0"]) == int(theirs["PortGuid"], 16)
+        assert guid_of(ours["ibSmaSystemImageGuid.0"]) == int(theirs["SystemGuid"], 16)
+        assert int(ours["ibSmaNodePartitionTableNum.0"]) == int(theirs["PartCap"])
+        assert int(ours["ibSmaNodeBaseVersion.0"]) == int(theirs["BaseVers"])
+
+
+def test_link_table_matches_ibnetdiscover(live: Live) -> None:
+    _, links = ibnetdiscover(live.fabric)
+    table = live.walk(None, "IB-SM-MIB::ibSmLinkTable")
+    served = {}
+    for name, value in table.items():
+        column, _, index = name.partition(".")
+        if column == "ibSmLinkToNodeGUID":
+            octets = [int(part) for part in index.split(".")]
+            # Index: subnet prefix (8 octets), from-node GUID (8), from-port.
+            ref = (int.from_bytes(bytes(octets[8:16]), "big"), octets[16])
+            to_port = table[f"ibSmLinkToPortNum.{index}"]
+            served[ref] = (int(value.replace(" ", ""), 16), int(to_port))
+    assert served == {ref: (peer, peer_port) for ref, (peer, peer_port, _, _) in links.items()}
+
+
+def test_ports_match_smpquery_incl_parallel_and_1x_links(live: Live) -> None:
+    _, links = ibnetdiscover(live.fabric)
+    assert (S1, 5) in links and (S1, 7) in links  # the parallel links to S-2
+    assert links[(S3, 2)][2] == WIDTH_CODES["1X"]  # the 1X link to H-6
+    for (guid, port), (peer, peer_port, width, _) in links.items():
+        ours = {name.split(".", 1)[0]: value for name, value in
+                live.walk(guid, "SMA-MIB::ibSmaPortInfoTable").items()
+                if name.endswith(f".{port}")}
+        theirs = smpquery(live, "portinfo", str(lid_of(live, guid)), str(port))
+        where = f"{guid:#x} port {port}"
+        assert int(ours["ibSmaPortLinkWidthActive"]) == WIDTH_CODES[theirs["LinkWidthActive"]] \
+            == width, where
+        assert int(ours["ibSmaPortMtuCapacity"]) == MTU_CODES[theirs["MtuCap"]], where
+        assert int(ours["ibSmaPortNeighborMtu"]) == MTU_CODES[theirs["NeighborMTU"]], where
+        assert int(ours["ibSmaPortLidMaskCount"]) == int(theirs["LMC"]), where
+        assert int(ours["ibSmaPortLinkState"]) == MIB_ACTIVE and theirs["LinkState"] == "Active"
+        assert int(ours["ibSmaPortVlArbHighCapacity"]) == int(theirs["VLArbHighCap"]), where
+        assert int(ours["ibSmaPortVlStallCount"]) == int(theirs["VLStallCount"]), where
+        assert int(ours["ibSmaPortHeadOfQueueLife"]) == int(theirs["HoqLife"]), where
+    # The CA ports carry the LMC OpenSM was started with; a switch's port 0 has LMC 0.
+    h6 = live.walk(H6, "SMA-MIB::ibSmaPortInfoTable")
+    assert int(h6["ibSmaPortLidMaskCount.1"]) == LMC
+
+
+def lft_pair(live: Live, switch: int) -> tuple[dict[int, int], dict[int, int]]:
+    """A switch's LFT as served (egress port 0 written 255, as the draft does) and as ibroute reads it."""
+    output = run_diag(live.fabric, "ibroute", str(lid_of(live, switch)))
+    theirs = {int(m[1], 16): int(m[2]) or 255
+              for m in map(IBROUTE_ENTRY.match, output.splitlines()) if m}
+    ours = {int(index): int(port) for index, port in
+            live.column(switch, "ibSmaLinForwEgressPort", "SMA-MIB::ibSmaLinForTable").items()}
+    return ours, theirs
+
+
+def test_forwarding_tables_match_ibroute(live: Live) -> None:
+    for switch in (S1, S2, S3):
+        ours, theirs = lft_pair(live, switch)
+        assert ours == theirs, switch
+        # LMC 1: each of the 7 active CA ports has two LIDs, each switch one.
+        assert len(ours) == 2 * 7 + 3
+        multicast = run_diag(live.fabric, "ibroute", "-M", str(lid_of(live, switch)))
+        served = live.column(switch, "ibSmaMulForwMask", "SMA-MIB::ibSmaMulForTable")
+        assert f"{len(served)} valid mlids dumped" in multicast
+
+
+def test_pkey_sl2vl_and_vl_arbitration_tables_match_smpquery(live: Live) -> None:
+    for guid, port in ((S3, 2), (H6, 1)):
+        lid = str(lid_of(live, guid))
+        pkeys = run_diag(live.fabric, "smpquery", "pkeys", lid, str(port))
+        theirs = [int(v, 16) for line in pkeys.splitlines() if ":" in line and "0x" in line
+                  for v in line.split(":", 1)[1].split()]
+        index = "255" if guid == H6 else str(port)  # a CA's table is indexed 255 (the draft)
+        table = live.walk(guid, "SMA-MIB::ibSmaPKeyTable")
+        entries = {int(k.split(".")[2]): v for k, v in table.items()
+                   if k.startswith(f"ibSmaPKeyMembership.{index}.")}
+        bases = {int(k.split(".")[2]): int(v) for k, v in table.items()
+                 if k.startswith(f"ibSmaPKeyBase.{index}.")}
+        # Every entry up to the capacity is served; an unused one (0) has membership none.
+        assert len(entries) == len(theirs) == 64
+        assert bases == {i + 1: p & 0x7FFF for i, p in enumerate(theirs) if p & 0x7FFF}
+        sl2vl = run_diag(live.fabric, "smpquery", "sl2vl", lid, str(port))
+        row = next(line for line in sl2vl.splitlines() if line.startswith("ports:"))
+        their_vls = [int(v) for v in row.split(":")[2].split("|") if v.strip()]
+        lanes = live.column(guid, "ibSmaVirtualLane", "SMA-MIB::ibSmaSL2VLMapTable")
+        out = str(port)
+        our_vls = [int(lanes[f"{out}.255.{sl}" if guid == H6 else f"{out}.{out}.{sl}"])
+                   for sl in range(1, 17)]
+        assert our_vls == their_vls
+        vlarb = run_diag(live.fabric, "smpquery", "vlarb", lid, str(port))
+        rows = [[int(v, 16) for v in line.split(":")[1].split("|") if v.strip()]
+                for line in vlarb.splitlines() if line.startswith(("VL ", "WEIGHT"))]
+        low_vls, low_weights, high_vls, high_weights = rows
+        for table, vls, weights in (("Low", low_vls, low_weights), ("Hi", high_vls, high_weights)):
+            served_vls = live.column(guid, f"ibSma{table}PriVirtLane",
+                                     f"SMA-MIB::ibSma{table}PriVlArbTable")
+            served_weights = live.column(guid, f"ibSma{table}PriWeight",
+                                         f"SMA-MIB::ibSma{table}PriVlArbTable")
+            assert [int(served_vls[f"{port}.{n + 1}"]) for n in range(len(vls))] == vls
+            assert [int(served_weights[f"{port}.{n + 1}"]) for n in range(len(vls))] == weights
+
+
+def test_counters_match_perfquery(live: Live) -> None:
+    lid = str(lid_of(live, S2))
+    before = labelled_values(run_diag(live.fabric, "perfquery", lid, "1"))
+    time.sleep(2.5 * POLL_S)  # a poll starts and ends after `before`
+    ours = {name.split(".")[0]: int(value) for table in ("Cntrs", "CntrsOpt")
+            for name, value in live.walk(S2, f"PMA-MIB::ibPmaPort{table}Table").items()
+            if name.endswith(".1")}
+    after = labelled_values(run_diag(live.fabric, "perfquery", lid, "1"))
+    assert ours["ibPmaSymbolErrCounter"] == int(after["SymbolErrorCounter"]) == 0
+    assert ours["ibPmaLinkDownedCntr"] == int(after["LinkDownedCounter"])
+    assert ours["ibPmaPortRcvErr"] == int(after["PortRcvErrors"])
+    # The agent's own SMPs cross this link: the data counters only grow.
+    for mib, diag in (("ibPmaPortXmitData", "PortXmitData"), ("ibPmaPortRcvPkts", "PortRcvPkts")):
+        assert int(before[diag]) <= ours[mib] <= int(after[diag]), mib
+        assert ours[mib] > 0
+
+
+@pytest.mark.parametrize("guid", [None, S1, H6])
+def test_every_table_answers_a_whole_walk(live: Live, guid: int | None) -> None:
+    community = "public" if guid is None else f"public@{guid:016x}"
+    done = net_snmp("snmpbulkwalk", "-v2c", "-c", community, "-Cr50", live.address,
+                    ".1.3.6.1.3.117", timeout=300)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    assert "SMA-MIB::ibSmaLinForwEgressPort" in done.stdout or guid != S1
+    assert "PMA-MIB::ibPmaPortXmitData" in done.stdout or guid is None
+    assert "Traceback" not in live.log.read_text(errors="replace")
+
+
+def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
+    s1 = str(lid_of(live, S1))
+    since = len(live.traps.received())
+    phys = lambda: live.walk(S1, "SMA-MIB::ibSmaPortInfoTable")["ibSmaPortPhysState.5"]  # noqa: E731
+    links = lambda: len(live.column(None, "ibSmLinkSubnetPrefix",  # noqa: E731
+                                    "IB-SM-MIB::ibSmLinkTable"))
+    assert int(phys()) == MIB_LINK_UP and links() == 2 * 11  # each link from both ends
+    run_diag(live.fabric, "ibportstate", s1, "5", "disable")
+    try:
+        # ibsim leaves the port's PortState Active: the physical state tells.
+        until("S-1 port 5 served disabled", phys, lambda v: int(v) == MIB_DISABLED)
+        assert smpquery(live, "portinfo", s1, "5")["PhysLinkState"] == "Disabled"
+        until("the link served gone", links, lambda n: n == 2 * 10)
+        got = live.traps.wait_for(1, timeout=WAIT_S, since=since)
+        assert got[0].trap_oid.endswith("SMA-MIB::ibSmaPortLinkStateChange")
+        assert s1 in [value.split()[-1] for _, value in got[0].varbinds], got[0]
+    finally:
+        run_diag(live.fabric, "ibportstate", s1, "5", "enable")
+    # Enabled, the port polls for its peer (ibsim trains it no further): served as read.
+    until("S-1 port 5 served as smpquery reads it",
+          lambda: (int(phys()), smpquery(live, "portinfo", s1, "5")["PhysLinkState"]),
+          lambda pair: pair[0] == MIB_PHYS_STATES[pair[1]] != MIB_DISABLED)
+
+
+def test_a_node_the_lid_route_no_longer_reaches_is_polled_by_directed_route(live: Live) -> None:
+    # S-1 port 5 stays down after the test above and no SM sweep re-routed
+    # around it: S-1 forwards S-2's LID into the dead link.
+    s2 = str(lid_of(live, S2))
+    assert live.fabric.run(["smpquery", "nodeinfo", s2]).returncode != 0
+    done = live.fabric.run([sys.executable, str(LIVE_PROBE), "3"])
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert all(len(ports) == result["ports"] for ports in result["refreshed"])
+    assert any(port.startswith(f"{S2:x}:") for port in result["refreshed"][0])
+    assert result["sweeps"] == 1  # no poll saw a change, so none swept again
+
+
+def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
+    states = lambda: live.column(None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")  # noqa: E731
+    assert list(states().values()) == ["3"]  # OpenSM, master
+    live.sm.stop()
+    until("no master SM served", states, lambda s: "3" not in s.values())
+    assert live.walk(S3, "SMA-MIB::ibSmaNodeString")["ibSmaNodeString.0"] == "S-3"
+    live.sm.start()
+    until("the master SM served again", states, lambda s: list(s.values()) == ["3"])
+    # The new SM routes around S-1 port 5, still down: S-1's table follows.
+    until("S-1's new routes served", lambda: lft_pair(live, S1), lambda pair: pair[0] == pair[1])
+    assert 5 not in lft_pair(live, S1)[0].values()
+    assert live.agent.poll() is None
+
+
+def test_no_umad_port_is_a_clear_error(live: Live) -> None:
+    done = live.fabric.run([sys.executable, "-m", "ibsnmp", "run", "--provider", "live",
+                            "--ca", "nosuch0", "--listen", f"127.0.0.1:{free_udp_port()}"])
+    assert done.returncode == 2
+    assert "--provider live: cannot open nosuch0" in done.stderr
+    # The same from the environment, as a container would set it.
+    done = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--listen",
+                           f"127.0.0.1:{free_udp_port()}"],
+                          env=dict(live.fabric.environment(), IBSNMP_PROVIDER="live",
+                                   IBSNMP_CA="nosuch1", IBSNMP_PORT="2"),
+                          cwd=live.fabric.workdir, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--provider live: cannot open nosuch1, port 2" in done.stderr
