@@ -39,14 +39,23 @@ def test_topology_dump_is_served_in_ib_sm_mib_and_node_contexts() -> None:
         links = varbinds(assert_ok(agent.snmp(
             "snmpbulkwalk", "-v2c", "-c", "public", "-Cr50", "IB-SM-MIB::ibSmLinkToPortNum")))
         assert len(links) == 2 * len(fabric.links)
+        # Without the SM's tables no forwarding table is served.
         switch = next(n for n in fabric.nodes.values() if n.is_switch)
+        lft = agent.snmp("snmpbulkwalk", "-v2c", "-c", f"public@{context_name(switch.guid)}", "-Cr50",
+                         "SMA-MIB::ibSmaLinForwEgressPort")
+        assert varbinds(assert_ok(lft))[0][1].startswith("No Such Instance")
+
+
+def test_an_lft_dump_gives_the_switches_the_sms_tables() -> None:
+    data = PROJECT_ROOT / "tests" / "data"
+    with ibsnmp_agent("--provider", "topology", "--topology", str(data / "ibsim_ring.topo"),
+                      "--lft-dump", str(data / "ibsim_ring-opensm-lfts.dump")) as agent:
         lft = varbinds(assert_ok(agent.snmp(
-            "snmpbulkwalk", "-v2c", "-c", f"public@{context_name(switch.guid)}", "-Cr50",
+            "snmpbulkwalk", "-v2c", "-c", f"public@{context_name(0x200000)}", "-Cr50", "-On",
             "SMA-MIB::ibSmaLinForwEgressPort")))
-        assert {object_name(name) for name, _ in lft} == {"SMA-MIB::ibSmaLinForwEgressPort"}
-        # One entry per routed LID: every LID of each port's LMC block.
-        lids = sum(1 << fabric.port_at(ref).lmc for ref in fabric.lid_map.values())
-        assert len(lft) == lids > len(fabric.lid_map)
+        # As OpenSM programmed switch S-1 (LID 2): its own LID leaves by port 0.
+        assert {int(name.rsplit(".", 1)[1]): int(value.split(": ")[1]) for name, value in lft} == {
+            1: 1, 2: 0, 3: 7, 4: 8, 5: 2, 6: 7, 7: 8}
 
 
 def test_bad_provider_arguments_exit_2(tmp_path: Path) -> None:
