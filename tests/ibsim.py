@@ -98,16 +98,18 @@ def ibsim_fabric(net_file: Path, workdir: Path) -> Iterator[Fabric]:
 
 
 @contextmanager
-def opensm_running(fabric: Fabric) -> Iterator[subprocess.Popen[bytes]]:
+def opensm_running(fabric: Fabric, *options: str) -> Iterator[subprocess.Popen[bytes]]:
     """OpenSM on the fabric's first node, without periodic sweeps (so counters stay
-    still between reads), stopped on exit. The caller waits for the ports it needs."""
+    still between reads), with `options` added, stopped on exit. The caller waits
+    for the ports it needs."""
     if shutil.which("opensm") is None:
         pytest.skip("opensm is not installed (Debian package opensm)")
     cache = fabric.workdir / "opensm"
     cache.mkdir(exist_ok=True)
     env = dict(fabric.environment(), OSM_CACHE_DIR=str(cache))
     with open(cache / "console.log", "wb") as console:
-        sm = subprocess.Popen(["opensm", "--sweep", "0", "--log_file", str(cache / "opensm.log")],
+        sm = subprocess.Popen(["opensm", "--sweep", "0", "--log_file", str(cache / "opensm.log"),
+                               *options],
                               env=env, cwd=fabric.workdir, stdin=subprocess.DEVNULL,
                               stdout=console, stderr=subprocess.STDOUT)
     try:

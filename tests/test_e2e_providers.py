@@ -46,6 +46,24 @@ def test_topology_dump_is_served_in_ib_sm_mib_and_node_contexts() -> None:
         assert varbinds(assert_ok(lft))[0][1].startswith("No Such Instance")
 
 
+def test_every_mib_walks_without_error_over_a_dump_without_forwarding_tables() -> None:
+    # Most values of a dump are absent: the walk must step over them, in every
+    # kind of context, IB-SM-MIB included (an SM is named), and never fail.
+    fabric = load_topology(TOPOLOGY)
+    contexts = ["public"] + [f"public@{context_name(guid)}" for guid in (
+        next(g for g, n in fabric.nodes.items() if n.is_switch),
+        next(g for g, n in fabric.nodes.items() if n.is_ca),
+        next(g for g, n in fabric.nodes.items() if not n.is_switch and not n.is_ca))]
+    with ibsnmp_agent("--provider", "topology", "--topology", str(TOPOLOGY),
+                      "--sm-guid", f"{fabric.local_node_guid:016x}") as agent:
+        for community in contexts:
+            walk = agent.snmp("snmpbulkwalk", "-v2c", "-c", community, "-Cr50", "-On", ".1.3.6.1.3.117")
+            assert walk.returncode == 0 and not walk.stderr.strip(), (community, walk.stderr)
+            lines = walk.stdout.splitlines()
+            assert len(lines) > 20 and not any("No Such" in line or "Error" in line for line in lines)
+        assert agent.process.poll() is None
+
+
 def test_an_lft_dump_gives_the_switches_the_sms_tables() -> None:
     data = PROJECT_ROOT / "tests" / "data"
     with ibsnmp_agent("--provider", "topology", "--topology", str(data / "ibsim_ring.topo"),

@@ -68,7 +68,9 @@ def test_tables_of_switches_the_topology_lacks_are_not_served() -> None:
 @pytest.mark.parametrize("change, message, line_no", [
     (lambda t: t.replace("7 lids dumped\nUnicast lids [0-7] of switch Lid 3",
                          "6 lids dumped\nUnicast lids [0-7] of switch Lid 3"),
-     "says 6 LIDs but the table lists 7", 9),
+     "says 6 LIDs but the table has 7 as its top LID", 9),
+    (lambda t: t.replace("7 lids dumped", "7 valid lids dumped", 1).replace("0x0005 002 #", "#", 1),
+     "says 7 LIDs but the table has 6 entries", 9),
     (lambda t: t.replace("0x0003 007 #", "0x0002 007 #", 1), "LID 2 is listed twice", 4),
     (lambda t: t.replace("0x0007 008 #", "0x0009 008 #", 1), "LID 9 outside the table's range 0-7", 8),
     (lambda t: t.replace("0x0005 002 #", "0x0005 300 #", 1), "egress port 300 outside 0..254", 6),
@@ -92,3 +94,24 @@ def test_a_file_cut_short_is_refused_whole(tmp_path: Path) -> None:
         load_lfts(cut)
     with pytest.raises(LftError, match="cannot read"):
         load_lfts(tmp_path / "missing.dump")
+
+
+def test_a_path_record_needs_values_that_were_read() -> None:
+    import dataclasses
+    from types import MappingProxyType
+
+    from ibsnmp.sa.query import PathQuery, path_lifetime, path_records
+
+    fabric, _ = with_forwarding(load_topology(RING), load_lfts(OPENSM_DUMP))
+    route = routing.trace(fabric, 1, 7)
+    # The rate is the dump's (4xSDR); MTU and lifetime were never read.
+    assert route.rate is not None and route.rate.gbps == 10.0
+    assert route.mtu is None and path_lifetime(fabric, route) is None
+    # Even with a P_Key both ends share, no record is made of guessed values.
+    nodes = dict(fabric.nodes)
+    for guid in (0x100000, 0x100009):
+        node = nodes[guid]
+        ports = tuple(dataclasses.replace(p, pkeys=(0xFFFF,)) for p in node.ports)
+        nodes[guid] = dataclasses.replace(node, ports=ports)
+    shared = dataclasses.replace(fabric, nodes=MappingProxyType(nodes), _cache={})
+    assert path_records(shared, PathQuery(slid=1, dlid=7)) == []

@@ -57,7 +57,8 @@ Conventions read from the file, also documented:
   export writes it again;
 - a rate the tool could not name (`??` width, `???` speed) is unknown, as
   is a missing one: the other end's line is used, else it stays unknown;
-- switch data ports report the switch's LID (LMC 0) and port GUID;
+- switch data ports report the switch's port GUID, and no LID (PortInfo
+  holds a switch's LID in port 0 only);
 - a CA port no line gives a GUID has GUID 0 (none in GUIDInfo), except the
   port the header says discovery started from;
 - node order is breadth first from the local node's port, as discovery
@@ -823,7 +824,9 @@ class _Builder:
                 fdr10.add(ref)
             up = peer is not None
             if switch:
-                lid, lmc, pguid = switch_lid, 0, port_guid
+                # PortInfo's LID of a switch data port is not the switch's
+                # (IBA gives it only for port 0; ibsim reads 0): not served.
+                lid, lmc, pguid = 0, 0, port_guid
                 port_guids: tuple[int, ...] = ()
             else:
                 lid, lmc = lid_of.get(ref, 0), lmc_of.get(ref, 0)

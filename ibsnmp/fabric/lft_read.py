@@ -21,8 +21,9 @@ Two texts hold them, one block per switch:
 
 The header's LID range ends at the switch's LinearFDBTop; an entry gives a
 DLID and its egress port (0: the switch itself).  LIDs a block does not
-list forward nowhere (255).  The closing count must match the entries
-listed, so a file cut short (being rewritten) is refused, not half read.
+list forward nowhere (255).  Every block must end with its closing count
+(OpenSM's is the top LID, ibroute's the entries it printed), and the count
+must match, so a file cut short (being rewritten) is refused, not half read.
 Multicast tables (`ibroute -M`) are not read.
 """
 
@@ -45,7 +46,7 @@ _NUMBER = r"(0x[0-9a-fA-F]+|\d+)"
 _HEADER = re.compile(r"Unicast lids \[" + _NUMBER + "-" + _NUMBER + r"\] of switch Lid (\d+) "
                      r"guid 0x([0-9a-fA-F]{1,16})\b.*:\s*")
 _ENTRY = re.compile(r"0x([0-9a-fA-F]{1,4}) +(\d{1,3})(?:\s*[#:].*)?\s*")
-_FOOTER = re.compile(r"(\d+) (?:valid )?lids dumped\s*")
+_FOOTER = re.compile(r"(\d+) (valid )?lids dumped\s*")
 # ibroute's column heads under each header.
 _COLUMN_HEADS = (re.compile(r"\s*Lid\s+Out\s+Destination\s*"), re.compile(r"\s*Port\s+Info\s*"))
 
@@ -110,8 +111,12 @@ def read_lfts(text: str, *, source: str = "<lft dump>") -> dict[int, SwitchLft]:
             continue
         footer = _FOOTER.fullmatch(line)
         if footer is not None:
-            if int(footer[1]) != block.count:
-                raise error(f"says {footer[1]} LIDs but the table lists {block.count}", line_no)
+            # ibroute counts the entries it printed ("N valid lids dumped"),
+            # OpenSM the LIDs up to the top ("N lids dumped", gaps included).
+            expected = block.count if footer[2] else block.top
+            if int(footer[1]) != expected:
+                what = "entries" if footer[2] else "as its top LID"
+                raise error(f"says {footer[1]} LIDs but the table has {expected} {what}", line_no)
             tables[block.guid] = SwitchLft(block.guid, block.lid, block.top, bytes(block.ports))
             block = None
             continue
