@@ -45,7 +45,7 @@ __all__ = ["LftError", "SwitchLft", "read_lfts", "load_lfts", "with_forwarding"]
 _NUMBER = r"(0x[0-9a-fA-F]+|\d+)"
 _HEADER = re.compile(r"Unicast lids \[" + _NUMBER + "-" + _NUMBER + r"\] of switch Lid (\d+) "
                      r"guid 0x([0-9a-fA-F]{1,16})\b.*:\s*")
-_ENTRY = re.compile(r"0x([0-9a-fA-F]{1,4}) +(\d{1,3})(?:\s*[#:].*)?\s*")
+_ENTRY = re.compile(r"0x([0-9a-fA-F]{1,4}) +(\d{1,3})(?:\s*[#:]|\s*$)")
 _FOOTER = re.compile(r"(\d+) (valid )?lids dumped\s*")
 # ibroute's column heads under each header.
 _COLUMN_HEADS = (re.compile(r"\s*Lid\s+Out\s+Destination\s*"), re.compile(r"\s*Port\s+Info\s*"))
@@ -76,6 +76,14 @@ def read_lfts(text: str, *, source: str = "<lft dump>") -> dict[int, SwitchLft]:
         return LftError(message, source=source, line_no=line_no, line=lines[line_no - 1])
 
     for line_no, line in enumerate(lines, 1):
+        # Entries first: they are nearly every line of a large fabric's file.
+        entry = _ENTRY.match(line) if block is not None and line.startswith("0x") else None
+        if entry is not None:
+            assert block is not None
+            problem = block.add(int(entry[1], 16), int(entry[2]))
+            if problem is not None:
+                raise error(problem, line_no)
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         header = _HEADER.fullmatch(line)
@@ -96,18 +104,6 @@ def read_lfts(text: str, *, source: str = "<lft dump>") -> dict[int, SwitchLft]:
                 raise error("multicast tables are not read (give `ibroute` without -M)", line_no)
             raise error("expected 'Unicast lids [FIRST-LAST] of switch Lid N guid 0x...:'", line_no)
         if any(head.fullmatch(line) for head in _COLUMN_HEADS):
-            continue
-        entry = _ENTRY.fullmatch(line)
-        if entry is not None:
-            lid, port = int(entry[1], 16), int(entry[2])
-            if not block.low <= lid <= block.top:
-                raise error(f"LID {lid} outside the table's range {block.low}-{block.top}", line_no)
-            if port > MAX_PHYS_PORTS:
-                raise error(f"egress port {port} outside 0..{MAX_PHYS_PORTS}", line_no)
-            if block.ports[lid] != UNROUTED_PORT:
-                raise error(f"LID {lid} is listed twice", line_no)
-            block.ports[lid] = port
-            block.count += 1
             continue
         footer = _FOOTER.fullmatch(line)
         if footer is not None:
@@ -171,3 +167,15 @@ class _Block:
 
     def __post_init__(self) -> None:
         self.ports = bytearray([UNROUTED_PORT]) * (self.top + 1)
+
+    def add(self, lid: int, port: int) -> str | None:
+        """Record one entry; what is wrong with it, if anything."""
+        if not self.low <= lid <= self.top:
+            return f"LID {lid} outside the table's range {self.low}-{self.top}"
+        if port > MAX_PHYS_PORTS:
+            return f"egress port {port} outside 0..{MAX_PHYS_PORTS}"
+        if self.ports[lid] != UNROUTED_PORT:
+            return f"LID {lid} is listed twice"
+        self.ports[lid] = port
+        self.count += 1
+        return None

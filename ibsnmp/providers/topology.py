@@ -162,7 +162,9 @@ class TopologyProvider(ProviderCore):
             await asyncio.sleep(self._watch_interval)
             now = self._file_stamps()
             if now != self._stamps and now == seen:
-                self.refresh("changed on disk")
+                # A large fabric's files take seconds to parse: not on the
+                # loop that answers requests (the swap is one assignment).
+                await asyncio.to_thread(self.refresh, "changed on disk")
             seen = now
 
     @staticmethod
