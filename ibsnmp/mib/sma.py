@@ -4,7 +4,8 @@ Every context answers this module for its own node: NodeInfo, SwitchInfo
 (switches only), PortInfo of the management port (port 0 of a switch, the
 port the SM reaches a CA on) and of each data port, and the per-port tables
 the SM programs (GUIDInfo, P_Key, SL-to-VL, VL arbitration), the switch
-forwarding tables (computed by ibsnmp.fabric.routing), the SMs running on the
+forwarding tables (as ibsnmp.fabric.routing serves them: read from the SM,
+or computed where the fabric is its own SM), the SMs running on the
 node, VendorDiag and LedInfo.
 
 The draft's enumerations rarely use IBA's codes: most are the IBA code plus
