@@ -361,8 +361,8 @@ def test_vl_arbitration(switch_walk, sm_host_walk, switch, sm_host):
 def test_linear_forwarding_table(mib, fabric, switch, switch_walk):
     lft = linear_forwarding_table(fabric, switch.guid)
     rows = cells(switch_walk, "ibSmaLinForwEgressPort")
-    assert rows == {(lid,): (port or 255) for lid, port in enumerate(lft) if port != UNROUTED_PORT}
-    assert rows[(switch.port(0).lid,)] == 255  # the switch itself: port 0
+    assert rows == {(lid,): port for lid, port in enumerate(lft) if port != UNROUTED_PORT}
+    assert rows[(switch.port(0).lid,)] == 0  # the switch itself: port 0, as the SM programs it
     host = next(p for p in switch.data_ports if p.remote and not fabric.nodes[p.remote.guid].is_switch)
     host_lid = fabric.port_at(host.remote).lid
     assert rows[(host_lid,)] == host.num

@@ -157,6 +157,20 @@ def test_links_are_checked_from_both_ends() -> None:
     assert (link.a, wrong) in {(m.end, m.peer) for m in mismatches}
 
 
+def test_the_aggregated_fabric_routes_nothing_of_its_own() -> None:
+    # The publishers' records carry no forwarding tables: none is served, and
+    # none is invented by min-hop routing (the simulated source routes).
+    from ibsnmp.fabric import routing
+
+    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=1", seed=2)
+    switch = next(g for g, n in fabric.nodes.items() if n.is_switch)
+    assert routing.linear_forwarding_table(fabric, switch)
+    records = {g: record_of(fabric, n, 0.0, 0.0) for g, n in fabric.nodes.items()}
+    built, _ = assemble(records, "test")
+    assert built.computes_routes is False
+    assert routing.linear_forwarding_table(built, switch) == b""
+
+
 def _with_remote(port, remote):  # type: ignore[no-untyped-def]
     import dataclasses
 

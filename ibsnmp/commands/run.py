@@ -70,6 +70,10 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
     parser.add_argument(
         "--topology", metavar="FILE", help="topology provider: ibnetdiscover output to serve")
     parser.add_argument(
+        "--lft-dump", metavar="FILE",
+        help="topology provider: the SM's linear forwarding tables, OpenSM's opensm-lfts.dump "
+             "or ibroute output (without it no forwarding table or trace is served)")
+    parser.add_argument(
         "--sm-guid", metavar="GUID",
         help="topology provider: the node or port GUID of the master SM (a dump names none)")
     parser.add_argument(
@@ -155,7 +159,9 @@ def _make_provider(args: argparse.Namespace) -> Provider:
             raise ConfigError("--provider topology needs --topology FILE")
         try:
             sm_guid = parse_guid(args.sm_guid) if args.sm_guid else None
-            return TopologyProvider(Path(args.topology), sm_guid=sm_guid)
+            lft_dump = getattr(args, "lft_dump", None)
+            return TopologyProvider(Path(args.topology), sm_guid=sm_guid,
+                                    lft_path=Path(lft_dump) if lft_dump else None)
         except (OSError, TopologyError, ValueError) as exc:
             raise ConfigError(f"--topology: {exc}") from None
     from ibsnmp.providers.scenario import ScenarioError
@@ -292,6 +298,10 @@ def _run(args: argparse.Namespace) -> int:
         for target in settings.trap_targets:
             print(f"  notifications to {target.label}", flush=True)
 
+    from ibsnmp.providers.topology import rereading
+
+    # SIGHUP also re-reads a provider's files (the topology dump).
+    reload = rereading(provider.inner, _reloader(args, configured, settings))
     contexts = FabricContexts(provider)
     if args.provider == "mqtt":
         from ibsnmp.mqtt.options import AggregatorContexts
@@ -299,7 +309,7 @@ def _run(args: argparse.Namespace) -> int:
         contexts = AggregatorContexts(provider)
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=announce, services=_services(settings, provider, publisher),
-               reload=_reloader(args, configured, settings))
+               reload=reload)
 
 
 def _reloader(args: argparse.Namespace, configured: AgentSettings,

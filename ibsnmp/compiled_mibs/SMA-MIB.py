@@ -3014,7 +3014,17 @@ if mibBuilder.loadTexts:
     ibSmaLinDestDLIDIndex.setReference("InfiniBand Architecture Release 1.1 Vol 1. Section 14.2.5.10 LinearForwardingTable; Table 139 and Table 140.")
 if mibBuilder.loadTexts:
     ibSmaLinDestDLIDIndex.setDescription("Index that identifies Destination Local Identifier (DLID) that the forwarding entry refers to in the Linear Forwarding Table.")
-_IbSmaLinForwEgressPort_Type = IbDataPortAndInvalid
+
+
+class _IbSmaLinForwEgressPort_Type(Unsigned32):
+    """Custom type ibSmaLinForwEgressPort based on Unsigned32"""
+    subtypeSpec = Unsigned32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueRangeConstraint(0, 255),
+    )
+
+
+_IbSmaLinForwEgressPort_Type.__name__ = "Unsigned32"
 _IbSmaLinForwEgressPort_Object = MibTableColumn
 ibSmaLinForwEgressPort = _IbSmaLinForwEgressPort_Object(
     (1, 3, 6, 1, 3, 117, 3, 1, 9, 1, 1, 2),

@@ -718,8 +718,11 @@ def _errors(port: Port, is_switch: bool, u: Callable[[int], float]) -> ErrorRate
 # -- subnet manager and transport counters -------------------------------------
 
 
-def sm_act_count(sm: SmInfo, elapsed: float) -> int:
-    """SMInfo.ActCount after `elapsed` seconds (a 32-bit counter that wraps)."""
+def sm_act_count(sm: SmInfo, elapsed: float) -> int | None:
+    """SMInfo.ActCount after `elapsed` seconds (a 32-bit counter that wraps);
+    None when it was never read."""
+    if sm.act_count is None:
+        return None
     return (sm.act_count + int(sm.act_rate * max(0.0, elapsed))) & 0xFFFFFFFF
 
 

@@ -60,7 +60,7 @@ def _switch(fabric: Fabric, node: Node, out: list[str]) -> None:
         f" lid {port0.lid} lmc {port0.lmc}\n"
     )
     # The tool reads extended speeds only if port 0 says it has them.
-    ext_ok = bool(port0.info.capability_mask & CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED)
+    ext_ok = _reads_extended_speeds(port0)
     fdr10 = _fdr10(fabric)
     for port in node.data_ports:
         remote = _remote(fabric, port)
@@ -87,7 +87,7 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
         if remote is None:
             continue
         far_node, far_port = remote
-        ext_ok = bool(port.info.capability_mask & CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED)
+        ext_ok = _reads_extended_speeds(port)
         line = f"[{port.num}]({port.guid:x}) \t{_name(far_node)}[{far_port.num}]"
         if not far_node.is_switch:
             line += f" ({far_port.guid:x}) "
@@ -96,6 +96,13 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
             f" lid {_lid_of(far_node, far_port)} {_rate(port, ext_ok, port.ref in fdr10)}\n"
         )
         out.append(line)
+
+
+def _reads_extended_speeds(port: Port) -> bool:
+    """The tool reads extended speeds only where the capability mask has
+    them; a mask that was not read (a fabric from a dump) hides nothing."""
+    mask = port.info.capability_mask
+    return mask is None or bool(mask & CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED)
 
 
 def _remote(fabric: Fabric, port: Port) -> tuple[Node, Port] | None:
@@ -123,10 +130,10 @@ def _rate(port: Port, ext_ok: bool, fdr10: bool = False) -> str:
     (and the tool may read it), else FDR10 where the file that made the
     fabric said so, else the original speed."""
     info = port.info
-    width = _WIDTH.get(int(info.link_width_active), "??")
-    ext = int(info.link_speed_ext_active) if ext_ok else 0
+    width = _WIDTH.get(int(info.link_width_active or 0), "??")
+    ext = int(info.link_speed_ext_active or 0) if ext_ok else 0
     if ext:
         return width + _SPEED_EXT.get(ext, "???")
     if fdr10:
         return width + "FDR10"
-    return width + _SPEED.get(int(info.link_speed_active), "???")
+    return width + _SPEED.get(int(info.link_speed_active or 0), "???")

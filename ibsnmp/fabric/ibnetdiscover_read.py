@@ -27,16 +27,23 @@ speed, VLCap with `-f`), every link, the switches' LIDs and enhanced port 0.
 A link appears in the blocks of both its ends; each end is checked against
 the other, and what one end omits (a comment without LIDs, a block whose
 port lines are missing) is taken from the other.  Ports the file does not
-list have no link: they are Down.  Forwarding tables are not in the file:
-`routing` computes them (min-hop) from this topology.
+list have no link: they are Down.  Forwarding tables are not in the file
+and are not computed (`Fabric.computes_routes` is False): an SM's LFT dump
+(`ibsnmp.fabric.lft_read`) supplies them.
 
-What the file does not carry is not invented.  Fields the model needs
-anyway take, and are documented as, IBA reset values or the least IBA
-guarantees of every port (`UNKNOWN`, below); tables that would need
-invented content are empty (SL-to-VL, VL arbitration, multicast, services,
-connections, CA attributes); there are no counters (PMA-MIB serves none).  There is no subnet
-manager in a dump: `sm_guid` names the node or port that runs the master SM
-(as `sminfo` prints it); without it the fabric has no SM.
+What the file does not carry is not invented: it is None in the model
+(`UNKNOWN`), which the MIB bindings serve as no instance.  That is every
+PortInfo field but the LID, LMC, state, active width and speed and (with
+`-f`) VLCap, every SwitchInfo field but EnhancedPort0, NodeInfo's Revision
+and PartitionCap, the P_Key tables and partitions, the SM's SM_Key,
+ActCount and configuration; tables that would need invented content are
+empty (SL-to-VL, VL arbitration, multicast, services, connections, CA
+attributes); there are no counters (PMA-MIB serves none).  Kept although
+not in the file: NodeInfo's BaseVersion and ClassVersion (1, the only ones
+IBA defines for the SMPs discovery used) and the GID prefix (IBA's default
+fe80::/64, which IB-SM-MIB needs as the index of every subnet row).  There
+is no subnet manager in a dump: `sm_guid` names the node or port that runs
+the master SM (as `sminfo` prints it); without it the fabric has no SM.
 
 Conventions read from the file, also documented:
 
@@ -44,16 +51,14 @@ Conventions read from the file, also documented:
   the header says discovery was "Initiated from", else the first node;
 - ports listed in the file are Active and LinkUp (ibnetdiscover follows only
   links that are up, and the LIDs show an SM configured them);
-- a port showing an extended speed (FDR and faster) has
-  IsExtendedSpeedsSupported in its CapabilityMask (the tool prints extended
-  speeds only then; for a switch it asks port 0, which gets the bit too);
-  with an extended speed LinkSpeedActive is QDR, as ConnectX and SwitchX
-  report it, unless `-f`'s `s=` gives it; FDR10 (a Mellanox extension,
+- with an extended speed (FDR and faster) LinkSpeedActive is QDR, as
+  ConnectX and SwitchX report it, unless `-f`'s `s=` gives it; FDR10 (a Mellanox extension,
   LinkSpeedActive QDR in PortInfo) is kept beside the snapshot so that an
   export writes it again;
 - a rate the tool could not name (`??` width, `???` speed) is unknown, as
-  is a missing one: the other end's line is used, else the IBA minimum;
-- switch data ports report the switch's LID (LMC 0) and port GUID;
+  is a missing one: the other end's line is used, else it stays unknown;
+- switch data ports report the switch's port GUID, and no LID (PortInfo
+  holds a switch's LID in port 0 only);
 - a CA port no line gives a GUID has GUID 0 (none in GUIDInfo), except the
   port the header says discovery started from;
 - node order is breadth first from the local node's port, as discovery
@@ -70,43 +75,32 @@ from __future__ import annotations
 import gc
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from .iba import (
-    DEFAULT_PKEY,
     DEFAULT_SUBNET_PREFIX,
     MAX_PHYS_PORTS,
     MAX_UNICAST_LID,
-    MULTICAST_LID_BASE,
-    CapabilityMask,
-    LinkDownDefaultState,
     LinkSpeed,
     LinkSpeedExt,
     LinkWidth,
-    MKeyProtect,
-    Mtu,
     NodeType,
     PhysicalInterface,
     PortPhysState,
     PortState,
     SmState,
     VLCap,
-    link_gbps,
 )
 from .model import (
     Fabric,
     Link,
     Node,
-    Partition,
-    PartitionMember,
     Port,
     PortInfo,
     PortRef,
-    SmConfig,
     SmInfo,
     SwitchInfo,
 )
@@ -124,28 +118,11 @@ __all__ = [
 # Where the FDR10 ports of a snapshot read from a file are kept (Fabric.cached).
 FDR10_CACHE_KEY = "ibnetdiscover.fdr10"
 
-# The values of fields an ibnetdiscover file does not carry.  Keys and
-# counters read as after a reset (0); capabilities as the least IBA requires
-# of every port (1x, 2.5 Gb/s, MTU 256, VL0, one GUID, one P_Key); switch
-# forwarding capacity as IBA's unicast LID space, so the routing code's
-# tables are served whole.
-UNKNOWN: Mapping[str, Any] = MappingProxyType({
-    "revision": 0,
-    "partition_cap": 1,
-    "m_key": 0,
-    "mtu": Mtu.MTU_256,
-    "vl_cap": VLCap.VL0,
-    "guid_cap": 1,
-    "linear_fdb_cap": MULTICAST_LID_BASE,  # 0xC000 entries: unicast LIDs 0..0xBFFF
-    "random_fdb_cap": 0,
-    "multicast_fdb_cap": 0,
-    "partition_enforcement_cap": 0,
-    "sm_key": 0,  # IBA 14.4.1: SMInfo returns SM_Key 0 to a requester without it
-    "sm_act_count": 0,
-})
+# What a field an ibnetdiscover file does not carry holds: nothing.  None
+# is "not read" in the model, and the MIB bindings serve no instance for it.
+UNKNOWN = None
 
 _NO_EXT = LinkSpeedExt(0)
-_DEFAULT_PKEYS = (0xFFFF,)  # IBA: the default P_Key, full membership, in entry 0
 
 # A dump has no counters, so PMA-MIB must serve none rather than simulate
 # traffic: model.MeasuredCounters (added with the sysfs provider) holding no
@@ -654,32 +631,28 @@ class _Builder:
         sm_port = PortRef(sm.node_guid, sm.port_num) if sm is not None else None
         sm_lid = lid_of.get(sm_port, 0) if sm_port is not None else 0
 
-        top = 0
-        for lid, ref in lid_map.items():
-            top = max(top, lid + (1 << lmc_of.get(ref, 0)) - 1)
-        maker = _PortInfoMaker(sm_lid)
+        maker = _PortInfoMaker(sm_lid if sm is not None else None)
         fdr10: set[PortRef] = set()
         built: dict[int, Node] = {}
         for guid in order:
             built[guid] = self._node(nodes[guid], reached_on[guid], peers, rates, guids, lid_of, lmc_of,
-                                     maker, sm_port, top, fdr10)
+                                     maker, fdr10)
         links = tuple(sorted({Link.between(a, b) for a, b in peers.items()}))
-        lmc = max((lmc_of.get(PortRef(g, p.num), 0) for g, n in built.items() if not n.is_switch
-                   for p in n.ports), default=0)
         return Fabric(
             subnet_prefix=DEFAULT_SUBNET_PREFIX,
             nodes=MappingProxyType(built),
             links=links,
             lid_map=MappingProxyType(lid_map),
             sms=(sm,) if sm is not None else (),
-            sm_config=_sm_config(lmc),
-            partitions=(_default_partition(built),),
+            sm_config=None,  # an SM's configuration is not in a dump
+            partitions=(),  # nor are P_Keys
             multicast_groups=(),
             services=(),
             connections=MappingProxyType({}),
             local_node_guid=local,
             seed=None,
             spec=f"ibnetdiscover:{self.t.source}",
+            computes_routes=False,  # the SM routes; its tables come from its dump
             _cache={FDR10_CACHE_KEY: frozenset(fdr10)},
         )
 
@@ -819,8 +792,8 @@ class _Builder:
         port_guid = guids.get(PortRef(node.guid, num))
         return SmInfo(
             guid=port_guid.value if port_guid is not None else node.guid,
-            sm_key=UNKNOWN["sm_key"],
-            act_count=UNKNOWN["sm_act_count"],
+            sm_key=UNKNOWN,
+            act_count=UNKNOWN,
             priority=priority,
             state=SmState.MASTER,
             node_guid=node.guid,
@@ -831,7 +804,7 @@ class _Builder:
     def _node(self, raw: _RawNode, local_port: int, peers: dict[PortRef, PortRef],
               rates: dict[PortRef, tuple[_Rate | None, int | None]], guids: dict[PortRef, _Fact],
               lid_of: dict[PortRef, int], lmc_of: dict[PortRef, int], maker: _PortInfoMaker,
-              sm_port: PortRef | None, top: int, fdr10: set[PortRef]) -> Node:
+              fdr10: set[PortRef]) -> Node:
         guid = raw.guid
         switch = raw.node_type is NodeType.SWITCH
         ports: list[Port] = []
@@ -839,17 +812,9 @@ class _Builder:
             ref0 = PortRef(guid, 0)
             port_guid = guids[ref0].value if ref0 in guids else guid
             switch_lid = lid_of.get(ref0, 0)
-            best: _Rate | None = None
-            ext_speeds = False
-            for num in range(1, raw.num_ports + 1):
-                rate = rates.get(PortRef(guid, num), (None, None))[0]
-                if rate is not None:
-                    ext_speeds = ext_speeds or bool(rate[2])
-                    if best is None or _gbps(rate) > _gbps(best):
-                        best = rate
-            caps0 = _caps(ext_speeds, sm_port == ref0)
-            info0 = maker.make(0, switch_lid, lmc_of.get(ref0, 0), caps0, best, None, True)
-            ports.append(Port(guid, 0, port_guid, info0, _DEFAULT_PKEYS, (), (), (), (port_guid,), None,
+            # Port 0 has no link: the file shows no rate or VLCap for it.
+            info0 = maker.make(0, switch_lid, lmc_of.get(ref0, 0), None, None, True)
+            ports.append(Port(guid, 0, port_guid, info0, (), (), (), (), (port_guid,), None,
                               PhysicalInterface.BACKPLANE, **_PORT_EXTRA))
         for num in range(1, raw.num_ports + 1):
             ref = PortRef(guid, num)
@@ -859,95 +824,50 @@ class _Builder:
                 fdr10.add(ref)
             up = peer is not None
             if switch:
-                lid, lmc, pguid = switch_lid, 0, port_guid
-                caps = _caps(bool(rate and rate[2]), False)
-                pkeys: tuple[int, ...] = ()
+                # PortInfo's LID of a switch data port is not the switch's
+                # (IBA gives it only for port 0; ibsim reads 0): not served.
+                lid, lmc, pguid = 0, 0, port_guid
                 port_guids: tuple[int, ...] = ()
             else:
                 lid, lmc = lid_of.get(ref, 0), lmc_of.get(ref, 0)
                 fact = guids.get(ref)
                 pguid = fact.value if fact is not None else 0
-                caps = _caps(bool(rate and rate[2]), sm_port == ref)
-                pkeys = _DEFAULT_PKEYS
-                port_guids = (pguid,) if pguid else ()
-            info = maker.make(num, lid, lmc, caps, rate, vl_cap, up)
-            ports.append(Port(guid, num, pguid, info, pkeys, (), (), (), port_guids, peer,
+                port_guids = (pguid,) if pguid else ()  # GUIDInfo entry 0 is the port GUID
+            info = maker.make(num, lid, lmc, rate, vl_cap, up)
+            ports.append(Port(guid, num, pguid, info, (), (), (), (), port_guids, peer,
                               PhysicalInterface.CABLE, **_PORT_EXTRA))
         return Node(
             guid=guid,
             node_type=raw.node_type,
             description=raw.description,
             system_image_guid=raw.system_image_guid,
-            base_version=1,  # the only NodeInfo BaseVersion and SMP ClassVersion IBA defines
+            # A node the tool discovered answered SubnGet(NodeInfo) in the only
+            # SMP BaseVersion and ClassVersion IBA defines.
+            base_version=1,
             class_version=1,
             vendor_id=raw.vendor_id,
             device_id=raw.device_id,
-            revision=UNKNOWN["revision"],
+            revision=UNKNOWN,
             num_ports=raw.num_ports,
-            partition_cap=UNKNOWN["partition_cap"],
+            partition_cap=UNKNOWN,
             local_port_num=local_port,
             ports=tuple(ports),
-            switch=_switch_info(raw.enhanced, top) if switch else None,
+            switch=_switch_info(raw.enhanced) if switch else None,
             ca=None,
         )
 
 
-def _gbps(rate: _Rate) -> float:
-    return link_gbps(rate[0], rate[1], rate[2])
-
-
-def _caps(ext_speeds: bool, is_sm: bool) -> int:
-    caps = 0
-    if ext_speeds:
-        caps |= CapabilityMask.IS_EXTENDED_SPEEDS_SUPPORTED
-    if is_sm:
-        caps |= CapabilityMask.IS_SM
-    return int(caps)
-
-
 class _PortInfoMaker:
-    """PortInfo from list templates: the fields the file gives are set per
-    port, the rest are the UNKNOWN values.  One template per (rate, VLCap,
-    state, capabilities) keeps 25,000 ports cheap."""
+    """PortInfo from list templates: the fields the file gives (LID, LMC,
+    port number, state, active width and speeds, VLCap with `-f`, the
+    MasterSMLID when the SM is named) are set per port, every other field is
+    None.  One template per (rate, VLCap, state) keeps 25,000 ports cheap."""
 
     _INDEX = {name: i for i, name in enumerate(PortInfo._fields)}
 
-    def __init__(self, sm_lid: int) -> None:
-        values: dict[str, Any] = dict(
-            m_key=UNKNOWN["m_key"],
-            gid_prefix=DEFAULT_SUBNET_PREFIX,
-            master_sm_lid=0,
-            diag_code=0,
-            m_key_lease_period=0,
-            link_down_default_state=LinkDownDefaultState.POLLING,
-            m_key_protect_bits=MKeyProtect.LEVEL0,
-            neighbor_mtu=UNKNOWN["mtu"],
-            master_sm_sl=0,
-            init_type=0,
-            vl_high_limit=0,
-            vl_arb_high_cap=0,
-            vl_arb_low_cap=0,
-            init_type_reply=0,
-            mtu_cap=UNKNOWN["mtu"],
-            vl_stall_count=0,
-            hoq_life=0,
-            operational_vls=VLCap.VL0,
-            partition_enforcement_inbound=False,
-            partition_enforcement_outbound=False,
-            filter_raw_inbound=False,
-            filter_raw_outbound=False,
-            m_key_violations=0,
-            p_key_violations=0,
-            q_key_violations=0,
-            guid_cap=UNKNOWN["guid_cap"],
-            client_reregister=False,
-            subnet_timeout=0,
-            resp_time_value=0,
-            local_phy_errors_threshold=0,
-            overrun_errors_threshold=0,
-        )
-        defaults = PortInfo._field_defaults
-        self.base = [values.get(name, defaults.get(name)) for name in PortInfo._fields]
+    def __init__(self, sm_lid: int | None) -> None:
+        values: dict[str, Any] = dict(gid_prefix=DEFAULT_SUBNET_PREFIX)
+        self.base = [values.get(name) for name in PortInfo._fields]
         self.sm_lid = sm_lid
         self.templates: dict[tuple[Any, ...], list[Any]] = {}
         i = self._INDEX
@@ -955,74 +875,53 @@ class _PortInfoMaker:
             i["lid"], i["master_sm_lid"], i["local_port_num"], i["lmc"])
 
     def _template(self, key: tuple[Any, ...]) -> list[Any]:
-        rate, vl_cap, up, caps = key
+        rate, vl_cap, up = key
         v, i = self.base.copy(), self._INDEX
-        if rate is None:
-            width, speed, ext = LinkWidth.X1, LinkSpeed.SDR, _NO_EXT
-        else:
-            width, speed, ext = rate[0], rate[1], rate[2]
-        v[i["capability_mask"]] = caps
-        # Supported and enabled: what is active plus what IBA requires of every port.
-        v[i["link_width_enabled"]] = v[i["link_width_supported"]] = LinkWidth(width | LinkWidth.X1)
-        v[i["link_width_active"]] = width
-        v[i["link_speed_supported"]] = v[i["link_speed_enabled"]] = LinkSpeed(speed | LinkSpeed.SDR)
-        v[i["link_speed_active"]] = speed
-        v[i["link_speed_ext_active"]] = v[i["link_speed_ext_supported"]] = ext
-        v[i["link_speed_ext_enabled"]] = ext
+        if rate is not None:
+            v[i["link_width_active"]] = rate[0]
+            v[i["link_speed_active"]] = rate[1]
+            v[i["link_speed_ext_active"]] = rate[2]
         v[i["port_state"]] = PortState.ACTIVE if up else PortState.DOWN
-        v[i["phys_state"]] = PortPhysState.LINK_UP if up else PortPhysState.POLLING
-        v[i["vl_cap"]] = VLCap(vl_cap) if vl_cap is not None else UNKNOWN["vl_cap"]
+        # Only links that are up are followed; a port not listed may be in
+        # any physical state but LinkUp.
+        v[i["phys_state"]] = PortPhysState.LINK_UP if up else None
+        v[i["vl_cap"]] = VLCap(vl_cap) if vl_cap is not None else UNKNOWN
         self.templates[key] = v
         return v
 
-    def make(self, num: int, lid: int, lmc: int, caps: int, rate: _Rate | None, vl_cap: int | None,
+    def make(self, num: int, lid: int, lmc: int, rate: _Rate | None, vl_cap: int | None,
              up: bool) -> PortInfo:
-        key = (rate, vl_cap, up, caps)
+        key = (rate, vl_cap, up)
         template = self.templates.get(key)
         if template is None:
             template = self._template(key)
         v = template.copy()
         v[self.i_lid] = lid
-        v[self.i_sm_lid] = self.sm_lid if lid else 0
+        v[self.i_sm_lid] = (self.sm_lid if lid else 0) if self.sm_lid is not None else UNKNOWN
         v[self.i_num] = num
         v[self.i_lmc] = lmc
         return PortInfo._make(v)
 
 
-def _switch_info(enhanced: bool, top: int) -> SwitchInfo:
+def _switch_info(enhanced: bool) -> SwitchInfo:
+    """SwitchInfo: the file shows EnhancedPort0 and nothing else of it."""
     return SwitchInfo(
-        linear_fdb_cap=UNKNOWN["linear_fdb_cap"],
-        random_fdb_cap=UNKNOWN["random_fdb_cap"],
-        multicast_fdb_cap=UNKNOWN["multicast_fdb_cap"],
-        linear_fdb_top=top,  # what an SM programs: the highest LID in use
-        default_port=0,
-        default_multicast_primary_port=0xFF,
-        default_multicast_not_primary_port=0xFF,
-        life_time_value=0,
-        port_state_change=False,
-        optimized_sl_to_vl_mapping_programming=False,
-        lids_per_port=0,
-        partition_enforcement_cap=UNKNOWN["partition_enforcement_cap"],
-        inbound_enforcement_cap=False,
-        outbound_enforcement_cap=False,
-        filter_raw_inbound_cap=False,
-        filter_raw_outbound_cap=False,
+        linear_fdb_cap=UNKNOWN,
+        random_fdb_cap=UNKNOWN,
+        multicast_fdb_cap=UNKNOWN,
+        linear_fdb_top=UNKNOWN,
+        default_port=UNKNOWN,
+        default_multicast_primary_port=UNKNOWN,
+        default_multicast_not_primary_port=UNKNOWN,
+        life_time_value=UNKNOWN,
+        port_state_change=UNKNOWN,
+        optimized_sl_to_vl_mapping_programming=UNKNOWN,
+        lids_per_port=UNKNOWN,
+        partition_enforcement_cap=UNKNOWN,
+        inbound_enforcement_cap=UNKNOWN,
+        outbound_enforcement_cap=UNKNOWN,
+        filter_raw_inbound_cap=UNKNOWN,
+        filter_raw_outbound_cap=UNKNOWN,
         enhanced_port0=enhanced,
-        multicast_fdb_top=MULTICAST_LID_BASE - 1,  # IBA: no multicast entries in use
+        multicast_fdb_top=UNKNOWN,
     )
-
-
-def _sm_config(lmc: int) -> SmConfig:
-    """OpenSM's defaults (opensm.conf), the LMC the file's CA ports show."""
-    return SmConfig.opensm_defaults(lmc)
-
-
-def _default_partition(nodes: Mapping[int, Node]) -> Partition:
-    """The default partition (P_Key 0xFFFF), which every CA port and switch
-    port 0 holds in P_Key entry 0 by IBA default; nothing else is known."""
-    members: list[PartitionMember] = []
-    for guid, node in nodes.items():
-        ports: Iterable[Port] = node.ports[:1] if node.is_switch else node.ports
-        members.extend(PartitionMember(guid, port.num, True) for port in ports)
-    return Partition(DEFAULT_PKEY, "Default", tuple(sorted(members)), False)
-

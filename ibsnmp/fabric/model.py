@@ -261,26 +261,28 @@ class Port:
 
 @dataclass(frozen=True, slots=True)
 class SwitchInfo:
-    """The SwitchInfo attribute (IBA 14.2.5.4)."""
+    """The SwitchInfo attribute (IBA 14.2.5.4).  None: the provider did
+    not read it (a topology dump shows only EnhancedPort0); the bindings
+    serve no instance for it."""
 
-    linear_fdb_cap: int
-    random_fdb_cap: int
-    multicast_fdb_cap: int
-    linear_fdb_top: int
-    default_port: int
-    default_multicast_primary_port: int
-    default_multicast_not_primary_port: int
-    life_time_value: int
-    port_state_change: bool
-    optimized_sl_to_vl_mapping_programming: bool
-    lids_per_port: int
-    partition_enforcement_cap: int
-    inbound_enforcement_cap: bool
-    outbound_enforcement_cap: bool
-    filter_raw_inbound_cap: bool
-    filter_raw_outbound_cap: bool
-    enhanced_port0: bool
-    multicast_fdb_top: int
+    linear_fdb_cap: int | None
+    random_fdb_cap: int | None
+    multicast_fdb_cap: int | None
+    linear_fdb_top: int | None
+    default_port: int | None
+    default_multicast_primary_port: int | None
+    default_multicast_not_primary_port: int | None
+    life_time_value: int | None
+    port_state_change: bool | None
+    optimized_sl_to_vl_mapping_programming: bool | None
+    lids_per_port: int | None
+    partition_enforcement_cap: int | None
+    inbound_enforcement_cap: bool | None
+    outbound_enforcement_cap: bool | None
+    filter_raw_inbound_cap: bool | None
+    filter_raw_outbound_cap: bool | None
+    enhanced_port0: bool | None
+    multicast_fdb_top: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,11 +388,12 @@ class Link:
 class SmInfo:
     """SMInfo (IBA 14.2.5.13) of one subnet manager and where it runs.
     ActCount grows while the SM works: `act_count` at the snapshot's epoch
-    and `act_rate` per second (see counters.sm_act_count)."""
+    and `act_rate` per second (see counters.sm_act_count).  None: not read
+    (an SM named by the operator of a topology dump)."""
 
     guid: int
-    sm_key: int
-    act_count: int
+    sm_key: int | None
+    act_count: int | None
     priority: int
     state: SmState
     node_guid: int

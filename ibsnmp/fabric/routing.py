@@ -207,7 +207,7 @@ def random_forwarding_table(fabric: Fabric, switch_guid: int) -> tuple[RandomFdb
     RandomFDBCap; empty for switches without a random FDB."""
     node = fabric.nodes[switch_guid]
     cap = node.switch.random_fdb_cap if node.switch else 0
-    if cap == 0:
+    if not cap:
         return ()
     table = linear_forwarding_table(fabric, switch_guid)
     entries: list[RandomFdbEntry] = []
@@ -302,8 +302,9 @@ class Path:
     src: PortRef
     dst: PortRef
     hops: tuple[Hop, ...]
-    mtu: Mtu
-    rate: Rate
+    # None: a port on the way has no MTU or rate that was read.
+    mtu: Mtu | None
+    rate: Rate | None
 
     @property
     def hop_count(self) -> int:
@@ -324,6 +325,21 @@ def _hop(node: Node, in_port: int | None, out_port: int | None) -> Hop:
                guid_of(in_port), guid_of(out_port))
 
 
+def _rate(port: Port) -> Rate | None:
+    info = port.info
+    if info.link_width_active is None or info.link_speed_active is None:
+        return None
+    return info.rate
+
+
+def _least(a: Mtu | None, b: Mtu | None) -> Mtu | None:
+    return None if a is None or b is None else min(a, b)
+
+
+def _slowest(a: Rate | None, b: Rate | None) -> Rate | None:
+    return None if a is None or b is None else min(a, b, key=lambda r: r.gbps)
+
+
 def trace(fabric: Fabric, src_lid: int, dst_lid: int) -> Path:
     """Follow the forwarding tables from src_lid's port to dst_lid."""
     src = fabric.resolve_lid(src_lid)
@@ -332,7 +348,7 @@ def trace(fabric: Fabric, src_lid: int, dst_lid: int) -> Path:
         raise NoRoute(f"LID {src_lid if src is None else dst_lid} is not assigned")
     node = fabric.nodes[src.guid]
     start = fabric.port_at(src)
-    mtu, rate = start.info.neighbor_mtu, start.info.rate
+    mtu, rate = start.info.neighbor_mtu, _rate(start)
     if src == dst or (node.is_switch and src.guid == dst.guid):
         return Path(src_lid, dst_lid, src, dst, (_hop(node, None, None),), mtu, rate)
 
@@ -348,8 +364,8 @@ def trace(fabric: Fabric, src_lid: int, dst_lid: int) -> Path:
         leaving = node.port(out_port)
         if leaving is None or not _routable(leaving) or leaving.remote is None:
             raise NoRoute(f"port {out_port} of {node.guid:#018x} is not active")
-        mtu = min(mtu, leaving.info.neighbor_mtu)
-        rate = min(rate, leaving.info.rate, key=lambda r: r.gbps)
+        mtu = _least(mtu, leaving.info.neighbor_mtu)
+        rate = _slowest(rate, _rate(leaving))
         node = fabric.nodes[leaving.remote.guid]
         in_port = leaving.remote.port
         if node.guid == dst.guid and (node.is_switch or in_port == dst.port):

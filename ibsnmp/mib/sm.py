@@ -47,6 +47,16 @@ def _truth(flag: bool) -> int:
     return _TRUE if flag else _FALSE
 
 
+def _key_octets(key: int | None, size: int) -> bytes | None:
+    """The first `size` octets of a 64-bit key in network order; None (not
+    read) has no instance."""
+    return None if key is None else (key >> (64 - 8 * size)).to_bytes(size, "big")
+
+
+def _known_int32(count: int | None) -> int | None:
+    return None if count is None else count & _INTEGER32_MAX
+
+
 def _text64(text: str) -> str:
     """A DisplayString (SIZE(0..64)): NodeDescription and ServiceName are
     64-octet IBA fields; anything longer or non-ASCII is cut to fit."""
@@ -82,7 +92,7 @@ def _node_guid(node: Node, target: ContextTarget) -> bytes:
 
 
 class _SmSite(NamedTuple):
-    config: SmConfig | None  # None: the SM's configuration was not read (live mode)
+    config: SmConfig | None  # None: the provider knows no SM configuration
     by_node: Mapping[int, SmInfo]
     default: SmInfo
 
@@ -138,7 +148,7 @@ def _config_table(designated: Callable[[], int | None] | None = None) -> TableBi
             "ibSmConfigSubnetPrefix": _subnet_prefix,
             "ibSmConfigGUID": lambda s, t: _guid(_sm(s, t).guid),
             "ibSmConfigPriority": lambda s, t: _sm(s, t).priority,
-            "ibSmConfigSMKey": lambda s, t: _sm(s, t).sm_key.to_bytes(8, "big"),
+            "ibSmConfigSMKey": lambda s, t: _key_octets(_sm(s, t).sm_key, 8),
             "ibSmConfigAdminStatus": lambda s, t: _admin_status(_sm(s, t)),
             # notActive(0) .. master(3): the IBA SMInfo SMState codes.
             "ibSmConfigOperStatus": lambda s, t: int(_sm(s, t).state),
@@ -169,6 +179,15 @@ def _node_rows(target: ContextTarget) -> Iterator[Row]:
         yield (prefix, _guid(guid)), nodes[guid]
 
 
+def _node_field(name: str, convert: Any) -> Any:
+    """A NodeInfo column; no instance where the provider did not read it."""
+    def get(node: Node, target: ContextTarget) -> Any:
+        value = getattr(node, name)
+        return None if value is None else convert(value)
+
+    return get
+
+
 _NODE_INFO = TableBinding(
     entry="ibSmNodeInfoEntry",
     rows=_node_rows,
@@ -181,13 +200,13 @@ _NODE_INFO = TableBinding(
         # channelAdapter(1), switch(2), router(3): the IBA NodeType codes.
         "ibSmNodeInfoType": lambda n, t: int(n.node_type),
         "ibSmNodeInfoNumPorts": lambda n, t: n.num_ports,
-        "ibSmNodeInfoSystemImageGUID": lambda n, t: _guid(n.system_image_guid),
-        "ibSmNodeInfoPortGUID": lambda n, t: _guid(n.port_guid),
+        "ibSmNodeInfoSystemImageGUID": _node_field("system_image_guid", _guid),
+        "ibSmNodeInfoPortGUID": _node_field("port_guid", _guid),
         "ibSmNodeInfoPartitionCap": lambda n, t: n.partition_cap,
-        "ibSmNodeInfoDeviceID": lambda n, t: n.device_id.to_bytes(2, "big"),
-        "ibSmNodeInfoRevision": lambda n, t: n.revision.to_bytes(4, "big"),
+        "ibSmNodeInfoDeviceID": _node_field("device_id", lambda v: v.to_bytes(2, "big")),
+        "ibSmNodeInfoRevision": _node_field("revision", lambda v: v.to_bytes(4, "big")),
         "ibSmNodeInfoLocalPortNum": lambda n, t: n.local_port_num,
-        "ibSmNodeInfoVendorID": lambda n, t: n.vendor_id.to_bytes(3, "big"),
+        "ibSmNodeInfoVendorID": _node_field("vendor_id", lambda v: v.to_bytes(3, "big")),
         "ibSmNodeInfoDescription": lambda n, t: _text64(n.description),
     },
 )
@@ -301,6 +320,16 @@ def _switch_rows(target: ContextTarget) -> Iterator[Row]:
             yield (prefix, _guid(guid)), node
 
 
+def _switch_field(name: str, convert: Any = None) -> Any:
+    """A SwitchInfo column; no instance where the provider did not read it
+    (a topology dump shows only EnhancedPort0)."""
+    def get(node: Node, target: ContextTarget) -> Any:
+        value = getattr(node.switch, name)
+        return value if value is None or convert is None else convert(value)
+
+    return get
+
+
 _SWITCH_INFO = TableBinding(
     entry="ibSmSwitchInfoEntry",
     rows=_switch_rows,
@@ -308,23 +337,23 @@ _SWITCH_INFO = TableBinding(
     columns={
         "ibSmSwitchInfoSubnetPrefix": _subnet_prefix,
         "ibSmSwitchInfoNodeGUID": _node_guid,
-        "ibSmSwitchInfoLinearFdbCap": lambda n, t: n.switch.linear_fdb_cap,
-        "ibSmSwitchInfoRandomFdbCap": lambda n, t: n.switch.random_fdb_cap,
-        "ibSmSwitchInfoMcastFdbCap": lambda n, t: n.switch.multicast_fdb_cap,
-        "ibSmSwitchInfoLinearFdbTop": lambda n, t: n.switch.linear_fdb_top,
-        "ibSmSwitchInfoDefaultPort": lambda n, t: n.switch.default_port,
-        "ibSmSwitchInfoDefPriMcastPort": lambda n, t: n.switch.default_multicast_primary_port,
-        "ibSmSwitchInfoDefNonPriMcastPort": lambda n, t: n.switch.default_multicast_not_primary_port,
-        "ibSmSwitchInfoLifeTimeValue": lambda n, t: n.switch.life_time_value,
+        "ibSmSwitchInfoLinearFdbCap": _switch_field("linear_fdb_cap"),
+        "ibSmSwitchInfoRandomFdbCap": _switch_field("random_fdb_cap"),
+        "ibSmSwitchInfoMcastFdbCap": _switch_field("multicast_fdb_cap"),
+        "ibSmSwitchInfoLinearFdbTop": _switch_field("linear_fdb_top"),
+        "ibSmSwitchInfoDefaultPort": _switch_field("default_port"),
+        "ibSmSwitchInfoDefPriMcastPort": _switch_field("default_multicast_primary_port"),
+        "ibSmSwitchInfoDefNonPriMcastPort": _switch_field("default_multicast_not_primary_port"),
+        "ibSmSwitchInfoLifeTimeValue": _switch_field("life_time_value"),
         # portNotInTransition(0), portInTransition(1): the IBA PortStateChange bit.
-        "ibSmSwitchInfoPortStateChange": lambda n, t: int(n.switch.port_state_change),
-        "ibSmSwitchInfoLIDsPerPort": lambda n, t: n.switch.lids_per_port,
-        "ibSmSwitchInfoPartitionEnfCap": lambda n, t: n.switch.partition_enforcement_cap,
-        "ibSmSwitchInfoInEnfCap": lambda n, t: _truth(n.switch.inbound_enforcement_cap),
-        "ibSmSwitchInfoOutEnfCap": lambda n, t: _truth(n.switch.outbound_enforcement_cap),
-        "ibSmSwitchInfoInFilterRawPktCap": lambda n, t: _truth(n.switch.filter_raw_inbound_cap),
-        "ibSmSwitchInfoOutFilterRawPktCap": lambda n, t: _truth(n.switch.filter_raw_outbound_cap),
-        "ibSmSwitchInfoEnhanced0": lambda n, t: _truth(n.switch.enhanced_port0),
+        "ibSmSwitchInfoPortStateChange": _switch_field("port_state_change", int),
+        "ibSmSwitchInfoLIDsPerPort": _switch_field("lids_per_port"),
+        "ibSmSwitchInfoPartitionEnfCap": _switch_field("partition_enforcement_cap"),
+        "ibSmSwitchInfoInEnfCap": _switch_field("inbound_enforcement_cap", _truth),
+        "ibSmSwitchInfoOutEnfCap": _switch_field("outbound_enforcement_cap", _truth),
+        "ibSmSwitchInfoInFilterRawPktCap": _switch_field("filter_raw_inbound_cap", _truth),
+        "ibSmSwitchInfoOutFilterRawPktCap": _switch_field("filter_raw_outbound_cap", _truth),
+        "ibSmSwitchInfoEnhanced0": _switch_field("enhanced_port0", _truth),
     },
 )
 
@@ -502,12 +531,12 @@ _SM_INFO = TableBinding(
         "ibSmSMInfoGUID": lambda sm, t: _guid(sm.guid),
         # SIZE(2) cannot hold the 64-bit SM_Key: the first two octets of the
         # key in network order are served, i.e. the start of ibSmConfigSMKey.
-        "ibSmSMInfoSMKey": lambda sm, t: (sm.sm_key >> 48).to_bytes(2, "big"),
+        "ibSmSMInfoSMKey": lambda sm, t: _key_octets(sm.sm_key, 2),
         # INTEGER (Integer32) cannot hold the 32-bit ActCount past 2**31 - 1.
         # ActCount is a wrapping counter (IBA 14.2.5.13) whose use is to be seen
         # changing (a standby polls it), so it wraps at 31 bits rather than
         # freezing at the maximum.
-        "ibSmSMInfoActCount": lambda sm, t: sm_act_count(sm, t.elapsed) & _INTEGER32_MAX,
+        "ibSmSMInfoActCount": lambda sm, t: _known_int32(sm_act_count(sm, t.elapsed)),
         "ibSmSMInfoPriority": lambda sm, t: sm.priority,
         # notActive(0), discovering(1), standby(2), master(3): IBA SMState.
         "ibSmSMInfoSMState": lambda sm, t: int(sm.state),

@@ -4,7 +4,8 @@ Every context answers this module for its own node: NodeInfo, SwitchInfo
 (switches only), PortInfo of the management port (port 0 of a switch, the
 port the SM reaches a CA on) and of each data port, and the per-port tables
 the SM programs (GUIDInfo, P_Key, SL-to-VL, VL arbitration), the switch
-forwarding tables (computed by ibsnmp.fabric.routing), the SMs running on the
+forwarding tables (as ibsnmp.fabric.routing serves them: read from the SM,
+or computed where the fabric is its own SM), the SMs running on the
 node, VendorDiag and LedInfo.
 
 The draft's enumerations rarely use IBA's codes: most are the IBA code plus
@@ -214,7 +215,7 @@ def _switch(name: str, convert: Any = None) -> Any:
         if info is None:
             return None
         value = getattr(info, name)
-        return convert(value) if convert is not None else value
+        return convert(value) if convert is not None and value is not None else value
 
     return getter
 
@@ -225,9 +226,11 @@ def _port0_or_unknown(port: int) -> int:
     return port if 0 <= port <= MAX_PHYS_PORTS else 0
 
 
-def _linear_fdb_top(info: Any) -> int:
+def _linear_fdb_top(info: Any) -> int | None:
     # "switches that implement random forwarding tables ... a 0 is returned".
-    return _clamp(info.linear_fdb_top, MAX_UNICAST_LID) if info.linear_fdb_cap else 0
+    if info.linear_fdb_cap == 0:
+        return 0
+    return None if info.linear_fdb_top is None else _clamp(info.linear_fdb_top, MAX_UNICAST_LID)
 
 
 def _mgmt(target: ContextTarget) -> Any:
@@ -434,16 +437,18 @@ def _vl_arb_rows(high: bool):  # type: ignore[no-untyped-def]
 def _lft_rows(target: ContextTarget) -> Iterable[tuple[tuple[int], int]]:
     """The switch's linear forwarding table from routing's compact LFT bytes:
     one row per DLID that has a route (IBA's 255, "no route", has no row), up
-    to LinearFDBCap. Egress port 0, the switch itself, is 255 in this
-    IbDataPortAndInvalid column, as the SL-to-VL indexes write port 0."""
+    to LinearFDBCap. Egress port 0, the switch itself (its own LID), is 0, as
+    the SM programs it (the column's range includes 0 by an erratum)."""
     node = target.node
     info = node.switch
     if info is None or info.linear_fdb_cap == 0:
         return ()
     table = linear_forwarding_table(target.fabric, node.guid)
-    top = min(len(table), info.linear_fdb_cap, MAX_UNICAST_LID + 1)
+    # An LFT read without SwitchInfo (an SM's dump) is bounded by itself.
+    cap = info.linear_fdb_cap if info.linear_fdb_cap is not None else len(table)
+    top = min(len(table), cap, MAX_UNICAST_LID + 1)
     return (
-        ((lid,), port or NO_DATA_PORT)
+        ((lid,), port)
         for lid, port in enumerate(table[:top])
         if port != UNROUTED_PORT
     )
@@ -455,7 +460,7 @@ def _rft_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
     port is a column of its own, so the index is the 1-based entry number
     (at most 254 entries can be indexed)."""
     node = target.node
-    if node.switch is None or node.switch.random_fdb_cap == 0:
+    if node.switch is None or not node.switch.random_fdb_cap:
         return
     for n, entry in enumerate(random_forwarding_table(target.fabric, node.guid)[:MAX_PHYS_PORTS]):
         yield (n + 1,), entry
@@ -467,7 +472,8 @@ def _mft_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], bytes]]:
     info = node.switch
     if info is None:
         return
-    end = min(MULTICAST_LID_BASE + info.multicast_fdb_cap, 0x10000)
+    cap = info.multicast_fdb_cap if info.multicast_fdb_cap is not None else 0x10000 - MULTICAST_LID_BASE
+    end = min(MULTICAST_LID_BASE + cap, 0x10000)
     for mlid, mask in multicast_forwarding_table(target.fabric, node.guid).items():
         if MULTICAST_LID_BASE <= mlid < end:
             yield (mlid,), _port_list(mask)

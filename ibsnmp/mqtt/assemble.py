@@ -8,7 +8,8 @@ is no link, and an end whose peer has not been
 heard from waits for it.  LIDs map to the first port (in GUID order) that
 holds them.  The subnet managers are those the records carry; the SM
 configuration is the master's.  The default context is the master SM's
-node, else the lowest GUID.
+node, else the lowest GUID.  Records carry no forwarding tables, so the
+snapshot has none (and computes none: only an SM routes).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tupl
         connections=MappingProxyType({}),
         local_node_guid=local,
         spec=spec,
+        # The records carry no forwarding tables, and the aggregator is no SM.
+        computes_routes=False,
     )
     return fabric, tuple(mismatches)
 
@@ -151,7 +154,8 @@ class Assembly:
                                    key=lambda sm: sm.guid))
             self.fabric = Fabric(old.subnet_prefix, MappingProxyType(nodes), old.links, old.lid_map, sms,
                                  old.sm_config, old.partitions, old.multicast_groups, old.services,
-                                 old.connections, old.local_node_guid, spec=self.spec)
+                                 old.connections, old.local_node_guid, spec=self.spec,
+                                 computes_routes=False)
         self._reshaped = False
         self._changed.clear()
         return self.fabric, mismatches

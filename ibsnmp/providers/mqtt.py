@@ -201,7 +201,9 @@ class MqttAggregator(ProviderCore):
         if record.sms:
             # ActCount counts on from our epoch as it did from the publisher's.
             elapsed = self.elapsed()
-            rebased = tuple(SmInfo(sm.guid, sm.sm_key, (sm.act_count - int(sm.act_rate * elapsed)) & 0xFFFFFFFF,
+            rebased = tuple(SmInfo(sm.guid, sm.sm_key,
+                                   None if sm.act_count is None
+                                   else (sm.act_count - int(sm.act_rate * elapsed)) & 0xFFFFFFFF,
                                    sm.priority, sm.state, sm.node_guid, sm.port_num, sm.act_rate)
                             for sm in record.sms)
             record = NodeRecord(record.node, rebased, record.sm_config, record.time, record.publisher,

@@ -1,64 +1,90 @@
 """The topology provider: a real fabric from an `ibnetdiscover` dump.
 
     provider = TopologyProvider(Path("fabric.topo"))        # loads now
-    provider = TopologyProvider(path, sm_guid=0x0002c9030012ab35)
+    provider = TopologyProvider(path, lft_path=Path("/var/log/opensm-lfts.dump"),
+                                sm_guid=0x0002c9030012ab35)
 
-The file is read once, synchronously, in the constructor (a 10,000-node dump
+The files are read synchronously in the constructor (a 10,000-node dump
 takes well under a second), so `snapshot` is valid at once and a bad file
 fails there with a TopologyError that names the line.  What the snapshot
-holds and what it leaves out is described in `ibsnmp.fabric.ibnetdiscover_read`.
-In short: every node, port, link and LID of the file, forwarding tables
-computed by `ibsnmp.fabric.routing`, no counters, no SL-to-VL or VL
-arbitration tables, no multicast groups, services or connections.
+holds and what it leaves out is described in `ibsnmp.fabric.ibnetdiscover_read`:
+every node, port, link and LID of the file, and nothing the file does not
+carry (no counters, no MTUs or capabilities, no SL-to-VL or VL arbitration
+tables, no partitions, multicast groups, services or connections).
 
-Subnet managers.  A dump does not say which port runs the SM.  With
-`sm_guid` (the node GUID or port GUID `sminfo` reports) the snapshot has one
-master SM there: SMInfo's GUID, LID (every port's MasterSMLID) and IsSM
-capability are the file's, its priority is `sm_priority` (default 0,
-OpenSM's), SM_Key reads 0 (what SMInfo returns to a requester without the
-key) and ActCount 0 (not known); ibSmConfigTable shows OpenSM's default
-configuration.  Without it the snapshot has no SM: ibSmSMInfoTable would be
-empty, and `ibsnmp.contexts`, which answers IB-SM-MIB in the default
-context only when the fabric has an SM, then serves IB-SM-MIB nowhere.
+Forwarding tables are the SM's, never computed here: with `lft_path` (an
+OpenSM `opensm-lfts.dump` or `ibroute` output, `ibsnmp.fabric.lft_read`)
+the switches serve those linear tables and traces follow them; without it
+there are no forwarding tables and no traces.
+
+Subnet managers.  A dump does not say which port runs the SM (ibnetdiscover
+prints no capability mask).  With `sm_guid` (the node GUID or port GUID
+`sminfo` reports) the snapshot has one master SM there with the given
+priority; its SM_Key, ActCount and configuration are not known.  Without it
+the snapshot has no SM, and `ibsnmp.contexts`, which answers IB-SM-MIB in
+the default context only when the fabric has an SM, serves IB-SM-MIB nowhere.
 
 The default context is the node discovery was "Initiated from" (the header
 comment), unless `local_guid` names another.
 
-Nothing changes after loading: there are no events and `start`/`stop` have
-no task to run.  `reload()` reads the file again and swaps the snapshot in
-(the old one stays if the file is now bad).
+Re-reading.  `reload()` reads both files again and swaps the new snapshot
+in; a file that does not read keeps the last good snapshot.  While started,
+the provider also looks at the files' modification time and size every
+`watch_interval` seconds and reloads when either changed and then stayed
+the same for one interval (a file being written is not read half), so a new
+ibnetdiscover run or an OpenSM re-route is served without a signal (SIGHUP
+reloads at once, see commands/run.py).  What SETs configured lives outside
+the snapshot (sa.store.ConfiguredProvider) and is applied to the new one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology
+from ibsnmp.fabric.lft_read import load_lfts, with_forwarding
 from ibsnmp.fabric.model import Fabric
 
-from .base import ProviderCore
+from .base import ProviderCore, cancel_and_wait
 
-__all__ = ["TopologyProvider", "TopologyError"]
+__all__ = ["TopologyProvider", "TopologyError", "DEFAULT_WATCH_INTERVAL", "rereading"]
 
 log = logging.getLogger("ibsnmp.providers.topology")
 
+# How often the files' modification time and size are looked at: a stat
+# call each, so often enough that a change is served within seconds.
+DEFAULT_WATCH_INTERVAL = 2.0
+
+_T = TypeVar("_T")
+_Stamp = tuple[int, int] | None  # (mtime in ns, size); None: the file is missing
+
 
 class TopologyProvider(ProviderCore):
-    """`TopologyProvider(path, *, sm_guid=None, sm_priority=0, local_guid=None)`."""
+    """`TopologyProvider(path, *, lft_path=None, sm_guid=None, sm_priority=0,
+    local_guid=None, watch_interval=DEFAULT_WATCH_INTERVAL)`."""
 
-    def __init__(self, path: Path | str, *, sm_guid: int | None = None, sm_priority: int = 0,
-                 local_guid: int | None = None) -> None:
+    def __init__(self, path: Path | str, *, lft_path: Path | str | None = None,
+                 sm_guid: int | None = None, sm_priority: int = 0, local_guid: int | None = None,
+                 watch_interval: float = DEFAULT_WATCH_INTERVAL) -> None:
         super().__init__()
         self._path = Path(path)
+        self._lft_path = Path(lft_path) if lft_path is not None else None
         self._options = dict(sm_guid=sm_guid, sm_priority=sm_priority, local_guid=local_guid)
+        self._watch_interval = watch_interval
+        self._task: asyncio.Task[None] | None = None
         started = time.perf_counter()
-        self._fabric = load_topology(self._path, **self._options)  # type: ignore[arg-type]
+        self._stamps = self._file_stamps()
+        self._fabric = self._load()
         self._load_seconds = time.perf_counter() - started
-        log.info("topology %s: %d nodes, %d links, %d LIDs in %.2f s", self._path,
+        log.info("topology %s: %d nodes, %d links, %d LIDs, %s in %.2f s", self._path,
                  len(self._fabric.nodes), len(self._fabric.links), len(self._fabric.lid_map),
-                 self._load_seconds)
+                 self._forwarding_summary(self._fabric), self._load_seconds)
 
     # -- the Provider interface ---------------------------------------------------
 
@@ -66,10 +92,14 @@ class TopologyProvider(ProviderCore):
     # is ever emitted.
 
     async def start(self) -> None:
-        """Nothing to run: the fabric was loaded by the constructor."""
+        """Watch the files for changes (the fabric was loaded by the constructor)."""
+        if self._task is None and self._watch_interval > 0:
+            self._task = asyncio.create_task(self._watch(), name="ibsnmp-topology-watch")
 
     async def stop(self) -> None:
-        """Nothing to stop."""
+        task, self._task = self._task, None
+        if task is not None:
+            await cancel_and_wait([task])
 
     # -- extras -------------------------------------------------------------------
 
@@ -78,13 +108,90 @@ class TopologyProvider(ProviderCore):
         return self._path
 
     @property
+    def lft_path(self) -> Path | None:
+        return self._lft_path
+
+    @property
     def load_seconds(self) -> float:
         """How long the constructor's load took (wall clock)."""
         return self._load_seconds
 
     def reload(self) -> Fabric:
-        """Read the file again and swap the new snapshot in; a bad file
+        """Read the files again and swap the new snapshot in; a bad file
         raises TopologyError and leaves the current snapshot served."""
-        fabric = load_topology(self._path, **self._options)  # type: ignore[arg-type]
-        self._fabric = fabric
+        stamps = self._file_stamps()
+        fabric = self._load()
+        self._fabric, self._stamps = fabric, stamps
         return fabric
+
+    def refresh(self, reason: str) -> bool:
+        """`reload`, logged in one line either way; False if the files did
+        not read (the last good snapshot stays)."""
+        try:
+            fabric = self.reload()
+        except TopologyError as exc:
+            # Not again for the same bad files: the watch compares stamps.
+            self._stamps = self._file_stamps()
+            log.error("topology not reloaded (%s): %s; the last good snapshot stays", reason, exc)
+            return False
+        log.info("topology reloaded (%s): %d nodes, %d links, %d LIDs, %s", reason, len(fabric.nodes),
+                 len(fabric.links), len(fabric.lid_map), self._forwarding_summary(fabric))
+        return True
+
+    # -- inside -------------------------------------------------------------------
+
+    def _load(self) -> Fabric:
+        fabric = load_topology(self._path, **self._options)  # type: ignore[arg-type]
+        if self._lft_path is None:
+            return fabric
+        fabric, strangers = with_forwarding(fabric, load_lfts(self._lft_path))
+        if strangers:
+            log.warning("%s: %d table(s) of switches the topology does not have, e.g. %016x: not served",
+                        self._lft_path, len(strangers), strangers[0])
+        return fabric
+
+    def _file_stamps(self) -> tuple[_Stamp, ...]:
+        paths = (self._path,) if self._lft_path is None else (self._path, self._lft_path)
+        return tuple(_stamp(path) for path in paths)
+
+    async def _watch(self) -> None:
+        # A file being written (ibnetdiscover > file) changes from one look to
+        # the next: it is read once it has kept its stamps for one interval.
+        seen = self._stamps
+        while True:
+            await asyncio.sleep(self._watch_interval)
+            now = self._file_stamps()
+            if now != self._stamps and now == seen:
+                # A large fabric's files take seconds to parse: not on the
+                # loop that answers requests (the swap is one assignment).
+                await asyncio.to_thread(self.refresh, "changed on disk")
+            seen = now
+
+    @staticmethod
+    def _forwarding_summary(fabric: Fabric) -> str:
+        if fabric.forwarding is None:
+            return "no forwarding tables"
+        return f"forwarding tables of {len(fabric.forwarding.linear)} switches"
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+def rereading(provider: object, load: Callable[[], _T]) -> Callable[[], _T]:
+    """`load` (what SIGHUP reloads) preceded by a re-read of the files of a
+    topology provider: a bad configuration does not stop the files being
+    read, nor bad files the configuration."""
+    if not isinstance(provider, TopologyProvider):
+        return load
+    topology = provider
+
+    def reload() -> _T:
+        topology.refresh("SIGHUP")
+        return load()
+
+    return reload

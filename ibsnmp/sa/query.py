@@ -51,7 +51,6 @@ __all__ = [
     "port_gids",
 ]
 
-DEFAULT_SWITCH_LIFETIME = 18  # OpenSM's packet_life_time default (0x12)
 MAX_LIFETIME = 63  # 6-bit PacketLifeTime field
 MAX_PAIRS = 20_000  # port pairs one query may cover
 MAX_RECORDS = 20_000  # records one query may return
@@ -294,9 +293,11 @@ def shared_pkey(src: Sequence[int], dst: Sequence[int], want: int | None = None)
     return None
 
 
-def path_lifetime(fabric: Fabric, route: routing.Path) -> int:
+def path_lifetime(fabric: Fabric, route: routing.Path) -> int | None:
     """PacketLifeTime code of a route: 0 for loopback, else the code of the
-    sum of the time each switch crossed may hold the packet."""
+    sum of the time each switch crossed may hold the packet; None when a
+    switch's LifeTimeValue was not read and no SM configuration gives the
+    subnet's packet lifetime (nothing to build it from)."""
     if route.src == route.dst:
         return 0
     fallback = fabric.sm_config.packet_life_time if fabric.sm_config is not None else None
@@ -307,10 +308,14 @@ def path_lifetime(fabric: Fabric, route: routing.Path) -> int:
         info = fabric.nodes[hop.node_guid].switch
         value = info.life_time_value if info is not None else None
         if value is None:
-            value = fallback if fallback is not None else DEFAULT_SWITCH_LIFETIME
+            value = fallback
+        if value is None:
+            return None
         total += 1 << value
     if total == 0:  # CA to CA back to back: one link
-        total = 1 << (fallback if fallback is not None else DEFAULT_SWITCH_LIFETIME)
+        if fallback is None:
+            return None
+        total = 1 << fallback
     return min(math.ceil(math.log2(total)), MAX_LIFETIME)
 
 
@@ -406,9 +411,14 @@ def _records(fabric: Fabric, q: PathQuery, src: _End, dst: _End) -> Iterator[Pat
         route = _route(fabric, slid, dlid)
         if route is None or not _sl_usable(fabric, route, sl):
             continue
+        # A record is built only from values that were read: a route with
+        # an MTU, rate or lifetime nobody read has no record.
+        lifetime = path_lifetime(fabric, route)
+        if route.mtu is None or route.rate is None or lifetime is None:
+            continue
         mtu = select_mtu(int(route.mtu), q.mtu_selector, q.mtu)
         rate = select_rate(int(route.rate), q.rate_selector, q.rate)
-        life = select_lifetime(path_lifetime(fabric, route), q.pkt_life_selector, q.pkt_life)
+        life = select_lifetime(lifetime, q.pkt_life_selector, q.pkt_life)
         if mtu is None or rate is None or life is None:
             continue
         yield PathRecord(
