@@ -20,7 +20,8 @@ from pysnmp.proto.secmod.rfc3414.auth import hmacmd5, hmacsha
 from pysnmp.proto.secmod.rfc3826.priv import aes
 from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
 
-from ibsnmp.wire.header import HeaderError, encode_element
+from ibsnmp.wire.ber import HeaderError
+from ibsnmp.wire.ber import element as encode_element
 from ibsnmp.wire.usm_crypto import SaltCounter, decrypt, encrypt, message_digest
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UsmUser, accept,
                                      localize_users, seal_message)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .header import (INTEGER, OCTET_STRING, SEQUENCE, USM, V3, HeaderError, Tlv,
-                     encode_element, read_tlv)
+from .ber import element as encode_element
+from .ber import integer_octets
+from .header import (INTEGER, OCTET_STRING, SEQUENCE, USM, V3, HeaderError, Tlv, read_tlv)
 
 FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
 MAX_MESSAGE_ID = 2147483647  # RFC 3412: msgID and msgMaxSize are INTEGER (0..2147483647)
@@ -139,7 +140,7 @@ def parse_scoped_pdu(plaintext: bytes) -> ScopedPdu:
 
 def encode_unsigned(value: int) -> bytes:
     """A non-negative INTEGER element, shortest form."""
-    return encode_element(INTEGER, value.to_bytes(value.bit_length() // 8 + 1, "big"))
+    return encode_element(INTEGER, integer_octets(value))
 
 
 def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes) -> bytes:
