@@ -74,7 +74,11 @@ def _message(data: bytes) -> tuple[int, int, int]:
 def decode_request(data: bytes) -> Request:
     """The read request in `data`; HeaderError if it is not one (see the module)."""
     version, community, pos = read_community(data)
-    end = len(data)
+    return decode_pdu(data, pos, len(data), version, community)
+
+
+def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes = b"") -> Request:
+    """The read request PDU from `pos` to `end` (an SNMPv3 scoped PDU's too: V2C)."""
     pdu_type, start, pdu_end = read_element(data, pos, end)
     if pdu_type not in READS[version]:
         raise HeaderError(f"not a read request: PDU type 0x{pdu_type:02x}")
@@ -121,15 +125,22 @@ def null_varbinds(oids: tuple[Oid, ...], encode_oid: Callable[[Oid], bytes]) -> 
     return b"".join(varbind(encode_oid(oid), _NULL) for oid in oids)
 
 
-def encode_response(version: int, community: bytes, request_id: int, error_status: int,
-                    error_index: int, varbinds: bytes) -> bytes:
-    """A Response message around `varbinds`, the concatenated varbind elements."""
+def encode_response_pdu(request_id: int, error_status: int, error_index: int,
+                        varbinds: bytes) -> bytes:
+    """A Response PDU element around `varbinds`, the concatenated varbind elements."""
     pdu = (element(INTEGER, integer_octets(request_id))
            + element(INTEGER, integer_octets(error_status))
            + element(INTEGER, integer_octets(error_index))
            + element(SEQUENCE, varbinds))
+    return element(RESPONSE, pdu)
+
+
+def encode_response(version: int, community: bytes, request_id: int, error_status: int,
+                    error_index: int, varbinds: bytes) -> bytes:
+    """A Response message around `varbinds`, the concatenated varbind elements."""
     return element(SEQUENCE, element(INTEGER, bytes((version,)))
-                   + element(OCTET_STRING, community) + element(RESPONSE, pdu))
+                   + element(OCTET_STRING, community)
+                   + encode_response_pdu(request_id, error_status, error_index, varbinds))
 
 
 def response_size(version: int, community: bytes, request_id: int, varbinds_octets: int) -> int:
