@@ -127,6 +127,19 @@ def is_volatile(oid: tuple[int, ...]) -> bool:
     return any(oid[:len(prefix)] == prefix for prefix in VOLATILE)
 
 
+PYSNMP_BULK_CAP = 64  # repeater varbinds pysnmp returns at most; the fast path has no cap
+
+
+def _capped_by_pysnmp(request: bytes, answered: int) -> bool:
+    """Whether pysnmp's GETBULK answer of `answered` varbinds stopped at its cap."""
+    from ibsnmp.wire.header import GET_BULK
+    from ibsnmp.wire.request import decode_request
+
+    decoded = decode_request(request)
+    non_repeaters = min(decoded.non_repeaters, len(decoded.oids))
+    return decoded.pdu_type == GET_BULK and answered - non_repeaters == PYSNMP_BULK_CAP
+
+
 def assert_same_response(request: bytes, slow: bytes | None, fast: bytes | None) -> None:
     """Equal octets, but for the values of the objects that count or tick between them."""
     from wire import decode_response
@@ -137,6 +150,8 @@ def assert_same_response(request: bytes, slow: bytes | None, fast: bytes | None)
         return
     slow_rsp, fast_rsp = decode_response(slow), decode_response(fast)
     assert slow_rsp[:3] == fast_rsp[:3], request.hex()
+    if len(fast_rsp[3]) > len(slow_rsp[3]) and _capped_by_pysnmp(request, len(slow_rsp[3])):
+        del fast_rsp[3][len(slow_rsp[3]):]
     assert [oid for oid, _ in slow_rsp[3]] == [oid for oid, _ in fast_rsp[3]], request.hex()
     for (oid, a), (_, b) in zip(slow_rsp[3], fast_rsp[3]):
         assert a.tagSet == b.tagSet, (request.hex(), oid)

@@ -104,7 +104,7 @@ class FastReads:
         lo = tuple(self._cells.subtree)
         self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
         self._encode_oid = OidEncodings()
-        self._failed_once = False
+        self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
         """The Response to `data`, or None when pysnmp is to handle it."""
@@ -130,8 +130,8 @@ class FastReads:
         except _Declined:
             reply = None
         except Exception:
-            if not self._failed_once:
-                self._failed_once = True
+            self.failures += 1
+            if self.failures == 1:
                 log.exception("the fast responder failed; such requests go to pysnmp")
             reply = None
         if reply is None:
