@@ -207,8 +207,8 @@ class _Request:
         request = self._request
         owner = self._owner
         encode_oid = owner._encode_oid
-        max_size = int(owner._max_size.syntax)
         fixed = (request.version, request.community, request.request_id)
+        room = _varbind_room(fixed, int(owner._max_size.syntax))
         parts: list[bytes] = []
         total = retrieved = 0
 
@@ -217,7 +217,7 @@ class _Request:
             nonlocal total, retrieved
             next_oid, cell = found
             encoded = varbind(encode_oid(next_oid), encode_value(cell.tag, cell.value))
-            if response_size(*fixed, total + len(encoded)) > max_size:
+            if total + len(encoded) > room:
                 return False
             total += len(encoded)
             parts.append(encoded)
@@ -293,6 +293,18 @@ class _Request:
                 and getattr(value, "tagSet", None) == _COUNTER64_TAGS:
             raise smi_error.NoAccessError(name=name, idx=context.get("idx"))
         return False
+
+
+def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:
+    """The most varbind octets a Response of `max_size` octets holds (-1: none fit)."""
+    low, high = -1, max_size  # response_size grows with its varbinds: bisect
+    while low < high:
+        middle = (low + high + 1) // 2
+        if response_size(*fixed, middle) <= max_size:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _v1_error(rows: list[Varbind]) -> tuple[int, int]:
