@@ -744,7 +744,8 @@ def main(argv: list[str] | None = None) -> int:
     say(report.markdown())
     for note in report.notes:
         say(f"\n- {note}")
-    say("\nWalks: `snmpbulkwalk -v2c -c public -Cr50 -On -OQ` of IB-SM-MIB ibSmPortInfoTable; "
+    say("\nWalks: `snmpbulkwalk -v2c -c public -Cr50 -On -OQ` (v3: -l authPriv, SHA-256/AES) of "
+        "IB-SM-MIB ibSmPortInfoTable; ibsnmp-pysnmp is ibsnmp with `[limits] fast_path = false`; "
         "snmpsim serves ibsnmp's recording of the same table. Ratios are medians of paired, "
         "interleaved rounds.")
     if failed:

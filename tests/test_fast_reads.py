@@ -110,3 +110,18 @@ def test_switched_off_pysnmp_answers(paths: TwoPaths) -> None:
     paths.fast_answered = False
     reply = paths.send(community_request("get", [SYS_DESCR], version=V2C), fast=False)
     assert reply is not None and not paths.fast_answered
+
+
+def test_read_views_hide_what_vacm_hides() -> None:
+    from ibsnmp.agent.read_view import SECRET_SUBTREES, ReadView
+    from ibsnmp.agent.views import key_subtrees
+
+    no_keys, with_keys = ReadView("no-keys"), ReadView("with-keys")
+    for key in key_subtrees():
+        inside = key + (1, 2)
+        assert not no_keys.contains(inside) and not no_keys.contains_below_root(inside)
+        assert with_keys.contains(inside) and with_keys.contains_below_root(inside)
+        assert no_keys.contains(key[:-1])  # the entry above a key column is shown
+    for secret in SECRET_SUBTREES:
+        assert not with_keys.contains(secret + (1,))
+    assert not no_keys.contains((1, 3, 6, 2)) and not no_keys.contains((1, 3))

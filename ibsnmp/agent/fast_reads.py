@@ -262,7 +262,8 @@ class _Request:
 
     def _next_in_subtree(self, oid: Oid) -> Varbind | None:
         next_cell = self._cells.next_cell
-        target, contains = self._target, self._view.contains
+        # The InfiniBand subtree lies under the view's root: only exclusions matter.
+        target, contains = self._target, self._view.contains_below_root
         while True:
             found = next_cell(target, oid)
             if found is None:

@@ -33,10 +33,23 @@ class ReadView:
     subtree lies inside the single included one.
     """
 
-    __slots__ = ("_excluded",)
+    __slots__ = ("_excluded", "_by_depth")
 
     def __init__(self, view: View) -> None:
-        self._excluded = tuple((len(subtree), subtree) for subtree in excluded_subtrees(view))
+        excluded = excluded_subtrees(view)
+        self._excluded = tuple((len(subtree), subtree) for subtree in excluded)
+        by_depth: dict[int, set[Oid]] = {}
+        for subtree in excluded:
+            by_depth.setdefault(len(subtree), set()).add(subtree)
+        self._by_depth = tuple((depth, frozenset(subtrees))
+                               for depth, subtrees in sorted(by_depth.items()))
+
+    def contains_below_root(self, oid: Oid) -> bool:
+        """`contains` for an OID known to lie under VIEW_ROOT: one set lookup per depth."""
+        for depth, subtrees in self._by_depth:
+            if oid[:depth] in subtrees:
+                return False
+        return True
 
     def contains(self, oid: Oid) -> bool:
         if oid[:4] != VIEW_ROOT:
