@@ -83,7 +83,8 @@ def test_getbulk_of_a_walk_past_the_end_stops_with_end_of_mib_view(paths: TwoPat
 LEFT_TO_PYSNMP = {
     "set": community_request("set", [SYS_DESCR], values=[api_v2c.OctetString("x")]),
     "unknown community": community_request("get", [SYS_DESCR], community="nobody"),
-    "unknown node": community_request("get", [SYS_DESCR], community=f"{COMMUNITY}@0123456789abcdef"),
+    "unknown node": community_request("get", [SYS_DESCR],
+                                      community=f"{COMMUNITY}@0123456789abcdef"),
     "trailing octets": community_request("get", [SYS_DESCR]) + b"\x00",
     "v1 get with a value": community_request("get", [SYS_DESCR], version=V1,
                                              values=[api_v1.Integer(1)]),

@@ -41,6 +41,7 @@ from ibsnmp.mib.api import (
     Oid,
     VirtualMib,
 )
+from ibsnmp.wire import ber
 from ibsnmp.wire.ber import (
     COUNTER64,
     END_OF_MIB_VIEW,
@@ -71,7 +72,8 @@ log = logging.getLogger(__name__)
 NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
 _COUNTER64_TAGS = rfc1902.Counter64.tagSet
 _END = Cell(END_OF_MIB_VIEW, b"")
-_MISSING = {NO_SUCH_OBJECT: Cell(0x80, b""), NO_SUCH_INSTANCE: Cell(0x81, b"")}
+_MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
+            NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
 _REQUEST_NULL = univ.Null("")
 _IN_COUNTERS = {GET: "snmpInGetRequests", GET_NEXT: "snmpInGetNexts"}
@@ -125,6 +127,7 @@ class FastReads:
         self._add("snmpInPkts", 1)
         if in_counter:
             self._add(in_counter, 1)
+        reply: bytes | None
         try:
             reply, status, retrieved = _Request(self, request, target, view).respond()
         except _Declined:
@@ -170,7 +173,7 @@ class _Request:
         self._cells = owner._cells
         self._lo, self._hi = owner._lo, owner._hi
 
-    def respond(self) -> tuple[bytes | None, int, int]:
+    def respond(self) -> tuple[bytes, int, int]:
         """(the Response, its error-status, how many values it retrieved)."""
         request = self._request
         owner = self._owner
@@ -202,7 +205,7 @@ class _Request:
         return [varbind(encode_oid(oid), encode_value(cell.tag, cell.value))
                 for oid, cell in rows]
 
-    def _bulk(self) -> tuple[bytes | None, int, int]:
+    def _bulk(self) -> tuple[bytes, int, int]:
         """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
         request = self._request
         owner = self._owner
