@@ -126,3 +126,28 @@ def test_read_views_hide_what_vacm_hides() -> None:
     for secret in SECRET_SUBTREES:
         assert not with_keys.contains(secret + (1,))
     assert not no_keys.contains((1, 3, 6, 2)) and not no_keys.contains((1, 3))
+
+
+def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    fast_reads = paths.dispatcher.fast_reads
+    cells = fast_reads._cells
+
+    class Broken:
+        subtree = cells.subtree
+        get_cell = cells.get_cell
+
+        @staticmethod
+        def next_cell(target, oid):  # type: ignore[no-untyped-def]
+            raise ValueError("binding bug")
+
+    data = community_request("next", [INFINIBAND])
+    before, failures = paths.counters(), fast_reads.failures
+    fast_reads._cells = Broken()
+    try:
+        reply = fast_reads.answer(data, paths.dispatcher.prefilter.community_context)
+    finally:
+        fast_reads._cells = cells
+    assert reply is None and fast_reads.failures == failures + 1
+    assert paths.counters() == before
+    assert "Traceback" not in caplog.text

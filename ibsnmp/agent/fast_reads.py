@@ -60,6 +60,7 @@ from ibsnmp.wire.request import (
     varbind,
 )
 
+from .causes import current_exception_summary
 from .cells import Cell, cell_of, cell_source
 from .config import Community
 from .contexts import ContextDirectory
@@ -130,12 +131,15 @@ class FastReads:
         reply: bytes | None
         try:
             reply, status, retrieved = _Request(self, request, target, view).respond()
-        except _Declined:
-            reply = None
+        except (_Declined, smi_error.SmiError):
+            reply = None  # an SMI error of the base tree: pysnmp answers it as it must
         except Exception:
             self.failures += 1
             if self.failures == 1:
-                log.exception("the fast responder failed; such requests go to pysnmp")
+                # Remote input: one line with the cause, never a traceback in the log.
+                log.error("the fast responder failed (%s); such requests go to pysnmp, further "
+                          "failures are logged at debug level", current_exception_summary())
+            log.debug("fast responder failure", exc_info=True)
             reply = None
         if reply is None:
             self._add("snmpInPkts", -1)
