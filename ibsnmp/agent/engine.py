@@ -28,8 +28,8 @@ from .causes import current_exception_summary
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
-from .read_view import VIEW_ROOT, excluded_subtrees
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
+from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
 from .sysor import install_sys_or_table
