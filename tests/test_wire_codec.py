@@ -112,8 +112,9 @@ def test_responses_equal_pysnmps_octet_for_octet(version: int) -> None:
     mod = api_v1 if version == V1 else api_v2c
     encode_oid = ber.OidEncodings()
     for _ in range(200):
-        rows = [(tuple(rng.randrange(2**rng.choice((3, 8, 20, 32))) for _ in range(rng.randrange(0, 30))),
-                 rng.choice(VALUES)) for _ in range(rng.randrange(0, 40))]
+        rows = [(tuple(rng.randrange(2**rng.choice((3, 8, 20, 32)))
+                       for _ in range(rng.randrange(0, 30))), rng.choice(VALUES))
+                for _ in range(rng.randrange(0, 40))]
         rows = [((1, 3) + arcs, value) for arcs, value in rows
                 if version == V2C or value[0] not in (ber.COUNTER64,) + tuple(ber.EXCEPTIONS)]
         request_id = rng.randrange(-2**31, 2**31)
