@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,11 +32,13 @@ RELOAD_TIMEOUT_S = 20.0
 
 
 class Toggle:
-    def __init__(self, agent: RunningAgent, config: Path) -> None:
+    def __init__(self, agent: RunningAgent, config: Path,
+                 render: Callable[[bool], str] | None = None) -> None:
         self.agent, self.config = agent, config
+        self.render = render or _config  # the configuration with fast_path on or off
 
     def set_fast(self, on: bool) -> None:
-        self.config.write_text(_config(on))
+        self.config.write_text(self.render(on))
         self.agent.process.send_signal(signal.SIGHUP)
         stdout = self.agent.process.stdout
         assert stdout is not None

@@ -15,10 +15,10 @@ import pytest
 from test_agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backend
 
 from ibsnmp.agent.engine import build_engine
-from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal, largest_content
+from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal, largest_content, varbind_room
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
 from ibsnmp.wire.header import GET, GET_BULK, SET
-from ibsnmp.wire.request import Request
+from ibsnmp.wire.request import Request, encode_response_pdu
 from ibsnmp.wire.usm_inbound import Accepted, accept, localize_users
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
                                      encode_scoped_pdu, parse_v3)
@@ -181,3 +181,14 @@ def test_largest_content_is_exact_at_length_boundaries() -> None:
             total = lambda n: 1 + length_octets(fixed + n) + fixed + n  # noqa: E731
             if content:
                 assert total(content) <= limit < total(content + 1)
+
+
+@pytest.mark.parametrize("request_id", [0, 127, 128, 2147483647, -5])
+def test_the_varbind_room_fills_the_response_pdu_exactly(request_id: int) -> None:
+    for max_pdu in (100, 127, 128, 129, 255, 256, 300, 65000, 65535, 65536, 70000):
+        room = varbind_room(request_id, max_pdu)
+
+        def pdu_size(octets: int) -> int:
+            return len(encode_response_pdu(request_id, 0, 0, bytes(octets)))
+
+        assert pdu_size(room) <= max_pdu < pdu_size(room + 1)

@@ -28,6 +28,7 @@ from .causes import current_exception_summary
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
+from .fast_v3 import FastV3, responder_over
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
@@ -119,6 +120,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     prefilter: Prefilter | None = None
     # v1/v2c reads answered without pysnmp's per-varbind cost ([limits] fast_path).
     fast_reads: FastReads | None = None
+    fast_v3: FastV3 | None = None  # SNMPv3 reads through the same responder
     use_fast_reads = False
     _on_notification_socket = False
 
@@ -135,6 +137,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                 if self.use_fast_reads and self.fast_reads is not None \
                         and not is_notification_domain(transportDomain):
                     reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context)
+                    if reply is None and self.fast_v3 is not None:
+                        reply = self.fast_v3.answer(wholeMsg)
                     if reply is not None:
                         snmpEngine.transport_dispatcher.send_message(
                             reply, transportDomain, transportAddress)
@@ -200,6 +204,9 @@ class AgentEngine:
         """
         _remove_principals(self.engine, self.vacm, self.settings)
         _add_principals(self.engine, self.vacm, self.directory, settings)
+        fast_v3 = self.engine.message_dispatcher.fast_v3
+        if fast_v3 is not None:
+            fast_v3.replace_users(settings.users)
         self.settings = settings
 
 
@@ -227,7 +234,10 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
-    engine.message_dispatcher.fast_reads = FastReads(engine, directory, mib)
+    fast_reads = engine.message_dispatcher.fast_reads = FastReads(engine, directory, mib)
+    engine.message_dispatcher.fast_v3 = FastV3(
+        engine, settings.users, responder_over(fast_reads, directory.resolve),
+        directory.is_known_node)
     responders = (
         GetResponder(engine, context),
         NextResponder(engine, context),

@@ -122,17 +122,33 @@ class FastReads:
         target = self._directory.resolve(context_name)
         if target is None:
             return None
-        view = self._views[community.view or default_view(community.access)]
+        fixed = (request.version, request.community, request.request_id)
+        found = self.read(request, target, community.access, community.view,
+                          _varbind_room(fixed, int(self._max_size.syntax)))
+        if found is None:
+            return None
+        status, index, varbinds = found
+        return encode_response(*fixed, status, index, varbinds)
+
+    def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
+             room: int) -> tuple[int, int, bytes] | None:
+        """(error-status, error-index, varbind octets) of a read PDU whose varbinds may
+        take `room` octets, counted as pysnmp counts it; None: pysnmp's to answer.
+
+        SNMPv3 reads come here too (agent.fast_v3), with the room their
+        sealed message leaves.
+        """
+        read_view = self._views[view or default_view(access)]
         in_counter = _IN_COUNTERS.get(request.pdu_type)
         # pysnmp counts the request before reading: a GET of snmpInPkts sees itself.
         self._add("snmpInPkts", 1)
         if in_counter:
             self._add(in_counter, 1)
-        reply: bytes | None
+        found: tuple[bytes, int, int, int] | None
         try:
-            reply, status, retrieved = _Request(self, request, target, view).respond()
+            found = _Request(self, request, target, read_view, room).respond()
         except (_Declined, smi_error.SmiError):
-            reply = None  # an SMI error of the base tree: pysnmp answers it as it must
+            found = None  # an SMI error of the base tree: pysnmp answers it as it must
         except Exception:
             self.failures += 1
             if self.failures == 1:
@@ -140,19 +156,20 @@ class FastReads:
                 log.error("the fast responder failed (%s); such requests go to pysnmp, further "
                           "failures are logged at debug level", current_exception_summary())
             log.debug("fast responder failure", exc_info=True)
-            reply = None
-        if reply is None:
+            found = None
+        if found is None:
             self._add("snmpInPkts", -1)
             if in_counter:
                 self._add(in_counter, -1)
             return None
+        varbinds, status, index, retrieved = found
         self._add("snmpOutPkts", 1)
         self._add("snmpOutGetResponses", 1)
         if status:
             self._add("snmpOutNoSuchNames", 1)
         else:
             self._add("snmpInTotalReqVars", retrieved)
-        return reply
+        return status, index, varbinds
 
     def _add(self, name: str, amount: int) -> None:
         instance = self._counters[name]
@@ -162,12 +179,13 @@ class FastReads:
 class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
-    __slots__ = ("_owner", "_request", "_target", "_view", "_skip_counter64", "_slow",
+    __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64", "_slow",
                  "_cells", "_lo", "_hi")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
-                 view: ReadView) -> None:
+                 view: ReadView, room: int) -> None:
         self._owner = owner
+        self._room = room  # varbind octets the Response may hold
         self._request = request
         self._target = target
         self._view = view
@@ -177,8 +195,8 @@ class _Request:
         self._cells = owner._cells
         self._lo, self._hi = owner._lo, owner._hi
 
-    def respond(self) -> tuple[bytes, int, int]:
-        """(the Response, its error-status, how many values it retrieved)."""
+    def respond(self) -> tuple[bytes, int, int, int]:
+        """(varbind octets, error-status, error-index, how many values it retrieved)."""
         request = self._request
         owner = self._owner
         if request.pdu_type == GET:
@@ -187,7 +205,6 @@ class _Request:
             rows = [self._next(oid) for oid in request.oids]
         else:
             return self._bulk()
-        max_size = int(owner._max_size.syntax)
         status = index = 0
         if request.version == V1:
             status, index = _v1_error(rows)
@@ -198,24 +215,21 @@ class _Request:
         else:
             varbinds = b"".join(self._encoded(rows))
             retrieved = sum(1 for _, cell in rows if cell.tag not in EXCEPTIONS)
-        reply = encode_response(request.version, request.community, request.request_id,
-                                status, index, varbinds)
-        if len(reply) > max_size:
+        if len(varbinds) > self._room:
             raise _Declined  # pysnmp answers tooBig
-        return reply, status, retrieved
+        return varbinds, status, index, retrieved
 
     def _encoded(self, rows: list[Varbind]) -> list[bytes]:
         encode_oid = self._owner._encode_oid
         return [varbind(encode_oid(oid), encode_value(cell.tag, cell.value))
                 for oid, cell in rows]
 
-    def _bulk(self) -> tuple[bytes, int, int]:
+    def _bulk(self) -> tuple[bytes, int, int, int]:
         """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
         request = self._request
         owner = self._owner
         encode_oid = owner._encode_oid
-        fixed = (request.version, request.community, request.request_id)
-        room = _varbind_room(fixed, int(owner._max_size.syntax))
+        room = self._room
         parts: list[bytes] = []
         total = retrieved = 0
 
@@ -242,8 +256,7 @@ class _Request:
             full = not all(add(found) for found in row)
             live = [i for i in live if row[i][1].tag != END_OF_MIB_VIEW]
             repetitions -= 1
-        reply = encode_response(*fixed, 0, 0, b"".join(parts))
-        return reply, 0, retrieved
+        return b"".join(parts), 0, 0, retrieved
 
     # -- reading ------------------------------------------------------------------
 

@@ -21,11 +21,15 @@ from typing import Protocol
 
 from pysnmp.entity.engine import SnmpEngine
 
-from ibsnmp.wire.ber import OCTET_STRING, HeaderError, element, length_octets
+from ibsnmp.mib.api import ContextTarget
+
+from ibsnmp.wire.ber import INTEGER, OCTET_STRING, HeaderError, element, integer_octets, length_octets
 from ibsnmp.wire.header import V2C
 from ibsnmp.wire.request import Request, decode_pdu, encode_response_pdu
 from ibsnmp.wire.usm_inbound import Accepted, Sealer, UserEntry, accept, localize_users
 from ibsnmp.wire.usm_message import encode_scoped_pdu
+
+from .views import View
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 
@@ -81,6 +85,40 @@ def largest_content(limit: int, fixed: int) -> int:
     while content > 0 and 1 + length_octets(fixed + content) + fixed + content > limit:
         content -= 1
     return max(content, 0)
+
+
+# error-status and error-index of a Response this path writes: 0..127, three octets each.
+_ERROR_FIELDS_OCTETS = 6
+
+
+def varbind_room(request_id: int, max_pdu_octets: int) -> int:
+    """The varbind octets a Response PDU of at most `max_pdu_octets` octets can hold."""
+    fixed = len(element(INTEGER, integer_octets(request_id))) + _ERROR_FIELDS_OCTETS
+    varbind_list = largest_content(max_pdu_octets, fixed)  # the list element, whole
+    return largest_content(varbind_list, 0)
+
+
+class Reads(Protocol):
+    """agent.fast_reads.FastReads, as this path uses it."""
+
+    def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
+             room: int) -> tuple[int, int, bytes] | None: ...
+
+
+def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None]
+                   ) -> ReadResponder:
+    """The fast responder of v1/v2c reads, serving scoped PDUs (one responder, two models)."""
+
+    def respond(request: Request, context_name: bytes, principal: Principal,
+                max_pdu_octets: int) -> Answer | None:
+        target = resolve(context_name)
+        if target is None:
+            return None
+        found = reads.read(request, target, principal.access, principal.view,  # type: ignore[arg-type]
+                           varbind_room(request.request_id, max_pdu_octets))
+        return None if found is None else Answer(*found)
+
+    return respond
 
 
 class FastV3:
