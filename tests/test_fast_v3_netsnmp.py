@@ -132,3 +132,28 @@ def test_failures_get_the_same_reports_and_counts_either_way(agent: Toggle, case
     code, _, _, counters_changed = outcomes[0]
     # snmpget's discovery counts usmStatsUnknownEngineIDs, the failure its own counter once.
     assert code != 0 and counters_changed == 2
+
+
+SNMP_GROUP = ".1.3.6.1.2.1.11"
+
+
+def snmp_counters(agent: Toggle) -> dict[str, int]:
+    result = agent.agent.snmp("snmpwalk", "-v2c", "-c", "public", "-On", "-Oqe", SNMP_GROUP)
+    assert result.returncode == 0, result.stderr
+    return {line.split()[0]: int(line.split()[1]) for line in result.stdout.splitlines()}
+
+
+def test_the_snmp_group_counts_v3_reads_alike_on_both_paths(agent: Toggle) -> None:
+    deltas = []
+    for fast in (True, False):
+        agent.set_fast(fast)
+        before = snmp_counters(agent)
+        for tool, oid in (("snmpget", ".1.3.6.1.2.1.1.5.0"), ("snmpgetnext", INFINIBAND),
+                          ("snmpget", ".1.3.6.1.2.1.1.99.0")):
+            code, _, err = v3(agent, tool, "SHA256", "AES", oid)
+            assert code == 0, err
+        after = snmp_counters(agent)
+        deltas.append({name: after[name] - before[name] for name in before})
+    agent.set_fast(True)
+    assert deltas[0] == deltas[1]
+    assert deltas[0][".1.3.6.1.2.1.11.15.0"] >= 2  # snmpInGetRequests
