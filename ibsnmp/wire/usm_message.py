@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ber import element as encode_element
-from .ber import integer_octets
+from .ber import integer_octets, length_octets
 from .header import (INTEGER, OCTET_STRING, SEQUENCE, USM, V3, HeaderError, Tlv, read_tlv)
 
 FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
@@ -163,12 +163,8 @@ class Outgoing:
     priv_params: bytes
 
 
-def encode_v3(out: Outgoing, data: bytes) -> tuple[bytes, int]:
-    """The message with a zeroed MAC, and the offset of that MAC.
-
-    `data` is the ScopedPDU element, or the ciphertext when the privacy flag
-    is set (it is then wrapped as an OCTET STRING here).
-    """
+def _before_data(out: Outgoing) -> tuple[bytes, int]:
+    """msgVersion, msgGlobalData and the security parameters; where the MAC's value ends."""
     element = encode_element
     global_data = element(SEQUENCE, encode_unsigned(out.message_id)
                           + encode_unsigned(out.max_size)
@@ -177,17 +173,30 @@ def encode_v3(out: Outgoing, data: bytes) -> tuple[bytes, int]:
     before_mac = (element(OCTET_STRING, out.engine_id) + encode_unsigned(out.boots)
                   + encode_unsigned(out.engine_time) + element(OCTET_STRING, out.user))
     mac = element(OCTET_STRING, bytes(out.mac_length))
-    usm = element(SEQUENCE, before_mac + mac + element(OCTET_STRING, out.priv_params))
-    params = element(OCTET_STRING, usm)
-    body = element(OCTET_STRING, data) if out.flags & FLAG_PRIV else data
-    message = element(SEQUENCE, encode_unsigned(V3) + global_data + params + body)
-    # The MAC's value ends where the security parameters end minus privParams.
-    params_end = len(message) - len(body)
-    mac_end = params_end - len(element(OCTET_STRING, out.priv_params))
-    return message, mac_end - out.mac_length
+    priv = element(OCTET_STRING, out.priv_params)
+    params = element(OCTET_STRING, element(SEQUENCE, before_mac + mac + priv))
+    prefix = encode_unsigned(V3) + global_data + params
+    return prefix, len(prefix) - len(priv)
+
+
+def encode_v3(out: Outgoing, data: bytes) -> tuple[bytes, int]:
+    """The message with a zeroed MAC, and the offset of that MAC.
+
+    `data` is the ScopedPDU element, or the ciphertext when the privacy flag
+    is set (it is then wrapped as an OCTET STRING here).
+    """
+    prefix, mac_end = _before_data(out)
+    body = encode_element(OCTET_STRING, data) if out.flags & FLAG_PRIV else data
+    message = encode_element(SEQUENCE, prefix + body)
+    mac_at = len(message) - len(body) - len(prefix) + mac_end - out.mac_length
+    return message, mac_at
 
 
 def overhead(out: Outgoing, data_length: int) -> int:
     """Octets a message adds around `data_length` octets of scoped PDU."""
-    message, _ = encode_v3(out, bytes(data_length))
-    return len(message) - data_length
+    prefix, _ = _before_data(out)
+    body = data_length
+    if out.flags & FLAG_PRIV:
+        body += 1 + length_octets(data_length)
+    inner = len(prefix) + body
+    return 1 + length_octets(inner) + inner - data_length
