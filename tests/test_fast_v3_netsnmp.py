@@ -11,7 +11,6 @@ same Reports and count the same USM statistics as with the path off.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from e2e import ibsnmp_agent

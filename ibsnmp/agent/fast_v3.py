@@ -74,9 +74,6 @@ class ReadResponder(Protocol):
                  max_pdu_octets: int) -> Answer | None: ...
 
 
-AnswerObserver = Callable[[Request, Answer], None]
-
-
 def largest_content(limit: int, fixed: int) -> int:
     """How many octets may join `fixed` in a constructed element of at most `limit` octets."""
     content = limit - fixed - 1 - length_octets(limit)
@@ -125,8 +122,7 @@ class FastV3:
     """The SNMPv3 side of the fast read path (see the module doc)."""
 
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
-                 is_known_context: Callable[[bytes], bool],
-                 observe: AnswerObserver | None = None) -> None:
+                 is_known_context: Callable[[bytes], bool]) -> None:
         builder = engine.get_mib_builder()
         engine_id, max_size = builder.import_symbols(
             FRAMEWORK_MIB, "snmpEngineID", "snmpEngineMaxMessageSize")
@@ -136,7 +132,6 @@ class FastV3:
         self.users = localize_users(users, self.engine_id)
         self._respond = respond
         self._is_known_context = is_known_context
-        self._observe = observe
 
     def replace_users(self, users: Iterable[UserEntry]) -> None:
         """A reload's users from now on (keys localized here, once)."""
@@ -162,11 +157,8 @@ class FastV3:
             return None
         pdu = encode_response_pdu(request.request_id, answer.error_status, answer.error_index,
                                   answer.varbinds)
-        sealed = self.sealer.seal(accepted, encode_scoped_pdu(
+        return self.sealer.seal(accepted, encode_scoped_pdu(
             scoped.context_engine_id, scoped.context_name, pdu))
-        if self._observe is not None:
-            self._observe(request, answer)
-        return sealed
 
     def max_pdu_octets(self, accepted: Accepted) -> int:
         """The largest Response PDU element the sealed response may carry."""

@@ -7,11 +7,8 @@ Every key here is a secret: nothing in this module logs or formats one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
-
-HashFactory = Callable[..., "hashlib._Hash"]
 
 PASSPHRASE_OCTETS = 1_048_576  # RFC 3414 A.2: the pass phrase is repeated to 1 MB
 _CHUNK = 64
