@@ -135,3 +135,13 @@ def test_responses_equal_pysnmps_octet_for_octet(version: int) -> None:
         ours = encode_response(version, community, request_id, status, index, varbinds)
         assert ours == encoder.encode(message)
         assert response_size(version, community, request_id, len(varbinds)) == len(ours)
+
+
+def test_oid_encodings_are_remembered_within_their_bound() -> None:
+    encodings = ber.OidEncodings(limit=2)
+    first = encodings((1, 3, 6, 1))
+    assert first == encoder.encode(rfc1902.ObjectName((1, 3, 6, 1)))
+    assert encodings((1, 3, 6, 1)) is first  # remembered
+    encodings((1, 3, 6, 2))
+    encodings((1, 3, 6, 3))  # full: starts again
+    assert len(encodings._cache) == 1 and encodings((1, 3, 6, 1)) is not first

@@ -164,12 +164,13 @@ class OidEncodings:
     """Encoded OBJECT IDENTIFIER elements, remembered: a walk names each OID twice.
 
     Bounded: when full it starts again rather than growing with a fabric's
-    millions of instances.
+    millions of instances (an entry takes about 300 octets: 32,768 of them
+    about 10 MB, the OIDs a manager polls again and again).
     """
 
     __slots__ = ("_cache", "_limit")
 
-    def __init__(self, limit: int = 1 << 18) -> None:
+    def __init__(self, limit: int = 1 << 15) -> None:
         self._cache: dict[Oid, bytes] = {}
         self._limit = limit
 
