@@ -68,6 +68,14 @@ def vm_status(pid: int) -> dict[str, int]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    # After the command name: state is field 3, utime and stime fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # -- processes ------------------------------------------------------------------------------
 
 
@@ -182,8 +190,9 @@ class Processes:
 
 
 def start_ibsnmp(procs: Processes, fabric: str, *, seed: int = 1, port: int | None = None,
-                 timeout: float = 60.0) -> tuple[Proc, int, float]:
-    """Start `ibsnmp run` and wait for its 'ibsnmp: serving' line.
+                 timeout: float = 60.0, extra: Sequence[str] = (),
+                 name: str = "ibsnmp") -> tuple[Proc, int, float]:
+    """Start `ibsnmp run` (with `extra` arguments) and wait for its 'ibsnmp: serving' line.
 
     Returns the process, its port and the start-up time in seconds.
     """
@@ -193,8 +202,8 @@ def start_ibsnmp(procs: Processes, fabric: str, *, seed: int = 1, port: int | No
     atexit.register(shutil.rmtree, state_dir, True)
     argv = [str(VENV_BIN / "ibsnmp"), "run", "--listen", f"{LOCALHOST}:{port}",
             "--community", "public", "--fabric", fabric, "--seed", str(seed),
-            "--state-dir", state_dir]
-    proc = procs.start(f"ibsnmp[{fabric}]", argv)
+            "--state-dir", state_dir, *extra]
+    proc = procs.start(f"{name}[{fabric}]", argv)
     startup = proc.wait_for_line(r"^ibsnmp: serving", timeout)
     return proc, port, startup
 

@@ -7,7 +7,7 @@ varbinds, which is what makes a full decode expensive.
 
 from __future__ import annotations
 
-from ibsnmp.wire.header import encode_element as tlv
+from ibsnmp.wire.ber import element as tlv
 
 FLOOD_VARBINDS = 9142
 _VARBIND = bytes.fromhex("3005 06012b 0500")  # SEQUENCE { OID 1.3, NULL }

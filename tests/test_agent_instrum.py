@@ -18,8 +18,9 @@ from test_agent_support import (
 )
 
 from ibsnmp.agent.contexts import ContextDirectory, is_node_context_name
-from ibsnmp.agent.engine import SECRET_SUBTREES, build_engine
+from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
+from ibsnmp.agent.read_view import SECRET_SUBTREES
 from ibsnmp.mib.api import INFINIBAND_MIB, NO_SUCH_OBJECT, ContextTarget
 
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
@@ -127,7 +128,7 @@ def test_getnext_in_a_hidden_subtree_leaves_it(base: Any, backend: Any) -> None:
 
 def test_the_base_tree_holds_secrets_the_view_must_hide(base: Any, backend: Any) -> None:
     # pysnmp keeps USM pass phrases readable in PYSNMP-USM-MIB: the read view
-    # excludes them (and the community table), see engine.SECRET_SUBTREES.
+    # excludes them (and the community table), see read_view.SECRET_SUBTREES.
     nothing_hidden = lambda *args, **kwargs: False  # noqa: E731
     out = view(base, backend).read_next_variables((PORT_STATE + (2,), None), acFun=nothing_hidden)
     assert names(out)[0][:9] == (1, 3, 6, 1, 4, 1, 20408, 3, 1)

@@ -7,6 +7,7 @@ import pytest
 from oversized import FLOOD_VARBINDS, oversized_get
 from wire import V1, V2C, community_request, decode_response
 
+from ibsnmp.wire.ber import element as encode_element
 from ibsnmp.wire.header import (
     GET,
     GET_BULK,
@@ -14,7 +15,6 @@ from ibsnmp.wire.header import (
     HeaderError,
     OtherVersion,
     V3Message,
-    encode_element,
     read_header,
     too_big_response,
 )

@@ -43,7 +43,7 @@ DEFAULT_INFORM_RETRIES = 3
 # request's decoding and answering stay in the milliseconds.
 DEFAULT_MAX_VARBINDS = 256
 MAX_VARBINDS_CEILING = 65_535
-LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source")
+LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "fast_path")
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
 
@@ -80,11 +80,13 @@ class Limits:
 
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
     v1/v2c, dropped for v3); `requests_per_second_per_source` (None: no
-    limit) drops a source's requests beyond that rate.
+    limit) drops a source's requests beyond that rate. `fast_path` answers
+    v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads).
     """
 
     max_varbinds: int = DEFAULT_MAX_VARBINDS
     requests_per_second_per_source: float | None = None
+    fast_path: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +269,8 @@ def merge_settings(
 
 # -- validation helpers ----------------------------------------------------------
 
-_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer"}
+_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+               bool: "true or false"}
 
 
 def _type_name(value: Any) -> str:
@@ -403,7 +406,9 @@ def _parse_limits(value: Any, fail) -> Limits:
     if "requests_per_second_per_source" in value:
         rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
                        minimum=0.001, default=None)
-    return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate)
+    fast_path = _expect(value.get("fast_path", True), bool, "limits.fast_path", fail)
+    return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate,
+                  fast_path=fast_path)
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:

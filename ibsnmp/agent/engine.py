@@ -27,12 +27,15 @@ from .bulk_decoding import relax_bulk_decoding
 from .causes import current_exception_summary
 from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
+from .fast_reads import FastReads
+from .fast_v3 import FastV3, responder_over
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
+from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
 from .sysor import install_sys_or_table
 from .usm import AuthoritativeUsm
-from .views import VIEWS, View, default_view, key_subtrees
+from .views import VIEWS, View, default_view
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +50,6 @@ WRITE_VIEW = "ibsnmp-write"
 NO_VIEW = "ibsnmp-none"
 READ_VIEWS: dict[View, str] = {"no-keys": READ_VIEW, "with-keys": KEYS_READ_VIEW}
 
-# Everything under internet (1.3.6.1) is readable, except the tables that
-# hold the agent's own secrets or security set-up: community strings
-# (SNMP-COMMUNITY-MIB) and pysnmp's USM key and pass-phrase tables.
-VIEW_ROOT = (1, 3, 6, 1)
-SECRET_SUBTREES = (
-    (1, 3, 6, 1, 6, 3, 18),           # SNMP-COMMUNITY-MIB: community strings
-    (1, 3, 6, 1, 4, 1, 20408, 3, 1),  # PYSNMP-USM-MIB: USM keys, pass phrases
-)
 # Writers may not rewrite the agent's security configuration over SNMP.
 CONFIG_SUBTREES = ((1, 3, 6, 1, 6, 3), (1, 3, 6, 1, 4, 1, 20408))
 
@@ -123,6 +118,10 @@ class GuardedDispatcher(MsgAndPduDispatcher):
 
     dropped = 0
     prefilter: Prefilter | None = None
+    # v1/v2c reads answered without pysnmp's per-varbind cost ([limits] fast_path).
+    fast_reads: FastReads | None = None
+    fast_v3: FastV3 | None = None  # SNMPv3 reads through the same responder
+    use_fast_reads = False
     _on_notification_socket = False
 
     def receive_message(self, snmpEngine, transportDomain, transportAddress, wholeMsg):
@@ -135,6 +134,15 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                         snmpEngine.transport_dispatcher.send_message(
                             verdict.reply, transportDomain, transportAddress)
                     return b""
+                if self.use_fast_reads and self.fast_reads is not None \
+                        and not is_notification_domain(transportDomain):
+                    reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context)
+                    if reply is None and self.fast_v3 is not None:
+                        reply = self.fast_v3.answer(wholeMsg)
+                    if reply is not None:
+                        snmpEngine.transport_dispatcher.send_message(
+                            reply, transportDomain, transportAddress)
+                        return b""
             self._on_notification_socket = is_notification_domain(transportDomain)
             return super().receive_message(snmpEngine, transportDomain, transportAddress,
                                            wholeMsg)
@@ -196,6 +204,9 @@ class AgentEngine:
         """
         _remove_principals(self.engine, self.vacm, self.settings)
         _add_principals(self.engine, self.vacm, self.directory, settings)
+        fast_v3 = self.engine.message_dispatcher.fast_v3
+        if fast_v3 is not None:
+            fast_v3.replace_users(settings.users)
         self.settings = settings
 
 
@@ -223,6 +234,10 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
+    fast_reads = engine.message_dispatcher.fast_reads = FastReads(engine, directory, mib)
+    engine.message_dispatcher.fast_v3 = FastV3(
+        engine, settings.users, responder_over(fast_reads, directory.resolve),
+        directory.is_known_node)
     responders = (
         GetResponder(engine, context),
         NextResponder(engine, context),
@@ -242,6 +257,7 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
         directory.is_known_node,
         notification_communities=[t.community for t in settings.trap_targets
                                   if t.version != "3"])
+    dispatcher.use_fast_reads = settings.limits.fast_path
     for index, community in enumerate(settings.communities):
         # The securityName is an index, never the (secret) community string.
         security_name = _community_security_name(index)
@@ -280,8 +296,7 @@ def _configure_views(engine: SnmpEngine) -> None:
     pc.add_context(engine, b"")
     for view, view_name in READ_VIEWS.items():
         pc.add_vacm_view(engine, view_name, "included", VIEW_ROOT, b"")
-        hidden = SECRET_SUBTREES + (key_subtrees() if view == "no-keys" else ())
-        for subtree in hidden:
+        for subtree in excluded_subtrees(view):
             pc.add_vacm_view(engine, view_name, "excluded", subtree, b"")
     pc.add_vacm_view(engine, WRITE_VIEW, "included", VIEW_ROOT, b"")
     for subtree in CONFIG_SUBTREES:

@@ -159,13 +159,19 @@ class Prefilter:
                        + IN_REQUEST[message.pdu.tag], reply)
 
     def _community(self, name: bytes) -> Community | None:
-        """The configured community `name` stands for, also as `community@<node>`."""
+        found = self.community_context(name)
+        return found[0] if found is not None else None
+
+    def community_context(self, name: bytes) -> tuple[Community, bytes] | None:
+        """The configured community `name` stands for and the context it names
+        (b"": the default one), also as `community@<node>`; None if unknown."""
         community = self._communities.get(name)
-        if community is None:
-            base, sep, node = name.rpartition(b"@")
-            if sep and base in self._communities and self._is_known_node(node):
-                community = self._communities[base]
-        return community
+        if community is not None:
+            return community, b""
+        base, sep, node = name.rpartition(b"@")
+        if sep and base in self._communities and self._is_known_node(node):
+            return self._communities[base], node
+        return None
 
     def _check_v3(self, message: V3Message, notification: bool, data: bytes) -> Verdict | None:
         pdu = message.pdu

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .ber import HeaderError, element, read_element
+
 SEQUENCE, INTEGER, OCTET_STRING = 0x30, 0x02, 0x04
 
 # PDU tags (context-specific, constructed).
@@ -32,10 +34,6 @@ TOO_BIG = 1  # error-status
 MAX_INTEGER_OCTETS = 5  # an INTEGER (-2^31..2^32-1) takes at most five octets
 
 
-class HeaderError(ValueError):
-    """The octets are not an SNMP message header this reader accepts."""
-
-
 @dataclass(frozen=True, slots=True)
 class Tlv:
     """One BER element: its tag and where its value lies in the message."""
@@ -48,25 +46,8 @@ class Tlv:
 
 def read_tlv(data: bytes, pos: int, limit: int) -> Tlv:
     """The element at `pos`, which must end at or before `limit`."""
-    head = pos
-    if pos + 2 > limit:
-        raise HeaderError("truncated element")
-    tag = data[pos]
-    if tag & 0x1F == 0x1F:
-        raise HeaderError("multi-octet tag")
-    length = data[pos + 1]
-    pos += 2
-    if length & 0x80:
-        count = length & 0x7F
-        if count == 0:
-            raise HeaderError("indefinite length")
-        if count > 4 or pos + count > limit:
-            raise HeaderError("bad length")
-        length = int.from_bytes(data[pos:pos + count], "big")
-        pos += count
-    if pos + length > limit:
-        raise HeaderError("element longer than its container")
-    return Tlv(tag, head, pos, pos + length)
+    tag, start, end = read_element(data, pos, limit)
+    return Tlv(tag, pos, start, end)
 
 
 CONSTRUCTED = 0x20  # the tag bit of SEQUENCE, PDUs and other constructed types
@@ -234,18 +215,6 @@ def _usm_user_name(data: bytes, params: Tlv) -> bytes:
 # -- building an answer from a header -------------------------------------------------
 
 
-def encode_length(size: int) -> bytes:
-    if size < 0x80:
-        return bytes((size,))
-    octets = size.to_bytes((size.bit_length() + 7) // 8, "big")
-    return bytes((0x80 | len(octets),)) + octets
-
-
-def encode_element(tag: int, value: bytes) -> bytes:
-    """One BER element, with the shortest definite length."""
-    return bytes((tag,)) + encode_length(len(value)) + value
-
-
 def too_big_response(data: bytes, message: CommunityMessage) -> bytes:
     """The tooBig Response to a v1/v2c request, from its header alone.
 
@@ -258,7 +227,6 @@ def too_big_response(data: bytes, message: CommunityMessage) -> bytes:
     check_structure(data, pdu.varbinds.start, pdu.varbinds.end)
     request_id = data[pdu.request_id.head:pdu.request_id.end]
     varbinds = data[pdu.varbinds.start:pdu.varbinds.end] if message.version == V1 else b""
-    element = encode_element
     body = (request_id + element(INTEGER, bytes((TOO_BIG,))) + element(INTEGER, b"\x00")
             + element(SEQUENCE, varbinds))
     community = data[message.community_tlv.start:message.community_tlv.end]

@@ -1,0 +1,344 @@
+"""The fast responder: SNMPv1/v2c GET, GETNEXT and GETBULK answered from cells.
+
+pysnmp spends about 230 us of CPU per varbind (an access check per object,
+pyasn1 objects built and encoded for every value). Here a read request is
+decoded by the codec of ibsnmp.wire, the community decides the read view
+once, the InfiniBand subtree is read as plain cells (agent.cells) and the
+Response is written octet for octet as pysnmp would write it. The objects
+outside the subtree (the SNMPv2-MIB system and snmp groups, sysORTable,
+SNMP-FRAMEWORK-MIB, ...) are few: they are read through the same
+ContextView pysnmp reads them with, so both paths give the same answers.
+
+`FastReads.answer` returns the Response octets, or None to leave the
+datagram to pysnmp: anything but a well-formed v1/v2c read request, a
+context that vanished, a failing read, a GET or GETNEXT response too big
+(pysnmp answers tooBig) or a v1 error echoing values it did not decode.
+It counts the SNMPv2-MIB statistics pysnmp would count for the requests
+it answers, and none for those it leaves.
+
+Departures from pysnmp, both allowed by RFC 3416 4.2.3: GETBULK returns
+as many varbinds as fit the agent's maximum message size (pysnmp stops at
+64 repeater varbinds), and fills it exactly rather than against pysnmp's
+upper-bound estimate of the message header.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pyasn1.type import univ
+from pysnmp.entity.engine import SnmpEngine
+from pysnmp.proto import rfc1902
+from pysnmp.smi import error as smi_error
+
+from ibsnmp.mib.api import (
+    NO_SUCH_INSTANCE,
+    NO_SUCH_OBJECT,
+    ContextTarget,
+    Missing,
+    Oid,
+    VirtualMib,
+)
+from ibsnmp.wire import ber
+from ibsnmp.wire.ber import (
+    COUNTER64,
+    END_OF_MIB_VIEW,
+    EXCEPTIONS,
+    HeaderError,
+    OidEncodings,
+    encode_value,
+)
+from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT, V1
+from ibsnmp.wire.request import (
+    Request,
+    decode_request,
+    encode_response,
+    null_varbinds,
+    response_size,
+    varbind,
+)
+
+from .causes import current_exception_summary
+from .cells import Cell, cell_of, cell_source
+from .config import Community
+from .contexts import ContextDirectory
+from .instrum import ContextView
+from .read_view import ReadView
+from .views import VIEWS, View, default_view, past_key_subtree
+
+log = logging.getLogger(__name__)
+
+NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
+_COUNTER64_TAGS = rfc1902.Counter64.tagSet
+_END = Cell(END_OF_MIB_VIEW, b"")
+_MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
+            NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
+_NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
+_REQUEST_NULL = univ.Null("")
+_IN_COUNTERS = {GET: "snmpInGetRequests", GET_NEXT: "snmpInGetNexts"}
+_COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
+             "snmpOutGetResponses", "snmpInTotalReqVars", "snmpOutNoSuchNames")
+
+# A community name -> (the community, the context it names), None if unknown.
+CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
+Varbind = tuple[Oid, Cell]
+
+
+class _Declined(Exception):
+    """This request is pysnmp's to answer."""
+
+
+class FastReads:
+    """Answers v1/v2c read requests for one engine; see the module documentation."""
+
+    def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib) -> None:
+        self._engine = engine
+        self._directory = directory
+        self._mib = mib
+        self._cells = cell_source(mib)
+        self._base = engine.message_dispatcher.mib_instrum_controller
+        builder = engine.get_mib_builder()
+        self._counters = dict(zip(_COUNTERS, builder.import_symbols("__SNMPv2-MIB", *_COUNTERS)))
+        (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
+                                                   "snmpEngineMaxMessageSize")
+        self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
+        lo = tuple(self._cells.subtree)
+        self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
+        self._encode_oid = OidEncodings()
+        self.failures = 0  # requests a bug made it leave to pysnmp
+
+    def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
+        """The Response to `data`, or None when pysnmp is to handle it."""
+        try:
+            request = decode_request(data)
+        except HeaderError:
+            return None
+        found = community_of(request.community)
+        if found is None:
+            return None
+        community, context_name = found
+        target = self._directory.resolve(context_name)
+        if target is None:
+            return None
+        fixed = (request.version, request.community, request.request_id)
+        found = self.read(request, target, community.access, community.view,
+                          _varbind_room(fixed, int(self._max_size.syntax)))
+        if found is None:
+            return None
+        status, index, varbinds = found
+        return encode_response(*fixed, status, index, varbinds)
+
+    def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
+             room: int) -> tuple[int, int, bytes] | None:
+        """(error-status, error-index, varbind octets) of a read PDU whose varbinds may
+        take `room` octets, counted as pysnmp counts it; None: pysnmp's to answer.
+
+        SNMPv3 reads come here too (agent.fast_v3), with the room their
+        sealed message leaves.
+        """
+        read_view = self._views[view or default_view(access)]
+        in_counter = _IN_COUNTERS.get(request.pdu_type)
+        # pysnmp counts the request before reading: a GET of snmpInPkts sees itself.
+        self._add("snmpInPkts", 1)
+        if in_counter:
+            self._add(in_counter, 1)
+        found: tuple[bytes, int, int, int] | None
+        try:
+            found = _Request(self, request, target, read_view, room).respond()
+        except (_Declined, smi_error.SmiError):
+            found = None  # an SMI error of the base tree: pysnmp answers it as it must
+        except Exception:
+            self.failures += 1
+            if self.failures == 1:
+                # Remote input: one line with the cause, never a traceback in the log.
+                log.error("the fast responder failed (%s); such requests go to pysnmp, further "
+                          "failures are logged at debug level", current_exception_summary())
+            log.debug("fast responder failure", exc_info=True)
+            found = None
+        if found is None:
+            self._add("snmpInPkts", -1)
+            if in_counter:
+                self._add(in_counter, -1)
+            return None
+        varbinds, status, index, retrieved = found
+        self._add("snmpOutPkts", 1)
+        self._add("snmpOutGetResponses", 1)
+        if status:
+            self._add("snmpOutNoSuchNames", 1)
+        else:
+            self._add("snmpInTotalReqVars", retrieved)
+        return status, index, varbinds
+
+    def _add(self, name: str, amount: int) -> None:
+        instance = self._counters[name]
+        instance.syntax = instance.syntax.clone((int(instance.syntax) + amount) & 0xFFFFFFFF)
+
+
+class _Request:
+    """One request being answered: its context, view and the readers it needs."""
+
+    __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64", "_slow",
+                 "_cells", "_lo", "_hi")
+
+    def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
+                 view: ReadView, room: int) -> None:
+        self._owner = owner
+        self._room = room  # varbind octets the Response may hold
+        self._request = request
+        self._target = target
+        self._view = view
+        # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
+        self._skip_counter64 = request.version == V1 and request.pdu_type == GET_NEXT
+        self._slow: ContextView | None = None
+        self._cells = owner._cells
+        self._lo, self._hi = owner._lo, owner._hi
+
+    def respond(self) -> tuple[bytes, int, int, int]:
+        """(varbind octets, error-status, error-index, how many values it retrieved)."""
+        request = self._request
+        owner = self._owner
+        if request.pdu_type == GET:
+            rows = [(oid, self._get(oid)) for oid in request.oids]
+        elif request.pdu_type == GET_NEXT:
+            rows = [self._next(oid) for oid in request.oids]
+        else:
+            return self._bulk()
+        status = index = 0
+        if request.version == V1:
+            status, index = _v1_error(rows)
+        if status:
+            # RFC 3584 4.4 (as pysnmp): the request's own varbinds come back.
+            varbinds = null_varbinds(request.oids, owner._encode_oid)
+            retrieved = 0
+        else:
+            varbinds = b"".join(self._encoded(rows))
+            retrieved = sum(1 for _, cell in rows if cell.tag not in EXCEPTIONS)
+        if len(varbinds) > self._room:
+            raise _Declined  # pysnmp answers tooBig
+        return varbinds, status, index, retrieved
+
+    def _encoded(self, rows: list[Varbind]) -> list[bytes]:
+        encode_oid = self._owner._encode_oid
+        return [varbind(encode_oid(oid), encode_value(cell.tag, cell.value))
+                for oid, cell in rows]
+
+    def _bulk(self) -> tuple[bytes, int, int, int]:
+        """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
+        request = self._request
+        owner = self._owner
+        encode_oid = owner._encode_oid
+        room = self._room
+        parts: list[bytes] = []
+        total = retrieved = 0
+
+        def add(found: Varbind) -> bool:
+            """Append one varbind if the message still fits; False when it does not."""
+            nonlocal total, retrieved
+            next_oid, cell = found
+            encoded = varbind(encode_oid(next_oid), encode_value(cell.tag, cell.value))
+            if total + len(encoded) > room:
+                return False
+            total += len(encoded)
+            parts.append(encoded)
+            retrieved += cell.tag not in EXCEPTIONS
+            return True
+
+        n = min(request.non_repeaters, len(request.oids))
+        full = not all(add(self._next(oid)) for oid in request.oids[:n])
+        row: list[Varbind] = [(oid, _END) for oid in request.oids[n:]]
+        live = list(range(len(row)))
+        repetitions = request.max_repetitions
+        while not full and repetitions and live:
+            for i in live:
+                row[i] = self._next(row[i][0])
+            full = not all(add(found) for found in row)
+            live = [i for i in live if row[i][1].tag != END_OF_MIB_VIEW]
+            repetitions -= 1
+        return b"".join(parts), 0, 0, retrieved
+
+    # -- reading ------------------------------------------------------------------
+
+    def _get(self, oid: Oid) -> Cell:
+        if not self._view.contains(oid):
+            return _NO_SUCH_OBJECT  # not in view (RFC 3416 4.2.1, as ContextView)
+        if self._lo <= oid < self._hi:
+            value = self._cells.get_cell(self._target, oid)
+            return _MISSING[value] if isinstance(value, Missing) else value
+        ((_, value),) = self._slow_view().read_variables((oid, _REQUEST_NULL),
+                                                          **self._context())
+        return cell_of(value)
+
+    def _next(self, oid: Oid) -> Varbind:
+        if self._lo <= oid < self._hi:
+            found = self._next_in_subtree(oid)
+            if found is not None:
+                return found
+        # Across or outside the subtree: pysnmp's base tree decides, as on its path.
+        ((name, value),) = self._slow_view().read_next_variables((oid, _REQUEST_NULL),
+                                                                 **self._context())
+        return tuple(name), cell_of(value)
+
+    def _next_in_subtree(self, oid: Oid) -> Varbind | None:
+        next_cell = self._cells.next_cell
+        # The InfiniBand subtree lies under the view's root: only exclusions matter.
+        target, contains = self._target, self._view.contains_below_root
+        while True:
+            found = next_cell(target, oid)
+            if found is None:
+                return None
+            next_oid, cell = found
+            if not contains(next_oid):
+                oid = past_key_subtree(next_oid)  # hidden whole: leave it in one step
+            elif self._skip_counter64 and cell.tag == COUNTER64:
+                oid = next_oid
+            else:
+                return found
+
+    def _slow_view(self) -> ContextView:
+        if self._slow is None:
+            owner = self._owner
+            self._slow = ContextView(owner._base, owner._mib, self._target)
+        return self._slow
+
+    def _context(self) -> dict[str, Any]:
+        return {"snmpEngine": self._owner._engine, "acFun": self._access, "cbCtx": None}
+
+    def _access(self, view_type: str, varbind: Any, **context: Any) -> bool:
+        """What verify_access answers for this request: True when not in view."""
+        name, value = varbind
+        if not self._view.contains(tuple(name)):
+            return True
+        if self._skip_counter64 and value is not None \
+                and getattr(value, "tagSet", None) == _COUNTER64_TAGS:
+            raise smi_error.NoAccessError(name=name, idx=context.get("idx"))
+        return False
+
+
+def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:
+    """The most varbind octets a Response of `max_size` octets holds (-1: none fit)."""
+    low, high = -1, max_size  # response_size grows with its varbinds: bisect
+    while low < high:
+        middle = (low + high + 1) // 2
+        if response_size(*fixed, middle) <= max_size:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _v1_error(rows: list[Varbind]) -> tuple[int, int]:
+    """SNMPv1's (error-status, error-index) for a v2 result, as pysnmp's v2_to_v1 maps it.
+
+    From the last varbind back, an exception makes noSuchName at its index
+    (so the first one wins); a Counter64 makes it and ends the search.
+    """
+    status = index = 0
+    for position in range(len(rows) - 1, -1, -1):
+        tag = rows[position][1].tag
+        if tag == COUNTER64:
+            return NO_SUCH_NAME, position + 1
+        if tag in EXCEPTIONS:
+            status, index = NO_SUCH_NAME, position + 1
+    return status, index

@@ -1,0 +1,194 @@
+"""BER as SNMP uses it: strict reading of elements, and writing them as pyasn1 does.
+
+Reading accepts only what RFC 3417 section 8 allows (definite lengths,
+single-octet tags) and raises HeaderError for anything else, so one
+exception type covers every malformed input. Writing produces the same
+octets pyasn1's BER encoder writes (shortest definite lengths, minimal
+two's complement integers, OCTET STRINGs primitive), so a response built
+here equals the one pysnmp would send, octet for octet.
+"""
+
+from __future__ import annotations
+
+Oid = tuple[int, ...]
+
+INTEGER, OCTET_STRING, NULL, OBJECT_IDENTIFIER, SEQUENCE = 0x02, 0x04, 0x05, 0x06, 0x30
+# SNMP application types (RFC 2578 / RFC 3416).
+IP_ADDRESS, COUNTER32, GAUGE32, TIMETICKS, OPAQUE, COUNTER64 = 0x40, 0x41, 0x42, 0x43, 0x44, 0x46
+# Varbind exception values (RFC 3416): context-specific, primitive, empty.
+NO_SUCH_OBJECT, NO_SUCH_INSTANCE, END_OF_MIB_VIEW = 0x80, 0x81, 0x82
+EXCEPTIONS = frozenset({NO_SUCH_OBJECT, NO_SUCH_INSTANCE, END_OF_MIB_VIEW})
+INTEGER_TAGS = frozenset({INTEGER, COUNTER32, GAUGE32, TIMETICKS, COUNTER64})
+OCTET_TAGS = frozenset({OCTET_STRING, IP_ADDRESS, OPAQUE})
+
+MAX_LENGTH_OCTETS = 4  # a 4 GB element is more than any datagram
+MAX_OID_ARCS = 128  # RFC 2578 3.5: at most 128 sub-identifiers
+MAX_ARC = 0xFFFFFFFF  # each at most 2^32-1
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+
+
+class HeaderError(ValueError):
+    """The octets are not an SNMP message (or not one this reader accepts)."""
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+def read_element(data: bytes, pos: int, limit: int) -> tuple[int, int, int]:
+    """The element at `pos` as (tag, first value octet, end); it must end by `limit`."""
+    if pos + 2 > limit:
+        raise HeaderError("truncated element")
+    tag = data[pos]
+    if tag & 0x1F == 0x1F:
+        raise HeaderError("multi-octet tag")
+    length = data[pos + 1]
+    pos += 2
+    if length & 0x80:
+        count = length & 0x7F
+        if count == 0:
+            raise HeaderError("indefinite length")
+        if count > MAX_LENGTH_OCTETS or pos + count > limit:
+            raise HeaderError("bad length")
+        length = int.from_bytes(data[pos:pos + count], "big")
+        pos += count
+    end = pos + length
+    if end > limit:
+        raise HeaderError("element longer than its container")
+    return tag, pos, end
+
+
+def expect(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
+    """The value span (start, end) of the element at `pos`, which must have `tag`."""
+    found, start, end = read_element(data, pos, limit)
+    if found != tag:
+        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
+    return start, end
+
+
+def read_integer(data: bytes, start: int, end: int, low: int, high: int) -> int:
+    """An INTEGER's value octets, which must hold a number from `low` to `high`."""
+    if not 1 <= end - start <= 5:
+        raise HeaderError("bad INTEGER length")
+    value = int.from_bytes(data[start:end], "big", signed=True)
+    if not low <= value <= high:
+        raise HeaderError("INTEGER out of range")
+    return value
+
+
+def read_oid(data: bytes, start: int, end: int) -> Oid:
+    """An OBJECT IDENTIFIER's value octets as arcs (RFC 2578 limits, minimal octets)."""
+    if start >= end or data[end - 1] & 0x80:
+        raise HeaderError("bad OBJECT IDENTIFIER")
+    arcs: list[int] = []
+    arc = 0
+    fresh = True
+    for octet in data[start:end]:
+        if fresh and octet == 0x80:
+            raise HeaderError("OBJECT IDENTIFIER arc with a leading zero octet")
+        arc = (arc << 7) | (octet & 0x7F)
+        if octet & 0x80:
+            fresh = False
+            continue
+        if arc > MAX_ARC:
+            raise HeaderError("OBJECT IDENTIFIER arc too large")
+        arcs.append(arc)
+        arc, fresh = 0, True
+    first = arcs[0]
+    if first < 40:
+        head = (0, first)
+    elif first < 80:
+        head = (1, first - 40)
+    else:
+        head = (2, first - 80)
+        if head[1] > MAX_ARC:
+            raise HeaderError("OBJECT IDENTIFIER arc too large")
+    oid = head + tuple(arcs[1:])
+    if len(oid) > MAX_OID_ARCS:
+        raise HeaderError("OBJECT IDENTIFIER too long")
+    return oid
+
+
+# -- writing ------------------------------------------------------------------------
+
+
+def encode_length(size: int) -> bytes:
+    if size < 0x80:
+        return bytes((size,))
+    octets = size.to_bytes((size.bit_length() + 7) // 8, "big")
+    return bytes((0x80 | len(octets),)) + octets
+
+
+def length_octets(size: int) -> int:
+    """How many octets `encode_length(size)` writes."""
+    return 1 if size < 0x80 else 1 + (size.bit_length() + 7) // 8
+
+
+def element(tag: int, value: bytes) -> bytes:
+    """One element with the shortest definite length."""
+    size = len(value)
+    if size < 0x80:
+        return bytes((tag, size)) + value
+    return bytes((tag,)) + encode_length(size) + value
+
+
+def integer_octets(value: int) -> bytes:
+    """Two's complement octets as pyasn1 writes them (unsigned types too).
+
+    pyasn1 sizes a negative number by its magnitude, so -128 takes two
+    octets (ff 80) where one would do: the same here, or responses differ.
+    """
+    return value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True)
+
+
+def oid_octets(oid: Oid) -> bytes:
+    """An OBJECT IDENTIFIER's value octets."""
+    if len(oid) < 2:
+        raise ValueError(f"an OBJECT IDENTIFIER needs two arcs: {oid}")
+    out = bytearray()
+    for arc in (oid[0] * 40 + oid[1],) + oid[2:]:
+        if arc < 0x80:
+            out.append(arc)
+            continue
+        chunk = [arc & 0x7F]
+        arc >>= 7
+        while arc:
+            chunk.append(0x80 | (arc & 0x7F))
+            arc >>= 7
+        out.extend(reversed(chunk))
+    return bytes(out)
+
+
+class OidEncodings:
+    """Encoded OBJECT IDENTIFIER elements, remembered: a walk names each OID twice.
+
+    Bounded: when full it starts again rather than growing with a fabric's
+    millions of instances (an entry takes about 300 octets: 32,768 of them
+    about 10 MB, the OIDs a manager polls again and again).
+    """
+
+    __slots__ = ("_cache", "_limit")
+
+    def __init__(self, limit: int = 1 << 15) -> None:
+        self._cache: dict[Oid, bytes] = {}
+        self._limit = limit
+
+    def __call__(self, oid: Oid) -> bytes:
+        encoded = self._cache.get(oid)
+        if encoded is None:
+            if len(self._cache) >= self._limit:
+                self._cache.clear()
+            encoded = self._cache[oid] = element(OBJECT_IDENTIFIER, oid_octets(oid))
+        return encoded
+
+
+def encode_value(tag: int, value: int | bytes | Oid) -> bytes:
+    """A varbind value element of BER tag `tag` holding a plain value."""
+    if tag in INTEGER_TAGS:
+        return element(tag, integer_octets(value))  # type: ignore[arg-type]
+    if tag in EXCEPTIONS or tag == NULL:
+        return bytes((tag, 0))
+    if tag == OBJECT_IDENTIFIER:
+        return element(tag, oid_octets(value))  # type: ignore[arg-type]
+    return element(tag, value)  # type: ignore[arg-type]  # OCTET STRING and its kin

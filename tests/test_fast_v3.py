@@ -1,0 +1,194 @@
+"""agent.fast_v3 on a configured engine: what it answers, what it leaves to pysnmp.
+
+Requests are sealed with ibsnmp.wire's own USM (interop with net-snmp and
+pysnmp is proved in test_usm_netsnmp.py and test_wire_usm.py); the
+responder is a recording stand-in, so these tests are about the security
+decisions, the shared engine clock and the message around the PDU.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from test_agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backend
+
+from ibsnmp.agent.engine import build_engine
+from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal, largest_content, varbind_room
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
+from ibsnmp.wire.header import GET, GET_BULK, SET
+from ibsnmp.wire.request import Request, encode_response_pdu
+from ibsnmp.wire.usm_inbound import Accepted, accept, localize_users
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
+                                     encode_scoped_pdu, parse_v3)
+from ibsnmp.wire.usm_inbound import seal_message
+
+SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
+
+
+class Recorder:
+    """A responder that answers sysName.0 = "fast" and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Request, bytes, Principal, int]] = []
+        self.decline = False
+
+    def __call__(self, request: Request, context_name: bytes, principal: Principal,
+                 max_pdu_octets: int) -> Answer | None:
+        self.calls.append((request, context_name, principal, max_pdu_octets))
+        if self.decline:
+            return None
+        value = element(OCTET_STRING, b"fast")
+        varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + value)
+        return Answer(0, 0, varbind)
+
+
+@pytest.fixture(scope="module")
+def built() -> Any:
+    return build_engine(agent_settings(), *make_backend(), fabric_summary="unit")
+
+
+@pytest.fixture()
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture()
+def fast(built: Any, recorder: Recorder) -> FastV3:
+    known = {LOCAL_GUID.encode()}
+    return FastV3(built.engine, V3_USERS, recorder, known.__contains__)
+
+
+def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00\x02\x01\x00") -> bytes:
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + b"\x05\x00")
+    return element(tag, element(0x02, bytes((request_id,))) + fields
+                   + element(SEQUENCE, varbind))
+
+
+def request(fast: FastV3, user: str, *, level: int = 3, boots: int | None = None,
+            engine_time: int | None = None, context_engine_id: bytes | None = None,
+            context_name: bytes = b"", pdu: bytes | None = None, max_size: int = 65507,
+            engine_id: bytes | None = None) -> bytes:
+    """A request sealed by a manager that knows the engine (as after discovery)."""
+    keys = localize_users(V3_USERS, engine_id or fast.engine_id)[user.encode()]
+    flags = FLAG_REPORTABLE | FLAG_AUTH | (FLAG_PRIV if level == 3 else 0)
+    out = Outgoing(message_id=4711, max_size=max_size, flags=flags,
+                   engine_id=engine_id or fast.engine_id,
+                   boots=fast.clock.boots() if boots is None else boots,
+                   engine_time=fast.clock.time() if engine_time is None else engine_time,
+                   user=user.encode(), mac_length=keys.auth.mac_length,
+                   priv_params=bytes.fromhex("0011223344556677") if level == 3 else b"")
+    scoped = encode_scoped_pdu(fast.engine_id if context_engine_id is None else context_engine_id,
+                               context_name, pdu or get_pdu())
+    return seal_message(out, keys, scoped)
+
+
+def opened(fast: FastV3, response: bytes) -> Accepted:
+    """The response checked and decrypted as its manager would."""
+    result = accept(response, fast.engine_id, fast.users, fast.clock)
+    assert isinstance(result, Accepted), result
+    return result
+
+
+def test_an_auth_priv_get_is_answered_sealed(fast: FastV3, recorder: Recorder) -> None:
+    response = fast.answer(request(fast, "reader"))
+    assert response is not None
+    answer = opened(fast, response)
+    assert answer.level == 3 and answer.request.flags == FLAG_AUTH | FLAG_PRIV
+    assert answer.request.message_id == 4711 and answer.request.user == b"reader"
+    assert answer.scoped.context_engine_id == fast.engine_id
+    assert answer.scoped.pdu[0] == 0xA2 and answer.scoped.pdu.endswith(b"\x04\x04fast")
+    (call,) = recorder.calls
+    assert call[0].pdu_type == GET and call[0].request_id == 77 and call[0].oids == (SYS_NAME,)
+    assert call[1] == b"" and call[2] == Principal("read", None)
+
+
+def test_the_response_carries_pysnmps_boots_and_time(fast: FastV3, built: Any) -> None:
+    boots, engine_time = built.engine.get_mib_builder().import_symbols(
+        "__SNMP-FRAMEWORK-MIB", "snmpEngineBoots", "snmpEngineTime")
+    response = fast.answer(request(fast, "authonly", level=2))
+    assert response is not None
+    sent = parse_v3(response)
+    assert sent.boots == int(boots.syntax)
+    assert abs(sent.engine_time - int(engine_time.syntax.clone())) <= 1
+    assert sent.flags == FLAG_AUTH
+
+
+def test_a_write_user_reads_with_its_own_principal(fast: FastV3, recorder: Recorder) -> None:
+    assert fast.answer(request(fast, "admin")) is not None
+    assert recorder.calls[0][2] == Principal("write", None)
+
+
+def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> None:
+    assert fast.answer(request(fast, "reader", context_name=LOCAL_GUID.encode())) is not None
+    assert recorder.calls[0][1] == LOCAL_GUID.encode()
+
+
+@pytest.mark.parametrize("case", [
+    "unknown context", "foreign context engine", "wrong boots", "ahead", "below level",
+    "set", "foreign engine", "responder declines",
+])
+def test_what_pysnmp_answers_is_left_to_it(fast: FastV3, recorder: Recorder, case: str) -> None:
+    arguments: dict[str, Any] = {
+        "unknown context": dict(context_name=b"00000000deadbeef"),
+        "foreign context engine": dict(context_engine_id=bytes.fromhex("8000000001020304")),
+        "wrong boots": dict(boots=fast.clock.boots() + 1),
+        "ahead": dict(engine_time=fast.clock.time() + 151),
+        "below level": dict(level=2),
+        "set": dict(pdu=get_pdu(SET)),
+        "foreign engine": dict(engine_id=bytes.fromhex("8000000001020304")),
+        "responder declines": {},
+    }[case]
+    recorder.decline = case == "responder declines"
+    assert fast.answer(request(fast, "reader", **arguments)) is None
+
+
+def test_a_user_with_des_privacy_is_pysnmps(built: Any, recorder: Recorder) -> None:
+    from ibsnmp.agent.config import User
+
+    legacy = User(name="legacy", auth="SHA", auth_key="legacy-auth", priv="DES",
+                  priv_key="legacy-priv")
+    fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False)
+    assert b"legacy" not in fast.users and b"reader" in fast.users
+
+
+def test_a_reload_replaces_the_users(fast: FastV3) -> None:
+    fast.replace_users(V3_USERS[:1])
+    assert fast.answer(request(fast, "authonly", level=2)) is None
+    assert fast.answer(request(fast, "reader")) is not None
+
+
+@pytest.mark.parametrize("max_size", [484, 1400, 65507])
+def test_the_pdu_budget_fills_the_message_exactly(fast: FastV3, recorder: Recorder,
+                                                  max_size: int) -> None:
+    bulk = get_pdu(GET_BULK, fields=b"\x02\x01\x00\x02\x01\x0a")
+    fast.answer(request(fast, "reader", pdu=bulk, max_size=max_size))
+    budget = recorder.calls[0][3]
+    big = element(0xA2, bytes(largest_content(budget, 0)))
+    assert len(big) <= budget
+    accepted = accept(request(fast, "reader", pdu=bulk, max_size=max_size), fast.engine_id,
+                      fast.users, fast.clock)
+    assert isinstance(accepted, Accepted)
+    sealed = fast.sealer.seal(accepted, encode_scoped_pdu(fast.engine_id, b"", big))
+    assert max_size - 4 <= len(sealed) <= max_size
+
+
+def test_largest_content_is_exact_at_length_boundaries() -> None:
+    for limit in range(2, 70000, 97):
+        for fixed in (0, 5, 130):
+            content = largest_content(limit, fixed)
+            total = lambda n: 1 + length_octets(fixed + n) + fixed + n  # noqa: E731
+            if content:
+                assert total(content) <= limit < total(content + 1)
+
+
+@pytest.mark.parametrize("request_id", [0, 127, 128, 2147483647, -5])
+def test_the_varbind_room_fills_the_response_pdu_exactly(request_id: int) -> None:
+    for max_pdu in (100, 127, 128, 129, 255, 256, 300, 65000, 65535, 65536, 70000):
+        room = varbind_room(request_id, max_pdu)
+
+        def pdu_size(octets: int) -> int:
+            return len(encode_response_pdu(request_id, 0, 0, bytes(octets)))
+
+        assert pdu_size(room) <= max_pdu < pdu_size(room + 1)

@@ -1,0 +1,269 @@
+"""USM keys, digests, AES privacy and v3 messages of ibsnmp/wire, against RFC vectors and pysnmp.
+
+pysnmp's own USM implementation (localkey, the auth and priv services,
+the ASN.1 message classes) is the oracle: what the agent's pysnmp path
+computes is what the fast path must compute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from pyasn1.codec.ber import decoder
+from pysnmp.proto import rfc1902
+from pysnmp.proto.mpmod.rfc3412 import SNMPv3Message
+from pysnmp.proto.secmod.rfc3414.service import UsmSecurityParameters  # first: import cycle
+from pysnmp.proto.secmod.eso.priv import aes192, aes256
+from pysnmp.proto.secmod.rfc3414 import localkey
+from pysnmp.proto.secmod.rfc3414.auth import hmacmd5, hmacsha
+from pysnmp.proto.secmod.rfc3826.priv import aes
+from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
+
+from ibsnmp.wire.ber import HeaderError
+from ibsnmp.wire.ber import element as encode_element
+from ibsnmp.wire.usm_crypto import SaltCounter, decrypt, encrypt, message_digest
+from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UsmUser, accept,
+                                     localize_users, seal_message)
+from ibsnmp.wire.usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, auth_key, hash_passphrase,
+                                  priv_key)
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
+                                     encode_scoped_pdu, parse_scoped_pdu, parse_v3)
+from wire_v3 import Auth, v3_message
+
+RFC_ENGINE_ID = bytes.fromhex("000000000000000000000002")
+ENGINE_ID = bytes.fromhex("80004fb805aabbccddeeff0011")
+PYSNMP_AUTH = {
+    "MD5": hmacmd5.HmacMd5.SERVICE_ID,
+    "SHA": hmacsha.HmacSha.SERVICE_ID,
+    "SHA224": hmacsha2.HmacSha2.SHA224_SERVICE_ID,
+    "SHA256": hmacsha2.HmacSha2.SHA256_SERVICE_ID,
+    "SHA384": hmacsha2.HmacSha2.SAH384_SERVICE_ID,
+    "SHA512": hmacsha2.HmacSha2.SHA512_SERVICE_ID,
+}
+PYSNMP_AUTH_SERVICE = {
+    "MD5": hmacmd5.HmacMd5(),
+    "SHA": hmacsha.HmacSha(),
+    **{name: hmacsha2.HmacSha2(PYSNMP_AUTH[name])
+       for name in ("SHA224", "SHA256", "SHA384", "SHA512")},
+}
+PYSNMP_PRIV = {
+    "AES": aes.Aes(),
+    "AES192": aes192.AesBlumenthal192(),
+    "AES256": aes256.AesBlumenthal256(),
+    "AES192C": aes192.Aes192(),
+    "AES256C": aes256.Aes256(),
+}
+GET_PDU = bytes.fromhex("a01a02020d80020100020100300e300c06082b060102010105000500")
+
+
+@pytest.mark.parametrize(("name", "ku", "kul"), [
+    # RFC 3414 A.3.1 and A.3.2: "maplesyrup" localized to engine ID ...02.
+    ("MD5", "9faf3283884e92834ebc9847d8edd963", "526f5eed9fcce26f8964c2930787d82b"),
+    ("SHA", "9fb5cc0381497b3793528939ff788d5d79145211",
+     "6695febc9288e36282235fc7151f128497b38f3f"),
+])
+def test_rfc3414_key_localization_vectors(name: str, ku: str, kul: str) -> None:
+    auth = AUTH_PROTOCOLS[name]
+    assert hash_passphrase(b"maplesyrup", auth).hex() == ku
+    assert auth_key(b"maplesyrup", RFC_ENGINE_ID, auth).hex() == kul
+
+
+@pytest.mark.parametrize("name", sorted(AUTH_PROTOCOLS))
+@pytest.mark.parametrize("passphrase", [b"k", b"eight-ok", b"x" * 63, b"y" * 64, b"z" * 65,
+                                        "pass phrase \u00e9".encode()])
+def test_auth_keys_match_pysnmp(name: str, passphrase: bytes) -> None:
+    hash_factory = getattr(hashlib, AUTH_PROTOCOLS[name].hash_name)
+    expected = localkey.password_to_key(passphrase, rfc1902.OctetString(ENGINE_ID), hash_factory)
+    assert auth_key(passphrase, ENGINE_ID, AUTH_PROTOCOLS[name]) == bytes(expected)
+
+
+@pytest.mark.parametrize("auth_name", sorted(AUTH_PROTOCOLS))
+@pytest.mark.parametrize("priv_name", sorted(PRIV_PROTOCOLS))
+def test_priv_keys_match_pysnmp(auth_name: str, priv_name: str) -> None:
+    service = PYSNMP_PRIV[priv_name]
+    hashed = service.hash_passphrase(PYSNMP_AUTH[auth_name], b"privacy-pass")
+    expected = service.localize_key(PYSNMP_AUTH[auth_name], hashed,
+                                    rfc1902.OctetString(ENGINE_ID))
+    ours = priv_key(b"privacy-pass", ENGINE_ID, AUTH_PROTOCOLS[auth_name],
+                    PRIV_PROTOCOLS[priv_name])
+    assert len(ours) == PRIV_PROTOCOLS[priv_name].key_size
+    assert ours == bytes(expected)
+
+
+def test_key_extensions_differ() -> None:
+    """The Blumenthal and Reeder extensions agree on the first 20 octets only (SHA-1)."""
+    sha = AUTH_PROTOCOLS["SHA"]
+    blumenthal = priv_key(b"privacy-pass", ENGINE_ID, sha, PRIV_PROTOCOLS["AES256"])
+    reeder = priv_key(b"privacy-pass", ENGINE_ID, sha, PRIV_PROTOCOLS["AES256C"])
+    assert blumenthal[:20] == reeder[:20]
+    assert blumenthal[20:] != reeder[20:]
+
+
+@pytest.mark.parametrize("name", sorted(AUTH_PROTOCOLS))
+def test_digest_is_the_truncated_hmac_pysnmp_computes(name: str) -> None:
+    auth = AUTH_PROTOCOLS[name]
+    key = auth_key(b"auth-pass-phrase", ENGINE_ID, auth)
+    user = UsmUser(b"u", auth, key, None, None, "read", None)
+    out = Outgoing(message_id=1, max_size=65507, flags=FLAG_AUTH, engine_id=ENGINE_ID,
+                   boots=3, engine_time=77, user=b"u", mac_length=auth.mac_length,
+                   priv_params=b"")
+    scoped = encode_scoped_pdu(ENGINE_ID, b"", GET_PDU)
+    sealed = seal_message(out, user, scoped)
+    unsigned = parse_v3(sealed).without_mac(sealed)
+    expected = PYSNMP_AUTH_SERVICE[name].authenticate_outgoing_message(
+        rfc1902.OctetString(key), unsigned)
+    assert bytes(expected) == sealed
+    assert len(message_digest(auth, key, unsigned)) == auth.mac_length
+
+
+@pytest.mark.parametrize("priv_name", sorted(PRIV_PROTOCOLS))
+def test_aes_cfb_round_trips_through_pysnmp(priv_name: str) -> None:
+    key = priv_key(b"privacy-pass", ENGINE_ID, AUTH_PROTOCOLS["SHA256"], PRIV_PROTOCOLS[priv_name])
+    salt = bytes.fromhex("0102030405060708")
+    plaintext = encode_scoped_pdu(ENGINE_ID, b"ctx", GET_PDU)
+    ciphertext = encrypt(key, 7, 123456, salt, plaintext)
+    service = PYSNMP_PRIV[priv_name]
+    recovered = service.decrypt_data(rfc1902.OctetString(key),
+                                     (7, 123456, rfc1902.OctetString(salt)),
+                                     rfc1902.OctetString(ciphertext))
+    assert bytes(recovered) == plaintext
+    theirs, their_salt = service.encrypt_data(rfc1902.OctetString(key), (7, 99, None), plaintext)
+    assert decrypt(key, 7, 99, bytes(their_salt), bytes(theirs)) == plaintext
+
+
+def test_a_salt_of_the_wrong_size_cannot_decrypt() -> None:
+    with pytest.raises(ValueError):
+        decrypt(bytes(16), 1, 1, b"short", b"data")
+
+
+def test_salts_do_not_repeat() -> None:
+    counter = SaltCounter()
+    salts = {counter.take() for _ in range(1000)}
+    assert len(salts) == 1000 and all(len(salt) == 8 for salt in salts)
+
+
+class FixedClock:
+    def __init__(self, boots: int, engine_time: int) -> None:
+        self._boots, self._time = boots, engine_time
+
+    def boots(self) -> int:
+        return self._boots
+
+    def time(self) -> int:
+        return self._time
+
+
+class UserConfig:
+    """An agent.config.User look-alike."""
+
+    def __init__(self, name: str, auth: str, auth_key: str, priv: str | None = None,
+                 priv_key: str | None = None) -> None:
+        self.name, self.auth, self.auth_key = name, auth, auth_key
+        self.priv, self.priv_key = priv, priv_key
+        self.access, self.view = "read", None
+
+
+USERS = localize_users([UserConfig("authonly", "SHA", "authonly-key"),
+                        UserConfig("reader", "SHA256", "reader-auth-key", "AES256",
+                                   "reader-priv-key"),
+                        UserConfig("legacy", "MD5", "legacy-auth", "DES", "legacy-priv")],
+                       ENGINE_ID)
+CLOCK = FixedClock(5, 1000)
+
+
+def pysnmp_request(**overrides: object) -> bytes:
+    """An authNoPriv GET built with pysnmp's ASN.1 classes (tests/wire_v3)."""
+    arguments: dict[str, object] = dict(user=b"authonly", engine_id=ENGINE_ID, boots=5,
+                                        engine_time=1000, auth=Auth("SHA", "authonly-key"))
+    arguments.update(overrides)
+    return v3_message("get", [(1, 3, 6, 1, 2, 1, 1, 5, 0)], **arguments)  # type: ignore[arg-type]
+
+
+def test_a_pysnmp_built_request_is_accepted() -> None:
+    result = accept(pysnmp_request(), ENGINE_ID, USERS, CLOCK)
+    assert isinstance(result, Accepted)
+    assert result.request.message_id == 7001 and result.level == 2
+    assert result.scoped.context_engine_id == ENGINE_ID and result.scoped.pdu[0] == 0xA0
+
+
+@pytest.mark.parametrize(("overrides", "refusal"), [
+    (dict(engine_id=bytes.fromhex("8000000001020304")), Refusal.UNKNOWN_ENGINE_ID),
+    (dict(user=b"nobody"), Refusal.UNKNOWN_USER),
+    (dict(user=b"legacy", auth=Auth("SHA", "legacy-auth")), Refusal.UNKNOWN_USER),
+    (dict(auth=Auth("SHA", "wrong-key!")), Refusal.WRONG_DIGEST),
+    (dict(boots=4), Refusal.NOT_IN_TIME_WINDOW),
+    (dict(engine_time=1151), Refusal.NOT_IN_TIME_WINDOW),
+    (dict(engine_time=849), Refusal.NOT_IN_TIME_WINDOW),
+    (dict(auth=None, flags=FLAG_REPORTABLE), Refusal.NO_AUTH),
+    (dict(flags=FLAG_AUTH | FLAG_PRIV | FLAG_REPORTABLE, ciphertext=b"\x00" * 16),
+     Refusal.UNSUPPORTED_LEVEL),
+    (dict(user=b"reader", auth=Auth("SHA256", "reader-auth-key")), Refusal.BELOW_USER_LEVEL),
+])
+def test_refusals_name_the_rfc3414_step(overrides: dict[str, object], refusal: Refusal) -> None:
+    assert accept(pysnmp_request(**overrides), ENGINE_ID, USERS, CLOCK) is refusal
+
+
+def test_the_time_window_is_150_seconds_either_way() -> None:
+    for engine_time in (850, 1150):
+        assert isinstance(accept(pysnmp_request(engine_time=engine_time), ENGINE_ID, USERS,
+                                 CLOCK), Accepted)
+
+
+def test_latched_boots_refuse_everything() -> None:
+    latched = FixedClock(2147483647, 1000)
+    request = pysnmp_request(boots=2147483647)
+    assert accept(request, ENGINE_ID, USERS, latched) is Refusal.NOT_IN_TIME_WINDOW
+
+
+@pytest.mark.parametrize("data", [b"", b"\x30\x00", b"\x30\x03\x02\x01\x01",
+                                  bytes.fromhex("3082ffff")])
+def test_malformed_messages_are_refused_not_raised(data: bytes) -> None:
+    assert accept(data, ENGINE_ID, USERS, CLOCK) is Refusal.MALFORMED
+
+
+def test_a_response_sealed_here_decodes_with_pysnmp() -> None:
+    """authPriv: pysnmp's ASN.1 classes read the message, its AES service the data."""
+    reader = USERS[b"reader"]
+    request = accept(pysnmp_request(), ENGINE_ID, USERS, CLOCK)
+    assert isinstance(request, Accepted)
+    as_reader = Accepted(request.request, reader, 3, request.scoped)
+    sealer = Sealer(ENGINE_ID, CLOCK, 65507)
+    scoped = encode_scoped_pdu(ENGINE_ID, b"", GET_PDU)
+    sealed = sealer.seal(as_reader, scoped)
+    message, rest = decoder.decode(sealed, asn1Spec=SNMPv3Message())
+    assert not rest
+    header = message.getComponentByPosition(1)
+    assert header.getComponentByPosition(2).asNumbers() == (FLAG_AUTH | FLAG_PRIV,)
+    params, _ = decoder.decode(bytes(message.getComponentByPosition(2)),
+                               asn1Spec=UsmSecurityParameters())
+    assert (bytes(params[0]), int(params[1]), int(params[2]), bytes(params[3])) == (
+        ENGINE_ID, 5, 1000, b"reader")
+    ciphertext = message.getComponentByPosition(3).getComponent()
+    plaintext = PYSNMP_PRIV["AES256"].decrypt_data(
+        rfc1902.OctetString(reader.priv_key), (5, 1000, params[5]), ciphertext)
+    assert bytes(plaintext) == scoped
+    # And it is accepted back as a request would be (same keys, same clock).
+    assert isinstance(accept(sealed, ENGINE_ID, USERS, CLOCK), Accepted)
+
+
+def test_the_budget_leaves_room_for_the_whole_message() -> None:
+    request = accept(pysnmp_request(), ENGINE_ID, USERS, CLOCK)
+    assert isinstance(request, Accepted)
+    for limit in (484, 1500, 65507):
+        sealer = Sealer(ENGINE_ID, CLOCK, limit)
+        budget = sealer.scoped_pdu_budget(request)
+        filler = budget
+        scoped = encode_scoped_pdu(ENGINE_ID, b"", encode_element(0xA2, bytes(filler)))
+        while len(scoped) > budget:
+            filler -= 1
+            scoped = encode_scoped_pdu(ENGINE_ID, b"", encode_element(0xA2, bytes(filler)))
+        assert budget - len(scoped) <= 1  # a length's octet count may not allow exactly
+        assert len(sealer.seal(request, scoped)) <= limit
+
+
+def test_octets_after_a_scoped_pdu_are_padding_but_inside_it_are_malformed() -> None:
+    scoped = bytes.fromhex("300804000400a0020500")
+    assert parse_scoped_pdu(scoped + b"\x00\x00").pdu == bytes.fromhex("a0020500")
+    with pytest.raises(HeaderError):
+        parse_scoped_pdu(bytes.fromhex("300a04000400a00205000500"))
