@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
-from ibsnmp.sa.config import PartitionBuffer
+from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding
@@ -784,7 +784,7 @@ _VL_ARBITRATION = TableBinding(
 # -- ibSmPartitionConfig scalars -------------------------------------------------------
 # Operands for the next partition action, written by SETs (see sm_write):
 # each reads what was last written, else its initial value (see
-# sa.config.PartitionBuffer.operands); the action reads the last one
+# sa.overrides.PartitionBuffer.operands); the action reads the last one
 # performed, none(1) before any (its DEFVAL).
 
 

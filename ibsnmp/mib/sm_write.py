@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ibsnmp.sa import query
-from ibsnmp.sa.config import (
+from ibsnmp.sa.overrides import (
     FULL,
     HIGH,
     LIMITED,

@@ -18,7 +18,7 @@ capability are the file's, its priority is `sm_priority` (default 0,
 OpenSM's), SM_Key reads 0 (what SMInfo returns to a requester without the
 key) and ActCount 0 (not known); ibSmConfigTable shows OpenSM's default
 configuration.  Without it the snapshot has no SM: ibSmSMInfoTable would be
-empty, and `ibsnmp.contexts`, which answers IB-SM-MIB in the default
+empty, and `ibsnmp.mib.targets`, which answers IB-SM-MIB in the default
 context only when the fabric has an SM, then serves IB-SM-MIB nowhere.
 
 The default context is the node discovery was "Initiated from" (the header
