@@ -11,8 +11,9 @@ machinery's sort of the encoded indexes runs over presorted input.
 The request/result tables (path, multipath, trace), the service
 associations and the partition configuration scalars come from the agent's
 write store (`ib_sm_binding(state)`); the SETs that fill them, and every
-other SET of this module, are in sm_write.py. `IB_SM_MIB` is the read-only
-binding (no store: those tables have no rows).
+other SET of this module, are in sm_write.py, which registry.py passes in
+(sm_write reads this module, never the other way round). `IB_SM_MIB` is the
+read-only binding (no store: those tables have no rows).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
 from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
-from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding
+from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding, WriterBinding
+from .sm_requests import request_row
 
 Row = tuple[tuple[Any, ...], Any]
 
@@ -590,8 +592,6 @@ _SESSION_TABLE_SPECS = (
 
 
 def _session_rows(state: Any, table: str, requests: bool, target: ContextTarget) -> Iterator[Row]:
-    from .sm_write import request_row
-
     for session in state.sessions_of(table):
         if requests:
             yield session.index, request_row(state, session)
@@ -805,16 +805,13 @@ def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
     )
 
 
-def ib_sm_binding(state: Any = None) -> ModuleBinding:
-    """IB-SM-MIB over the fabric, with the rows and writers of `state` (an
+def ib_sm_binding(state: Any = None, writers: tuple[WriterBinding, ...] = ()) -> ModuleBinding:
+    """IB-SM-MIB over the fabric, with the rows of `state` (an
     ibsnmp.sa.store.AgentState) when given: request sessions, service
-    associations, the partition configuration scalars, and every SET."""
-    writers: tuple[Any, ...] = ()
+    associations and the partition configuration scalars. `writers` (from
+    sm_write.sm_writers(state)) accept the SETs."""
     designated = None
     if state is not None:
-        from .sm_write import sm_writers
-
-        writers = sm_writers(state)
         designated = lambda: state.designated_sm  # noqa: E731
     return ModuleBinding(
         module="IB-SM-MIB",
