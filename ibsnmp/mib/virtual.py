@@ -4,6 +4,10 @@ No Python object exists per cell. Each table's sorted instance suffixes are
 built once per fabric snapshot (and node, for per-node tables) on first use
 and kept in a small cache, so GETNEXT costs O(log n).
 
+Reads answer with plain `Cell`s (`get_cell`, `next_cell`), typed by the
+compiled module (mib.cells); `get` / `get_next`, the pysnmp path, box the
+very same cells into syntax objects.
+
 SETs (`prepare_write`) find the object of each varbind among every scalar
 and column of the served modules, check the value against its compiled
 syntax (mib.write), decode the instance's index and hand the varbinds to
@@ -20,6 +24,7 @@ from typing import Any
 
 from .api import (
     INFINIBAND_MIB,
+    Cell,
     NO_SUCH_INSTANCE,
     NO_SUCH_OBJECT,
     ContextTarget,
@@ -28,6 +33,7 @@ from .api import (
     SetError,
 )
 from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding, always
+from .cells import CellType
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
 from .write import WRITABLE, WriteRequest, WriteStore, checked_value
@@ -180,16 +186,17 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
 class _Handler:
     """A scalar or one table column: the leaf object under which instances live."""
 
-    __slots__ = ("oid", "syntax", "applies", "getter", "table")
+    __slots__ = ("oid", "ctype", "applies", "getter", "table")
 
-    def __init__(self, oid: Oid, syntax: Any, applies: Applies, getter: Any, table: _Table | None):
+    def __init__(self, oid: Oid, ctype: CellType, applies: Applies, getter: Any,
+                 table: _Table | None):
         self.oid = oid
-        self.syntax = syntax
+        self.ctype = ctype
         self.applies = applies
         self.getter = getter
         self.table = table
 
-    def get(self, target: ContextTarget, suffix: Oid) -> Any:
+    def get(self, target: ContextTarget, suffix: Oid) -> Cell | Missing:
         if self.table is None:
             if suffix != (0,):
                 return NO_SUCH_INSTANCE
@@ -199,20 +206,19 @@ class _Handler:
             if row is _ABSENT:
                 return NO_SUCH_INSTANCE
             value = self.getter(row, target)
-        return NO_SUCH_INSTANCE if value is None else self.syntax.clone(value)
+        return NO_SUCH_INSTANCE if value is None else self.ctype.cell(value)
 
-    def next(self, target: ContextTarget, suffix: Oid | None) -> tuple[Oid, Any] | None:
+    def next(self, target: ContextTarget, suffix: Oid | None) -> tuple[Oid, Cell] | None:
         if self.table is None:
             if suffix is not None and suffix >= (0,):
                 return None
             value = self.getter(target)
-            return None if value is None else ((0,), self.syntax.clone(value))
+            return None if value is None else ((0,), self.ctype.cell(value))
         getter = self.getter
-        syntax = self.syntax
         for found, row in self.table.after(target, suffix):
             value = getter(row, target)
             if value is not None:
-                return found, syntax.clone(value)
+                return found, self.ctype.cell(value)
         return None
 
 
@@ -315,7 +321,8 @@ class InfinibandMib:
         out: list[_Handler] = []
         for scalar in module.scalars:
             obj = self._object(scalar.name, "scalar", module.module)
-            out.append(_Handler(obj.oid, obj.syntax, module.applies, scalar.getter, None))
+            out.append(_Handler(obj.oid, CellType.of(obj.name, obj.syntax), module.applies,
+                                scalar.getter, None))
         for table_binding in module.tables:
             entry = self._object(table_binding.entry, "entry", module.module)
             table = _Table(table_binding, IndexCodec(mib.index_of(entry.name)))
@@ -329,7 +336,8 @@ class InfinibandMib:
                 )
             for name, getter in table_binding.columns.items():
                 column = mib.objects[name]
-                out.append(_Handler(column.oid, column.syntax, module.applies, getter, table))
+                out.append(_Handler(column.oid, CellType.of(name, column.syntax), module.applies,
+                                getter, table))
         return out
 
     def _object(self, name: str, kind: str, module: str):
@@ -343,7 +351,14 @@ class InfinibandMib:
         """Every bound scalar and column, in OID order."""
         return list(self._oids)
 
-    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+    def cell_type(self, name: str) -> CellType:
+        """What the compiled module says the values of a bound object are."""
+        for handler in self._handlers:
+            if handler.ctype.name == name:
+                return handler.ctype
+        raise KeyError(f"{name} is not a bound object")
+
+    def _leaf(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid] | Missing:
         position = bisect_right(self._oids, oid) - 1
         if position < 0:
             return NO_SUCH_OBJECT
@@ -351,9 +366,19 @@ class InfinibandMib:
         prefix = handler.oid
         if oid[: len(prefix)] != prefix or not handler.applies(target):
             return NO_SUCH_OBJECT
-        return handler.get(target, oid[len(prefix) :])
+        return handler, oid[len(prefix):]
 
-    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
+        leaf = self._leaf(target, oid)
+        if isinstance(leaf, Missing):
+            return leaf
+        return leaf[0].get(target, leaf[1])
+
+    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
+        found = self._next(target, oid)
+        return None if found is None else (found[1], found[2])
+
+    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell] | None:
         handlers = self._handlers
         position = bisect_right(self._oids, oid) - 1
         suffix: Oid | None = None
@@ -366,10 +391,27 @@ class InfinibandMib:
             if handler.applies(target):
                 found = handler.next(target, suffix)
                 if found is not None:
-                    return handler.oid + found[0], found[1]
+                    return handler, handler.oid + found[0], found[1]
             suffix = None
             position += 1
         return None
+
+    # The pysnmp path: the same cells, boxed as the compiled syntax objects.
+
+    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+        leaf = self._leaf(target, oid)
+        if isinstance(leaf, Missing):
+            return leaf
+        handler, suffix = leaf
+        cell = handler.get(target, suffix)
+        return cell if isinstance(cell, Missing) else handler.ctype.box(cell)
+
+    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+        found = self._next(target, oid)
+        if found is None:
+            return None
+        handler, at, cell = found
+        return at, handler.ctype.box(cell)
 
     # -- SET ---------------------------------------------------------------------
 
