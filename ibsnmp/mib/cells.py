@@ -39,6 +39,8 @@ def ber_tag(syntax: Any) -> int:
 def value_intervals(spec: Any) -> Intervals:
     """The integers a subtype constraint admits, as sorted disjoint (lo, hi)
     intervals; size constraints are ignored (they bound strings)."""
+    if isinstance(spec, constraint.ValueSizeConstraint):  # a ValueRangeConstraint subclass
+        return None
     if isinstance(spec, constraint.ValueRangeConstraint):
         return ((spec.start, spec.stop),)
     if isinstance(spec, constraint.SingleValueConstraint):
@@ -47,8 +49,6 @@ def value_intervals(spec: Any) -> Intervals:
         return _intersect_all(value_intervals(s) for s in spec)
     if isinstance(spec, constraint.ConstraintsUnion):
         return _union_all(value_intervals(s) for s in spec)
-    if isinstance(spec, constraint.ValueSizeConstraint):
-        return None
     raise TypeError(f"unsupported constraint {type(spec).__name__}")
 
 

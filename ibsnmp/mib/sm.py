@@ -29,13 +29,13 @@ from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding, WriterBinding
+from .facts import clamp_to, highest, named_value, truth
 from .sm_requests import request_row
 
 Row = tuple[tuple[Any, ...], Any]
 
-_TRUE, _FALSE = 1, 2  # TruthValue
-_ROW_ACTIVE = 1  # RowStatus active(1): the row exists and is in service
-_INTEGER32_MAX = 2147483647
+# RowStatus active: the row exists and is in service.
+_ROW_ACTIVE = named_value("ibSmConfigStatus", "active")
 
 
 # -- shared helpers --------------------------------------------------------------
@@ -45,8 +45,7 @@ def _guid(value: int) -> bytes:
     return value.to_bytes(8, "big")
 
 
-def _truth(flag: bool) -> int:
-    return _TRUE if flag else _FALSE
+_truth = truth
 
 
 def _text64(text: str) -> str:
@@ -270,9 +269,9 @@ _PORT_INFO = TableBinding(
         "ibSmPortInfoInFilterRawPktEnf": _info("filter_raw_inbound", _truth),
         "ibSmPortInfoOutFilterRawPktEnf": _info("filter_raw_outbound", _truth),
         # 16-bit IBA violation counters that stop at all ones.
-        "ibSmPortInfoMKeyViolation": _info("m_key_violations", lambda v: min(v, 0xFFFF)),
-        "ibSmPortInfoPKeyViolation": _info("p_key_violations", lambda v: min(v, 0xFFFF)),
-        "ibSmPortInfoQKeyViolation": _info("q_key_violations", lambda v: min(v, 0xFFFF)),
+        "ibSmPortInfoMKeyViolation": _info("m_key_violations", clamp_to("ibSmPortInfoMKeyViolation")),
+        "ibSmPortInfoPKeyViolation": _info("p_key_violations", clamp_to("ibSmPortInfoPKeyViolation")),
+        "ibSmPortInfoQKeyViolation": _info("q_key_violations", clamp_to("ibSmPortInfoQKeyViolation")),
         "ibSmPortInfoGUIDCap": _info("guid_cap"),
         "ibSmPortInfoSubnetTimeout": _info("subnet_timeout"),
         "ibSmPortInfoRespTime": _info("resp_time_value"),
@@ -490,6 +489,9 @@ def _sm_rows(target: ContextTarget) -> Iterator[Row]:
         yield (prefix, _guid(sm.guid)), sm
 
 
+# The top of ibSmSMInfoActCount (Integer32, 2**31 - 1) is all ones: it masks the wrap.
+_ACT_COUNT_MASK = highest("ibSmSMInfoActCount")
+
 _SM_INFO = TableBinding(
     entry="ibSmSMInfoEntry",
     rows=_sm_rows,
@@ -504,7 +506,7 @@ _SM_INFO = TableBinding(
         # ActCount is a wrapping counter (IBA 14.2.5.13) whose use is to be seen
         # changing (a standby polls it), so it wraps at 31 bits rather than
         # freezing at the maximum.
-        "ibSmSMInfoActCount": lambda sm, t: sm_act_count(sm, t.elapsed) & _INTEGER32_MAX,
+        "ibSmSMInfoActCount": lambda sm, t: sm_act_count(sm, t.elapsed) & _ACT_COUNT_MASK,
         "ibSmSMInfoPriority": lambda sm, t: sm.priority,
         # notActive(0), discovering(1), standby(2), master(3): IBA SMState.
         "ibSmSMInfoSMState": lambda sm, t: int(sm.state),
@@ -639,6 +641,8 @@ def _service_rows(target: ContextTarget) -> Iterator[Row]:
         )
 
 
+_LEASE_MAX = highest("ibSmServiceLease")
+
 _SERVICE = TableBinding(
     entry="ibSmServiceEntry",
     rows=_service_rows,
@@ -649,9 +653,9 @@ _SERVICE = TableBinding(
         "ibSmServiceGID": lambda s, t: s.gid.to_bytes(16, "big"),
         "ibSmServicePKey": lambda s, t: s.pkey.to_bytes(2, "big"),
         # The text's indefinite lease 4294967295 (IBA ServiceLease 0xFFFFFFFF)
-        # does not fit INTEGER: leases clamp to 2147483647, which therefore
+        # does not fit INTEGER: leases clamp to its top, 2147483647, which therefore
         # also reads as "indefinite" (68 years).
-        "ibSmServiceLease": lambda s, t: min(s.lease, _INTEGER32_MAX),
+        "ibSmServiceLease": lambda s, t: min(s.lease, _LEASE_MAX),
         # ServiceKey (16 octets) and ServiceData (64 octets) are fixed-size
         # IBA fields: a shorter stored value is zero-filled, as on the wire.
         "ibSmServiceKey": lambda s, t: s.key[:16].ljust(16, b"\0"),
@@ -746,7 +750,8 @@ _CA_SL2VL = TableBinding(
 # The entry's VL has no column in the draft.  Ports whose table for a
 # priority is empty (VLArbHighCap / VLArbLowCap 0) have no row for it.
 
-_LOW_PRIORITY, _HIGH_PRIORITY = 1, 2  # lowPriority(1), highPriority(2)
+_LOW_PRIORITY = named_value("ibSmVLArbitrationPriority", "lowPriority")
+_HIGH_PRIORITY = named_value("ibSmVLArbitrationPriority", "highPriority")
 _FIRST_ENTRY = 1
 
 

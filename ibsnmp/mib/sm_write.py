@@ -56,6 +56,7 @@ from ibsnmp.sa.store import AgentState, Transaction
 
 from .api import ContextTarget, SetError
 from .binding import WriterBinding
+from .facts import named_value
 from .loader import definitions
 from .sm import config_sm
 from .sm_requests import (
@@ -78,7 +79,6 @@ from .write import (
     row_status_check,
 )
 
-_INT32_MAX = 2**31 - 1
 _SELECTOR_EXACTLY = 2  # what an SA answers for MTU, rate and lifetime selectors
 MAX_SERVICE_ASSOCIATIONS = 10_000
 
@@ -314,7 +314,7 @@ def _plan_request_row(state: AgentState, spec: RequestTable, target: ContextTarg
 
 # column -> (SmConfig field, lowest, highest): the IBA field widths.
 _CONFIG_FIELDS = SM_CONFIG_COLUMNS
-_ADMIN_ENABLE, _ADMIN_DISABLE = 1, 2
+_ADMIN_DISABLE = named_value("ibSmConfigAdminStatus", "disable")
 
 
 def _plan_config(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
@@ -408,7 +408,10 @@ def _plan_service_assoc(state: AgentState, target: ContextTarget,
 
 # -- ibSmPartitionConfig -----------------------------------------------------------------------
 
-_NONE, _CREATE, _DELETE, _ADD, _REMOVE, _UPDATE = 1, 2, 3, 4, 5, 6
+_NONE, _CREATE, _DELETE, _ADD, _REMOVE, _UPDATE = (
+    named_value("ibSmPartitionConfigAction", label) for label in (
+        "none", "createPartition", "deletePartition", "addMember", "removeMember",
+        "updateMemberType"))
 _DEFAULT_PARTITION = 0x7FFF
 _PARTITION_SCALARS = tuple(f"ibSmPartitionConfig{n}" for n in (
     "SubnetPrefix", "Key", "Action", "MemberNodeGUID", "MemberPortNum", "MemberType"))

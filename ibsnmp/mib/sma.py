@@ -40,6 +40,7 @@ from ..fabric.iba import (
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding
+from .facts import clamp_to, highest, named_value, truth
 
 # IbDataPortAndInvalid: "255 when no valid port applies"; the SL-to-VL, P_Key
 # and VendorDiag index descriptions use it for switch port 0 (and the P_Key
@@ -53,9 +54,7 @@ _MAX_PKEY_ENTRIES = 65504  # IBA: 2048 blocks of 32 P_Key entries
 _VL15 = 15  # the management VL: never named by a VLArbitration entry
 
 
-def _truth(flag: Any) -> int:
-    """TruthValue: true(1), false(2)."""
-    return 1 if flag else 2
+_truth = truth
 
 
 def _clamp(value: int, top: int) -> int:
@@ -117,14 +116,17 @@ _VLS_OTHER = 6
 _DIAG_OTHER = 6
 # ibSmaSmState: notActive(2) = IBA 0, discovering(3) = 1, standby(4) = 2,
 # master(5) = 3; "a value of reserved returns unknown(1)".
-_SM_STATE = {SmState.NOT_ACTIVE: 2, SmState.DISCOVERING: 3, SmState.STANDBY: 4, SmState.MASTER: 5}
-_SM_STATE_UNKNOWN = 1
+_SM_STATE = {state: named_value("ibSmaSmState", label) for state, label in (
+    (SmState.NOT_ACTIVE, "notActive"), (SmState.DISCOVERING, "discovering"),
+    (SmState.STANDBY, "standby"), (SmState.MASTER, "master"))}
+_SM_STATE_UNKNOWN = named_value("ibSmaSmState", "unknown")
 # ibSmaPKeyMembership: none(1) for an invalid P_Key (base 0: 0x0000 or 0x8000,
 # IBA 10.9.1.2, as unused table entries read), limited(2) when bit 15 is 0,
 # full(3) when it is 1.
-_PKEY_NONE, _PKEY_LIMITED, _PKEY_FULL = 1, 2, 3
-# ibSmaLedState: unknown(1), on(2), off(3).
-_LED_UNKNOWN, _LED_ON, _LED_OFF = 1, 2, 3
+_PKEY_NONE, _PKEY_LIMITED, _PKEY_FULL = (named_value("ibSmaPKeyMembership", label)
+                                         for label in ("none", "limited", "full"))
+_LED_UNKNOWN, _LED_ON, _LED_OFF = (named_value("ibSmaLedState", label)
+                                   for label in ("unknown", "on", "off"))
 
 
 def _plus_one(code: int, last: int, other: int) -> int:
@@ -225,9 +227,12 @@ def _port0_or_unknown(port: int) -> int:
     return port if 0 <= port <= MAX_PHYS_PORTS else 0
 
 
+_fdb_top = clamp_to("ibSmaSwLinearFdbTop")
+
+
 def _linear_fdb_top(info: Any) -> int:
     # "switches that implement random forwarding tables ... a 0 is returned".
-    return _clamp(info.linear_fdb_top, MAX_UNICAST_LID) if info.linear_fdb_cap else 0
+    return _fdb_top(info.linear_fdb_top) if info.linear_fdb_cap else 0
 
 
 def _mgmt(target: ContextTarget) -> Any:
@@ -257,7 +262,8 @@ def _flag(field: str, bit: int) -> Any:
 _NO_LOAD, _PRESERVE_CONTENT, _PRESERVE_PRESENCE, _DO_NOT_RESUSCITATE = 1, 2, 4, 8
 
 _guid = _known(guid_bytes)
-_partition_cap = _known(lambda cap: min(max(cap, 1), 65535))
+_partition_cap = _known(clamp_to("ibSmaNodePartitionTableNum"))
+_vendor_diag = clamp_to("ibSmaPortVendorDiagCode")
 _device_id = _octets(0xFFFF, 2)
 _revision = _octets(0xFFFFFFFF, 4)
 _vendor_id = _octets(0xFFFFFF, 3)
@@ -281,9 +287,9 @@ _NODE_SCALARS = (
 )
 
 _SWITCH_SCALARS = (
-    ScalarBinding("ibSmaSwLinearFdbTableNum", _switch("linear_fdb_cap", lambda v: _clamp(v, 65535))),
-    ScalarBinding("ibSmaSwRandomFdbTableNum", _switch("random_fdb_cap", lambda v: _clamp(v, 49151))),
-    ScalarBinding("ibSmaSwMulticastFdbTableNum", _switch("multicast_fdb_cap", lambda v: _clamp(v, 65535))),
+    ScalarBinding("ibSmaSwLinearFdbTableNum", _switch("linear_fdb_cap", clamp_to("ibSmaSwLinearFdbTableNum"))),
+    ScalarBinding("ibSmaSwRandomFdbTableNum", _switch("random_fdb_cap", clamp_to("ibSmaSwRandomFdbTableNum"))),
+    ScalarBinding("ibSmaSwMulticastFdbTableNum", _switch("multicast_fdb_cap", clamp_to("ibSmaSwMulticastFdbTableNum"))),
     ScalarBinding("ibSmaSwLinearFdbTop", lambda t: None if t.node.switch is None else _linear_fdb_top(t.node.switch)),
     ScalarBinding("ibSmaSwDefaultPort", _switch("default_port", _port0_or_unknown)),
     ScalarBinding("ibSmaSwDefMcastPriPort", _switch("default_multicast_primary_port", _port0_or_unknown)),
@@ -304,8 +310,8 @@ _gid_prefix = _octets((1 << 64) - 1, 8)
 _MGMT_PORT_SCALARS = (
     ScalarBinding("ibSmaPortMKey", lambda t: _m_key(_mgmt(t))),
     ScalarBinding("ibSmaPortGidPrefix", lambda t: _gid_prefix(_mgmt(t).gid_prefix)),
-    ScalarBinding("ibSmaPortLid", _mgmt_field("lid", MAX_UNICAST_LID)),
-    ScalarBinding("ibSmaPortMasterSmLid", _mgmt_field("master_sm_lid", MAX_UNICAST_LID)),
+    ScalarBinding("ibSmaPortLid", _mgmt_field("lid", highest("ibSmaPortLid"))),
+    ScalarBinding("ibSmaPortMasterSmLid", _mgmt_field("master_sm_lid", highest("ibSmaPortMasterSmLid"))),
     ScalarBinding("ibSmaPortIsSubnetManager", _capability(_Cap.IS_SM)),
     ScalarBinding("ibSmaPortIsNoticeSupported", _capability(_Cap.IS_NOTICE_SUPPORTED)),
     ScalarBinding("ibSmaPortIsTrapSupported", _capability(_Cap.IS_TRAP_SUPPORTED)),
@@ -547,8 +553,8 @@ _TABLES = (
             "ibSmaPortNeighborMtu": _info("neighbor_mtu", _mtu),
             "ibSmaPortVirtLaneSupport": _info("vl_cap", _vls),
             "ibSmaPortVlHighPriorityLimit": _info("vl_high_limit"),
-            "ibSmaPortVlArbHighCapacity": _info("vl_arb_high_cap", lambda v: _clamp(v, 64)),
-            "ibSmaPortVlArbLowCapacity": _info("vl_arb_low_cap", lambda v: _clamp(v, 64)),
+            "ibSmaPortVlArbHighCapacity": _info("vl_arb_high_cap", clamp_to("ibSmaPortVlArbHighCapacity")),
+            "ibSmaPortVlArbLowCapacity": _info("vl_arb_low_cap", clamp_to("ibSmaPortVlArbLowCapacity")),
             "ibSmaPortMtuCapacity": _info("mtu_cap", _mtu),
             "ibSmaPortVlStallCount": _info("vl_stall_count"),
             "ibSmaPortHeadOfQueueLife": _info("hoq_life"),
@@ -634,7 +640,7 @@ _TABLES = (
         columns={
             "ibSmaPortGenericDiagCode": _diag_code(lambda code: _plus_one(code & 0xF, 4, _DIAG_OTHER)),
             # The model's vendor part (DiagCode bits 15..4) in the draft's 0..2047.
-            "ibSmaPortVendorDiagCode": _diag_code(lambda code: _clamp(code >> 4, 2047)),
+            "ibSmaPortVendorDiagCode": _diag_code(lambda code: _vendor_diag(code >> 4)),
             # true(1) when the buffer "contains meaningful vendor-supplied
             # additional diagnostic information", false(2) when it is empty.
             "ibSmaPortVendorDiagIndexFwd": lambda port, target: (
