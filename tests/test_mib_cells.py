@@ -226,3 +226,37 @@ def test_a_getter_outside_its_syntax_fails_both_paths_alike() -> None:
     with pytest.raises(CellValueError):
         mib.next_cell(target, oid[:-1])
 
+
+
+def walk_cells(mib: InfinibandMib, target: ContextTarget) -> list[tuple[Oid, Cell]]:
+    out = []
+    oid: Oid = INFINIBAND_MIB
+    while (step := mib.next_cell(target, oid)) is not None:
+        out.append(step)
+        oid = step[0]
+    return out
+
+
+def test_interleaved_contexts_read_their_own_rows(agent: Agent) -> None:
+    """The row indexes and the object found last are remembered between
+    requests: walks of different contexts, one step each in turn, must see
+    what each context's walk alone sees."""
+    names = [b""] + [context_name(n.guid).encode() for n in agent.fabric.nodes.values()][:3]
+    # One target per context, so time-driven values (counters) stay put.
+    targets = {name: agent.target(name) for name in names}
+    alone = {name: walk_cells(build_mib(agent.state), targets[name]) for name in names}
+    shared = build_mib(agent.state)
+    positions = {name: INFINIBAND_MIB for name in names}
+    seen: dict[bytes, list[tuple[Oid, Cell]]] = {name: [] for name in names}
+    while positions:
+        for name in list(positions):
+            step = shared.next_cell(targets[name], positions[name])
+            if step is None:
+                del positions[name]
+                continue
+            seen[name].append(step)
+            # A GET of another context's first instance between the steps.
+            other = names[(names.index(name) + 1) % len(names)]
+            assert shared.get_cell(targets[other], alone[other][0][0]) == alone[other][0][1]
+            positions[name] = step[0]
+    assert seen == alone

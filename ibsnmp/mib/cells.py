@@ -13,7 +13,7 @@ syntax objects it served before, so both answer from one conversion.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,6 +173,29 @@ class CellType:
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         raise CellValueError(f"{self.name}: an OCTET STRING value, got {type(value).__name__}")
+
+
+def converter(ctype: CellType) -> Callable[[Any], Cell]:
+    """`ctype.cell`, with the common case first: an int inside the one range
+    of its object, or bytes of an admitted size, costs two comparisons."""
+    tag, full = ctype.tag, ctype.cell
+    if ctype.kind == "int" and ctype.values is not None and len(ctype.values) == 1:
+        (low, high), = ctype.values
+
+        def integer(value: Any) -> Cell:
+            if type(value) is int and low <= value <= high:
+                return Cell(tag, value)
+            return full(value)
+        return integer
+    if ctype.kind == "octets" and ctype.sizes is not None and len(ctype.sizes) == 1:
+        (shortest, longest), = ctype.sizes
+
+        def octets(value: Any) -> Cell:
+            if type(value) is bytes and shortest <= len(value) <= longest:
+                return Cell(tag, value)
+            return full(value)
+        return octets
+    return full
 
 
 def _integer(name: str, value: Any) -> int:
