@@ -73,47 +73,58 @@ def _octets(mask: int, size: int) -> Any:
 
 # -- enumerations: IBA code -> SMA-MIB number -----------------------------------
 
+
+def _labelled(column: str, labels: dict[Any, str]) -> dict[Any, int]:
+    """IBA code -> the number the compiled module gives the code's label."""
+    return {code: named_value(column, label) for code, label in labels.items()}
+
+
 # ibSmaNodeType: channelAdapter(1), switch(2), router(3), other(4); IBA's
 # reserved codes (0, 4..255) are "reported as other".
-_NODE_TYPE = {NodeType.CA: 1, NodeType.SWITCH: 2, NodeType.ROUTER: 3}
-_NODE_TYPE_OTHER = 4
+_NODE_TYPE = _labelled("ibSmaNodeType", {
+    NodeType.CA: "channelAdapter", NodeType.SWITCH: "switch", NodeType.ROUTER: "router"})
+_NODE_TYPE_OTHER = named_value("ibSmaNodeType", "other")
 
 # ibSmaPortLinkWidthEnabled: noStateChange(1) = IBA 0, oneX(2) = 1, fourX(3) = 2,
 # oneXOr4X(4) = 3, twelveX(5) = 8, oneXOr12X(6) = 9, fourXOr12X(7) = 10,
 # oneX4XOr12X(8) = 11, linkWidthSupported(9) = 255; any set with 8x or 2x
 # (IBA 1.2+) is other(10).
-_WIDTH_ENABLED = {0: 1, 1: 2, 2: 3, 3: 4, 8: 5, 9: 6, 10: 7, 11: 8, 255: 9}
-_WIDTH_ENABLED_OTHER = 10
+_WIDTH_ENABLED = _labelled("ibSmaPortLinkWidthEnabled", {
+    0: "noStateChange", 1: "oneX", 2: "fourX", 3: "oneXOr4X", 8: "twelveX", 9: "oneXOr12X",
+    10: "fourXOr12X", 11: "oneX4XOr12X", 255: "linkWidthSupported"})
+_WIDTH_ENABLED_OTHER = named_value("ibSmaPortLinkWidthEnabled", "other")
 # ibSmaPortLinkWidthSupported: oneX(1) = IBA 1, oneXOr4X(2) = 3, oneX4XOr12X(3) = 11.
-_WIDTH_SUPPORTED = {1: 1, 3: 2, 11: 3}
-_WIDTH_SUPPORTED_OTHER = 4
+_WIDTH_SUPPORTED = _labelled("ibSmaPortLinkWidthSupported", {
+    1: "oneX", 3: "oneXOr4X", 11: "oneX4XOr12X"})
+_WIDTH_SUPPORTED_OTHER = named_value("ibSmaPortLinkWidthSupported", "other")
 # ibSmaPortLinkWidthActive: oneX(1) = IBA 1, fourX(2) = 2, twelveX(3) = 8.
-_WIDTH_ACTIVE = {1: 1, 2: 2, 8: 3}
-_WIDTH_ACTIVE_OTHER = 4
+_WIDTH_ACTIVE = _labelled("ibSmaPortLinkWidthActive", {1: "oneX", 2: "fourX", 8: "twelveX"})
+_WIDTH_ACTIVE_OTHER = named_value("ibSmaPortLinkWidthActive", "other")
 # ibSmaPortLinkSpeedSupported / ...Active: twoPoint5Gbps(1) = IBA 1 only; any
 # other set or speed (5, 10 Gb/s and every LinkSpeedExt speed) is other(2).
-_SPEED = {int(LinkSpeed.SDR): 1}
-_SPEED_OTHER = 2
+_SPEED = _labelled("ibSmaPortLinkSpeedActive", {int(LinkSpeed.SDR): "twoPoint5Gbps"})
+_SPEED_OTHER = named_value("ibSmaPortLinkSpeedActive", "other")
 # ibSmaPortLinkSpeedEnabled: noStateChange(1) = IBA 0, twoPoint5Gbps(2) = 1,
 # linkSpeedSupported(3) = 15.
-_SPEED_ENABLED = {0: 1, 1: 2, 15: 3}
-_SPEED_ENABLED_OTHER = 4
+_SPEED_ENABLED = _labelled("ibSmaPortLinkSpeedEnabled", {
+    0: "noStateChange", 1: "twoPoint5Gbps", 15: "linkSpeedSupported"})
+_SPEED_ENABLED_OTHER = named_value("ibSmaPortLinkSpeedEnabled", "other")
 # ibSmaPortLinkState: IBA PortState 0..4 (noChange .. active) plus one; other(6).
-_LINK_STATE_OTHER = 6
+_LINK_STATE_OTHER = named_value("ibSmaPortLinkState", "other")
 # ibSmaPortPhysState: IBA PortPhysicalState 0..6 (noChange .. linkErrorRecovery)
 # plus one; PhyTest (7, IBA 1.2) and reserved codes are other(8).
-_PHYS_STATE_OTHER = 8
+_PHYS_STATE_OTHER = named_value("ibSmaPortPhysState", "other")
 # ibSmaPortLinkDownDefaultState: IBA 0..2 (noChange, sleep, polling) plus one; other(4).
-_DOWN_DEFAULT_OTHER = 4
+_DOWN_DEFAULT_OTHER = named_value("ibSmaPortLinkDownDefaultState", "other")
 # ibSmaPortNeighborMtu / ibSmaPortMtuCapacity: mtu256(1) .. mtu4096(5) are the
 # IBA codes themselves; 0 and reserved codes are other(6).
-_MTU_OTHER = 6
+_MTU_OTHER = named_value("ibSmaPortMtuCapacity", "other")
 # ibSmaPortVirtLaneSupport / ibSmaPortOperationalVls: vl0(1) .. vl0ToVl14(5) are
 # the IBA VLCap codes themselves; 0 (no change) and reserved are other(6).
-_VLS_OTHER = 6
+_VLS_OTHER = named_value("ibSmaPortVirtLaneSupport", "other")
 # ibSmaPortGenericDiagCode: IBA DiagCode bits 3..0, portReady(1) = 0 ..
 # hardError(5) = 4, plus one; reserved codes are other(6).
-_DIAG_OTHER = 6
+_DIAG_OTHER = named_value("ibSmaPortGenericDiagCode", "other")
 # ibSmaSmState: notActive(2) = IBA 0, discovering(3) = 1, standby(4) = 2,
 # master(5) = 3; "a value of reserved returns unknown(1)".
 _SM_STATE = {state: named_value("ibSmaSmState", label) for state, label in (
