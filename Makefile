@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python bench/bulk_leak.py
 	$(BIN)/python bench/hidden_keys.py
 	$(BIN)/python bench/state_load.py
+	$(BIN)/python bench/lookup.py
 	$(BIN)/python bench/mqtt_ingest.py
 	$(BIN)/python bench/live_sweep.py
 

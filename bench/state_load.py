@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from ibsnmp.mib.loader import definitions
-from ibsnmp.sa.config import FULL, ConfigState, PartitionEdit, mib_problem
+from ibsnmp.sa.overrides import FULL, ConfigState, PartitionEdit, mib_problem
 from ibsnmp.sa.store import load_state_file, save_state_file
 
 ROUNDS = 5

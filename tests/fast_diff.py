@@ -17,7 +17,7 @@ from pysnmp.carrier.asyncio.dgram import udp
 
 from ibsnmp.agent.config import AgentSettings, Community, Limits, SystemInfo
 from ibsnmp.agent.engine import AgentEngine, build_engine
-from ibsnmp.contexts import FabricContexts
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.mib.registry import build_mib
 

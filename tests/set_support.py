@@ -7,7 +7,7 @@ from typing import Any
 
 from pysnmp.proto import rfc1902
 
-from ibsnmp.contexts import FabricContexts
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Oid
 from ibsnmp.mib.index import IndexCodec
 from ibsnmp.mib.loader import definitions

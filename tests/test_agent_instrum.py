@@ -17,7 +17,7 @@ from test_agent_support import (
     make_backend,
 )
 
-from ibsnmp.agent.contexts import ContextDirectory, is_node_context_name
+from ibsnmp.agent.context_hooks import ContextDirectory, is_node_context_name
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.read_view import SECRET_SUBTREES

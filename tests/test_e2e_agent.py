@@ -13,7 +13,7 @@ import pytest
 from e2e import RunningAgent, assert_ok, ibsnmp_agent, net_snmp, object_name, varbinds
 
 from ibsnmp.agent.views import KEY_OBJECTS
-from ibsnmp.contexts import context_name, sm_node_guids
+from ibsnmp.mib.targets import context_name, sm_node_guids
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.mib.loader import definitions

@@ -9,7 +9,7 @@ from pathlib import Path
 import sysfs_trees
 from e2e import PROJECT_ROOT, assert_ok, ibsnmp_agent, object_name, varbinds
 
-from ibsnmp.contexts import context_name
+from ibsnmp.mib.targets import context_name
 from ibsnmp.fabric.ibnetdiscover_read import load_topology
 
 TOPOLOGY = PROJECT_ROOT / "tests" / "data" / "edr_hdr_router.topo"

@@ -12,7 +12,7 @@ import pytest
 from ibsnmp.fabric import routing
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import SmState
-from ibsnmp.sa.config import (
+from ibsnmp.sa.overrides import (
     FULL,
     HIGH,
     LIMITED,

@@ -244,7 +244,7 @@ def test_every_mib_walks_a_changed_snapshot(small: Fabric) -> None:
     """The bindings read a snapshot built by the changes as any other."""
     from mib_walk import walk
 
-    from ibsnmp.contexts import sm_node_guids
+    from ibsnmp.mib.targets import sm_node_guids
     from ibsnmp.mib.api import ContextTarget
     from ibsnmp.mib.registry import build_mib
 

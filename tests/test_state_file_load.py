@@ -14,7 +14,7 @@ import pytest
 from e2e import PROJECT_ROOT, free_udp_port, ibsnmp_agent
 from wire import community_request, decode_response, exchange
 
-from ibsnmp.sa.config import ConfigState, to_json
+from ibsnmp.sa.overrides import ConfigState, to_json
 from ibsnmp.sa.store import MAX_NESTING, STATE_FILE_NAME, StateFileError, load_state_file
 
 EXIT_START_FAILED = 2

@@ -22,7 +22,7 @@ from e2e import net_snmp, varbinds
 from ibsnmp.agent import parse_endpoint
 from ibsnmp.agent.config import AgentSettings, Community, SystemInfo
 from ibsnmp.agent.runner import Agent, start_agent
-from ibsnmp.contexts import FabricContexts
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters
 from ibsnmp.fabric.iba import CapabilityMask

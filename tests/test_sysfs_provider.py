@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sysfs_trees as trees
 
-from ibsnmp.contexts import FabricContexts
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import MeasuredProfile, port_counters, traffic_profile
 from ibsnmp.fabric.iba import CaType, LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState

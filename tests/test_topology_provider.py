@@ -9,7 +9,7 @@ import pytest
 from mib_walk import walk
 
 from ibsnmp.cli import main
-from ibsnmp.contexts import FabricContexts, context_name, sm_node_guids
+from ibsnmp.mib.targets import FabricContexts, context_name, sm_node_guids
 from ibsnmp.fabric import export_ibnetdiscover
 from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology, read_topology
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget

@@ -1,37 +1,20 @@
-"""Plain cells from the VirtualMib's pysnmp values: the fast responder's view of the MIB.
+"""Cells from pysnmp values: how the fast responder reads the objects pysnmp
+itself serves (the system and snmp groups, sysORTable, SNMP-FRAMEWORK-MIB...).
 
-A cell is what a varbind value is on the wire: its BER tag and a plain
-value (an int, octets or OID arcs), with no pysnmp object. `CellMib`
-offers `get_cell` / `next_cell` over any VirtualMib by unboxing the
-pysnmp syntax objects its `get` / `get_next` return; a VirtualMib that
-serves cells natively (the same two methods) is used as it is.
+The InfiniBand subtree is read as cells natively (`VirtualMib.get_cell` /
+`next_cell`); the agent's few base objects live in pysnmp's MIB tree, so
+their values are unboxed here into the same `Cell` (BER tag, plain value).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 from pyasn1.type import univ
 
-from ibsnmp.mib.api import ContextTarget, Missing, Oid, VirtualMib
+from ibsnmp.mib.api import Cell
 
-
-class Cell(NamedTuple):
-    """A value as BER carries it: the tag and the plain value."""
-
-    tag: int
-    value: int | bytes | Oid
-
-
-class CellSource(Protocol):
-    """Read access in cells for one context target (what the fast responder needs)."""
-
-    subtree: Oid
-
-    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing: ...
-
-    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None: ...
-
+__all__ = ["Cell", "tag_of", "cell_of"]
 
 _TAGS: dict[Any, int] = {}  # pyasn1 TagSet -> the BER tag octet
 
@@ -57,31 +40,3 @@ def cell_of(value: Any) -> Cell:
     if isinstance(value, univ.Null):
         return Cell(tag_of(value), b"")
     raise TypeError(f"no plain form for {type(value).__name__}")
-
-
-class CellMib:
-    """`get_cell` / `next_cell` over a VirtualMib that speaks pysnmp values."""
-
-    __slots__ = ("_mib", "subtree")
-
-    def __init__(self, mib: VirtualMib) -> None:
-        self._mib = mib
-        self.subtree = tuple(mib.subtree)
-
-    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
-        value = self._mib.get(target, oid)
-        return value if isinstance(value, Missing) else cell_of(value)
-
-    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
-        found = self._mib.get_next(target, oid)
-        if found is None:
-            return None
-        next_oid, value = found
-        return next_oid, cell_of(value)
-
-
-def cell_source(mib: VirtualMib) -> CellSource:
-    """The MIB itself when it serves cells, else the unboxing adapter."""
-    if hasattr(mib, "get_cell") and hasattr(mib, "next_cell"):
-        return mib  # type: ignore[return-value]
-    return CellMib(mib)

@@ -25,7 +25,7 @@ from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
 from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
 from .causes import current_exception_summary
-from .contexts import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
+from .context_hooks import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
 from .fast_v3 import FastV3, responder_over

@@ -61,9 +61,9 @@ from ibsnmp.wire.request import (
 )
 
 from .causes import current_exception_summary
-from .cells import Cell, cell_of, cell_source
+from .cells import Cell, cell_of
 from .config import Community
-from .contexts import ContextDirectory
+from .context_hooks import ContextDirectory
 from .instrum import ContextView
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
@@ -97,7 +97,7 @@ class FastReads:
         self._engine = engine
         self._directory = directory
         self._mib = mib
-        self._cells = cell_source(mib)
+        self._cells = mib
         self._base = engine.message_dispatcher.mib_instrum_controller
         builder = engine.get_mib_builder()
         self._counters = dict(zip(_COUNTERS, builder.import_symbols("__SNMPv2-MIB", *_COUNTERS)))

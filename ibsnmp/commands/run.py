@@ -254,7 +254,7 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(args.verbose, args.log_format)
     try:
         settings = configured = settings_from_args(args)
-        from ibsnmp.contexts import FabricContexts
+        from ibsnmp.mib.targets import FabricContexts
         from ibsnmp.mib.registry import build_mib
 
         provider = _make_provider(args)

@@ -3,8 +3,10 @@
 Every counter is a pure function of a port's `TrafficProfile` (rates chosen
 from the fabric seed) and the seconds elapsed since the counters were
 cleared, so no background task is needed and values never go backwards.
-IBA PMA counters saturate at all ones instead of wrapping; data counters
-count 4-octet words.  Traffic is per link direction: what one port
+IBA PMA counters saturate at all ones instead of wrapping, each at the
+width of its IBA attribute field, declared once per attribute (the `BITS`
+of each class below: IBA facts, which the PMA-MIB ranges state again and a
+test holds equal); data counters count 4-octet words.  Traffic is per link direction: what one port
 transmits its peer receives, so PortXmitData here equals PortRcvData there.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -311,33 +313,35 @@ class TrafficProfile:
         xmit_load, rcv_load = self.xmit.load(t), self.rcv.load(t)
         xmit_octets, rcv_octets = self.xmit.bytes_per_s * xmit_load, self.rcv.bytes_per_s * rcv_load
         e = self.errors
+        bits = _COUNTER_BITS
         if e is NO_ERRORS:  # most ports: skip twenty multiplications by zero
-            errors = (0,) * 12
-            downed = saturate(self.link_downed_base, 8)
+            errors: tuple[int, ...] = (0,) * 12
+            downed = saturate(self.link_downed_base, bits[2])
         else:
-            errors = (
-                saturate(e.symbol * t, 16),
-                saturate(e.link_error_recovery * t, 8),
-                saturate(self.link_downed_base + math.floor(e.link_downed * t), 8),
+            raw = (
+                e.symbol * t,
+                e.link_error_recovery * t,
+                self.link_downed_base + math.floor(e.link_downed * t),
                 # PortRcvErrors counts every packet the details count.
-                saturate(sum(_raw_rcv_errors(e, t)), 16),
-                saturate(e.rcv_remote_physical * t, 16),
-                saturate(e.rcv_switch_relay * t, 16),
-                saturate(sum(_raw_discards(e, t)), 16),
-                saturate(e.xmit_constraint * t, 8),
-                saturate(e.rcv_constraint * t, 8),
-                saturate(e.local_link_integrity * t, 4),
-                saturate(e.excessive_buffer_overrun * t, 4),
-                saturate(e.vl15_dropped * t, 16),
+                sum(_raw_rcv_errors(e, t)),
+                e.rcv_remote_physical * t,
+                e.rcv_switch_relay * t,
+                sum(_raw_discards(e, t)),
+                e.xmit_constraint * t,
+                e.rcv_constraint * t,
+                e.local_link_integrity * t,
+                e.excessive_buffer_overrun * t,
+                e.vl15_dropped * t,
             )
+            errors = tuple(saturate(value, width) for value, width in zip(raw, bits))
             downed = errors[2]
         return PortCounters(
             errors[0], errors[1], downed, *errors[3:],
-            saturate(xmit_octets / 4, 32),
-            saturate(rcv_octets / 4, 32),
-            saturate(xmit_octets / self.xmit.packet_bytes, 32) if self.xmit.packet_bytes else 0,
-            saturate(rcv_octets / self.rcv.packet_bytes, 32) if self.rcv.packet_bytes else 0,
-            saturate(self.xmit_wait_per_s * xmit_load, 32),
+            saturate(xmit_octets / 4, bits[12]),
+            saturate(rcv_octets / 4, bits[13]),
+            saturate(xmit_octets / self.xmit.packet_bytes, bits[14]) if self.xmit.packet_bytes else 0,
+            saturate(rcv_octets / self.rcv.packet_bytes, bits[15]) if self.rcv.packet_bytes else 0,
+            saturate(self.xmit_wait_per_s * xmit_load, bits[16]),
         )
 
     def threshold_counters_at(self, t: float) -> tuple[int, int]:
@@ -350,56 +354,72 @@ class TrafficProfile:
         e = self.errors
         if e is NO_ERRORS:
             return 0, 0
-        return saturate(e.local_link_integrity * t, 4), saturate(e.excessive_buffer_overrun * t, 4)
+        return (saturate(e.local_link_integrity * t, _COUNTER_BITS[9]),
+                saturate(e.excessive_buffer_overrun * t, _COUNTER_BITS[10]))
 
     def rcv_error_details_at(self, t: float) -> PortRcvErrorDetails:
+        raw: Iterable[float]
         if self.history is not None:
             tau = self._up_time(t)
-            return PortRcvErrorDetails(*(saturate(self._error(n, t, tau), 16) for n in _RCV_ERROR_NAMES))
-        return PortRcvErrorDetails(*(saturate(v, 16) for v in _raw_rcv_errors(self.errors, t)))
+            raw: Iterable[float] = (self._error(n, t, tau) for n in _RCV_ERROR_NAMES)
+        else:
+            raw = _raw_rcv_errors(self.errors, t)
+        widths = PortRcvErrorDetails.BITS.values()
+        return PortRcvErrorDetails(*(saturate(v, width) for v, width in zip(raw, widths)))
 
     def xmit_discard_details_at(self, t: float) -> PortXmitDiscardDetails:
+        raw: Iterable[float]
         if self.history is not None:
             tau = self._up_time(t)
-            return PortXmitDiscardDetails(*(saturate(self._error(n, t, tau), 16) for n in _DISCARD_NAMES))
-        return PortXmitDiscardDetails(*(saturate(v, 16) for v in _raw_discards(self.errors, t)))
+            raw: Iterable[float] = (self._error(n, t, tau) for n in _DISCARD_NAMES)
+        else:
+            raw = _raw_discards(self.errors, t)
+        widths = PortXmitDiscardDetails.BITS.values()
+        return PortXmitDiscardDetails(*(saturate(v, width) for v, width in zip(raw, widths)))
 
     def op_rcv_counters_at(self, opcode: int, t: float) -> PortOpRcvCounters:
         share = self._opcode_share(opcode)
         octets = self.rcv.bytes_per_s * self._load(self.rcv, t)
         packets = octets / self.rcv.packet_bytes if self.rcv.packet_bytes else 0.0
-        return PortOpRcvCounters(opcode, saturate(packets * share, 32), saturate(octets * share / 4, 32))
+        bits = PortOpRcvCounters.BITS
+        return PortOpRcvCounters(opcode, saturate(packets * share, bits["port_op_rcv_pkts"]),
+                                 saturate(octets * share / 4, bits["port_op_rcv_data"]))
 
     def flow_ctl_counters_at(self, t: float) -> PortFlowCtlCounters:
-        count = saturate(self.flow_ctl_pkts_per_s * self._up_time(t), 32)
+        # Both directions count the same packets: one width serves both.
+        count = saturate(self.flow_ctl_pkts_per_s * self._up_time(t),
+                         PortFlowCtlCounters.BITS["port_xmit_flow_pkts"])
         return PortFlowCtlCounters(count, count)
 
     def vl_op_packets_at(self, opcode: int, t: float) -> PortVLOpPackets:
         octets = self.rcv.bytes_per_s * self._load(self.rcv, t)
         packets = (octets / self.rcv.packet_bytes if self.rcv.packet_bytes else 0.0) * self._opcode_share(opcode)
-        return PortVLOpPackets(opcode, tuple(saturate(packets * s, 16) for s in self.vl_shares))
+        return PortVLOpPackets(opcode, tuple(saturate(packets * s, PortVLOpPackets.BITS) for s in self.vl_shares))
 
     def vl_op_data_at(self, opcode: int, t: float) -> PortVLOpData:
         words = self.rcv.bytes_per_s * self._load(self.rcv, t) / 4 * self._opcode_share(opcode)
-        return PortVLOpData(opcode, tuple(saturate(words * s, 32) for s in self.vl_shares))
+        return PortVLOpData(opcode, tuple(saturate(words * s, PortVLOpData.BITS) for s in self.vl_shares))
 
     def vl_xmit_flow_ctl_update_errors_at(self, t: float) -> PortVLXmitFlowCtlUpdateErrors:
         if self.history is not None:
             errors: float = self._error("vl_flow_ctl_update", t, self._up_time(t))
         else:
             errors = _count(self.errors.vl_flow_ctl_update, t)
-        return PortVLXmitFlowCtlUpdateErrors(tuple(saturate(errors if s else 0, 2) for s in self.vl_shares))
+        return PortVLXmitFlowCtlUpdateErrors(tuple(
+            saturate(errors if s else 0, PortVLXmitFlowCtlUpdateErrors.BITS) for s in self.vl_shares))
 
     def vl_xmit_wait_at(self, t: float) -> PortVLXmitWaitCounters:
         wait = self.xmit_wait_per_s * self._load(self.xmit, t)
-        return PortVLXmitWaitCounters(tuple(saturate(wait * s, 16) for s in self.vl_shares))
+        return PortVLXmitWaitCounters(tuple(saturate(wait * s, PortVLXmitWaitCounters.BITS)
+                                            for s in self.vl_shares))
 
     def sw_port_vl_congestion_at(self, t: float) -> SwPortVLCongestion:
         if not self.is_switch:
             return SwPortVLCongestion((0,) * NUM_VLS)
         # Congestion marks: a sampled fraction of the wait ticks.
         wait = self.xmit_wait_per_s * self._load(self.xmit, t) / 256
-        return SwPortVLCongestion(tuple(saturate(wait * s, 16) for s in self.vl_shares))
+        return SwPortVLCongestion(tuple(saturate(wait * s, SwPortVLCongestion.BITS)
+                                        for s in self.vl_shares))
 
     def _opcode_share(self, opcode: int) -> float:
         for code, share in self.opcode_shares:

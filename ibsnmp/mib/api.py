@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 Oid = tuple[int, ...]
 
@@ -58,15 +58,47 @@ class Missing:
 NO_SUCH_OBJECT = Missing("noSuchObject")
 NO_SUCH_INSTANCE = Missing("noSuchInstance")
 
+# BER tags of the SNMP types a Cell carries (RFC 2578, RFC 3416).
+INTEGER = 0x02
+OCTET_STRING = 0x04
+OBJECT_IDENTIFIER = 0x06
+IP_ADDRESS = 0x40
+COUNTER32 = 0x41
+GAUGE32 = 0x42  # Unsigned32 too
+TIME_TICKS = 0x43
+OPAQUE = 0x44
+COUNTER64 = 0x46
+
+CellValue = int | bytes | tuple[int, ...]
+
+
+class Cell(NamedTuple):
+    """One instance's value without pysnmp objects: the BER tag of its SNMP
+    type (from the compiled module) and the plain value: int for INTEGER,
+    the counters, gauges and TimeTicks; bytes for OCTET STRING, IpAddress
+    and Opaque; a tuple of sub-identifiers for an OBJECT IDENTIFIER."""
+
+    tag: int
+    value: CellValue
+
 
 class VirtualMib(Protocol):
     """Read access to every InfiniBand MIB object for one context target.
 
-    Values are pysnmp syntax objects of the type the compiled module
-    declares. OIDs are plain tuples.
+    `get_cell` / `next_cell` answer with plain Cells; `get` / `get_next`
+    with the same values boxed as pysnmp syntax objects of the type the
+    compiled module declares. OIDs are plain tuples.
     """
 
     subtree: Oid
+
+    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
+        """The cell at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
+        ...
+
+    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
+        """The first instance after `oid` inside `subtree`, or None at its end."""
+        ...
 
     def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
         """The value at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""

@@ -18,13 +18,14 @@ from typing import Any
 from ..fabric.iba import guid_bytes
 from .api import ContextTarget
 from .binding import ModuleBinding, TableBinding
+from .facts import clamp_to, truth
 
 
 def _truth(flag: bool | None) -> int | None:
-    """TruthValue: true(1), false(2); None (not known) stays None."""
+    """A TruthValue; None (not known) stays None."""
     if flag is None:
         return None
-    return 1 if flag else 2
+    return truth(flag)
 
 
 def _is_ca(node: Any) -> bool:
@@ -68,11 +69,14 @@ def _gid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], byt
                 yield (index, port.num, i + 1), port.gid(i).to_bytes(16, "big")
 
 
+_gid_count = clamp_to("ibCaMaxGidsPerPort")  # every port has at least one GID
+
+
 def _max_gids(row: Any) -> int:
     """GID table size: the port's own when the model holds its table."""
     ca, port = row
     size = len(port.gids) if port.gids is not None else ca.max_gids_per_port
-    return min(max(size, 1), 65535)  # every port has at least one GID (1..65535)
+    return _gid_count(size)
 
 
 def _attr(name: str):  # type: ignore[no-untyped-def]

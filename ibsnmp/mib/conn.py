@@ -19,6 +19,7 @@ from typing import Any
 from ..fabric.counters import connection_counters_at
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding
+from .facts import truth as _truth
 
 
 def _gid(gid: int) -> bytes:
@@ -28,10 +29,6 @@ def _gid(gid: int) -> bytes:
 def _index_number(wire: int) -> int:
     """QPN / EECN as IBQuePairNumber / IBEtoEContext: the 24-bit wire value + 1."""
     return (wire & 0xFFFFFF) + 1
-
-
-def _truth(flag: bool) -> int:
-    return 1 if flag else 2
 
 
 def _connections(target: ContextTarget) -> Any | None:

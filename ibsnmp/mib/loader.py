@@ -126,6 +126,12 @@ class MibDefinitions:
     def readable(self, name: str) -> bool:
         return self.objects[name].access in READABLE
 
+    def textual_convention(self, module: str, name: str) -> Any:
+        """A type the compiled modules import (e.g. SNMPv2-TC TruthValue), as
+        a syntax object."""
+        (symbol,) = self._builder.import_symbols(module, name)
+        return symbol()
+
     def base_scalar(self, module: str, name: str) -> ObjectDef:
         """A scalar of a module pysnmp ships (e.g. SNMPv2-MIB sysContact),
         described like the served ones."""

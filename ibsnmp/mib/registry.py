@@ -9,6 +9,7 @@ from .ca import IB_CA_MIB
 from .conn import IBCONNECTION_MIB
 from .pma import PMA_MIB
 from .sm import IB_SM_MIB, ib_sm_binding
+from .sm_write import sm_writers
 from .sma import SMA_MIB
 from .system import system_objects
 from .virtual import InfinibandMib
@@ -24,5 +25,5 @@ def build_mib(state: Any = None, read_only_system: Iterable[str] = ()) -> Infini
     object is read-only."""
     if state is None:
         return InfinibandMib(MODULE_BINDINGS)
-    modules = (SMA_MIB, IB_CA_MIB, PMA_MIB, ib_sm_binding(state), IBCONNECTION_MIB)
+    modules = (SMA_MIB, IB_CA_MIB, PMA_MIB, ib_sm_binding(state, sm_writers(state)), IBCONNECTION_MIB)
     return InfinibandMib(modules, store=state, outside=system_objects(read_only_system))

@@ -11,8 +11,9 @@ machinery's sort of the encoded indexes runs over presorted input.
 The request/result tables (path, multipath, trace), the service
 associations and the partition configuration scalars come from the agent's
 write store (`ib_sm_binding(state)`); the SETs that fill them, and every
-other SET of this module, are in sm_write.py. `IB_SM_MIB` is the read-only
-binding (no store: those tables have no rows).
+other SET of this module, are in sm_write.py, which registry.py passes in
+(sm_write reads this module, never the other way round). `IB_SM_MIB` is the
+read-only binding (no store: those tables have no rows).
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ from typing import Any, NamedTuple
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
-from ibsnmp.sa.config import PartitionBuffer
+from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
-from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding
+from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding, WriterBinding
+from .facts import clamp_to, highest, named_value, truth
+from .sm_requests import request_row
 
 Row = tuple[tuple[Any, ...], Any]
 
-_TRUE, _FALSE = 1, 2  # TruthValue
-_ROW_ACTIVE = 1  # RowStatus active(1): the row exists and is in service
-_INTEGER32_MAX = 2147483647
+# RowStatus active: the row exists and is in service.
+_ROW_ACTIVE = named_value("ibSmConfigStatus", "active")
 
 
 # -- shared helpers --------------------------------------------------------------
@@ -43,18 +45,13 @@ def _guid(value: int) -> bytes:
     return value.to_bytes(8, "big")
 
 
-def _truth(flag: bool) -> int:
-    return _TRUE if flag else _FALSE
+_truth = truth
 
 
 def _key_octets(key: int | None, size: int) -> bytes | None:
     """The first `size` octets of a 64-bit key in network order; None (not
     read) has no instance."""
     return None if key is None else (key >> (64 - 8 * size)).to_bytes(size, "big")
-
-
-def _known_int32(count: int | None) -> int | None:
-    return None if count is None else count & _INTEGER32_MAX
 
 
 def _text64(text: str) -> str:
@@ -292,9 +289,9 @@ _PORT_INFO = TableBinding(
         "ibSmPortInfoInFilterRawPktEnf": _info("filter_raw_inbound", _truth),
         "ibSmPortInfoOutFilterRawPktEnf": _info("filter_raw_outbound", _truth),
         # 16-bit IBA violation counters that stop at all ones.
-        "ibSmPortInfoMKeyViolation": _info("m_key_violations", lambda v: min(v, 0xFFFF)),
-        "ibSmPortInfoPKeyViolation": _info("p_key_violations", lambda v: min(v, 0xFFFF)),
-        "ibSmPortInfoQKeyViolation": _info("q_key_violations", lambda v: min(v, 0xFFFF)),
+        "ibSmPortInfoMKeyViolation": _info("m_key_violations", clamp_to("ibSmPortInfoMKeyViolation")),
+        "ibSmPortInfoPKeyViolation": _info("p_key_violations", clamp_to("ibSmPortInfoPKeyViolation")),
+        "ibSmPortInfoQKeyViolation": _info("q_key_violations", clamp_to("ibSmPortInfoQKeyViolation")),
         "ibSmPortInfoGUIDCap": _info("guid_cap"),
         "ibSmPortInfoSubnetTimeout": _info("subnet_timeout"),
         "ibSmPortInfoRespTime": _info("resp_time_value"),
@@ -522,6 +519,15 @@ def _sm_rows(target: ContextTarget) -> Iterator[Row]:
         yield (prefix, _guid(sm.guid)), sm
 
 
+# The top of ibSmSMInfoActCount (Integer32, 2**31 - 1) is all ones: it masks the wrap.
+_ACT_COUNT_MASK = highest("ibSmSMInfoActCount")
+
+
+def _masked_act_count(count: int | None) -> int | None:
+    """None: ActCount was not read (no instance)."""
+    return None if count is None else count & _ACT_COUNT_MASK
+
+
 _SM_INFO = TableBinding(
     entry="ibSmSMInfoEntry",
     rows=_sm_rows,
@@ -536,7 +542,7 @@ _SM_INFO = TableBinding(
         # ActCount is a wrapping counter (IBA 14.2.5.13) whose use is to be seen
         # changing (a standby polls it), so it wraps at 31 bits rather than
         # freezing at the maximum.
-        "ibSmSMInfoActCount": lambda sm, t: _known_int32(sm_act_count(sm, t.elapsed)),
+        "ibSmSMInfoActCount": lambda sm, t: _masked_act_count(sm_act_count(sm, t.elapsed)),
         "ibSmSMInfoPriority": lambda sm, t: sm.priority,
         # notActive(0), discovering(1), standby(2), master(3): IBA SMState.
         "ibSmSMInfoSMState": lambda sm, t: int(sm.state),
@@ -624,8 +630,6 @@ _SESSION_TABLE_SPECS = (
 
 
 def _session_rows(state: Any, table: str, requests: bool, target: ContextTarget) -> Iterator[Row]:
-    from .sm_write import request_row
-
     for session in state.sessions_of(table):
         if requests:
             yield session.index, request_row(state, session)
@@ -673,6 +677,8 @@ def _service_rows(target: ContextTarget) -> Iterator[Row]:
         )
 
 
+_LEASE_MAX = highest("ibSmServiceLease")
+
 _SERVICE = TableBinding(
     entry="ibSmServiceEntry",
     rows=_service_rows,
@@ -683,9 +689,9 @@ _SERVICE = TableBinding(
         "ibSmServiceGID": lambda s, t: s.gid.to_bytes(16, "big"),
         "ibSmServicePKey": lambda s, t: s.pkey.to_bytes(2, "big"),
         # The text's indefinite lease 4294967295 (IBA ServiceLease 0xFFFFFFFF)
-        # does not fit INTEGER: leases clamp to 2147483647, which therefore
+        # does not fit INTEGER: leases clamp to its top, 2147483647, which therefore
         # also reads as "indefinite" (68 years).
-        "ibSmServiceLease": lambda s, t: min(s.lease, _INTEGER32_MAX),
+        "ibSmServiceLease": lambda s, t: min(s.lease, _LEASE_MAX),
         # ServiceKey (16 octets) and ServiceData (64 octets) are fixed-size
         # IBA fields: a shorter stored value is zero-filled, as on the wire.
         "ibSmServiceKey": lambda s, t: s.key[:16].ljust(16, b"\0"),
@@ -780,7 +786,8 @@ _CA_SL2VL = TableBinding(
 # The entry's VL has no column in the draft.  Ports whose table for a
 # priority is empty (VLArbHighCap / VLArbLowCap 0) have no row for it.
 
-_LOW_PRIORITY, _HIGH_PRIORITY = 1, 2  # lowPriority(1), highPriority(2)
+_LOW_PRIORITY = named_value("ibSmVLArbitrationPriority", "lowPriority")
+_HIGH_PRIORITY = named_value("ibSmVLArbitrationPriority", "highPriority")
 _FIRST_ENTRY = 1
 
 
@@ -818,7 +825,7 @@ _VL_ARBITRATION = TableBinding(
 # -- ibSmPartitionConfig scalars -------------------------------------------------------
 # Operands for the next partition action, written by SETs (see sm_write):
 # each reads what was last written, else its initial value (see
-# sa.config.PartitionBuffer.operands); the action reads the last one
+# sa.overrides.PartitionBuffer.operands); the action reads the last one
 # performed, none(1) before any (its DEFVAL).
 
 
@@ -839,16 +846,13 @@ def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
     )
 
 
-def ib_sm_binding(state: Any = None) -> ModuleBinding:
-    """IB-SM-MIB over the fabric, with the rows and writers of `state` (an
+def ib_sm_binding(state: Any = None, writers: tuple[WriterBinding, ...] = ()) -> ModuleBinding:
+    """IB-SM-MIB over the fabric, with the rows of `state` (an
     ibsnmp.sa.store.AgentState) when given: request sessions, service
-    associations, the partition configuration scalars, and every SET."""
-    writers: tuple[Any, ...] = ()
+    associations and the partition configuration scalars. `writers` (from
+    sm_write.sm_writers(state)) accept the SETs."""
     designated = None
     if state is not None:
-        from .sm_write import sm_writers
-
-        writers = sm_writers(state)
         designated = lambda: state.designated_sm  # noqa: E731
     return ModuleBinding(
         module="IB-SM-MIB",

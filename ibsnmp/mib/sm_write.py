@@ -36,11 +36,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ibsnmp.sa import query
-from ibsnmp.sa.config import (
+from ibsnmp.sa.overrides import (
     FULL,
     HIGH,
     LIMITED,
@@ -52,13 +51,22 @@ from ibsnmp.sa.config import (
     SmOverride,
     with_entry,
 )
-from ibsnmp.sa.sessions import MULTIPATH, PATH, TRACE, Session
+from ibsnmp.sa.sessions import MULTIPATH, PATH, Session
 from ibsnmp.sa.store import AgentState, Transaction
 
 from .api import ContextTarget, SetError
 from .binding import WriterBinding
+from .facts import named_value
 from .loader import definitions
 from .sm import config_sm
+from .sm_requests import (
+    MULTIPATH_REQUEST,
+    PATH_REQUEST,
+    TRACE_REQUEST,
+    RequestTable,
+    effective_mask,
+    number,
+)
 from .write import (
     ACTIVE,
     CREATE_AND_GO,
@@ -71,7 +79,6 @@ from .write import (
     row_status_check,
 )
 
-_INT32_MAX = 2**31 - 1
 _SELECTOR_EXACTLY = 2  # what an SA answers for MTU, rate and lifetime selectors
 MAX_SERVICE_ASSOCIATIONS = 10_000
 
@@ -102,99 +109,23 @@ def _check_prefix(target: ContextTarget, prefix: bytes, request: WriteRequest) -
         raise SetError("noCreation", request.index, "not the subnet prefix of this fabric")
 
 
-def _number(value: Any) -> int:
-    return int.from_bytes(value, "big") if isinstance(value, bytes) else int(value)
-
-
 def _short(request: WriteRequest, prefix: str) -> str:
     return request.name[len(prefix):]
 
 
-# -- request tables ---------------------------------------------------------------------------
+# -- request tables ----------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, eq=False)
-class _RequestTable:
-    kind: str  # the session table
-    prefix: str  # descriptor prefix of the request columns
-    entry: str
-    mask_column: str
-    bits: Mapping[str, int]  # column -> component mask bit
-    ranges: Mapping[str, tuple[int, int]]  # IBA field widths of unbounded INTEGER columns
-    index_column: str | None = None  # a read-create copy of the session id
-
-
-_PATH_RANGES = {"NumbPath": (0, 127), "HopLimit": (0, 255), "TClass": (0, 255), "SL": (0, 15),
-                "Rate": (0, 63), "PktLifeTime": (0, 63), "Preference": (0, 255)}
-_PR = query.PR
-_MPR = query.MPR
-_TR = query.TR
-
-PATH_REQUEST = _RequestTable(
-    kind=PATH, prefix="ibSmPathReq", entry="ibSmPathReqEntry", mask_column="RowCompMask",
-    bits={"DstGID": _PR.DGID, "SrcGID": _PR.SGID, "NumbPath": _PR.NUMB_PATH, "DstLID": _PR.DLID,
-          "SrcLID": _PR.SLID, "RawTraffic": _PR.RAW_TRAFFIC, "FlowLabel": _PR.FLOW_LABEL,
-          "HopLimit": _PR.HOP_LIMIT, "TClass": _PR.TCLASS, "PKey": _PR.PKEY, "SL": _PR.SL,
-          "MTUSel": _PR.MTU_SELECTOR, "MTU": _PR.MTU, "RateSel": _PR.RATE_SELECTOR,
-          "Rate": _PR.RATE, "PktLifeTimeSel": _PR.PKT_LIFE_SELECTOR,
-          "PktLifeTime": _PR.PKT_LIFE, "Preference": _PR.PREFERENCE},
-    ranges=_PATH_RANGES,
-)
-MULTIPATH_REQUEST = _RequestTable(
-    kind=MULTIPATH, prefix="ibSmMultiPathReq", entry="ibSmMultiPathReqEntry",
-    mask_column="CompMask",
-    bits={"RawTraffic": _MPR.RAW_TRAFFIC, "FlowLabel": _MPR.FLOW_LABEL,
-          "HopLimit": _MPR.HOP_LIMIT, "TClass": _MPR.TCLASS, "NumbPath": _MPR.NUMB_PATH,
-          "PKey": _MPR.PKEY, "SL": _MPR.SL, "MTUSel": _MPR.MTU_SELECTOR, "MTU": _MPR.MTU,
-          "RateSel": _MPR.RATE_SELECTOR, "Rate": _MPR.RATE,
-          "PktLifeTimeSel": _MPR.PKT_LIFE_SELECTOR, "PktLifeTime": _MPR.PKT_LIFE,
-          "IndepSel": _MPR.INDEP_SELECTOR, "SGIDCount": _MPR.SGID_COUNT,
-          "DGIDCount": _MPR.DGID_COUNT},
-    ranges=_PATH_RANGES,
-)
-TRACE_REQUEST = _RequestTable(
-    kind=TRACE, prefix="ibSmTraceReq", entry="ibSmTraceReqEntry", mask_column="CompMask",
-    bits={"IDGeneration": _TR.ID_GENERATION, "NodeType": _TR.NODE_TYPE, "NodeID": _TR.NODE_ID,
-          "ChassisID": _TR.CHASSIS_ID, "EntryPortID": _TR.ENTRY_PORT_ID,
-          "ExitPortID": _TR.EXIT_PORT_ID, "EntryPort": _TR.ENTRY_PORT,
-          "ExitPort": _TR.EXIT_PORT},
-    ranges={},
-    index_column="SessionId",
-)
-REQUEST_TABLES = {t.kind: t for t in (PATH_REQUEST, MULTIPATH_REQUEST, TRACE_REQUEST)}
 _GID_BLOCKS = tuple(f"SDGIDBlock{n}" for n in range(1, 33))
 
 
-def effective_mask(spec: _RequestTable, request: Mapping[str, Any]) -> int:
-    """The written component mask, else the bits of the columns written."""
-    if spec.mask_column in request:
-        return _number(request[spec.mask_column])
-    mask = 0
-    for column in request:
-        mask |= spec.bits.get(column, 0)
-    return mask
-
-
-def request_row(state: AgentState, session: Session) -> dict[str, Any]:
-    """A request session as its request table shows it (short column names)."""
-    spec = REQUEST_TABLES[session.table]
-    row = dict(session.request)
-    row["RowStatus"] = session.status
-    row["CreationTime"] = state.ticks(session.created)
-    row[spec.mask_column] = effective_mask(spec, session.request).to_bytes(8, "big")
-    if spec.index_column is not None:
-        row[spec.index_column] = session.index[1]
-    return row
-
-
-def _masked(spec: _RequestTable, request: Mapping[str, Any], mask: int, column: str) -> int | None:
+def _masked(spec: RequestTable, request: Mapping[str, Any], mask: int, column: str) -> int | None:
     """A request field as the query sees it: None unless masked; 0 if masked but never written."""
     if not mask & spec.bits[column]:
         return None
-    return _number(request.get(column, 0))
+    return number(request.get(column, 0))
 
 
-def _path_query(spec: _RequestTable, request: Mapping[str, Any]) -> query.PathQuery:
+def _path_query(spec: RequestTable, request: Mapping[str, Any]) -> query.PathQuery:
     mask = effective_mask(spec, request)
 
     def get(column: str) -> int | None:
@@ -253,7 +184,7 @@ def _gids(request: Mapping[str, Any]) -> list[int]:
     return [int.from_bytes(data[i : i + 16], "big") for i in range(0, len(data), 16)]
 
 
-def _results(spec: _RequestTable, session: Session, txn: Transaction, target: ContextTarget,
+def _results(spec: RequestTable, session: Session, txn: Transaction, target: ContextTarget,
              index: int) -> tuple[dict[str, Any], ...]:
     """The result rows of a request becoming active (SetError if it cannot)."""
     fabric = target.fabric
@@ -291,7 +222,7 @@ def _results(spec: _RequestTable, session: Session, txn: Transaction, target: Co
         for record in records:
             for hop in query.trace_records(fabric, record.route):
                 row = _trace_row(hop)
-                if all(value is None or _number(row[column]) == value
+                if all(value is None or number(row[column]) == value
                        for column, value in wanted.items()):
                     rows.append(row)
         if len(rows) > query.MAX_RECORDS:
@@ -301,10 +232,10 @@ def _results(spec: _RequestTable, session: Session, txn: Transaction, target: Co
         raise SetError("resourceUnavailable", index, f"query too large: {exc}") from None
 
 
-def _check_request_column(spec: _RequestTable, column: str, request: WriteRequest) -> None:
+def _check_request_column(spec: RequestTable, column: str, request: WriteRequest) -> None:
     if column in spec.ranges:
         require_range(request, *spec.ranges[column])
-    elif column == "FlowLabel" and _number(request.value) > 0xFFFFF:
+    elif column == "FlowLabel" and number(request.value) > 0xFFFFF:
         raise SetError("wrongValue", request.index, "a flow label has 20 bits")
     elif column.startswith("SDGIDBlock") and len(request.value) % 16:
         raise SetError("wrongLength", request.index, "a GID block holds whole 16-octet GIDs")
@@ -321,14 +252,14 @@ def _plan_requests(state: AgentState, target: ContextTarget, requests: Sequence[
             _plan_request_row(state, spec, target, instance, row, txn)
 
 
-def _table_of(request: WriteRequest) -> _RequestTable:
+def _table_of(request: WriteRequest) -> RequestTable:
     for spec in (MULTIPATH_REQUEST, PATH_REQUEST, TRACE_REQUEST):
         if request.name.startswith(spec.prefix):
             return spec
     raise AssertionError(request.name)
 
 
-def _plan_request_row(state: AgentState, spec: _RequestTable, target: ContextTarget,
+def _plan_request_row(state: AgentState, spec: RequestTable, target: ContextTarget,
                       instance: tuple[Any, ...], row: list[WriteRequest], txn: Transaction) -> None:
     prefix, session_id = instance
     first = row[0]
@@ -383,7 +314,7 @@ def _plan_request_row(state: AgentState, spec: _RequestTable, target: ContextTar
 
 # column -> (SmConfig field, lowest, highest): the IBA field widths.
 _CONFIG_FIELDS = SM_CONFIG_COLUMNS
-_ADMIN_ENABLE, _ADMIN_DISABLE = 1, 2
+_ADMIN_DISABLE = named_value("ibSmConfigAdminStatus", "disable")
 
 
 def _plan_config(state: AgentState, target: ContextTarget, requests: Sequence[WriteRequest],
@@ -409,7 +340,7 @@ def _plan_config(state: AgentState, target: ContextTarget, requests: Sequence[Wr
                 # SMInfo Priority is a 4-bit field.
                 override = dataclasses.replace(override, priority=require_range(request, 0, 15))
             elif column == "SMKey":
-                override = dataclasses.replace(override, sm_key=_number(request.value))
+                override = dataclasses.replace(override, sm_key=number(request.value))
             elif column == "AdminStatus":
                 override = dataclasses.replace(override, disabled=request.value == _ADMIN_DISABLE)
             else:
@@ -477,7 +408,10 @@ def _plan_service_assoc(state: AgentState, target: ContextTarget,
 
 # -- ibSmPartitionConfig -----------------------------------------------------------------------
 
-_NONE, _CREATE, _DELETE, _ADD, _REMOVE, _UPDATE = 1, 2, 3, 4, 5, 6
+_NONE, _CREATE, _DELETE, _ADD, _REMOVE, _UPDATE = (
+    named_value("ibSmPartitionConfigAction", label) for label in (
+        "none", "createPartition", "deletePartition", "addMember", "removeMember",
+        "updateMemberType"))
 _DEFAULT_PARTITION = 0x7FFF
 _PARTITION_SCALARS = tuple(f"ibSmPartitionConfig{n}" for n in (
     "SubnetPrefix", "Key", "Action", "MemberNodeGUID", "MemberPortNum", "MemberType"))

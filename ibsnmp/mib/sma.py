@@ -41,6 +41,7 @@ from ..fabric.iba import (
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding
+from .facts import clamp_to, highest, named_value, truth
 
 # IbDataPortAndInvalid: "255 when no valid port applies"; the SL-to-VL, P_Key
 # and VendorDiag index descriptions use it for switch port 0 (and the P_Key
@@ -54,9 +55,7 @@ _MAX_PKEY_ENTRIES = 65504  # IBA: 2048 blocks of 32 P_Key entries
 _VL15 = 15  # the management VL: never named by a VLArbitration entry
 
 
-def _truth(flag: Any) -> int:
-    """TruthValue: true(1), false(2)."""
-    return 1 if flag else 2
+_truth = truth
 
 
 def _clamp(value: int, top: int) -> int:
@@ -75,57 +74,71 @@ def _octets(mask: int, size: int) -> Any:
 
 # -- enumerations: IBA code -> SMA-MIB number -----------------------------------
 
+
+def _labelled(column: str, labels: dict[Any, str]) -> dict[Any, int]:
+    """IBA code -> the number the compiled module gives the code's label."""
+    return {code: named_value(column, label) for code, label in labels.items()}
+
+
 # ibSmaNodeType: channelAdapter(1), switch(2), router(3), other(4); IBA's
 # reserved codes (0, 4..255) are "reported as other".
-_NODE_TYPE = {NodeType.CA: 1, NodeType.SWITCH: 2, NodeType.ROUTER: 3}
-_NODE_TYPE_OTHER = 4
+_NODE_TYPE = _labelled("ibSmaNodeType", {
+    NodeType.CA: "channelAdapter", NodeType.SWITCH: "switch", NodeType.ROUTER: "router"})
+_NODE_TYPE_OTHER = named_value("ibSmaNodeType", "other")
 
 # ibSmaPortLinkWidthEnabled: noStateChange(1) = IBA 0, oneX(2) = 1, fourX(3) = 2,
 # oneXOr4X(4) = 3, twelveX(5) = 8, oneXOr12X(6) = 9, fourXOr12X(7) = 10,
 # oneX4XOr12X(8) = 11, linkWidthSupported(9) = 255; any set with 8x or 2x
 # (IBA 1.2+) is other(10).
-_WIDTH_ENABLED = {0: 1, 1: 2, 2: 3, 3: 4, 8: 5, 9: 6, 10: 7, 11: 8, 255: 9}
-_WIDTH_ENABLED_OTHER = 10
+_WIDTH_ENABLED = _labelled("ibSmaPortLinkWidthEnabled", {
+    0: "noStateChange", 1: "oneX", 2: "fourX", 3: "oneXOr4X", 8: "twelveX", 9: "oneXOr12X",
+    10: "fourXOr12X", 11: "oneX4XOr12X", 255: "linkWidthSupported"})
+_WIDTH_ENABLED_OTHER = named_value("ibSmaPortLinkWidthEnabled", "other")
 # ibSmaPortLinkWidthSupported: oneX(1) = IBA 1, oneXOr4X(2) = 3, oneX4XOr12X(3) = 11.
-_WIDTH_SUPPORTED = {1: 1, 3: 2, 11: 3}
-_WIDTH_SUPPORTED_OTHER = 4
+_WIDTH_SUPPORTED = _labelled("ibSmaPortLinkWidthSupported", {
+    1: "oneX", 3: "oneXOr4X", 11: "oneX4XOr12X"})
+_WIDTH_SUPPORTED_OTHER = named_value("ibSmaPortLinkWidthSupported", "other")
 # ibSmaPortLinkWidthActive: oneX(1) = IBA 1, fourX(2) = 2, twelveX(3) = 8.
-_WIDTH_ACTIVE = {1: 1, 2: 2, 8: 3}
-_WIDTH_ACTIVE_OTHER = 4
+_WIDTH_ACTIVE = _labelled("ibSmaPortLinkWidthActive", {1: "oneX", 2: "fourX", 8: "twelveX"})
+_WIDTH_ACTIVE_OTHER = named_value("ibSmaPortLinkWidthActive", "other")
 # ibSmaPortLinkSpeedSupported / ...Active: twoPoint5Gbps(1) = IBA 1 only; any
 # other set or speed (5, 10 Gb/s and every LinkSpeedExt speed) is other(2).
-_SPEED = {int(LinkSpeed.SDR): 1}
-_SPEED_OTHER = 2
+_SPEED = _labelled("ibSmaPortLinkSpeedActive", {int(LinkSpeed.SDR): "twoPoint5Gbps"})
+_SPEED_OTHER = named_value("ibSmaPortLinkSpeedActive", "other")
 # ibSmaPortLinkSpeedEnabled: noStateChange(1) = IBA 0, twoPoint5Gbps(2) = 1,
 # linkSpeedSupported(3) = 15.
-_SPEED_ENABLED = {0: 1, 1: 2, 15: 3}
-_SPEED_ENABLED_OTHER = 4
+_SPEED_ENABLED = _labelled("ibSmaPortLinkSpeedEnabled", {
+    0: "noStateChange", 1: "twoPoint5Gbps", 15: "linkSpeedSupported"})
+_SPEED_ENABLED_OTHER = named_value("ibSmaPortLinkSpeedEnabled", "other")
 # ibSmaPortLinkState: IBA PortState 0..4 (noChange .. active) plus one; other(6).
-_LINK_STATE_OTHER = 6
+_LINK_STATE_OTHER = named_value("ibSmaPortLinkState", "other")
 # ibSmaPortPhysState: IBA PortPhysicalState 0..6 (noChange .. linkErrorRecovery)
 # plus one; PhyTest (7, IBA 1.2) and reserved codes are other(8).
-_PHYS_STATE_OTHER = 8
+_PHYS_STATE_OTHER = named_value("ibSmaPortPhysState", "other")
 # ibSmaPortLinkDownDefaultState: IBA 0..2 (noChange, sleep, polling) plus one; other(4).
-_DOWN_DEFAULT_OTHER = 4
+_DOWN_DEFAULT_OTHER = named_value("ibSmaPortLinkDownDefaultState", "other")
 # ibSmaPortNeighborMtu / ibSmaPortMtuCapacity: mtu256(1) .. mtu4096(5) are the
 # IBA codes themselves; 0 and reserved codes are other(6).
-_MTU_OTHER = 6
+_MTU_OTHER = named_value("ibSmaPortMtuCapacity", "other")
 # ibSmaPortVirtLaneSupport / ibSmaPortOperationalVls: vl0(1) .. vl0ToVl14(5) are
 # the IBA VLCap codes themselves; 0 (no change) and reserved are other(6).
-_VLS_OTHER = 6
+_VLS_OTHER = named_value("ibSmaPortVirtLaneSupport", "other")
 # ibSmaPortGenericDiagCode: IBA DiagCode bits 3..0, portReady(1) = 0 ..
 # hardError(5) = 4, plus one; reserved codes are other(6).
-_DIAG_OTHER = 6
+_DIAG_OTHER = named_value("ibSmaPortGenericDiagCode", "other")
 # ibSmaSmState: notActive(2) = IBA 0, discovering(3) = 1, standby(4) = 2,
 # master(5) = 3; "a value of reserved returns unknown(1)".
-_SM_STATE = {SmState.NOT_ACTIVE: 2, SmState.DISCOVERING: 3, SmState.STANDBY: 4, SmState.MASTER: 5}
-_SM_STATE_UNKNOWN = 1
+_SM_STATE = {state: named_value("ibSmaSmState", label) for state, label in (
+    (SmState.NOT_ACTIVE, "notActive"), (SmState.DISCOVERING, "discovering"),
+    (SmState.STANDBY, "standby"), (SmState.MASTER, "master"))}
+_SM_STATE_UNKNOWN = named_value("ibSmaSmState", "unknown")
 # ibSmaPKeyMembership: none(1) for an invalid P_Key (base 0: 0x0000 or 0x8000,
 # IBA 10.9.1.2, as unused table entries read), limited(2) when bit 15 is 0,
 # full(3) when it is 1.
-_PKEY_NONE, _PKEY_LIMITED, _PKEY_FULL = 1, 2, 3
-# ibSmaLedState: unknown(1), on(2), off(3).
-_LED_UNKNOWN, _LED_ON, _LED_OFF = 1, 2, 3
+_PKEY_NONE, _PKEY_LIMITED, _PKEY_FULL = (named_value("ibSmaPKeyMembership", label)
+                                         for label in ("none", "limited", "full"))
+_LED_UNKNOWN, _LED_ON, _LED_OFF = (named_value("ibSmaLedState", label)
+                                   for label in ("unknown", "on", "off"))
 
 
 def _plus_one(code: int, last: int, other: int) -> int:
@@ -226,11 +239,14 @@ def _port0_or_unknown(port: int) -> int:
     return port if 0 <= port <= MAX_PHYS_PORTS else 0
 
 
+_fdb_top = clamp_to("ibSmaSwLinearFdbTop")
+
+
 def _linear_fdb_top(info: Any) -> int | None:
     # "switches that implement random forwarding tables ... a 0 is returned".
     if info.linear_fdb_cap == 0:
         return 0
-    return None if info.linear_fdb_top is None else _clamp(info.linear_fdb_top, MAX_UNICAST_LID)
+    return None if info.linear_fdb_top is None else _fdb_top(info.linear_fdb_top)
 
 
 def _mgmt(target: ContextTarget) -> Any:
@@ -260,7 +276,8 @@ def _flag(field: str, bit: int) -> Any:
 _NO_LOAD, _PRESERVE_CONTENT, _PRESERVE_PRESENCE, _DO_NOT_RESUSCITATE = 1, 2, 4, 8
 
 _guid = _known(guid_bytes)
-_partition_cap = _known(lambda cap: min(max(cap, 1), 65535))
+_partition_cap = _known(clamp_to("ibSmaNodePartitionTableNum"))
+_vendor_diag = clamp_to("ibSmaPortVendorDiagCode")
 _device_id = _octets(0xFFFF, 2)
 _revision = _octets(0xFFFFFFFF, 4)
 _vendor_id = _octets(0xFFFFFF, 3)
@@ -284,9 +301,9 @@ _NODE_SCALARS = (
 )
 
 _SWITCH_SCALARS = (
-    ScalarBinding("ibSmaSwLinearFdbTableNum", _switch("linear_fdb_cap", lambda v: _clamp(v, 65535))),
-    ScalarBinding("ibSmaSwRandomFdbTableNum", _switch("random_fdb_cap", lambda v: _clamp(v, 49151))),
-    ScalarBinding("ibSmaSwMulticastFdbTableNum", _switch("multicast_fdb_cap", lambda v: _clamp(v, 65535))),
+    ScalarBinding("ibSmaSwLinearFdbTableNum", _switch("linear_fdb_cap", clamp_to("ibSmaSwLinearFdbTableNum"))),
+    ScalarBinding("ibSmaSwRandomFdbTableNum", _switch("random_fdb_cap", clamp_to("ibSmaSwRandomFdbTableNum"))),
+    ScalarBinding("ibSmaSwMulticastFdbTableNum", _switch("multicast_fdb_cap", clamp_to("ibSmaSwMulticastFdbTableNum"))),
     ScalarBinding("ibSmaSwLinearFdbTop", lambda t: None if t.node.switch is None else _linear_fdb_top(t.node.switch)),
     ScalarBinding("ibSmaSwDefaultPort", _switch("default_port", _port0_or_unknown)),
     ScalarBinding("ibSmaSwDefMcastPriPort", _switch("default_multicast_primary_port", _port0_or_unknown)),
@@ -307,8 +324,8 @@ _gid_prefix = _octets((1 << 64) - 1, 8)
 _MGMT_PORT_SCALARS = (
     ScalarBinding("ibSmaPortMKey", lambda t: _m_key(_mgmt(t))),
     ScalarBinding("ibSmaPortGidPrefix", lambda t: _gid_prefix(_mgmt(t).gid_prefix)),
-    ScalarBinding("ibSmaPortLid", _mgmt_field("lid", MAX_UNICAST_LID)),
-    ScalarBinding("ibSmaPortMasterSmLid", _mgmt_field("master_sm_lid", MAX_UNICAST_LID)),
+    ScalarBinding("ibSmaPortLid", _mgmt_field("lid", highest("ibSmaPortLid"))),
+    ScalarBinding("ibSmaPortMasterSmLid", _mgmt_field("master_sm_lid", highest("ibSmaPortMasterSmLid"))),
     ScalarBinding("ibSmaPortIsSubnetManager", _capability(_Cap.IS_SM)),
     ScalarBinding("ibSmaPortIsNoticeSupported", _capability(_Cap.IS_NOTICE_SUPPORTED)),
     ScalarBinding("ibSmaPortIsTrapSupported", _capability(_Cap.IS_TRAP_SUPPORTED)),
@@ -553,8 +570,8 @@ _TABLES = (
             "ibSmaPortNeighborMtu": _info("neighbor_mtu", _mtu),
             "ibSmaPortVirtLaneSupport": _info("vl_cap", _vls),
             "ibSmaPortVlHighPriorityLimit": _info("vl_high_limit"),
-            "ibSmaPortVlArbHighCapacity": _info("vl_arb_high_cap", lambda v: _clamp(v, 64)),
-            "ibSmaPortVlArbLowCapacity": _info("vl_arb_low_cap", lambda v: _clamp(v, 64)),
+            "ibSmaPortVlArbHighCapacity": _info("vl_arb_high_cap", clamp_to("ibSmaPortVlArbHighCapacity")),
+            "ibSmaPortVlArbLowCapacity": _info("vl_arb_low_cap", clamp_to("ibSmaPortVlArbLowCapacity")),
             "ibSmaPortMtuCapacity": _info("mtu_cap", _mtu),
             "ibSmaPortVlStallCount": _info("vl_stall_count"),
             "ibSmaPortHeadOfQueueLife": _info("hoq_life"),
@@ -640,7 +657,7 @@ _TABLES = (
         columns={
             "ibSmaPortGenericDiagCode": _diag_code(lambda code: _plus_one(code & 0xF, 4, _DIAG_OTHER)),
             # The model's vendor part (DiagCode bits 15..4) in the draft's 0..2047.
-            "ibSmaPortVendorDiagCode": _diag_code(lambda code: _clamp(code >> 4, 2047)),
+            "ibSmaPortVendorDiagCode": _diag_code(lambda code: _vendor_diag(code >> 4)),
             # true(1) when the buffer "contains meaningful vendor-supplied
             # additional diagnostic information", false(2) when it is empty.
             "ibSmaPortVendorDiagIndexFwd": lambda port, target: (

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ibsnmp.sa.config import SYSTEM_OBJECTS
+from ibsnmp.sa.overrides import SYSTEM_OBJECTS
 
 from .api import ContextTarget
 from .binding import WriterBinding

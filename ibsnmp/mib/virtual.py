@@ -4,6 +4,10 @@ No Python object exists per cell. Each table's sorted instance suffixes are
 built once per fabric snapshot (and node, for per-node tables) on first use
 and kept in a small cache, so GETNEXT costs O(log n).
 
+Reads answer with plain `Cell`s (`get_cell`, `next_cell`), typed by the
+compiled module (mib.cells); `get` / `get_next`, the pysnmp path, box the
+very same cells into syntax objects.
+
 SETs (`prepare_write`) find the object of each varbind among every scalar
 and column of the served modules, check the value against its compiled
 syntax (mib.write), decode the instance's index and hand the varbinds to
@@ -20,6 +24,7 @@ from typing import Any
 
 from .api import (
     INFINIBAND_MIB,
+    Cell,
     NO_SUCH_INSTANCE,
     NO_SUCH_OBJECT,
     ContextTarget,
@@ -28,6 +33,7 @@ from .api import (
     SetError,
 )
 from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding, always
+from .cells import CellType, converter
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
 from .write import WRITABLE, WriteRequest, WriteStore, checked_value
@@ -96,6 +102,10 @@ class _Table:
         self.binding = binding
         self.codec = codec
         self._rows = _BoundedCache()
+        # The last index used, checked by identity before the keyed caches.
+        self._last: tuple[Any, Any, tuple[int, ...], _RowIndex] | None = None
+        self._last_shards: tuple[Any, Any, tuple[int, ...], _ShardIndex] | None = None
+        self._last_shard: tuple[_ShardIndex, Oid, _RowIndex] | None = None
         self._shards: OrderedDict[tuple[int, Any, tuple[int, ...]], _ShardIndex] = OrderedDict()
 
     def _scope(self, target: ContextTarget) -> tuple[int, Any, tuple[int, ...]]:
@@ -109,15 +119,28 @@ class _Table:
         return _RowIndex(fabric, {encode(values): row for values, row in rows}, stamp)
 
     def _whole(self, target: ContextTarget) -> _RowIndex:
-        key = self._scope(target)
         stamp = self.binding.stamp(target) if self.binding.stamp is not None else None
+        # A walk asks for the same context's rows again and again: the last
+        # index used is checked first, by identity, before the keyed cache.
+        last = self._last
+        if (last is not None and last[0] is target.fabric and last[3].stamp == stamp
+                and (not self.binding.per_node
+                     or (last[1] is target.node and last[2] == target.entity_guids))):
+            return last[3]
+        key = self._scope(target)
         found = self._rows.get(key, target.fabric, stamp)
         if found is None:
             found = self._build(target.fabric, self.binding.rows(target), stamp)
             self._rows.put(key, found)
+        self._last = (target.fabric, target.node, target.entity_guids, found)
         return found
 
     def _shard_index(self, target: ContextTarget) -> _ShardIndex:
+        last = self._last_shards
+        if (last is not None and last[0] is target.fabric
+                and (not self.binding.per_node
+                     or (last[1] is target.node and last[2] == target.entity_guids))):
+            return last[3]
         key = self._scope(target)
         found = self._shards.get(key)
         if found is None or found.fabric is not target.fabric:
@@ -128,14 +151,19 @@ class _Table:
             self._shards[key] = found
             if len(self._shards) > ROW_INDEX_CACHE_SIZE:
                 self._shards.popitem(last=False)
+        self._last_shards = (target.fabric, target.node, target.entity_guids, found)
         return found
 
     def _shard(self, target: ContextTarget, index: _ShardIndex, prefix: Oid) -> _RowIndex:
+        last = self._last_shard
+        if last is not None and last[0] is index and last[1] == prefix:
+            return last[2]
         key = self._scope(target) + (prefix,)
         found = self._rows.get(key, target.fabric)
         if found is None:
             found = self._build(target.fabric, index.builders[prefix]())
             self._rows.put(key, found)
+        self._last_shard = (index, prefix, found)
         return found
 
     def lookup(self, target: ContextTarget, suffix: Oid) -> Any:
@@ -149,6 +177,28 @@ class _Table:
         if suffix[: len(prefix)] != prefix:
             return _ABSENT
         return self._shard(target, index, prefix).rows.get(suffix, _ABSENT)
+
+    def first_value(self, target: ContextTarget, suffix: Oid | None,
+                    getter: Any) -> tuple[Oid, Any] | None:
+        """The first row after `suffix` (from the start when None) for which
+        `getter` has a value (not None), with that value."""
+        # The common cases without generators: one bisect, then rows in order.
+        if self.binding.shards is None:
+            return _first_in(self._whole(target), suffix, getter, target)
+        if suffix is not None:
+            index = self._shard_index(target)
+            position = bisect_right(index.prefixes, suffix) - 1
+            if position >= 0:
+                prefix = index.prefixes[position]
+                if suffix[: len(prefix)] == prefix:  # inside that shard
+                    hit = _first_in(self._shard(target, index, prefix), suffix, getter, target)
+                    if hit is not None:
+                        return hit
+        for found, row in self.after(target, suffix):
+            value = getter(row, target)
+            if value is not None:
+                return found, value
+        return None
 
     def after(self, target: ContextTarget, suffix: Oid | None) -> Iterator[tuple[Oid, Any]]:
         """Rows whose suffix follows `suffix` (all rows when None), in order."""
@@ -166,6 +216,17 @@ class _Table:
             yield from _rows_after(self._shard(target, index, prefix), suffix)
 
 
+def _first_in(index: _RowIndex, suffix: Oid | None, getter: Any,
+              target: ContextTarget) -> tuple[Oid, Any] | None:
+    suffixes, rows = index.suffixes, index.rows
+    for at in range(0 if suffix is None else bisect_right(suffixes, suffix), len(suffixes)):
+        found = suffixes[at]
+        value = getter(rows[found], target)
+        if value is not None:
+            return found, value
+    return None
+
+
 def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any]]:
     suffixes = index.suffixes
     rows = index.rows
@@ -180,16 +241,18 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
 class _Handler:
     """A scalar or one table column: the leaf object under which instances live."""
 
-    __slots__ = ("oid", "syntax", "applies", "getter", "table")
+    __slots__ = ("oid", "ctype", "cell", "applies", "getter", "table")
 
-    def __init__(self, oid: Oid, syntax: Any, applies: Applies, getter: Any, table: _Table | None):
+    def __init__(self, oid: Oid, ctype: CellType, applies: Applies, getter: Any,
+                 table: _Table | None):
         self.oid = oid
-        self.syntax = syntax
+        self.ctype = ctype
+        self.cell = converter(ctype)
         self.applies = applies
         self.getter = getter
         self.table = table
 
-    def get(self, target: ContextTarget, suffix: Oid) -> Any:
+    def get(self, target: ContextTarget, suffix: Oid) -> Cell | Missing:
         if self.table is None:
             if suffix != (0,):
                 return NO_SUCH_INSTANCE
@@ -199,21 +262,16 @@ class _Handler:
             if row is _ABSENT:
                 return NO_SUCH_INSTANCE
             value = self.getter(row, target)
-        return NO_SUCH_INSTANCE if value is None else self.syntax.clone(value)
+        return NO_SUCH_INSTANCE if value is None else self.cell(value)
 
-    def next(self, target: ContextTarget, suffix: Oid | None) -> tuple[Oid, Any] | None:
+    def next(self, target: ContextTarget, suffix: Oid | None) -> tuple[Oid, Cell] | None:
         if self.table is None:
             if suffix is not None and suffix >= (0,):
                 return None
             value = self.getter(target)
-            return None if value is None else ((0,), self.syntax.clone(value))
-        getter = self.getter
-        syntax = self.syntax
-        for found, row in self.table.after(target, suffix):
-            value = getter(row, target)
-            if value is not None:
-                return found, syntax.clone(value)
-        return None
+            return None if value is None else ((0,), self.cell(value))
+        found = self.table.first_value(target, suffix, self.getter)
+        return None if found is None else (found[0], self.cell(found[1]))
 
 
 _ABSENT = object()
@@ -272,6 +330,10 @@ class InfinibandMib:
         handlers.sort(key=lambda h: h.oid)
         self._handlers = handlers
         self._oids = [h.oid for h in handlers]
+        for before, after in zip(self._oids, self._oids[1:]):
+            if after[: len(before)] == before:
+                raise BindingError(f"{'.'.join(map(str, before))} is bound and has objects below it")
+        self._hint = 0  # see _position
         targets = [t for module in modules for t in self._write_targets_of(module)]
         if outside and store is None:
             raise BindingError("writers need a write store")
@@ -315,7 +377,8 @@ class InfinibandMib:
         out: list[_Handler] = []
         for scalar in module.scalars:
             obj = self._object(scalar.name, "scalar", module.module)
-            out.append(_Handler(obj.oid, obj.syntax, module.applies, scalar.getter, None))
+            out.append(_Handler(obj.oid, CellType.of(obj.name, obj.syntax), module.applies,
+                                scalar.getter, None))
         for table_binding in module.tables:
             entry = self._object(table_binding.entry, "entry", module.module)
             table = _Table(table_binding, IndexCodec(mib.index_of(entry.name)))
@@ -329,7 +392,8 @@ class InfinibandMib:
                 )
             for name, getter in table_binding.columns.items():
                 column = mib.objects[name]
-                out.append(_Handler(column.oid, column.syntax, module.applies, getter, table))
+                out.append(_Handler(column.oid, CellType.of(name, column.syntax), module.applies,
+                                getter, table))
         return out
 
     def _object(self, name: str, kind: str, module: str):
@@ -343,19 +407,50 @@ class InfinibandMib:
         """Every bound scalar and column, in OID order."""
         return list(self._oids)
 
-    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+    def cell_type(self, name: str) -> CellType:
+        """What the compiled module says the values of a bound object are."""
+        for handler in self._handlers:
+            if handler.ctype.name == name:
+                return handler.ctype
+        raise KeyError(f"{name} is not a bound object")
+
+    def _position(self, oid: Oid) -> int:
+        """bisect_right(object OIDs, oid) - 1. No bound object's OID is a
+        prefix of another's, so when `oid` lies under the object found last
+        time (as it does all along a walk), that object is the answer."""
+        hint = self._hint
+        if hint < len(self._oids):
+            prefix = self._oids[hint]
+            if oid[: len(prefix)] == prefix:
+                return hint
         position = bisect_right(self._oids, oid) - 1
+        if position >= 0:
+            self._hint = position
+        return position
+
+    def _leaf(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid] | Missing:
+        position = self._position(oid)
         if position < 0:
             return NO_SUCH_OBJECT
         handler = self._handlers[position]
         prefix = handler.oid
         if oid[: len(prefix)] != prefix or not handler.applies(target):
             return NO_SUCH_OBJECT
-        return handler.get(target, oid[len(prefix) :])
+        return handler, oid[len(prefix):]
 
-    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
+        leaf = self._leaf(target, oid)
+        if isinstance(leaf, Missing):
+            return leaf
+        return leaf[0].get(target, leaf[1])
+
+    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
+        found = self._next(target, oid)
+        return None if found is None else (found[1], found[2])
+
+    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell] | None:
         handlers = self._handlers
-        position = bisect_right(self._oids, oid) - 1
+        position = self._position(oid)
         suffix: Oid | None = None
         if position >= 0 and oid[: len(self._oids[position])] == self._oids[position]:
             suffix = oid[len(self._oids[position]) :]
@@ -366,10 +461,27 @@ class InfinibandMib:
             if handler.applies(target):
                 found = handler.next(target, suffix)
                 if found is not None:
-                    return handler.oid + found[0], found[1]
+                    return handler, handler.oid + found[0], found[1]
             suffix = None
             position += 1
         return None
+
+    # The pysnmp path: the same cells, boxed as the compiled syntax objects.
+
+    def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
+        leaf = self._leaf(target, oid)
+        if isinstance(leaf, Missing):
+            return leaf
+        handler, suffix = leaf
+        cell = handler.get(target, suffix)
+        return cell if isinstance(cell, Missing) else handler.ctype.box(cell)
+
+    def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
+        found = self._next(target, oid)
+        if found is None:
+            return None
+        handler, at, cell = found
+        return at, handler.ctype.box(cell)
 
     # -- SET ---------------------------------------------------------------------
 

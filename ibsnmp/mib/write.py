@@ -19,17 +19,15 @@ from pyasn1.error import PyAsn1Error
 from pyasn1.type import univ
 
 from .api import SetError
+from .facts import convention_value
 from .loader import ObjectDef
 
 WRITABLE = frozenset({"read-write", "read-create"})
 
-# RowStatus (RFC 2579)
-ACTIVE = 1
-NOT_IN_SERVICE = 2
-NOT_READY = 3
-CREATE_AND_GO = 4
-CREATE_AND_WAIT = 5
-DESTROY = 6
+# RowStatus (RFC 2579), as SNMPv2-TC numbers it
+ACTIVE, NOT_IN_SERVICE, NOT_READY, CREATE_AND_GO, CREATE_AND_WAIT, DESTROY = (
+    convention_value("SNMPv2-TC", "RowStatus", label) for label in (
+        "active", "notInService", "notReady", "createAndGo", "createAndWait", "destroy"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import logging
 import time
 
 from ibsnmp.agent.config import ConfigError
-from ibsnmp.contexts import FabricContexts
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.providers.base import Provider
 

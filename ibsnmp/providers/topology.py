@@ -21,7 +21,7 @@ Subnet managers.  A dump does not say which port runs the SM (ibnetdiscover
 prints no capability mask).  With `sm_guid` (the node GUID or port GUID
 `sminfo` reports) the snapshot has one master SM there with the given
 priority; its SM_Key, ActCount and configuration are not known.  Without it
-the snapshot has no SM, and `ibsnmp.contexts`, which answers IB-SM-MIB in
+the snapshot has no SM, and `ibsnmp.mib.targets`, which answers IB-SM-MIB in
 the default context only when the fabric has an SM, serves IB-SM-MIB nowhere.
 
 The default context is the node discovery was "Initiated from" (the header

@@ -34,7 +34,7 @@ from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric
 
-from .config import ConfigState, StateFormatError, apply_config, from_json, referenced_nodes, to_json
+from .overrides import ConfigState, StateFormatError, apply_config, from_json, referenced_nodes, to_json
 from .sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS, Session, SessionKey
 
 log = logging.getLogger("ibsnmp.sa")
