@@ -143,6 +143,22 @@ class UmadPort:
         self._umad_size = int(self._lib.umad_size())
         self._next_tid = (os.getpid() << 12) & _TID_MASK
 
+    # -- GMP agents: a class version of their own and unsolicited methods ------
+    def register(self, mgmt_class: int, class_version: int,
+                 unsolicited: Iterable[int] = ()) -> None:
+        """An agent for `mgmt_class` that also receives the request methods in
+        `unsolicited` (an SA's Report). RMPP stays with the caller (rmpp_version
+        0): libibumad then hands over every segment, as it arrived."""
+        mask = (ctypes.c_ulong * (128 // (8 * ctypes.sizeof(ctypes.c_ulong))))()
+        bits_per_word = 8 * ctypes.sizeof(ctypes.c_ulong)
+        for method in unsolicited:
+            mask[method // bits_per_word] |= 1 << (method % bits_per_word)
+        agent = self._lib.umad_register(self._portid, mgmt_class, class_version, 0,
+                                        ctypes.byref(mask))
+        if agent < 0:
+            raise UmadError(f"cannot register for management class {mgmt_class:#04x}")
+        self._agents[mgmt_class] = agent
+
     def close(self) -> None:
         if self._portid >= 0:
             self._lib.umad_close_port(self._portid)
