@@ -3,17 +3,29 @@
 usage: python sa_probe.py path SLID DLID      PathRecords of one LID pair
        python sa_probe.py multipath SGID DGID MultiPathRecord (GIDs in hex)
        python sa_probe.py pkeys SM_KEY LID PORT  P_KeyTableRecords of one port
-       python sa_probe.py subscribe TRAP...   Set(InformInfo) for each trap
+       python sa_probe.py subscribe SM_KEY TRAP...  Set(InformInfo) for each trap
        python sa_probe.py raw SLID DLID       the PathRecord answer MAD as hex
+       python sa_probe.py reports SECONDS TRAP...  subscribe, print one line, then
+                                              print the trap events Reports bring
+
+ibsim hands unsolicited MADs on QP1 (an SA's Report) only to a client that holds
+the issm device (ibsim.c find_client), so `reports` opens it once the port is
+open; a host's kernel delivers Reports to any agent registered for the method.
 """
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
 import json
+import os
 import sys
+import time
 
 from ibsnmp.mad import sa_records as records
+from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.sa_client import METHOD_GET_TABLE, SaAnswer, SaClient, sa_request, subscribe
+from ibsnmp.mad.sa_notices import notice_event
 
 
 def plain(answer: SaAnswer) -> dict[str, object]:
@@ -22,8 +34,31 @@ def plain(answer: SaAnswer) -> dict[str, object]:
                         for r in answer.records]}
 
 
+def reports(seconds: float, traps: list[int]) -> object:
+    notices: list[dict[str, FieldValue]] = []
+    client = SaClient.open(on_report=lambda notice, sa_lid: notices.append(notice))
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.open.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        if libc.open(b"/dev/infiniband/issm0", os.O_RDWR) < 0:
+            raise SystemExit("cannot open the issm device")
+        print(json.dumps({str(k): v for k, v in subscribe(client, traps).items()}), flush=True)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            client.serve_reports(0.2)
+        subscribe(client, traps, subscribe=False)
+    finally:
+        client.close()
+    events = [notice_event(n) for n in notices]
+    return [{k: v for k, v in dataclasses.asdict(e).items() if v is not None} if e else None
+            for e in events]
+
+
 def main(command: str, *args: str) -> object:
-    client = SaClient.open(sm_key=int(args[0], 0) if command == "pkeys" else 0)
+    if command == "reports":
+        return reports(float(args[0]), [int(a) for a in args[1:]])
+    keyed = command in ("pkeys", "subscribe")
+    client = SaClient.open(sm_key=int(args[0], 0) if keyed else 0)
     try:
         if command == "path":
             return plain(client.get_table(records.PATH_RECORD,
@@ -37,7 +72,9 @@ def main(command: str, *args: str) -> object:
             return plain(client.get_table(records.PKEY_TABLE_RECORD,
                                           {"LID": int(args[1]), "PortNum": int(args[2])}))
         if command == "subscribe":
-            return {str(k): v for k, v in subscribe(client, [int(a) for a in args]).items()}
+            outcome = subscribe(client, [int(a) for a in args[1:]])
+            subscribe(client, [t for t, refused in outcome.items() if not refused], False)
+            return {str(k): v for k, v in outcome.items()}
         if command == "raw":
             tid = client.port.new_transaction_id()
             client.port.send(sa_request(METHOD_GET_TABLE, records.PATH_RECORD,

@@ -45,11 +45,11 @@ class FakePort:
         self.sent.append(mad)
         header = SA_MAD.decode(mad)
         if header["RMPPType"] != records.RMPP_ACK and self.answers:
+            tid = int(header["TransactionID"]).to_bytes(8, "big")  # type: ignore[arg-type]
             for answer in self.answers.pop(0):  # answers carry the request's TID
-                self.inbox.append(bytes(SA_MAD.encode(
-                    {"TransactionID": header["TransactionID"]}, into=bytearray(answer))))
+                self.inbox.append(answer[:8] + tid + answer[16:])
 
-    def receive(self, timeout: float) -> bytes | None:
+    def receive_sized(self, timeout: float) -> bytes | None:
         return self.inbox.pop(0) if self.inbox else None
 
     def close(self) -> None:
@@ -125,6 +125,17 @@ def test_an_unnumbered_answer_that_fills_the_mad_is_marked_incomplete() -> None:
     port = FakePort([[_segment(0, records.RMPP_ACTIVE, 0, three)]])
     answer = SaClient(port, SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
     assert not answer.complete and len(answer.records) == 3
+
+
+def test_a_short_unnumbered_answer_is_whole_and_ends_where_it_was_sent() -> None:
+    # ibsim forwards OpenSM's 120-octet answer (one record) with its own stack
+    # garbage after it in the 256-octet frame; the received length ends it.
+    short = _segment(0, records.RMPP_ACTIVE, 0, _path(1))[:56 + 64]
+    answer = SaClient(FakePort([[short]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    assert answer.complete and [r["SLID"] for r in answer.records] == [1]
+    garbage = short + bytes(range(1, 137))
+    answer = SaClient(FakePort([[garbage]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    assert len(answer.records) == 3 and not answer.complete
 
 
 def test_sa_error_status_is_raised_and_no_records_is_empty() -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ibsnmp.mad.attributes import CLASS_SUBN_ADM, PORT_INFO
+from ibsnmp.mad.attributes import CLASS_SUBN_ADM, MAD_SIZE, PORT_INFO
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import decode_reply, directed_route_get
 from ibsnmp.mad.sa_records import (
@@ -52,6 +52,7 @@ log = logging.getLogger("ibsnmp.sa.client")
 RMPP_WINDOW = 32  # segments the SA may send ahead of our ACK
 # The SA header counts in each segment's RMPP payload (IBA 13.6.2.3).
 _SA_HEADER_OCTETS = SA_HEADER_END - 36
+CLOSE_DRAIN_S = 0.2
 RESP_TIME_VALUE = 19  # 4.096 us * 2**19, about 2 s: the longest we wait between segments
 
 Record = dict[str, FieldValue]
@@ -141,7 +142,8 @@ class RmppReceiver:
     done: bool = False
 
     def feed(self, segment: bytes) -> bytes | None:
-        header = SA_MAD.decode(segment)
+        """`segment` as received: a short one holds only the octets sent."""
+        header = SA_MAD.decode(segment.ljust(MAD_SIZE, b"\0"))
         if header["RMPPType"] != RMPP_DATA:
             return None
         number = int(header["RMPPData1"])  # type: ignore[arg-type]
@@ -161,7 +163,7 @@ class RmppReceiver:
 
     @staticmethod
     def _ack(segment: bytes, number: int, new_window_last: int) -> bytes:
-        ack = bytearray(segment[:SA_HEADER_END].ljust(len(segment), b"\0"))
+        ack = bytearray(segment[:SA_HEADER_END].ljust(MAD_SIZE, b"\0"))
         SA_MAD.encode({"RMPPType": RMPP_ACK, "RMPPFlags": RMPP_ACTIVE, "RMPPStatus": 0,
                        "RMPPData1": number, "RMPPData2": new_window_last,
                        "RRespTime": RESP_TIME_VALUE}, into=ack)
@@ -208,6 +210,11 @@ class SaClient:
             raise
 
     def close(self) -> None:
+        # An SA may still send (an RMPP ACK after GetMulti, a Report): take it
+        # first, since ibsim's preload crashes on a MAD for a closed port.
+        deadline = time.monotonic() + CLOSE_DRAIN_S
+        while (left := deadline - time.monotonic()) > 0:
+            self.serve_reports(left)
         self.port.close()
 
     # -- queries -------------------------------------------------------------------
@@ -270,8 +277,12 @@ class SaClient:
         receiver: RmppReceiver | None = None
         deadline = time.monotonic() + self.timeout
         while (left := deadline - time.monotonic()) > 0:
-            mad = self.port.receive(left)
-            if mad is None or self._unsolicited(mad) or not matches(mad, (tid,)):
+            sized = self.port.receive_sized(left)
+            if sized is None:
+                continue
+            # Octets past a short MAD are none of the sender's: read them as zeros.
+            mad = sized.ljust(MAD_SIZE, b"\0")
+            if self._unsolicited(mad) or not matches(mad, (tid,)):
                 continue
             header = SA_MAD.decode(mad)
             if not header["Response"]:
@@ -288,10 +299,12 @@ class SaClient:
                 return replace(_unsegmented(attribute, stride, mad[SA_HEADER_END:]),
                                complete=True)
             if header["RMPPType"] != RMPP_DATA or header["RMPPData1"] == 0:
-                # RMPP flagged but not numbered: no RMPP underneath (ibsim)
-                return _unsegmented(attribute, stride, mad[SA_HEADER_END:])
+                # RMPP flagged but not numbered: no RMPP underneath (ibsim).
+                # Shorter than a MAD: the sender's whole answer; else perhaps cut.
+                answer = _unsegmented(attribute, stride, mad[SA_HEADER_END:])
+                return replace(answer, complete=True) if len(sized) < MAD_SIZE else answer
             receiver = receiver or RmppReceiver()
-            ack = receiver.feed(mad)
+            ack = receiver.feed(sized)
             if ack is not None:
                 self.port.send(ack, self.sm)
             if receiver.done:
@@ -304,9 +317,9 @@ class SaClient:
 
     def serve_reports(self, timeout: float) -> None:
         """Wait up to `timeout` seconds for Reports (while no request is under way)."""
-        mad = self.port.receive(timeout)
+        mad = self.port.receive_sized(timeout)
         if mad is not None:
-            self._unsolicited(mad)
+            self._unsolicited(mad.ljust(MAD_SIZE, b"\0"))
 
     def _unsolicited(self, mad: bytes) -> bool:
         """Answers a Report (True); anything else is left to the caller."""
