@@ -122,6 +122,48 @@ def test_subscriptions_to_security_traps_need_the_sm_key(fabric_with_sa: Fabric)
     assert trusted == {str(t): None for t in key_traps}
 
 
+BACKEND_PROBE = Path(__file__).parent / "sa_backend_probe.py"
+
+
+def test_the_backend_serves_what_saquery_reads(fabric_with_sa: Fabric) -> None:
+    done = fabric_with_sa.run([sys.executable, str(BACKEND_PROBE), OPENSM_SM_KEY, "1", "2", "7"])
+    assert done.returncode == 0, done.stderr
+    ours = json.loads(done.stdout)
+    # Paths: the SA's own answer, as saquery gets it.
+    for dlid in (2, 7):
+        (path,) = ours["paths"][str(dlid)]
+        (theirs,) = saquery_records(run_diag(fabric_with_sa, "saquery", "--src-to-dst",
+                                             f"1:{dlid}"))
+        assert path[:2] == [int(theirs["slid"]), int(theirs["dlid"])]
+        assert [gid_text(path[2]), gid_text(path[3])] == [theirs["sgid"], theirs["dgid"]]
+        assert path[4:8] == [int(theirs["pkey"], 16), int(theirs["mtu"], 16) & 0x3F,
+                             int(theirs["rate"], 16) & 0x3F, int(theirs["pkt_life"], 16) & 0x3F]
+        assert path[8] == 1
+    # Partitions: OpenSM's default partition, every end port a full member of
+    # 0x7fff (saquery PKTR shows 0xffff first in its block 0); IPoIB runs on it.
+    ((pkey, ipoib, members),) = ours["partitions"]
+    assert pkey == 0x7FFF and ipoib and all(full for _, _, full in members)
+    lids = {(guid, port): lid for guid, port, lid in ours["lid_ports"]}
+    assert len(members) == 7  # 4 HCA ports and 3 switch management ports
+    for guid, port, _ in members:
+        pktr = run_diag(fabric_with_sa, "saquery", "--smkey", OPENSM_SM_KEY, "PKTR",
+                        f"{lids[(guid, port)]}/{port}/0")
+        assert re.findall(r"0x[0-9a-f]{4}", pktr.split("PKey Table:")[1])[0] == "0xffff"
+    # Multicast: the IPoIB broadcast group with the port the probe joined.
+    (mcmr,) = saquery_records(run_diag(fabric_with_sa, "saquery", "--smkey", OPENSM_SM_KEY,
+                                       "-m"))
+    ((mgid, mlid, qkey, mtu, group_pkey, group_members),) = ours["groups"]
+    assert gid_text(mgid) == mcmr["MGID"] and mlid == int(mcmr["Mlid"], 16)
+    assert gid_text(ours["local_gid"]) == mcmr["PortGid"]
+    h1 = smpquery_node_info(fabric_with_sa, "0")["NodeGUID"]
+    assert group_members == [[h1, 1, 1]] and (qkey, group_pkey) == (0x0B1B, 0xFFFF)
+    # Services: the one the probe registered.
+    (service,) = saquery_records(run_diag(fabric_with_sa, "saquery", "-S"))
+    assert ours["services"] == [[int(service["ServiceID"], 16), ours["local_gid"],
+                                 int(service["ServiceP_Key"], 16),
+                                 int(service["ServiceLease"], 16), service["ServiceName"]]]
+
+
 def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabric) -> None:
     # H-2 hangs off S-1; the link unplugged is S-3's port 1 (to H-4): S-3 traps.
     reader = subprocess.Popen([sys.executable, str(PROBE), "reports", "6", "128"],

@@ -230,9 +230,10 @@ class SaClient:
         records = self.request(METHOD_GET, attribute, values, components).records
         return records[0] if records else None
 
-    def set(self, attribute: SaAttribute, values: Mapping[str, FieldValue]) -> Record:
+    def set(self, attribute: SaAttribute, values: Mapping[str, FieldValue],
+            components: Iterable[str] | None = None) -> Record:
         """SubnAdmSet(): the record as the SA accepted it."""
-        records = self.request(METHOD_SET, attribute, values, ()).records
+        records = self.request(METHOD_SET, attribute, values, components).records
         if not records:
             raise UmadError(errno.EPROTO, f"SA {attribute.name}: an empty answer to Set()")
         return records[0]
