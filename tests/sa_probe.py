@@ -15,17 +15,24 @@ open; a host's kernel delivers Reports to any agent registered for the method.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import dataclasses
 import json
 import os
 import sys
-import time
 
 from ibsnmp.mad import sa_records as records
-from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.sa_client import METHOD_GET_TABLE, SaAnswer, SaClient, sa_request, subscribe
-from ibsnmp.mad.sa_notices import notice_event
+from ibsnmp.events import TrapEvent
+from ibsnmp.mad.sa_client import (
+    METHOD_GET_TABLE,
+    ReportHandler,
+    SaAnswer,
+    SaClient,
+    sa_request,
+    subscribe,
+)
+from ibsnmp.sa.live_sa import LiveSa
 
 
 def plain(answer: SaAnswer) -> dict[str, object]:
@@ -35,23 +42,27 @@ def plain(answer: SaAnswer) -> dict[str, object]:
 
 
 def reports(seconds: float, traps: list[int]) -> object:
-    notices: list[dict[str, FieldValue]] = []
-    client = SaClient.open(on_report=lambda notice, sa_lid: notices.append(notice))
-    try:
+    """`LiveSa` on an event loop: the events it emits while the link changes."""
+    events: list[TrapEvent] = []
+
+    def open_client(on_report: ReportHandler) -> SaClient:
+        client = SaClient.open(on_report=on_report)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.open.argtypes = [ctypes.c_char_p, ctypes.c_int]
         if libc.open(b"/dev/infiniband/issm0", os.O_RDWR) < 0:
             raise SystemExit("cannot open the issm device")
-        print(json.dumps({str(k): v for k, v in subscribe(client, traps).items()}), flush=True)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            client.serve_reports(0.2)
-        subscribe(client, traps, subscribe=False)
-    finally:
-        client.close()
-    events = [notice_event(n) for n in notices]
-    return [{k: v for k, v in dataclasses.asdict(e).items() if v is not None} if e else None
-            for e in events]
+        return client
+
+    async def listen() -> None:
+        sa = LiveSa(open_client, events.append, lambda lid: None, lambda gid: None, list,
+                    traps)
+        outcome = await sa.start()
+        print(json.dumps({str(k): v for k, v in outcome.items()}), flush=True)
+        await asyncio.sleep(seconds)
+        await sa.stop()
+
+    asyncio.run(listen())
+    return [{k: v for k, v in dataclasses.asdict(e).items() if v is not None} for e in events]
 
 
 def main(command: str, *args: str) -> object:

@@ -15,7 +15,7 @@ from test_set_mib import ACTIVE, CREATE_AND_GO, CREATE_AND_WAIT, DESTROY, NOT_IN
 from test_set_mib import hosts, path_req, refused, results
 
 from ibsnmp.fabric import routing
-from ibsnmp.mib.sm_sa_live import SaRequestRunner
+from ibsnmp.mib.sm_sa_live import SaRequestRunner, attach_provider_sa
 from ibsnmp.sa import query
 from ibsnmp.sa.backend import SaUnavailable
 
@@ -152,3 +152,16 @@ def with_agent(scenario) -> None:  # type: ignore[no-untyped-def]
     with tempfile.TemporaryDirectory() as directory:
         agent = Agent(SPEC, seed=4, path=Path(directory) / "state.json")
         asyncio.run(scenario(agent))
+
+
+def test_a_provider_with_an_sa_backend_gets_its_request_rows_answered(tmp_path: Path) -> None:
+    agent = Agent(SPEC, seed=4, path=tmp_path / "state.json")
+    assert attach_provider_sa(agent.raw, agent.state) is None  # the simulated fabric is its SM
+    assert agent.state.sa_runner is None and agent.state.sm_config_writable
+
+    class LiveProvider:
+        sa_backend = GatedSa(agent)
+
+    runner = attach_provider_sa(LiveProvider(), agent.state)
+    assert runner is not None and runner.backend is LiveProvider.sa_backend
+    assert agent.state.sa_runner == runner.start and not agent.state.sm_config_writable

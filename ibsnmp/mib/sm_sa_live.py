@@ -70,3 +70,16 @@ class SaRequestRunner:
         for task in self._tasks:
             task.cancel()
         await self.wait()
+
+
+def attach_provider_sa(provider: Any, state: AgentState) -> SaRequestRunner | None:
+    """Request rows answered by the provider's SA, when it offers one as
+    `sa_backend` (an SaBackend; a live provider with a live SM does)."""
+    backend = getattr(provider, "sa_backend", None)
+    if backend is None:
+        return None
+    runner = SaRequestRunner(state, backend)
+    runner.attach()
+    log.info("IB-SM-MIB requests are answered by the subnet's SA; the SM's configuration "
+             "is read-only")
+    return runner
