@@ -19,7 +19,7 @@ from ibsnmp.mad.sa_client import (
     subscription,
 )
 from ibsnmp.mad.sa_notices import notice_event
-from ibsnmp.mad.umad import Address
+from ibsnmp.mad.umad import Address, UmadError
 
 MADS = Path(__file__).parent / "data" / "mads"
 SM = Address(lid=1, qp=1, qkey=0x80010000)
@@ -136,6 +136,13 @@ def test_a_short_unnumbered_answer_is_whole_and_ends_where_it_was_sent() -> None
     garbage = short + bytes(range(1, 137))
     answer = SaClient(FakePort([[garbage]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
     assert len(answer.records) == 3 and not answer.complete
+
+
+def test_an_aborted_transfer_is_an_error() -> None:
+    abort = bytearray(_segment(1, records.RMPP_ACTIVE | records.RMPP_FIRST, 0, b""))
+    SA_MAD.encode({"RMPPType": records.RMPP_ABORT, "RMPPStatus": 118}, into=abort)
+    with pytest.raises(UmadError, match="RMPP status 118"):
+        SaClient(FakePort([[bytes(abort)]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
 
 
 def test_sa_error_status_is_raised_and_no_records_is_empty() -> None:

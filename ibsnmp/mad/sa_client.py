@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ibsnmp.mad.attributes import CLASS_SUBN_ADM, MAD_SIZE, PORT_INFO
+from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import decode_reply, directed_route_get
 from ibsnmp.mad.sa_records import (
@@ -33,11 +33,13 @@ from ibsnmp.mad.sa_records import (
     METHOD_REPORT_RESP,
     METHOD_SET,
     NOTICE,
+    RMPP_ABORT,
     RMPP_ACK,
     RMPP_ACTIVE,
     RMPP_DATA,
     RMPP_FIRST,
     RMPP_LAST,
+    RMPP_STOP,
     RMPP_VERSION,
     SA_CLASS_VERSION,
     SA_DATA_SIZE,
@@ -93,8 +95,9 @@ def sa_request(method: int, attribute: SaAttribute, values: Mapping[str, FieldVa
     (default: the fields in `values`)."""
     values = dict(values or {})
     record = attribute.layout.encode(values)
-    mask = attribute.mask(values if components is None else components) if attribute.components \
-        else 0
+    # InformInfo and Notice have no components: their mask stays 0.
+    mask = attribute.mask(values if components is None else components) \
+        if attribute.components else 0
     return bytes(SA_MAD.encode({
         "BaseVersion": 1, "MgmtClass": CLASS_SUBN_ADM, "ClassVersion": SA_CLASS_VERSION,
         "Method": method, "TransactionID": transaction_id,
@@ -299,6 +302,9 @@ class SaClient:
             if not active:  # a whole table in one MAD
                 return replace(_unsegmented(attribute, stride, mad[SA_HEADER_END:]),
                                complete=True)
+            if header["RMPPType"] in (RMPP_STOP, RMPP_ABORT):
+                raise UmadError(errno.EPROTO, f"SA {attribute.name}: the transfer was "
+                                              f"stopped (RMPP status {header['RMPPStatus']})")
             if header["RMPPType"] != RMPP_DATA or header["RMPPData1"] == 0:
                 # RMPP flagged but not numbered: no RMPP underneath (ibsim).
                 # Shorter than a MAD: the sender's whole answer; else perhaps cut.
@@ -343,7 +349,7 @@ class SaClient:
 class SaPort(UmadPort):
     """A port with an SA agent (Reports included) and directed-route SMPs, to find the SM."""
 
-    CLASSES = (0x81,)
+    CLASSES = (CLASS_SUBN_DIRECTED_ROUTE,)
 
     def __init__(self, ca: str | None = None, port: int = 0) -> None:
         super().__init__(ca, port)
