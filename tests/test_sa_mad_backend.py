@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ibsnmp.fabric.iba import JoinState
-from ibsnmp.fabric.model import PartitionMember
+from ibsnmp.fabric.model import PartitionMember, ServiceRecord
 from ibsnmp.mad import sa_records as records
 from ibsnmp.sa.mad_backend import (
     block_number,
@@ -14,6 +16,8 @@ from ibsnmp.sa.mad_backend import (
     path_values,
     services_of,
 )
+from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.live_sa import read_sa_objects
 from ibsnmp.sa.query import PathQuery
 
 IPOIB = 0xFF12_401B_FFFF_0000_0000_0000_FFFF_FFFF
@@ -74,3 +78,21 @@ def test_services_carry_their_data_in_order() -> None:
     (service,) = services_of([record])
     assert service.name == "svc" and len(service.data) == 64
     assert service.data[0] == 1 and service.data[-1] == 7
+
+
+def test_sa_objects_are_read_each_on_its_own() -> None:
+    service = ServiceRecord(1, 2, 0xFFFF, 0, bytes(16), "svc")
+
+    class HalfAnsweringSa:
+        async def partitions(self) -> tuple[()]:
+            raise SaUnavailable("ERR_REQ_INVALID: not trusted")
+
+        async def multicast_groups(self) -> tuple[()]:
+            return ()
+
+        async def services(self) -> tuple[ServiceRecord, ...]:
+            return (service,)
+
+    objects = asyncio.run(read_sa_objects(HalfAnsweringSa()))  # type: ignore[arg-type]
+    assert objects.partitions is None  # not read: not "no partitions"
+    assert objects.multicast_groups == () and objects.services == (service,)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.mad.layout import FieldValue
@@ -19,6 +21,9 @@ from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.sa_worker import SaWorker
 
+from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
+
+from .backend import SaBackend, SaUnavailable
 from .mad_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
 
 log = logging.getLogger("ibsnmp.sa")
@@ -28,6 +33,7 @@ log = logging.getLogger("ibsnmp.sa")
 FORWARDED_TRAPS = tuple(int(t) for t in IbaTrap)
 
 ClientOpener = Callable[[ReportHandler], SaClient]
+T = TypeVar("T")
 
 
 def client_opener(ca: str | None = None, port: int = 0, sm_key: int = 0) -> ClientOpener:
@@ -77,3 +83,28 @@ class LiveSa:
                       notice.get("TrapNumber"), notice.get("IssuerLID"))
         elif self._loop is not None:
             self._loop.call_soon_threadsafe(self._emit, event)
+
+
+@dataclass(frozen=True)
+class SaObjects:
+    """What the SA holds for the fabric model; None where it gave no whole answer
+    (a snapshot then keeps what it had, or serves none: never a guess)."""
+
+    partitions: tuple[Partition, ...] | None
+    multicast_groups: tuple[MulticastGroup, ...] | None
+    services: tuple[ServiceRecord, ...] | None
+
+
+async def _or_none(read: Callable[[], Awaitable[T]], what: str) -> T | None:
+    try:
+        return await read()
+    except SaUnavailable as exc:
+        log.warning("SA %s not read: %s", what, exc)
+        return None
+
+
+async def read_sa_objects(backend: SaBackend) -> SaObjects:
+    """Partitions, multicast groups and services, each read on its own."""
+    return SaObjects(await _or_none(backend.partitions, "partitions"),
+                     await _or_none(backend.multicast_groups, "multicast groups"),
+                     await _or_none(backend.services, "services"))
