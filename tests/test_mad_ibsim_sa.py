@@ -7,6 +7,7 @@ answers is tested with built segments in test_mad_sa.py.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import subprocess
@@ -67,8 +68,6 @@ def saquery_records(output: str) -> list[dict[str, str]]:
 
 def gid_text(gid_hex: str) -> str:
     """A GID as saquery prints it (inet_ntop's IPv6 text)."""
-    import ipaddress
-
     return str(ipaddress.IPv6Address(bytes.fromhex(gid_hex)))
 
 
@@ -90,8 +89,7 @@ def test_path_record_matches_saquery(fabric_with_sa: Fabric, dlid: int) -> None:
 
 def test_multipath_record_gives_the_path_saquery_gives(fabric_with_sa: Fabric) -> None:
     (path,) = saquery_records(run_diag(fabric_with_sa, "saquery", "--src-to-dst", "1:7"))
-    sgid, dgid = (f"{int(__import__('ipaddress').IPv6Address(path[k])):032x}"
-                  for k in ("sgid", "dgid"))
+    sgid, dgid = (f"{int(ipaddress.IPv6Address(path[k])):032x}" for k in ("sgid", "dgid"))
     ours = probe(fabric_with_sa, "multipath", sgid, dgid)
     assert isinstance(ours, dict) and ours["complete"], ours
     (record,) = ours["records"]
@@ -162,6 +160,26 @@ def test_the_backend_serves_what_saquery_reads(fabric_with_sa: Fabric) -> None:
     assert ours["services"] == [[int(service["ServiceID"], 16), ours["local_gid"],
                                  int(service["ServiceP_Key"], 16),
                                  int(service["ServiceLease"], 16), service["ServiceName"]]]
+
+
+MIB_PROBE = Path(__file__).parent / "sa_mib_probe.py"
+
+
+def test_path_request_rows_hold_the_sas_answer(fabric_with_sa: Fabric) -> None:
+    (path,) = saquery_records(run_diag(fabric_with_sa, "saquery", "--src-to-dst", "1:7"))
+    sgid, dgid = (f"{int(ipaddress.IPv6Address(path[k])):032x}" for k in ("sgid", "dgid"))
+    done = fabric_with_sa.run([sys.executable, str(MIB_PROBE), "1", "7", sgid, dgid])
+    assert done.returncode == 0, done.stderr
+    ours = json.loads(done.stdout)
+    # The SET made the row active before the SA answered; the answer landed after.
+    assert ours["status_before"] == 1 and ours["rows_before"] == []
+    expected = {"SrcLID": int(path["slid"]), "DstLID": int(path["dlid"]),
+                "MTU": (int(path["mtu"], 16) & 0x3F) - 1,  # IB-SM-MIB: mtu256(0) is IBA 1
+                "Rate": int(path["rate"], 16) & 0x3F, "PKey": path["pkey"][2:].lower(),
+                "PktLifeTime": int(path["pkt_life"], 16) & 0x3F, "NumbPath": 1,
+                "SL": int(path["sl"], 16)}
+    assert ours["path"] == [expected]
+    assert ours["multipath"] == [expected]
 
 
 def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabric) -> None:
