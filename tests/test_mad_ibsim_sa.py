@@ -190,6 +190,8 @@ def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabri
     try:
         assert reader.stdout is not None
         assert json.loads(reader.stdout.readline()) == {"128": None}
+        subscribers = saquery_records(run_diag(fabric_with_sa, "saquery", "-I"))
+        assert [r["trap_num"] for r in subscribers if "trap_num" in r] == ["128"]
         fabric_with_sa.command('Unlink "S-3"[1]')
         out, err = reader.communicate(timeout=30)
     finally:
@@ -197,6 +199,8 @@ def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabri
             reader.kill()
             reader.wait()
     assert reader.returncode == 0, err
+    # Stopping unsubscribed: the SA keeps no InformInfo of ours.
+    assert "InformInfoRecord" not in run_diag(fabric_with_sa, "saquery", "-I")
     events = [e for e in json.loads(out) if e and e["trap"] == 128]
     assert events, out
     event = events[0]
