@@ -190,3 +190,26 @@ def test_notice_details_of_traps_129_and_144() -> None:
     event = notice_event(records.NOTICE.layout.decode(_report(144, 7, details)[56:]))
     assert event is not None and event.capability_mask == 0x02510A68
     assert notice_event(records.NOTICE.layout.decode(_report(999, 7, b"")[56:])) is None
+
+
+def test_notice_details_of_traps_145_256_and_257() -> None:
+    # Offsets of IBA 14.2.5.1 (OpenSM's ib_mad_notice_attr_t agrees).
+    details = bytes(2) + (7).to_bytes(2, "big") + bytes(2) + (0xABCD).to_bytes(8, "big")
+    event = notice_event(records.NOTICE.layout.decode(_report(145, 7, details)[56:]))
+    assert event is not None and event.system_image_guid == 0xABCD
+    details = (bytes(2) + (7).to_bytes(2, "big") + (0xFFFF).to_bytes(2, "big") + bytes([0x02, 0])
+               + (0x0015).to_bytes(2, "big") + bytes(2) + (3).to_bytes(4, "big")
+               + (0x1122334455667788).to_bytes(8, "big"))
+    event = notice_event(records.NOTICE.layout.decode(_report(256, 7, details)[56:]))
+    assert event is not None
+    assert (event.method, event.attribute_id, event.attribute_modifier, event.key) == (
+        2, 0x15, 3, 0x1122334455667788)
+    details = (bytes(2) + (9).to_bytes(2, "big") + (7).to_bytes(2, "big")
+               + (0x8001).to_bytes(4, "big") + (0x3 << 28 | 0x48).to_bytes(4, "big")
+               + (0x49).to_bytes(4, "big") + (1).to_bytes(16, "big") + (2).to_bytes(16, "big"))
+    event = notice_event(records.NOTICE.layout.decode(_report(257, 7, details)[56:]),
+                         {7: 0x200001}.get)
+    assert event is not None
+    # ibSmaNodeLid is LIDADDR1 (the requester); the node is the issuer.
+    assert (event.lid, event.lid2, event.node_guid, event.key) == (9, 7, 0x200001, 0x8001)
+    assert (event.sl, event.qp1, event.qp2, event.gid1, event.gid2) == (3, 0x48, 0x49, 1, 2)

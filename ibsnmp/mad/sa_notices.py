@@ -22,9 +22,9 @@ DETAILS: dict[int, Layout] = {
     **{trap: Layout(f"Trap{trap}", _SIZE, (_LID, Field("PORTNO", 32, 8)))
        for trap in (129, 130, 131)},
     144: Layout("Trap144", _SIZE, (_LID, Field("CapabilityMask", 48, 32))),
-    145: Layout("Trap145", _SIZE, (_LID, Field("SystemImageGUID", 64, 64))),
+    145: Layout("Trap145", _SIZE, (_LID, Field("SystemImageGUID", 48, 64))),
     256: Layout("Trap256", _SIZE, (_LID, Field("Method", 48, 8), Field("AttributeID", 64, 16),
-                                   Field("AttributeModifier", 80, 32), Field("MKey", 112, 64))),
+                                   Field("AttributeModifier", 96, 32), Field("MKey", 128, 64))),
     **{trap: Layout(f"Trap{trap}", _SIZE, (
         Field("LID1", 16, 16), Field("LID2", 32, 16), Field("Key", 48, 32), Field("SL", 80, 4),
         Field("QP1", 88, 24), Field("QP2", 120, 24), Field("GID1", 144, 128),
@@ -50,13 +50,13 @@ def notice_event(notice: Mapping[str, FieldValue],
         trap = IbaTrap(int(notice["TrapNumber"]))  # type: ignore[arg-type]
     except ValueError:
         return None
-    lid = int(notice["IssuerLID"])  # type: ignore[arg-type]
+    issuer = int(notice["IssuerLID"])  # type: ignore[arg-type]
     details_raw = notice["DataDetails"]
     assert isinstance(details_raw, bytes)
     details = DETAILS[trap].decode(details_raw)
-    # Trap 128 names the switch by LIDADDR; the others by the issuer.
-    subject = int(details.get("LIDADDR", lid)) or lid  # type: ignore[arg-type]
-    guid = node_of_lid(subject) if node_of_lid is not None else None
+    # The LID SMA-MIB's ibSmaNodeLid carries: LIDADDR, or LIDADDR1 of 257-259.
+    subject = int(details.get("LIDADDR", details.get("LID1", issuer))) or issuer  # type: ignore[arg-type]
+    guid = node_of_lid(issuer) if node_of_lid is not None else None
     if guid is None:
         issuer_gid = notice["IssuerGID"]
         assert isinstance(issuer_gid, bytes)
