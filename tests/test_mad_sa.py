@@ -20,6 +20,7 @@ from ibsnmp.mad.sa_client import (
 )
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.umad import Address, UmadError
+from ibsnmp.sa.mad_backend import block_number
 
 MADS = Path(__file__).parent / "data" / "mads"
 SM = Address(lid=1, qp=1, qkey=0x80010000)
@@ -213,3 +214,32 @@ def test_notice_details_of_traps_145_256_and_257() -> None:
     # ibSmaNodeLid is LIDADDR1 (the requester); the node is the issuer.
     assert (event.lid, event.lid2, event.node_guid, event.key) == (9, 7, 0x200001, 0x8001)
     assert (event.sl, event.qp1, event.qp2, event.gid1, event.gid2) == (3, 0x48, 0x49, 1, 2)
+
+
+def test_pkey_table_records_as_opensm_sends_them() -> None:
+    # saquery --smkey 1 PKTR 1/1: blocks 0 and 1 of LID 1 port 1, 0xffff first in block 0.
+    # The answer is 200 octets (two 72-octet records), and OpenSM writes
+    # BlockNum in its host's byte order: block 1 arrives as 0x0100.
+    mad = captured("sa_pkeytable_1_1")
+    assert len(mad) == 200
+    answer = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]
+        records.PKEY_TABLE_RECORD, {"LID": 1, "PortNum": 1})
+    assert answer.complete
+    first, second = answer.records
+    assert (first["LID"], first["PortNum"], first["BlockNum"]) == (1, 1, 0)
+    assert first["P_KeyTable"] == (0xFFFF, *([0] * 31))
+    assert (second["LID"], second["PortNum"], second["BlockNum"]) == (1, 1, 0x0100)
+    assert block_number(int(second["BlockNum"])) == 1  # type: ignore[arg-type]
+
+
+def test_mcmember_records_as_opensm_sends_them() -> None:
+    # saquery --smkey 1 -m: the IPoIB broadcast group, MLID 0xC000, H-1's port
+    # (fe80::10:1) a full member, scope 2 (ScopeState 0x21).
+    mad = captured("sa_mcmember_table")
+    (member,) = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]
+        records.MCMEMBER_RECORD).records
+    assert member["MGID"] == bytes.fromhex("ff12401bffff000000000000ffffffff")
+    assert member["PortGID"] == bytes.fromhex("fe800000000000000000000000100001")
+    assert (member["MLID"], member["Scope"], member["JoinState"], member["ProxyJoin"]) == (
+        0xC000, 2, 1, 0)
+    assert (member["QKey"], member["PKey"]) == (0x0B1B, 0xFFFF)
