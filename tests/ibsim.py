@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -45,6 +46,15 @@ class Fabric:
     # Clients run here: the preload library keeps its emulated sysfs in
     # ./sys-PID and leaves it behind when a client crashes.
     workdir: Path
+    # ibsim's stdin when the fabric was started with a console (else None).
+    console: IO[bytes] | None = None
+
+    def command(self, line: str) -> None:
+        """One ibsim console command (`Unlink "S-2"[1]`): links change, switches trap."""
+        if self.console is None:
+            raise RuntimeError("this fabric was started without a console")
+        self.console.write(line.encode() + b"\n")
+        self.console.flush()
 
     def environment(self, host: str | None = None) -> dict[str, str]:
         env = dict(os.environ, LD_PRELOAD=str(PRELOAD), IBSIM_SOCKNAME=self.socket_name)
@@ -67,14 +77,16 @@ def _listening(socket_name: str) -> bool:
 
 
 @contextmanager
-def ibsim_fabric(net_file: Path, workdir: Path) -> Iterator[Fabric]:
-    """ibsim started on `net_file`, stopped (with its stdin feeder) on exit."""
+def ibsim_fabric(net_file: Path, workdir: Path, console: bool = False) -> Iterator[Fabric]:
+    """ibsim started on `net_file`, stopped (with its stdin feeder) on exit. With
+    `console` the test holds ibsim's stdin itself, for `Fabric.command`."""
     skip_without_ibsim()
     socket_name = f"ibsnmp-{uuid.uuid4().hex[:12]}"
     log = workdir / "ibsim.log"
     feeder = subprocess.Popen(["sleep", "100000"], stdout=subprocess.PIPE)
     with open(log, "wb") as log_file:
-        sim = subprocess.Popen(["ibsim", "-s", str(net_file)], stdin=feeder.stdout,
+        sim = subprocess.Popen(["ibsim", "-s", str(net_file)],
+                               stdin=subprocess.PIPE if console else feeder.stdout,
                                stdout=log_file, stderr=subprocess.STDOUT,
                                env=dict(os.environ, IBSIM_SOCKNAME=socket_name))
     assert feeder.stdout is not None
@@ -85,7 +97,7 @@ def ibsim_fabric(net_file: Path, workdir: Path) -> Iterator[Fabric]:
             if sim.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"ibsim did not start: {log.read_text(errors='replace')}")
             time.sleep(0.05)
-        yield Fabric(socket_name, log, workdir)
+        yield Fabric(socket_name, log, workdir, sim.stdin)
     finally:
         for process in (sim, feeder):
             process.terminate()
@@ -95,6 +107,8 @@ def ibsim_fabric(net_file: Path, workdir: Path) -> Iterator[Fabric]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if sim.stdin is not None:
+            sim.stdin.close()
 
 
 @contextmanager

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import sysfs_trees
-from e2e import PROJECT_ROOT, assert_ok, ibsnmp_agent, object_name, varbinds
+from e2e import PROJECT_ROOT, assert_ok, ibsnmp_agent, varbinds
 
 from ibsnmp.mib.targets import context_name
 from ibsnmp.fabric.ibnetdiscover_read import load_topology

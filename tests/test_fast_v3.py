@@ -8,7 +8,6 @@ decisions, the shared engine clock and the message around the PDU.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest

@@ -21,8 +21,6 @@ from e2e import net_snmp
 from test_agent_support import AgentThread, Backend, agent_settings, needs_net_snmp
 
 from ibsnmp.mib.targets import FabricContexts
-from ibsnmp.fabric import routing
-from ibsnmp.fabric.iba import UNROUTED_PORT
 from ibsnmp.fabric.model import Fabric, PortRef
 from ibsnmp.mib.registry import build_mib
 from ibsnmp.providers.topology import TopologyProvider

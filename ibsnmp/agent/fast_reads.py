@@ -50,7 +50,7 @@ from ibsnmp.wire.ber import (
     OidEncodings,
     encode_value,
 )
-from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT, V1
+from ibsnmp.wire.header import GET, GET_NEXT, V1
 from ibsnmp.wire.request import (
     Request,
     decode_request,
@@ -62,7 +62,6 @@ from ibsnmp.wire.request import (
 
 from .causes import current_exception_summary
 from .cells import Cell, cell_of
-from .config import Community
 from .context_hooks import ContextDirectory
 from .instrum import ContextView
 from .read_view import ReadView

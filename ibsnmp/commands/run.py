@@ -273,6 +273,9 @@ def _run(args: argparse.Namespace) -> int:
 
     # Every snapshot the agent serves carries what SETs configured.
     provider = ConfiguredProvider(provider, state)
+    from ibsnmp.mib.sm_sa_live import attach_provider_sa
+
+    attach_provider_sa(provider.inner, state)  # a live SM answers request rows
     fabric = provider.snapshot
     if args.provider == "simulated":
         summary = f"simulated {fabric.spec or args.fabric}, seed {args.seed}"

@@ -159,6 +159,39 @@ class UmadPort:
         self._receive_length_ref = ctypes.byref(self._receive_length)
         self._address: Address | None = None
 
+    # -- GMP agents: a class version of their own and unsolicited methods ------
+    def register(self, mgmt_class: int, class_version: int,
+                 unsolicited: Iterable[int] = ()) -> None:
+        """An agent for `mgmt_class` that also receives the request methods in
+        `unsolicited` (an SA's Report). RMPP stays with the caller (rmpp_version
+        0): libibumad then hands over every segment, as it arrived."""
+        mask = (ctypes.c_ulong * (128 // (8 * ctypes.sizeof(ctypes.c_ulong))))()
+        bits_per_word = 8 * ctypes.sizeof(ctypes.c_ulong)
+        for method in unsolicited:
+            mask[method // bits_per_word] |= 1 << (method % bits_per_word)
+        agent = self._lib.umad_register(self._portid, mgmt_class, class_version, 0,
+                                        ctypes.byref(mask))
+        if agent < 0:
+            raise UmadError(f"cannot register for management class {mgmt_class:#04x}")
+        self._agents[mgmt_class] = agent
+
+    def receive_sized(self, timeout: float) -> bytes | None:
+        """Like `receive`, but only the octets the sender sent: a GMP shorter
+        than 256 octets (ibsim forwards a MAD at the length it was sent) ends
+        where its data ends, so what lies past it is never read as records."""
+        buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
+        length = ctypes.c_int(MAD_SIZE)
+        agent = self._lib.umad_recv(self._portid, buffer, ctypes.byref(length),
+                                    max(int(timeout * 1000), 0))
+        if agent < 0:
+            if -agent in (errno.EAGAIN, errno.ETIMEDOUT, errno.EWOULDBLOCK):
+                return None
+            raise UmadError(-agent, f"umad_recv: {os.strerror(-agent)}")
+        if self._lib.umad_status(buffer):
+            return None
+        return ctypes.string_at(self._lib.umad_get_mad(buffer), min(max(length.value, 0),
+                                                                    MAD_SIZE))
+
     def close(self) -> None:
         if self._portid >= 0:
             self._lib.umad_close_port(self._portid)

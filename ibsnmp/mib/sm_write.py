@@ -38,7 +38,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ibsnmp.fabric import routing
 from ibsnmp.sa import query
+from ibsnmp.sa.backend import SaBackend
 from ibsnmp.sa.overrides import (
     FULL,
     HIGH,
@@ -51,7 +53,7 @@ from ibsnmp.sa.overrides import (
     SmOverride,
     with_entry,
 )
-from ibsnmp.sa.sessions import MULTIPATH, PATH, Session
+from ibsnmp.sa.sessions import MULTIPATH, PATH, TRACE, Session
 from ibsnmp.sa.store import AgentState, Transaction
 
 from .api import ContextTarget, SetError
@@ -62,6 +64,7 @@ from .sm import config_sm
 from .sm_requests import (
     MULTIPATH_REQUEST,
     PATH_REQUEST,
+    REQUEST_TABLES,
     TRACE_REQUEST,
     RequestTable,
     effective_mask,
@@ -184,6 +187,53 @@ def _gids(request: Mapping[str, Any]) -> list[int]:
     return [int.from_bytes(data[i : i + 16], "big") for i in range(0, len(data), 16)]
 
 
+def _multipath_gids(spec: RequestTable, request: Mapping[str, Any], index: int
+                    ) -> tuple[list[int], list[int], bool]:
+    """A multipath request's source GIDs, destination GIDs and IndepSel (SetError if unusable)."""
+    mask = effective_mask(spec, request)
+    sources = _masked(spec, request, mask, "SGIDCount")
+    destinations = _masked(spec, request, mask, "DGIDCount")
+    if not sources or not destinations:
+        raise SetError("inconsistentValue", index,
+                       "a multipath request needs SGIDCount and DGIDCount (both > 0)")
+    gids = _gids(request)
+    if len(gids) < sources + destinations:
+        raise SetError("inconsistentValue", index,
+                       f"SGIDCount + DGIDCount is {sources + destinations} but the "
+                       f"SDGID blocks hold {len(gids)} GIDs")
+    independent = _masked(spec, request, mask, "IndepSel") == 1
+    return gids[:sources], gids[sources:sources + destinations], independent
+
+
+def _traced_path(session: Session, txn: Transaction, index: int) -> Mapping[str, Any]:
+    """The request of the ibSmPathReqTable row a trace request traces."""
+    path_session = txn.session((PATH, session.index))
+    if path_session is None:
+        raise SetError("inconsistentValue", index,
+                       "no ibSmPathReqTable row with this subnet prefix and session id "
+                       "names the path to trace")
+    return path_session.request
+
+
+def _trace_rows(spec: RequestTable, request: Mapping[str, Any], fabric: Any,
+                records: Iterable[query.PathRecord]) -> tuple[dict[str, Any], ...]:
+    """The trace rows of the paths, hop by hop, that the trace request's mask keeps.
+    A path the SA answered is followed through the forwarding tables read."""
+    mask = effective_mask(spec, request)
+    wanted = {column: _masked(spec, request, mask, column) for column in spec.bits}
+    rows = []
+    for record in records:
+        route = record.route or routing.trace(fabric, record.slid, record.dlid)
+        for hop in query.trace_records(fabric, route):
+            row = _trace_row(hop)
+            if all(value is None or number(row[column]) == value
+                   for column, value in wanted.items()):
+                rows.append(row)
+    if len(rows) > query.MAX_RECORDS:
+        raise query.TooManyRecords(f"{len(rows)} trace records")
+    return tuple(rows)
+
+
 def _results(spec: RequestTable, session: Session, txn: Transaction, target: ContextTarget,
              index: int) -> tuple[dict[str, Any], ...]:
     """The result rows of a request becoming active (SetError if it cannot)."""
@@ -194,42 +244,45 @@ def _results(spec: RequestTable, session: Session, txn: Transaction, target: Con
             records = query.path_records(fabric, _path_query(spec, request))
             return tuple(_path_row(r) for r in records)
         if spec.kind == MULTIPATH:
-            mask = effective_mask(spec, request)
-            sources = _masked(spec, request, mask, "SGIDCount")
-            destinations = _masked(spec, request, mask, "DGIDCount")
-            if not sources or not destinations:
-                raise SetError("inconsistentValue", index,
-                               "a multipath request needs SGIDCount and DGIDCount (both > 0)")
-            gids = _gids(request)
-            if len(gids) < sources + destinations:
-                raise SetError("inconsistentValue", index,
-                               f"SGIDCount + DGIDCount is {sources + destinations} but the "
-                               f"SDGID blocks hold {len(gids)} GIDs")
-            independent = _masked(spec, request, mask, "IndepSel") == 1
+            sources, destinations, independent = _multipath_gids(spec, request, index)
             records = query.multipath_records(
-                fabric, _path_query(spec, request), gids[:sources],
-                gids[sources:sources + destinations], independent=independent)
+                fabric, _path_query(spec, request), sources, destinations,
+                independent=independent)
             return tuple(_path_row(r) for r in records)
-        path_session = txn.session((PATH, session.index))
-        if path_session is None:
-            raise SetError("inconsistentValue", index,
-                           "no ibSmPathReqTable row with this subnet prefix and session id "
-                           "names the path to trace")
-        records = query.path_records(fabric, _path_query(PATH_REQUEST, path_session.request))
-        mask = effective_mask(spec, request)
-        wanted = {column: _masked(spec, request, mask, column) for column in spec.bits}
-        rows = []
-        for record in records:
-            for hop in query.trace_records(fabric, record.route):
-                row = _trace_row(hop)
-                if all(value is None or number(row[column]) == value
-                       for column, value in wanted.items()):
-                    rows.append(row)
-        if len(rows) > query.MAX_RECORDS:
-            raise query.TooManyRecords(f"{len(rows)} trace records")
-        return tuple(rows)
+        path_request = _traced_path(session, txn, index)
+        records = query.path_records(fabric, _path_query(PATH_REQUEST, path_request))
+        return _trace_rows(spec, request, fabric, records)
     except query.TooManyRecords as exc:
         raise SetError("resourceUnavailable", index, f"query too large: {exc}") from None
+
+
+def _ask_sa(spec: RequestTable, session: Session, txn: Transaction, target: ContextTarget,
+            index: int) -> None:
+    """With a live SM: check the request now, ask the SA once the SET is committed."""
+    path_request = None
+    if spec.kind == MULTIPATH:
+        _multipath_gids(spec, session.request, index)
+    elif spec.kind == TRACE:
+        path_request = _traced_path(session, txn, index)
+    txn.sa_pending.append((session, target.fabric, path_request))
+
+
+async def sa_results(backend: SaBackend, session: Session, fabric: Any,
+                     path_request: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The result rows of an active request, from the SA's answer (SaUnavailable
+    when there is none; routing.NoRoute when a path leaves the tables read)."""
+    spec = REQUEST_TABLES[session.table]
+    request = session.request
+    if spec.kind == PATH:
+        return tuple(_path_row(r) for r in await backend.path_records(_path_query(spec, request)))
+    if spec.kind == MULTIPATH:
+        sources, destinations, independent = _multipath_gids(spec, request, 0)
+        records = await backend.multipath_records(_path_query(spec, request), sources,
+                                                  destinations, independent=independent)
+        return tuple(_path_row(r) for r in records)
+    assert path_request is not None
+    records = await backend.path_records(_path_query(PATH_REQUEST, path_request))
+    return _trace_rows(spec, request, fabric, records)
 
 
 def _check_request_column(spec: RequestTable, column: str, request: WriteRequest) -> None:
@@ -306,7 +359,11 @@ def _plan_request_row(state: AgentState, spec: RequestTable, target: ContextTarg
     if new_status == ACTIVE:
         assert status is not None or current.status == ACTIVE
         at = status.index if status is not None else first.index
-        session = dataclasses.replace(session, results=_results(spec, session, txn, target, at))
+        if state.sa_runner is not None:
+            _ask_sa(spec, session, txn, target, at)
+        else:
+            session = dataclasses.replace(session, results=_results(spec, session, txn, target,
+                                                                    at))
     txn.put_session(session)
 
 
@@ -558,21 +615,37 @@ def _plan_vl_arb(state: AgentState, target: ContextTarget, requests: Sequence[Wr
 # -- the writers ------------------------------------------------------------------------------------
 
 
+LIVE_SM_NOT_WRITABLE = ("a live subnet manager owns its configuration (opensm.conf, "
+                        "partitions.conf); the agent does not write it")
+
+
 def sm_writers(state: AgentState) -> tuple[WriterBinding, ...]:
     def bound(plan):  # type: ignore[no-untyped-def]
         return lambda target, requests, txn: plan(state, target, requests, txn)
+
+    def sm_owned(plan):  # type: ignore[no-untyped-def]
+        # With a live SM these are the SM's own settings: no MAD writes them
+        # for good (the SM programs them again on its next sweep).
+        def run(target, requests, txn):  # type: ignore[no-untyped-def]
+            if not state.sm_config_writable:
+                raise SetError("notWritable", 0, LIVE_SM_NOT_WRITABLE)
+            plan(state, target, requests, txn)
+        return run
 
     return (
         WriterBinding("SA requests",
                       _writable(PATH_REQUEST.entry) | _writable(MULTIPATH_REQUEST.entry)
                       | _writable(TRACE_REQUEST.entry),
                       bound(_plan_requests)),
-        WriterBinding("SM configuration", _writable("ibSmConfigEntry"), bound(_plan_config)),
+        WriterBinding("SM configuration", _writable("ibSmConfigEntry"), sm_owned(_plan_config)),
         WriterBinding("service associations", _writable("ibSmServiceAssocEntry"),
-                      bound(_plan_service_assoc)),
+                      sm_owned(_plan_service_assoc)),
         WriterBinding("partition configuration", _writable(_PARTITION_SCALARS),
-                      bound(_plan_partition_config)),
-        WriterBinding("switch SL-to-VL", _writable("ibSmSwSLtoVLMapEntry"), bound(_plan_sl2vl(True))),
-        WriterBinding("CA SL-to-VL", _writable("ibSmCaSLtoVLMapEntry"), bound(_plan_sl2vl(False))),
-        WriterBinding("VL arbitration", _writable("ibSmVLArbitrationEntry"), bound(_plan_vl_arb)),
+                      sm_owned(_plan_partition_config)),
+        WriterBinding("switch SL-to-VL", _writable("ibSmSwSLtoVLMapEntry"),
+                      sm_owned(_plan_sl2vl(True))),
+        WriterBinding("CA SL-to-VL", _writable("ibSmCaSLtoVLMapEntry"),
+                      sm_owned(_plan_sl2vl(False))),
+        WriterBinding("VL arbitration", _writable("ibSmVLArbitrationEntry"),
+                      sm_owned(_plan_vl_arb)),
     )

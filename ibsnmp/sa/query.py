@@ -153,7 +153,8 @@ class PathQuery:
 
 @dataclass(frozen=True, slots=True)
 class PathRecord:
-    """One path: IBA codes for MTU and rate; `route` the hops it takes."""
+    """One path: IBA codes for MTU and rate; `route` the hops it takes (None
+    when an SA answered the path: a trace then follows the read LFTs)."""
 
     sgid: int
     dgid: int
@@ -169,7 +170,7 @@ class PathRecord:
     rate: int
     pkt_life: int
     preference: int
-    route: routing.Path
+    route: routing.Path | None
     numb_path: int = 1  # records returned for this port pair
 
 
@@ -501,7 +502,8 @@ def multipath_records(fabric: Fabric, q: PathQuery, sgids: Sequence[int], dgids:
 
 
 def _switches(record: PathRecord) -> frozenset[int]:
-    return frozenset(h.node_guid for h in record.route.hops if h.node_type is NodeType.SWITCH)
+    hops = record.route.hops if record.route is not None else ()
+    return frozenset(h.node_guid for h in hops if h.node_type is NodeType.SWITCH)
 
 
 def _independent_order(records: list[PathRecord]) -> list[PathRecord]:

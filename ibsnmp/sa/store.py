@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from .sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS, Session, Session
 log = logging.getLogger("ibsnmp.sa")
 
 STATE_FILE_NAME = "ibsnmp-state.json"
+_NOT_IN_SERVICE = 2  # RowStatus
 
 
 class StateFileError(Exception):
@@ -184,6 +185,9 @@ class Transaction:
     base_config: ConfigState
     sessions_changed: bool = False
     notes: list[str] = field(default_factory=list)
+    # Requests for the SA, started once this transaction is committed:
+    # (the session, the fabric snapshot of the SET, the traced path's request).
+    sa_pending: list[tuple[Session, Any, Any]] = field(default_factory=list)
 
     def session(self, key: SessionKey) -> Session | None:
         return self.sessions.get(key)
@@ -224,6 +228,10 @@ class AgentState:
         self.config_version = 0
         self.designated_sm: int | None = None  # the SM the default context speaks for
         self.saves = 0
+        # With a live SM: who asks the SA for request rows (None: the fabric
+        # model answers them), and whether the SM's configuration is ours to SET.
+        self.sa_runner: Callable[[Session, Any, Any], None] | None = None
+        self.sm_config_writable = True
 
     @classmethod
     def open(cls, path: Path | None, *, check_writable: bool = True,
@@ -297,6 +305,22 @@ class AgentState:
         if txn.sessions_changed:
             self.sessions = txn.sessions
             self.version += 1
+        if self.sa_runner is not None:
+            for pending in txn.sa_pending:
+                self.sa_runner(*pending)
+
+    def settle(self, session: Session, results: tuple[Any, ...] | None) -> bool:
+        """The SA's answer to an active request lands in its row (None: no
+        answer, the row goes notInService). Ignored (False) when the row was
+        destroyed, recreated or changed while the SA was asked."""
+        current = self.sessions.get(session.key)
+        if current != session:
+            return False
+        self.sessions = dict(self.sessions)
+        self.sessions[session.key] = (replace(session, results=results) if results is not None
+                                      else replace(session, status=_NOT_IN_SERVICE))
+        self.version += 1
+        return True
 
 
 def designated_sm(fabric: Fabric) -> int | None:

@@ -1,0 +1,391 @@
+"""A subnet administration client: SA queries over GMPs on QP1 to the SM's LID.
+
+Requests are built from the field tables of `sa_records`; a GetTable answer
+longer than one MAD arrives as RMPP DATA segments (IBA 13.6), reassembled
+here with an ACK per segment in order, so the SA's window keeps opening. The
+agent is registered without kernel RMPP, so the same code runs on a host
+and under ibsim's preload library. That library carries no RMPP at all: it
+forwards the first 256 octets of the SA's answer, as an RMPP-active segment
+numbered 0. Such an answer is taken for what it holds, whole records only,
+and marked `complete=False` when it may have been cut.
+
+Reports (the SA forwarding a trap to a subscriber) can arrive at any time;
+each is answered with a ReportResp and handed to `on_report`.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
+from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.packets import decode_reply, directed_route_get
+from ibsnmp.mad.sa_records import (
+    INFORM_INFO,
+    METHOD_GET,
+    METHOD_GET_MULTI,
+    METHOD_GET_TABLE,
+    METHOD_REPORT,
+    METHOD_REPORT_RESP,
+    METHOD_SET,
+    NOTICE,
+    RMPP_ABORT,
+    RMPP_ACK,
+    RMPP_ACTIVE,
+    RMPP_DATA,
+    RMPP_FIRST,
+    RMPP_LAST,
+    RMPP_STOP,
+    RMPP_VERSION,
+    SA_CLASS_VERSION,
+    SA_HEADER_END,
+    SA_MAD,
+    SaAttribute,
+)
+from ibsnmp.mad.umad import GSI_QKEY, GSI_QP, Address, MadTimeout, UmadError, UmadPort, matches
+
+log = logging.getLogger("ibsnmp.sa.client")
+
+RMPP_WINDOW = 32  # segments the SA may send ahead of our ACK
+# The SA header counts in each segment's RMPP payload (IBA 13.6.2.3).
+_SA_HEADER_OCTETS = SA_HEADER_END - 36
+CLOSE_DRAIN_S = 0.2
+RESP_TIME_VALUE = 19  # 4.096 us * 2**19, about 2 s: the longest we wait between segments
+
+Record = dict[str, FieldValue]
+
+# SA status codes (IBA 15.2.1.1 Table 187: the class-specific bits 8..14).
+SA_STATUS = {
+    1: "ERR_NO_RESOURCES", 2: "ERR_REQ_INVALID", 3: "ERR_NO_RECORDS",
+    4: "ERR_TOO_MANY_RECORDS", 5: "ERR_REQ_INVALID_GID", 6: "ERR_REQ_INSUFFICIENT_COMPONENTS",
+    7: "ERR_REQ_DENIED",
+}
+ERR_NO_RECORDS = 3
+
+
+class SaError(Exception):
+    """The SA answered with an error status."""
+
+    def __init__(self, status: int, attribute: SaAttribute) -> None:
+        self.status = status
+        self.sa_status = (status >> 8) & 0x7F
+        general = status & 0x1F
+        text = SA_STATUS.get(self.sa_status) or (f"MAD status {general:#x}" if general
+                                                  else f"status {status:#06x}")
+        super().__init__(f"SA {attribute.name}: {text}")
+
+
+@dataclass(frozen=True)
+class SaAnswer:
+    """The records of an answer; `complete` is False when the transport may have cut it."""
+
+    records: tuple[Record, ...]
+    complete: bool = True
+
+
+def sa_request(method: int, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
+               components: Iterable[str] | None = None, *, transaction_id: int = 0,
+               attribute_modifier: int = 0, sm_key: int = 0) -> bytes:
+    """One SA request MAD. `components` names the fields that constrain it
+    (default: the fields in `values`)."""
+    values = dict(values or {})
+    record = attribute.layout.encode(values)
+    # InformInfo and Notice have no components: their mask stays 0.
+    mask = attribute.mask(values if components is None else components) \
+        if attribute.components else 0
+    return bytes(SA_MAD.encode({
+        "BaseVersion": 1, "MgmtClass": CLASS_SUBN_ADM, "ClassVersion": SA_CLASS_VERSION,
+        "Method": method, "TransactionID": transaction_id,
+        "AttributeID": attribute.attribute_id, "AttributeModifier": attribute_modifier,
+        "RMPPVersion": RMPP_VERSION, "RRespTime": RESP_TIME_VALUE,
+        "SMKey": sm_key, "ComponentMask": mask, "Data": bytes(record),
+    }))
+
+
+def records_of(attribute: SaAttribute, stride: int, data: bytes) -> list[Record]:
+    """Every whole record in `data`, `stride` octets apart (AttributeOffset * 8)."""
+    stride = stride or attribute.record_size
+    if stride < attribute.layout.size:
+        raise UmadError(errno.EPROTO, f"{attribute.name}: AttributeOffset {stride} octets is "
+                                      f"smaller than a record ({attribute.layout.size})")
+    return [attribute.layout.decode(data[i:i + stride])
+            for i in range(0, len(data) - attribute.layout.size + 1, stride)]
+
+
+def _unsegmented(attribute: SaAttribute, stride: int, data: bytes) -> SaAnswer:
+    """The records of one MAD that came without RMPP numbering. The SA zero
+    fills the room after its last record, so the answer is known whole only
+    when a record's room was left unused; octets short of a record are not
+    looked at (under ibsim they are not the SA's)."""
+    stride = max(stride, attribute.layout.size)
+    whole = [data[i:i + stride] for i in range(0, len(data) - stride + 1, stride)]
+    used = len(whole)
+    while used and not any(whole[used - 1]):
+        used -= 1
+    return SaAnswer(tuple(attribute.layout.decode(s) for s in whole[:used]), used < len(whole))
+
+
+@dataclass
+class RmppReceiver:
+    """Reassembles the DATA segments of one RMPP transfer (IBA 13.6.4, receiver side).
+
+    `feed` takes each segment and returns the ACK to send (or None); `done`
+    is set once the last segment arrived in order."""
+
+    window: int = RMPP_WINDOW
+    expected: int = 1
+    payload_length: int = 0
+    first: dict[str, FieldValue] = field(default_factory=dict)
+    data: bytearray = field(default_factory=bytearray)
+    done: bool = False
+
+    def feed(self, segment: bytes) -> bytes | None:
+        """`segment` as received: a short one holds only the octets sent."""
+        header = SA_MAD.decode(segment.ljust(MAD_SIZE, b"\0"))
+        if header["RMPPType"] != RMPP_DATA:
+            return None
+        number = int(header["RMPPData1"])  # type: ignore[arg-type]
+        flags = int(header["RMPPFlags"])  # type: ignore[arg-type]
+        if number == self.expected and not self.done:
+            if number == 1:
+                if not flags & RMPP_FIRST:
+                    raise UmadError(errno.EPROTO, "RMPP segment 1 without the First flag")
+                self.first = header
+                self.payload_length = int(header["RMPPData2"])  # type: ignore[arg-type]
+            self.data += segment[SA_HEADER_END:]
+            self.expected += 1
+            self.done = bool(flags & RMPP_LAST)
+        # In order or a repeat: acknowledge what we hold (a gap is re-asked this way).
+        last = self.expected - 1
+        return self._ack(segment, last, last if self.done else last + self.window)
+
+    @staticmethod
+    def _ack(segment: bytes, number: int, new_window_last: int) -> bytes:
+        ack = bytearray(segment[:SA_HEADER_END].ljust(MAD_SIZE, b"\0"))
+        SA_MAD.encode({"RMPPType": RMPP_ACK, "RMPPFlags": RMPP_ACTIVE, "RMPPStatus": 0,
+                       "RMPPData1": number, "RMPPData2": new_window_last,
+                       "RRespTime": RESP_TIME_VALUE}, into=ack)
+        return bytes(ack)
+
+    def payload(self) -> bytes:
+        """The records' octets: the SA header of each segment is not payload data."""
+        segments = self.expected - 1
+        length = self.payload_length - _SA_HEADER_OCTETS * segments
+        if not 0 <= length <= len(self.data):
+            length = len(self.data)  # a sender that counted otherwise: keep every octet
+        return bytes(self.data[:length])
+
+
+ReportHandler = Callable[[Record, int], None]  # (Notice, the SA's LID)
+
+
+class SaClient:
+    """SA requests to `sm` (the SM's LID, QP1) over `port`, one at a time.
+
+    Blocking: under ibsim receiving waits in umad_recv, so callers from
+    asyncio use `SaWorker`. `on_report` gets each Notice a Report carries.
+    `sm_key` makes the requests trusted: OpenSM answers P_KeyTableRecord
+    queries only to the SM_Key it was configured with."""
+
+    def __init__(self, port: UmadPort, sm: Address, *, timeout: float = 1.0, retries: int = 2,
+                 on_report: ReportHandler | None = None, sm_key: int = 0) -> None:
+        self.port = port
+        self.sm_key = sm_key
+        self.sm = sm
+        self.timeout = timeout
+        self.retries = retries
+        self.on_report = on_report
+        self.reports = 0
+
+    @classmethod
+    def open(cls, ca: str | None = None, port_number: int = 0, **options: object) -> SaClient:
+        """A port of its own with the SA agent, and the master SM from the local PortInfo."""
+        port = SaPort(ca, port_number)
+        try:
+            return cls(port, master_sm(port), **options)  # type: ignore[arg-type]
+        except Exception:
+            port.close()
+            raise
+
+    def close(self) -> None:
+        # An SA may still send (an RMPP ACK after GetMulti, a Report): take it
+        # first, since ibsim's preload crashes on a MAD for a closed port.
+        deadline = time.monotonic() + CLOSE_DRAIN_S
+        while (left := deadline - time.monotonic()) > 0:
+            self.serve_reports(left)
+        self.port.close()
+
+    # -- queries -------------------------------------------------------------------
+
+    def get_table(self, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
+                  components: Iterable[str] | None = None) -> SaAnswer:
+        """SubnAdmGetTable(): every record matching the masked fields."""
+        return self.request(METHOD_GET_TABLE, attribute, values, components)
+
+    def get(self, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
+            components: Iterable[str] | None = None) -> Record | None:
+        """SubnAdmGet(): the one matching record, None when there is none."""
+        records = self.request(METHOD_GET, attribute, values, components).records
+        return records[0] if records else None
+
+    def set(self, attribute: SaAttribute, values: Mapping[str, FieldValue],
+            components: Iterable[str] | None = None) -> Record:
+        """SubnAdmSet(): the record as the SA accepted it."""
+        records = self.request(METHOD_SET, attribute, values, components).records
+        if not records:
+            raise UmadError(errno.EPROTO, f"SA {attribute.name}: an empty answer to Set()")
+        return records[0]
+
+    def get_multi(self, attribute: SaAttribute, values: Mapping[str, FieldValue],
+                  components: Iterable[str] | None = None,
+                  answer: SaAttribute | None = None) -> SaAnswer:
+        """SubnAdmGetMulti() (MultiPathRecord): the request goes as one RMPP
+        segment; the answer's records are of `answer` (PathRecords)."""
+        return self.request(METHOD_GET_MULTI, attribute, values, components, answer=answer)
+
+    def request(self, method: int, attribute: SaAttribute,
+                values: Mapping[str, FieldValue] | None, components: Iterable[str] | None,
+                answer: SaAttribute | None = None) -> SaAnswer:
+        mad = bytearray(sa_request(method, attribute, values, components, sm_key=self.sm_key))
+        if method == METHOD_GET_MULTI:
+            # A request of one segment: the whole record is its payload.
+            SA_MAD.encode({"RMPPType": RMPP_DATA,
+                           "RMPPFlags": RMPP_ACTIVE | RMPP_FIRST | RMPP_LAST, "RMPPData1": 1,
+                           "RMPPData2": _SA_HEADER_OCTETS + attribute.layout.size}, into=mad)
+        try:
+            return self._exchange(bytes(mad), answer or attribute,
+                                  method in (METHOD_GET_TABLE, METHOD_GET_MULTI))
+        except SaError as exc:
+            if exc.sa_status == ERR_NO_RECORDS:
+                return SaAnswer(())
+            raise
+
+    def _exchange(self, mad: bytes, attribute: SaAttribute, table: bool) -> SaAnswer:
+        tid = self.port.new_transaction_id()
+        request = bytearray(mad)
+        SA_MAD.encode({"TransactionID": tid}, into=request)
+        for _ in range(self.retries + 1):
+            self.port.send(bytes(request), self.sm)
+            answer = self._await_answer(tid, attribute, table)
+            if answer is not None:
+                return answer
+        raise MadTimeout(errno.ETIMEDOUT, f"SA {attribute.name}: no answer after "
+                                          f"{self.retries + 1} tries of {self.timeout} s")
+
+    def _await_answer(self, tid: int, attribute: SaAttribute, table: bool) -> SaAnswer | None:
+        receiver: RmppReceiver | None = None
+        deadline = time.monotonic() + self.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            sized = self.port.receive_sized(left)
+            if sized is None:
+                continue
+            # Octets past a short MAD are none of the sender's: read them as zeros.
+            mad = sized.ljust(MAD_SIZE, b"\0")
+            if self._unsolicited(mad) or not matches(mad, (tid,)):
+                continue
+            header = SA_MAD.decode(mad)
+            if not header["Response"]:
+                continue
+            status = int(header["Status"])  # type: ignore[arg-type]
+            if status:
+                raise SaError(status, attribute)
+            stride = int(header["AttributeOffset"]) * 8  # type: ignore[arg-type]
+            active = int(header["RMPPFlags"]) & RMPP_ACTIVE  # type: ignore[arg-type]
+            if not active and not table:  # Get(), Set(): one record
+                data = mad[SA_HEADER_END:]
+                return SaAnswer((attribute.layout.decode(data),) if any(data) else ())
+            if not active:  # a whole table in one MAD
+                return replace(_unsegmented(attribute, stride, mad[SA_HEADER_END:]),
+                               complete=True)
+            if header["RMPPType"] in (RMPP_STOP, RMPP_ABORT):
+                raise UmadError(errno.EPROTO, f"SA {attribute.name}: the transfer was "
+                                              f"stopped (RMPP status {header['RMPPStatus']})")
+            if header["RMPPType"] != RMPP_DATA or header["RMPPData1"] == 0:
+                # RMPP flagged but not numbered: no RMPP underneath (ibsim).
+                # Shorter than a MAD: the sender's whole answer; else perhaps cut.
+                answer = _unsegmented(attribute, stride, mad[SA_HEADER_END:])
+                return replace(answer, complete=True) if len(sized) < MAD_SIZE else answer
+            receiver = receiver or RmppReceiver()
+            ack = receiver.feed(sized)
+            if ack is not None:
+                self.port.send(ack, self.sm)
+            if receiver.done:
+                stride = int(receiver.first["AttributeOffset"]) * 8  # type: ignore[arg-type]
+                return SaAnswer(tuple(records_of(attribute, stride, receiver.payload())))
+            deadline = time.monotonic() + self.timeout  # the SA is sending: wait on
+        return None
+
+    # -- Reports ---------------------------------------------------------------------
+
+    def serve_reports(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for Reports (while no request is under way)."""
+        mad = self.port.receive_sized(timeout)
+        if mad is not None:
+            self._unsolicited(mad.ljust(MAD_SIZE, b"\0"))
+
+    def _unsolicited(self, mad: bytes) -> bool:
+        """Answers a Report (True); anything else is left to the caller."""
+        if mad[1] != CLASS_SUBN_ADM or mad[3] != METHOD_REPORT:
+            return False
+        header = SA_MAD.decode(mad)
+        response = bytearray(mad)
+        SA_MAD.encode({"Method": METHOD_REPORT_RESP & 0x7F, "Response": 1, "Status": 0},
+                      into=response)
+        self.port.send(bytes(response), self.sm)
+        self.reports += 1
+        if header["AttributeID"] == NOTICE.attribute_id and self.on_report is not None:
+            try:
+                self.on_report(NOTICE.layout.decode(mad[SA_HEADER_END:]), self.sm.lid)
+            except Exception:  # a faulty handler must not stop the client
+                log.exception("a Report handler failed")
+        return True
+
+
+class SaPort(UmadPort):
+    """A port with an SA agent (Reports included) and directed-route SMPs, to find the SM."""
+
+    CLASSES = (CLASS_SUBN_DIRECTED_ROUTE,)
+
+    def __init__(self, ca: str | None = None, port: int = 0) -> None:
+        super().__init__(ca, port)
+        try:
+            self.register(CLASS_SUBN_ADM, SA_CLASS_VERSION, unsolicited=(METHOD_REPORT,))
+        except UmadError:
+            self.close()
+            raise
+
+
+def master_sm(port: UmadPort) -> Address:
+    """The SA's address: the master SM's LID and SL from the local port's PortInfo."""
+    answer = port.query(directed_route_get(PORT_INFO, (), 0), Address(lid=0xFFFF))
+    info = decode_reply(answer, PORT_INFO).attribute
+    lid = int(info["MasterSMLID"])  # type: ignore[arg-type]
+    if not 0 < lid < 0xC000:
+        raise UmadError(errno.ENXIO, "no subnet manager: the port's MasterSMLID is "
+                                     f"{lid} (is the subnet up?)")
+    return Address(lid=lid, qp=GSI_QP, qkey=GSI_QKEY,
+                   sl=int(info["MasterSMSL"]))  # type: ignore[arg-type]
+
+
+def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:
+    """An InformInfo for generic trap `trap` from any LID (IBA 13.4.8.3), to QP1."""
+    return {"GID": bytes(16), "LIDRangeBegin": 0xFFFF, "LIDRangeEnd": 0, "IsGeneric": 1,
+            "Subscribe": int(subscribe), "Type": 0xFFFF, "TrapNumber": trap,
+            "QPN": GSI_QP, "RespTimeValue": RESP_TIME_VALUE, "ProducerType": 0xFFFFFF}
+
+
+def subscribe(client: SaClient, traps: Iterable[int], subscribe: bool = True
+              ) -> dict[int, str | None]:
+    """Set(InformInfo) for each trap: None where the SA accepted it, else why not."""
+    outcome: dict[int, str | None] = {}
+    for trap in traps:
+        try:
+            client.set(INFORM_INFO, subscription(trap, subscribe))
+            outcome[trap] = None
+        except (SaError, UmadError) as exc:
+            outcome[trap] = str(exc)
+    return outcome

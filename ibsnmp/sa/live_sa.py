@@ -1,0 +1,110 @@
+"""The subnet's SA for a live provider: one port, one worker thread, queries and Reports.
+
+`LiveSa` opens the SA client on its worker, subscribes (InformInfo) to the
+traps the agent forwards as SNMP notifications, and hands each Report's
+Notice to `emit` as a TrapEvent on the event loop, so traps arrive without
+polling. Its `backend` answers IB-SM-MIB requests and reads partitions,
+multicast groups and services over the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe
+from ibsnmp.mad.sa_notices import notice_event
+from ibsnmp.mad.sa_worker import SaWorker
+
+from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
+
+from .backend import SaBackend, SaUnavailable
+from .mad_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
+
+log = logging.getLogger("ibsnmp.sa")
+
+# Every trap SMA-MIB turns into a notification; OpenSM accepts 256-259 only
+# from a requester with its SM_Key.
+FORWARDED_TRAPS = tuple(int(t) for t in IbaTrap)
+
+ClientOpener = Callable[[ReportHandler], SaClient]
+T = TypeVar("T")
+
+
+def client_opener(ca: str | None = None, port: int = 0, sm_key: int = 0) -> ClientOpener:
+    """Opens the SA client on a port of `ca` (default: the first)."""
+    return lambda on_report: SaClient.open(ca, port, sm_key=sm_key, on_report=on_report)
+
+
+class LiveSa:
+    """See the module text. `node_of_lid`, `port_of_gid` and `lid_ports`
+    read the provider's latest snapshot; `emit` runs on the event loop."""
+
+    def __init__(self, open_client: ClientOpener, emit: Callable[[TrapEvent], None],
+                 node_of_lid: NodeOfLid, port_of_gid: PortOfGid, lid_ports: LidPorts,
+                 traps: Iterable[int] = FORWARDED_TRAPS) -> None:
+        self._emit = emit
+        self._node_of_lid = node_of_lid
+        self._traps = tuple(traps)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.subscribed: tuple[int, ...] = ()
+        self.worker = SaWorker(lambda: open_client(self._on_report))
+        self.backend = MadSaBackend(self.worker, node_of_lid, port_of_gid, lid_ports)
+
+    async def start(self) -> dict[int, str | None]:
+        """Opens the port and subscribes: per trap, None if the SA accepted it, else why not."""
+        self._loop = asyncio.get_running_loop()
+        await self._loop.run_in_executor(None, self.worker.start)
+        outcome = await self.worker.call(lambda client: subscribe(client, self._traps))
+        self.subscribed = tuple(t for t, refused in outcome.items() if refused is None)
+        refused = {t: why for t, why in outcome.items() if why is not None}
+        log.info("SA subscriptions: traps %s%s", list(self.subscribed),
+                 f"; refused {refused}" if refused else "")
+        return outcome
+
+    async def stop(self) -> None:
+        """Unsubscribes (the SA would otherwise keep sending) and closes the port."""
+        try:
+            if self.subscribed:
+                await self.worker.call(lambda c: subscribe(c, self.subscribed, False))
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self.worker.stop)
+
+    def _on_report(self, notice: dict[str, FieldValue], sa_lid: int) -> None:
+        # On the worker thread: the event goes to the loop's thread.
+        event = notice_event(notice, self._node_of_lid)
+        if event is None:
+            log.debug("a Report of trap %s from LID %s is not forwarded",
+                      notice.get("TrapNumber"), notice.get("IssuerLID"))
+        elif self._loop is not None:
+            self._loop.call_soon_threadsafe(self._emit, event)
+
+
+@dataclass(frozen=True)
+class SaObjects:
+    """What the SA holds for the fabric model; None where it gave no whole answer
+    (a snapshot then keeps what it had, or serves none: never a guess)."""
+
+    partitions: tuple[Partition, ...] | None
+    multicast_groups: tuple[MulticastGroup, ...] | None
+    services: tuple[ServiceRecord, ...] | None
+
+
+async def _or_none(read: Callable[[], Awaitable[T]], what: str) -> T | None:
+    try:
+        return await read()
+    except SaUnavailable as exc:
+        log.warning("SA %s not read: %s", what, exc)
+        return None
+
+
+async def read_sa_objects(backend: SaBackend) -> SaObjects:
+    """Partitions, multicast groups and services, each read on its own."""
+    return SaObjects(await _or_none(backend.partitions, "partitions"),
+                     await _or_none(backend.multicast_groups, "multicast groups"),
+                     await _or_none(backend.services, "services"))
