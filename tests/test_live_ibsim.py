@@ -196,9 +196,9 @@ def test_ports_match_smpquery_incl_parallel_and_1x_links(live: Live) -> None:
 
 
 def lft_pair(live: Live, switch: int) -> tuple[dict[int, int], dict[int, int]]:
-    """A switch's LFT as served (egress port 0 written 255, as the draft does) and as ibroute reads it."""
+    """A switch's LFT as served (its own LID on port 0, as OpenSM programs it) and as ibroute reads it."""
     output = run_diag(live.fabric, "ibroute", str(lid_of(live, switch)))
-    theirs = {int(m[1], 16): int(m[2]) or 255
+    theirs = {int(m[1], 16): int(m[2])
               for m in map(IBROUTE_ENTRY.match, output.splitlines()) if m}
     ours = {int(index): int(port) for index, port in
             live.column(switch, "ibSmaLinForwEgressPort", "SMA-MIB::ibSmaLinForTable").items()}

@@ -67,6 +67,11 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
             "--sweep-interval", type=float, default=60.0, metavar="S",
             help="live provider: seconds between full sweeps of the subnet; a change seen by "
                  "a poll brings one at once (default 60)")
+        parser.add_argument(
+            "--sm-key-file", metavar="FILE",
+            help="live provider: a file holding the SM_Key (0x-hex or decimal), which the SA "
+                 "asks before it shows P_Key tables, multicast member GIDs and traps 256-259 "
+                 "(default: none, SM_Key 0)")
     parser.add_argument(
         "--topology", metavar="FILE", help="topology provider: ibnetdiscover output to serve")
     parser.add_argument(
@@ -175,6 +180,24 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--scenario: {exc}") from None
 
 
+def _sm_key(path: str | None) -> int:
+    """The SM_Key --sm-key-file holds (a secret: never logged), else 0."""
+    if path is None:
+        return 0
+    from pathlib import Path
+
+    from ibsnmp.agent.secrets import read_secret_file
+
+    text = read_secret_file(Path(path), "--sm-key-file", lambda key, why: ConfigError(f"{key}: {why}"))
+    try:
+        key = int(text.strip(), 0)
+    except ValueError:
+        raise ConfigError(f"--sm-key-file: {path} does not hold a number (0x-hex or decimal)") from None
+    if not 0 <= key < 1 << 64:
+        raise ConfigError(f"--sm-key-file: {path}: an SM_Key has 64 bits")
+    return key
+
+
 def _make_live_provider(args: argparse.Namespace) -> Provider:
     from ibsnmp.providers.live import LiveError, LiveProvider
 
@@ -184,7 +207,7 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--port: a port number is 0..254, got {args.port}")
     try:
         return LiveProvider(args.ca, args.port, poll_interval=args.poll_interval,
-                            sweep_interval=args.sweep_interval)
+                            sweep_interval=args.sweep_interval, sm_key=_sm_key(args.sm_key_file))
     except LiveError as exc:
         raise ConfigError(f"--provider live: {exc}") from None
 

@@ -202,11 +202,13 @@ class SaClient:
         self.reports = 0
 
     @classmethod
-    def open(cls, ca: str | None = None, port_number: int = 0, **options: object) -> SaClient:
-        """A port of its own with the SA agent, and the master SM from the local PortInfo."""
-        port = SaPort(ca, port_number)
+    def open(cls, ca: str | None = None, port_number: int = 0, sm: Address | None = None,
+             **options: object) -> SaClient:
+        """A port of its own with the SA agent; the SA at `sm`, else at the
+        master SM the local PortInfo names (read over the port's own SMPs)."""
+        port = SaPort(ca, port_number) if sm is None else SaOnlyPort(ca, port_number)
         try:
-            return cls(port, master_sm(port), **options)  # type: ignore[arg-type]
+            return cls(port, sm or master_sm(port), **options)  # type: ignore[arg-type]
         except Exception:
             port.close()
             raise
@@ -359,16 +361,27 @@ class SaPort(UmadPort):
             raise
 
 
+class SaOnlyPort(SaPort):
+    """The SA agent alone, for a process that sends its SMPs through another
+    port: where two ports of one process register a class (ibsim's preload
+    library), the answers to one may reach the other."""
+
+    CLASSES = ()
+
+
+def sa_address(master_sm_lid: int, master_sm_sl: int) -> Address:
+    """Where the SA answers: QP1 of the master SM's port (IBA 15.2.5.1)."""
+    if not 0 < master_sm_lid < 0xC000:
+        raise UmadError(errno.ENXIO, "no subnet manager: the port's MasterSMLID is "
+                                     f"{master_sm_lid} (is the subnet up?)")
+    return Address(lid=master_sm_lid, qp=GSI_QP, qkey=GSI_QKEY, sl=master_sm_sl)
+
+
 def master_sm(port: UmadPort) -> Address:
     """The SA's address: the master SM's LID and SL from the local port's PortInfo."""
     answer = port.query(directed_route_get(PORT_INFO, (), 0), Address(lid=0xFFFF))
     info = decode_reply(answer, PORT_INFO).attribute
-    lid = int(info["MasterSMLID"])  # type: ignore[arg-type]
-    if not 0 < lid < 0xC000:
-        raise UmadError(errno.ENXIO, "no subnet manager: the port's MasterSMLID is "
-                                     f"{lid} (is the subnet up?)")
-    return Address(lid=lid, qp=GSI_QP, qkey=GSI_QKEY,
-                   sl=int(info["MasterSMSL"]))  # type: ignore[arg-type]
+    return sa_address(int(info["MasterSMLID"]), int(info["MasterSMSL"]))  # type: ignore[arg-type]
 
 
 def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:

@@ -34,13 +34,16 @@ class SaWorker:
         self._thread = threading.Thread(target=self._run, name="sa-client", daemon=True)
 
     def start(self) -> None:
-        """Starts the thread and waits until the client is open (its error is raised)."""
-        self._thread.start()
+        """Starts the thread and waits until the client is open (its error is
+        raised); a second call only waits for the first one's outcome."""
+        if self._thread.ident is None:
+            self._thread.start()
         self._ready.result()
 
     def stop(self) -> None:
         self._stopping.set()
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
 
     def submit(self, call: Callable[[SaClient], T]) -> Future[T]:
         future: Future[T] = Future()

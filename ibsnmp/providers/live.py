@@ -13,6 +13,14 @@ answering, brings a full sweep at once; without one, a full sweep every
 re-programmed). A port that crossed Down raises trap 128 from its switch,
 as the scenario path raises it.
 
+With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
+on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
+SM's Reports become notifications without polling (a trap 128 a Report
+brought is not raised again by the poll that sees the same change), it
+reads partitions, multicast groups and services after every sweep, and its
+`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. No SM
+at start: none of these is served (logged), the rest works as without.
+
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
 cannot join the event loop, and umad_recv blocks. A failed poll or sweep
 keeps the last snapshot, logged once until one succeeds again.
@@ -27,15 +35,20 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
+from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
 from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
 from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.sa_client import sa_address
 from ibsnmp.mad.umad import UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
+from ibsnmp.sa.backend import SaBackend
+from ibsnmp.sa.live_sa import LiveSa, client_opener, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
@@ -77,7 +90,8 @@ class LiveProvider(ProviderCore):
 
     def __init__(self, ca: str | None = None, port: int = 0, *,
                  poll_interval: float = DEFAULT_POLL_INTERVAL,
-                 sweep_interval: float = DEFAULT_SWEEP_INTERVAL) -> None:
+                 sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+                 sm_key: int = 0, use_sa: bool = True) -> None:
         if not poll_interval > 0 or not sweep_interval > 0:
             raise ValueError("poll and sweep intervals must be positive")
         super().__init__()
@@ -89,6 +103,8 @@ class LiveProvider(ProviderCore):
         self._where = f"{ca or 'first CA'}, " + (f"port {port}" if port else "first active port")
         self._lock = threading.Lock()  # one MAD exchange at a time on the port
         self._task: asyncio.Task[None] | None = None
+        self._sa_task: asyncio.Task[None] | None = None
+        self._sa_said: set[str] = set()  # SA failures logged already
         try:
             self._umad: UmadPort | None = UmadPort(ca, port)
         except UmadError as exc:
@@ -108,17 +124,85 @@ class LiveProvider(ProviderCore):
         self.polls = 0
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
+        # Switches whose trap 128 arrived as a Report since the last snapshot.
+        self._reported: set[int] = set()
+        self.sa_backend: SaBackend | None = None
+        self._sa = self._open_sa(ca, port, sm_key) if use_sa else None
+
+    def _open_sa(self, ca: str | None, port: int, sm_key: int) -> LiveSa | None:
+        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+        local = self._fabric.local_node
+        info = local.management_port.info  # the port the sweep went out of
+        try:
+            # The SA's address as the sweep read it: the SA port sends no SMPs of its own.
+            sm = sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0)
+        except UmadError as exc:
+            log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
+                        "multicast groups and services are not served", self._where, exc)
+            return None
+        live = LiveSa(client_opener(ca, port, sm_key, sm), self._on_report,
+                      sa_link.node_of_lid(current), sa_link.port_of_gid(current),
+                      sa_link.lid_ports(current))
+        try:
+            live.worker.start()
+        except Exception as exc:
+            live.worker.stop()
+            log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
+                        "multicast groups and services are not served", self._where, exc)
+            return None
+        self.sa_backend = live.backend
+        return live
 
     # -- the Provider interface ---------------------------------------------------
 
     async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
+        if self._task is not None:
+            return
+        if self._sa is not None:
+            try:
+                await self._sa.start()
+            except Exception as exc:
+                log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
+            await self._read_sa()
+        self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait([task] if task is not None else [])
+        tasks = [t for t in (self._task, self._sa_task) if t is not None]
+        self._task = self._sa_task = None
+        await cancel_and_wait(tasks)
+        if self._sa is not None:
+            try:
+                await self._sa.stop()
+            except Exception as exc:  # the SM may be gone: the port is closed all the same
+                log.info("live: SA unsubscribe failed: %s", exc)
         await asyncio.to_thread(self._close)  # after a worker still in umad_recv
+
+    def _read_sa_soon(self) -> None:
+        """Re-read the SA's objects beside the polls (an SA slow to answer,
+        e.g. while its SM restarts, must not delay them); one read at a time."""
+        if self._sa is None or (self._sa_task is not None and not self._sa_task.done()):
+            return
+        self._sa_task = asyncio.create_task(self._read_sa(), name="ibsnmp-live-sa")
+
+    async def _read_sa(self) -> None:
+        """Partitions, multicast groups and services from the SA into the
+        snapshot; one the SA did not answer whole keeps what was read before."""
+        assert self._sa is not None
+        objects = await read_sa_objects(self._sa.backend, self._sa_said)
+        old = self.sa_records
+        self.sa_records = SaRecords(
+            partitions=old.partitions if objects.partitions is None else objects.partitions,
+            multicast_groups=(old.multicast_groups if objects.multicast_groups is None
+                              else objects.multicast_groups),
+            services=old.services if objects.services is None else objects.services)
+        if self.sa_records != old:
+            self._swap(self._build())
+
+    def _on_report(self, event: TrapEvent) -> None:
+        """A trap the SM reported (on the event loop): forwarded as it came."""
+        if event.trap is IbaTrap.LINK_STATE_CHANGE:
+            self._reported.add(event.node_guid)
+        self._emit(event)
 
     # -- one poll / one sweep (tests call these directly) ---------------------------
 
@@ -233,8 +317,10 @@ class LiveProvider(ProviderCore):
                              before.name, after.name)
                     transitions.append(PortTransition(port.ref, before, after))
         self._fabric = new
+        reported, self._reported = self._reported, set()
         for event in link_state_traps(new, tuple(transitions)):
-            self._emit(event)
+            if event.node_guid not in reported:  # else the SM's Report told it already
+                self._emit(event)
 
     async def _run(self) -> None:
         next_poll = time.monotonic() + self.poll_interval
@@ -253,6 +339,7 @@ class LiveProvider(ProviderCore):
                         raise LiveError(f"the local node behind {self._where} does not answer")
                     self._apply_sweep(sweep)
                     next_sweep = time.monotonic() + self.sweep_interval
+                    self._read_sa_soon()
                 if failing:
                     failing = False
                     log.info("live: reading the subnet again")

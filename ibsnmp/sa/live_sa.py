@@ -20,6 +20,7 @@ from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.sa_worker import SaWorker
+from ibsnmp.mad.umad import Address
 
 from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
 
@@ -36,9 +37,11 @@ ClientOpener = Callable[[ReportHandler], SaClient]
 T = TypeVar("T")
 
 
-def client_opener(ca: str | None = None, port: int = 0, sm_key: int = 0) -> ClientOpener:
-    """Opens the SA client on a port of `ca` (default: the first)."""
-    return lambda on_report: SaClient.open(ca, port, sm_key=sm_key, on_report=on_report)
+def client_opener(ca: str | None = None, port: int = 0, sm_key: int = 0,
+                  sm: Address | None = None) -> ClientOpener:
+    """Opens the SA client on a port of `ca` (default: the first); the SA at
+    `sm`, else where the port's PortInfo says the master SM is."""
+    return lambda on_report: SaClient.open(ca, port, sm, sm_key=sm_key, on_report=on_report)
 
 
 class LiveSa:
@@ -95,16 +98,23 @@ class SaObjects:
     services: tuple[ServiceRecord, ...] | None
 
 
-async def _or_none(read: Callable[[], Awaitable[T]], what: str) -> T | None:
+async def _or_none(read: Callable[[], Awaitable[T]], what: str, said: set[str]) -> T | None:
     try:
-        return await read()
+        found = await read()
     except SaUnavailable as exc:
-        log.warning("SA %s not read: %s", what, exc)
+        why = f"SA {what} not read: {exc}"
+        # Once per cause: a refusal repeats at every sweep.
+        log.log(logging.DEBUG if why in said else logging.WARNING, "%s", why)
+        said.add(why)
         return None
+    said.difference_update([w for w in said if w.startswith(f"SA {what} ")])
+    return found
 
 
-async def read_sa_objects(backend: SaBackend) -> SaObjects:
-    """Partitions, multicast groups and services, each read on its own."""
-    return SaObjects(await _or_none(backend.partitions, "partitions"),
-                     await _or_none(backend.multicast_groups, "multicast groups"),
-                     await _or_none(backend.services, "services"))
+async def read_sa_objects(backend: SaBackend, said: set[str] | None = None) -> SaObjects:
+    """Partitions, multicast groups and services, each read on its own. `said`
+    keeps the failures logged already (a caller that reads again passes the same set)."""
+    said = set() if said is None else said
+    return SaObjects(await _or_none(backend.partitions, "partitions", said),
+                     await _or_none(backend.multicast_groups, "multicast groups", said),
+                     await _or_none(backend.services, "services", said))
