@@ -34,6 +34,8 @@ LMC = 1
 PORT_ACTIVE = 4
 # ibnetdiscover's GUIDs of the nodes of live.net.
 H1, H6 = 0x100000, 0x10000F
+OPENSM_SM_KEY = 1  # OpenSM's default: the SA shows P_Key tables only to its holder
+SUBNET_PREFIX = "254.128.0.0.0.0.0.0"  # fe80::/64 as IB-SM-MIB index octets
 S1, S2, S3 = 0x200000, 0x200001, 0x200002
 # SMA-MIB's IbPortState / IbPhysPortState count from noStateChange(1): IBA's code plus one.
 MIB_ACTIVE, MIB_DISABLED, MIB_LINK_UP = 5, 4, 6
@@ -113,10 +115,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
         address = f"127.0.0.1:{free_udp_port()}"
         log = workdir / "agent.log"
+        sm_key = workdir / "sm_key"
+        sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
+        sm_key.chmod(0o600)
         agent = subprocess.Popen(
             [sys.executable, "-m", "ibsnmp", "run", "--provider", "live", "--listen", address,
              "--state-dir", state, "--poll-interval", str(POLL_S),
-             "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address],
+             "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address,
+             "--write-community", "private", "--sm-key-file", str(sm_key)],
             env=fabric.environment(), cwd=fabric.workdir,
             stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
         stack.callback(stop, agent)
@@ -278,6 +284,100 @@ def test_every_table_answers_a_whole_walk(live: Live, guid: int | None) -> None:
     assert "SMA-MIB::ibSmaLinForwEgressPort" in done.stdout or guid != S1
     assert "PMA-MIB::ibPmaPortXmitData" in done.stdout or guid is None
     assert "Traceback" not in live.log.read_text(errors="replace")
+
+
+def ca_lid(live: Live, guid: int | None) -> int:
+    """Port 1's LID of a channel adapter (None: the agent's own)."""
+    lids = live.walk(guid, "SMA-MIB::ibSmaPortLid")
+    return int(lids.get("ibSmaPortLid.1", lids.get("ibSmaPortLid.0", "0")))
+
+
+def saquery_records(output: str) -> list[dict[str, str]]:
+    """saquery's `name.....value` dumps, one dict per record."""
+    records: list[dict[str, str]] = []
+    for line in output.splitlines():
+        if line.endswith("dump:"):
+            records.append({})
+        elif match := re.match(r"\s+(\w+)\.{2,}(.*)$", line):
+            records[-1][match[1]] = match[2].strip()
+    return records
+
+
+def session_rows(live: Live, table: str, session: int) -> dict[int, dict[str, str]]:
+    """The rows of one request session in an IB-SM-MIB result table: result index -> row."""
+    rows: dict[int, dict[str, str]] = {}
+    prefix = f"{SUBNET_PREFIX}.{session}."
+    for key, value in live.walk(None, f"IB-SM-MIB::{table}").items():
+        column, _, index = key.partition(".")
+        if index.startswith(prefix):
+            rows.setdefault(int(index.removeprefix(prefix)), {})[column] = value
+    return rows
+
+
+def test_path_and_trace_requests_hold_the_sas_answer(live: Live) -> None:
+    src, dst = ca_lid(live, None), ca_lid(live, H6)
+    (path,) = saquery_records(run_diag(live.fabric, "saquery", "--src-to-dst", f"{src}:{dst}"))
+    req = "IB-SM-MIB::ibSmPathReq"
+    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
+                    f"{req}RowStatus.{SUBNET_PREFIX}.201", "i", "4",
+                    f"{req}SrcLID.{SUBNET_PREFIX}.201", "i", str(src),
+                    f"{req}DstLID.{SUBNET_PREFIX}.201", "i", str(dst))
+    assert done.returncode == 0, done.stderr
+    rows = until("the SA's path record", lambda: session_rows(live, "ibSmPathResultTable", 201),
+                 lambda found: len(found) == 1)
+    (row,) = rows.values()
+    assert (int(row["ibSmPathResultSrcLID"]), int(row["ibSmPathResultDstLID"])) == (src, dst)
+    assert int(row["ibSmPathResultMTU"]) == (int(path["mtu"], 16) & 0x3F) - 1  # mtu256(0) is IBA 1
+    assert int(row["ibSmPathResultRate"]) == int(path["rate"], 16) & 0x3F
+    assert int(row["ibSmPathResultPktLifeTime"]) == int(path["pkt_life"], 16) & 0x3F
+    assert int(row["ibSmPathResultSL"]) == int(path["sl"], 16)
+
+    # The trace follows the switches' own forwarding tables, hop for hop as ibtracert.
+    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
+                    f"IB-SM-MIB::ibSmTraceReqRowStatus.{SUBNET_PREFIX}.201", "i", "4")
+    assert done.returncode == 0, done.stderr
+    hops = until("the trace", lambda: session_rows(live, "ibSmTraceResultTable", 201),
+                 lambda found: len(found) >= 2)
+    served = [int(hops[n]["ibSmTraceResultNodeID"].replace(" ", ""), 16) for n in sorted(hops)]
+    traced = run_diag(live.fabric, "ibtracert", str(src), str(dst))
+    # ibtracert names the ends by node GUID, the switches between by their port GUID (the same).
+    theirs = [int(guid, 16) for guid in
+              re.findall(r"^(?:From \w+|\[\d+\] -> switch port|To \w+) \{(0x[0-9a-f]+)\}",
+                         traced, re.MULTILINE)]
+    assert served == theirs, traced
+
+
+def test_sm_configuration_is_not_writable_with_a_live_sm(live: Live) -> None:
+    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
+                    f"IB-SM-MIB::ibSmConfigSweepInterval.{SUBNET_PREFIX}", "i", "20")
+    assert done.returncode != 0
+    assert "notWritable" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+SA_BACKEND_PROBE = Path(__file__).parent / "sa_backend_probe.py"
+
+
+def test_partitions_groups_and_services_come_from_the_sa(live: Live) -> None:
+    # A host joins the IPoIB broadcast group and registers a service (the probe
+    # does both): OpenSM shows a group to an SM_Key holder by its members.
+    src, dst = ca_lid(live, None), ca_lid(live, H6)
+    done = live.fabric.run([sys.executable, str(SA_BACKEND_PROBE), str(OPENSM_SM_KEY),
+                            str(src), str(dst)])
+    assert done.returncode == 0, done.stderr
+    (member,) = saquery_records(run_diag(live.fabric, "saquery", "--smkey", str(OPENSM_SM_KEY),
+                                         "-m"))
+    served = until("the SA's multicast group after a sweep",
+                   lambda: live.column(None, "ibSmMcastGroupMLID", "IB-SM-MIB::ibSmMcastGroupTable"),
+                   lambda found: bool(found))
+    assert [int(v.replace(" ", ""), 16) for v in served.values()] == [int(member["Mlid"], 16)]
+    (service,) = saquery_records(run_diag(live.fabric, "saquery", "-S"))
+    names = until("the SA's service", lambda: live.column(None, "ibSmServiceName",
+                                                          "IB-SM-MIB::ibSmServiceTable"),
+                  lambda found: bool(found))
+    assert list(names.values()) == [service["ServiceName"]]
+    # OpenSM's default partition (7fff: the key without the membership bit).
+    keys = live.column(None, "ibSmPartitionKey", "IB-SM-MIB::ibSmPartitionTable")
+    assert {value.replace(" ", "").lower() for value in keys.values()} == {"7fff"}, keys
 
 
 def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
