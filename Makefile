@@ -34,6 +34,8 @@ bench: setup
 	$(BIN)/python bench/lookup.py
 	$(BIN)/python bench/mqtt_ingest.py
 	$(BIN)/python bench/live_sweep.py
+	$(BIN)/python bench/live_provider.py
+	$(BIN)/python bench/sa_queries.py
 
 setup: debian-packages $(STAMP)
 
