@@ -17,7 +17,8 @@ def provider_serving_an_up_link() -> tuple[LiveProvider, list[TrapEvent]]:
     provider = LiveProvider.__new__(LiveProvider)  # no umad port: snapshots only
     ProviderCore.__init__(provider)
     provider._fabric = build_fabric(subnet(), CA)
-    provider._reported = set()
+    provider._reported = {}
+    provider.poll_interval = 5.0
     sent: list[TrapEvent] = []
     provider.add_listener(sent.append)
     return provider, sent
@@ -36,7 +37,17 @@ def test_a_change_the_sm_reported_is_not_raised_again_by_the_poll() -> None:
     provider._on_report(report)
     provider._swap(build_fabric(subnet(switch_port1_phys=DISABLED), CA))
     assert sent == [report]
-    # The Report covered that poll only: the link coming back is raised again.
+    # The Report covered that change only: the link coming back is raised again.
     provider._swap(build_fabric(subnet(), CA))
     assert [(event.trap, event.node_guid) for event in sent[1:]] == [
         (IbaTrap.LINK_STATE_CHANGE, SWITCH)]
+
+
+def test_a_report_no_poll_matched_expires_after_two_polls() -> None:
+    provider, sent = provider_serving_an_up_link()
+    provider._on_report(TrapEvent(trap=IbaTrap.LINK_STATE_CHANGE, node_guid=SWITCH, lid=2))
+    provider._reported[SWITCH] -= 3 * provider.poll_interval  # as if three polls ago
+    provider._swap(build_fabric(subnet(switch_port1_phys=DISABLED), CA))
+    assert [(event.trap, event.node_guid) for event in sent[1:]] == [
+        (IbaTrap.LINK_STATE_CHANGE, SWITCH)]
+    assert provider._reported == {}

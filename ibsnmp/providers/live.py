@@ -124,8 +124,8 @@ class LiveProvider(ProviderCore):
         self.polls = 0
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
-        # Switches whose trap 128 arrived as a Report since the last snapshot.
-        self._reported: set[int] = set()
+        # Switch GUID -> when its last trap 128 arrived as a Report.
+        self._reported: dict[int, float] = {}
         self.sa_backend: SaBackend | None = None
         self._sa = self._open_sa(ca, port, sm_key) if use_sa else None
 
@@ -163,7 +163,7 @@ class LiveProvider(ProviderCore):
                 await self._sa.start()
             except Exception as exc:
                 log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
-            await self._read_sa()
+            self._read_sa_soon()
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
     async def stop(self) -> None:
@@ -188,7 +188,13 @@ class LiveProvider(ProviderCore):
         """Partitions, multicast groups and services from the SA into the
         snapshot; one the SA did not answer whole keeps what was read before."""
         assert self._sa is not None
-        objects = await read_sa_objects(self._sa.backend, self._sa_said)
+        try:
+            objects = await read_sa_objects(self._sa.backend, self._sa_said)
+        except Exception as exc:  # the port or the worker failed: keep what was read
+            why = f"live: SA not read: {exc}"
+            log.log(logging.DEBUG if why in self._sa_said else logging.WARNING, "%s", why)
+            self._sa_said.add(why)
+            return
         old = self.sa_records
         self.sa_records = SaRecords(
             partitions=old.partitions if objects.partitions is None else objects.partitions,
@@ -201,7 +207,7 @@ class LiveProvider(ProviderCore):
     def _on_report(self, event: TrapEvent) -> None:
         """A trap the SM reported (on the event loop): forwarded as it came."""
         if event.trap is IbaTrap.LINK_STATE_CHANGE:
-            self._reported.add(event.node_guid)
+            self._reported[event.node_guid] = time.monotonic()
         self._emit(event)
 
     # -- one poll / one sweep (tests call these directly) ---------------------------
@@ -317,10 +323,18 @@ class LiveProvider(ProviderCore):
                              before.name, after.name)
                     transitions.append(PortTransition(port.ref, before, after))
         self._fabric = new
-        reported, self._reported = self._reported, set()
-        for event in link_state_traps(new, tuple(transitions)):
-            if event.node_guid not in reported:  # else the SM's Report told it already
+        # A Report of trap 128 younger than two polls told the change this
+        # snapshot shows already; one the polls never matched then expires.
+        now = time.monotonic()
+        covered = {guid for guid, at in self._reported.items()
+                   if now - at <= 2 * self.poll_interval}
+        events = link_state_traps(new, tuple(transitions))
+        for event in events:
+            if event.node_guid not in covered:
                 self._emit(event)
+        raised = {event.node_guid for event in events}
+        self._reported = {guid: at for guid, at in self._reported.items()
+                          if guid in covered and guid not in raised}
 
     async def _run(self) -> None:
         next_poll = time.monotonic() + self.poll_interval
