@@ -428,7 +428,7 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
 
 
 def _target(peer: str, label: str) -> float | None:
-    """The ratio ibsnmp/peer the issue asks for at this size (None: information only)."""
+    """The ratio ibsnmp/peer targeted at this size (None: information only)."""
     if peer == "snmpsim":
         return WALK_TARGET
     if peer == "snmpd" and label != "~200k":

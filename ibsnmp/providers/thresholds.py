@@ -18,7 +18,7 @@ What IBA says (quoted by the drafts this project serves):
 
 IBA applies the thresholds to the raw marginal-error and overrun counts,
 which no PMA attribute exposes; the simulation has only the two PortCounters
-fields.  So the rule here (the one this project chose, see the issue) reads
+fields.  So the rule here (this project's choice) reads
 the PortInfo threshold against the growth of the visible counter:
 
     Per watched port and counter, an armed value starts at the counter's
