@@ -18,6 +18,17 @@ def run_diag(fabric: Fabric, *command: str) -> str:
     return done.stdout
 
 
+def saquery_records(output: str) -> list[dict[str, str]]:
+    """saquery's `name.....value` dumps, one dict per record."""
+    records: list[dict[str, str]] = []
+    for line in output.splitlines():
+        if line.endswith("dump:"):
+            records.append({})
+        elif match := re.match(r"\s+(\w+)\.{2,}(.*)$", line):
+            records[-1][match[1]] = match[2].strip()
+    return records
+
+
 def labelled_values(output: str) -> dict[str, str]:
     """The `Label:.....value` lines of smpquery and perfquery."""
     values = {}

@@ -22,7 +22,13 @@ import pytest
 
 from e2e import free_udp_port, net_snmp, stop
 from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
-from infiniband_diags import IBROUTE_ENTRY, ibnetdiscover, labelled_values, run_diag
+from infiniband_diags import (
+    IBROUTE_ENTRY,
+    ibnetdiscover,
+    labelled_values,
+    run_diag,
+    saquery_records,
+)
 from trapd import TrapReceiver
 
 PROBE = Path(__file__).parent / "mad_probe.py"
@@ -290,17 +296,6 @@ def ca_lid(live: Live, guid: int | None) -> int:
     """Port 1's LID of a channel adapter (None: the agent's own)."""
     lids = live.walk(guid, "SMA-MIB::ibSmaPortLid")
     return int(lids.get("ibSmaPortLid.1", lids.get("ibSmaPortLid.0", "0")))
-
-
-def saquery_records(output: str) -> list[dict[str, str]]:
-    """saquery's `name.....value` dumps, one dict per record."""
-    records: list[dict[str, str]] = []
-    for line in output.splitlines():
-        if line.endswith("dump:"):
-            records.append({})
-        elif match := re.match(r"\s+(\w+)\.{2,}(.*)$", line):
-            records[-1][match[1]] = match[2].strip()
-    return records
 
 
 def session_rows(live: Live, table: str, session: int) -> dict[int, dict[str, str]]:

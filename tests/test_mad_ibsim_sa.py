@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
-from infiniband_diags import run_diag, smpquery_node_info
+from infiniband_diags import run_diag, saquery_records, smpquery_node_info
 
 PROBE = Path(__file__).parent / "sa_probe.py"
 MAD_PROBE = Path(__file__).parent / "mad_probe.py"
@@ -53,17 +53,6 @@ def fabric_with_sa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fabric]
         with opensm_running(fabric):
             wait_for_subnet(fabric)
             yield fabric
-
-
-def saquery_records(output: str) -> list[dict[str, str]]:
-    """saquery's `name.....value` dumps, one dict per record."""
-    records: list[dict[str, str]] = []
-    for line in output.splitlines():
-        if line.endswith("dump:"):
-            records.append({})
-        elif match := re.match(r"\s+(\w+)\.{2,}(.*)$", line):
-            records[-1][match[1]] = match[2].strip()
-    return records
 
 
 def gid_text(gid_hex: str) -> str:

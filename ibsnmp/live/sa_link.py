@@ -1,16 +1,16 @@
 """What the SA client needs to know of the subnet, read from the live snapshot.
 
 The SA answers in LIDs and GIDs; the model speaks of node GUIDs and port
-numbers. These lookups translate with the snapshot being served, rebuilt
-once per snapshot (cached inside it, as the routing tables are).
+numbers. These lookups translate with the snapshot being served, through the
+indexes the SA query code already keeps in each snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ibsnmp.fabric.iba import make_gid
-from ibsnmp.fabric.model import Fabric, Port
+from ibsnmp.fabric.model import Fabric
+from ibsnmp.sa.query import gid_port
 
 
 def node_of_lid(current: Callable[[], Fabric]) -> Callable[[int], int | None]:
@@ -23,46 +23,12 @@ def node_of_lid(current: Callable[[], Fabric]) -> Callable[[int], int | None]:
     return lookup
 
 
-def _port_gid(port: Port) -> int | None:
-    """GID index 0: the one the SA names a port by; None where it was not read."""
-    if port.gids:
-        return port.gids[0]
-    if port.info.gid_prefix is None or port.guid is None:
-        return None
-    return make_gid(port.info.gid_prefix, port.guid)
-
-
 def port_of_gid(current: Callable[[], Fabric]) -> Callable[[int], tuple[int, int] | None]:
-    """Port GID (GID index 0) -> (node GUID, port number); a switch answers as port 0."""
-
-    def build(fabric: Fabric) -> dict[int, tuple[int, int]]:
-        index: dict[int, tuple[int, int]] = {}
-        for node in fabric.nodes.values():
-            for port in node.ports:
-                if node.is_switch and port.num != 0:
-                    continue  # data ports share port 0's GUID; the SA names the switch by port 0
-                gid = _port_gid(port)
-                if gid is not None:  # else never read: no SA GID can name this port
-                    index.setdefault(gid, (node.guid, port.num))
-        return index
-
-    def lookup(gid: int) -> tuple[int, int] | None:
-        fabric = current()
-        return fabric.cached("sa_link.port_of_gid", lambda: build(fabric)).get(gid)
-
-    return lookup
+    """Port GID -> (node GUID, port number) of the end port owning it (a switch: port 0)."""
+    return lambda gid: gid_port(current(), gid)
 
 
 def lid_ports(current: Callable[[], Fabric]) -> Callable[[], Iterable[tuple[int, int]]]:
     """Every (LID, port number) whose P_Key table the SA can be asked for:
-    each channel adapter port by its own LID, each switch by port 0's."""
-
-    def ports() -> list[tuple[int, int]]:
-        found: list[tuple[int, int]] = []
-        for node in current().nodes.values():
-            for port in node.ports:
-                if port.lid and (not node.is_switch or port.num == 0):
-                    found.append((port.lid, port.num))
-        return found
-
-    return ports
+    each end port (a channel adapter port, a switch's port 0) by its base LID."""
+    return lambda: [(lid, ref.port) for lid, ref in sorted(current().lid_map.items())]

@@ -48,7 +48,7 @@ from ibsnmp.mad.sa_client import sa_address
 from ibsnmp.mad.umad import UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
 from ibsnmp.sa.backend import SaBackend
-from ibsnmp.sa.live_sa import LiveSa, client_opener, read_sa_objects
+from ibsnmp.sa.live_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
@@ -131,22 +131,18 @@ class LiveProvider(ProviderCore):
 
     def _open_sa(self, ca: str | None, port: int, sm_key: int) -> LiveSa | None:
         current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
-        local = self._fabric.local_node
-        info = local.management_port.info  # the port the sweep went out of
+        info = self._fabric.local_node.management_port.info  # the port the sweep went out of
+        live: LiveSa | None = None
         try:
             # The SA's address as the sweep read it: the SA port sends no SMPs of its own.
             sm = sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0)
-        except UmadError as exc:
-            log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
-                        "multicast groups and services are not served", self._where, exc)
-            return None
-        live = LiveSa(client_opener(ca, port, sm_key, sm), self._on_report,
-                      sa_link.node_of_lid(current), sa_link.port_of_gid(current),
-                      sa_link.lid_ports(current))
-        try:
+            live = LiveSa(client_opener(ca, port, sm_key, sm), self._on_report,
+                          sa_link.node_of_lid(current), sa_link.port_of_gid(current),
+                          sa_link.lid_ports(current))
             live.worker.start()
         except Exception as exc:
-            live.worker.stop()
+            if live is not None:
+                live.worker.stop()
             log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
                         "multicast groups and services are not served", self._where, exc)
             return None
@@ -191,9 +187,7 @@ class LiveProvider(ProviderCore):
         try:
             objects = await read_sa_objects(self._sa.backend, self._sa_said)
         except Exception as exc:  # the port or the worker failed: keep what was read
-            why = f"live: SA not read: {exc}"
-            log.log(logging.DEBUG if why in self._sa_said else logging.WARNING, "%s", why)
-            self._sa_said.add(why)
+            log_once(self._sa_said, f"SA not read: {exc}")
             return
         old = self.sa_records
         self.sa_records = SaRecords(

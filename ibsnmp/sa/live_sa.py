@@ -98,14 +98,17 @@ class SaObjects:
     services: tuple[ServiceRecord, ...] | None
 
 
+def log_once(said: set[str], why: str) -> None:
+    """A warning the first time `why` is said, debug after: a refusal repeats at every sweep."""
+    log.log(logging.DEBUG if why in said else logging.WARNING, "%s", why)
+    said.add(why)
+
+
 async def _or_none(read: Callable[[], Awaitable[T]], what: str, said: set[str]) -> T | None:
     try:
         found = await read()
     except SaUnavailable as exc:
-        why = f"SA {what} not read: {exc}"
-        # Once per cause: a refusal repeats at every sweep.
-        log.log(logging.DEBUG if why in said else logging.WARNING, "%s", why)
-        said.add(why)
+        log_once(said, f"SA {what} not read: {exc}")
         return None
     said.difference_update([w for w in said if w.startswith(f"SA {what} ")])
     return found
