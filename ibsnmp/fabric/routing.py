@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -221,10 +221,11 @@ def random_forwarding_table(fabric: Fabric, switch_guid: int) -> tuple[RandomFdb
     return tuple(entries[:cap])
 
 
-def multicast_forwarding_table(fabric: Fabric, switch_guid: int) -> dict[int, int]:
+def multicast_forwarding_table(fabric: Fabric, switch_guid: int) -> Mapping[int, int]:
     """MLID -> port mask (bit n set: forward to port n) for one switch."""
     if fabric.forwarding is not None:
-        return dict(fabric.forwarding.multicast.get(switch_guid, {})) if fabric.forwarding.multicast else {}
+        read = fabric.forwarding.multicast
+        return read.get(switch_guid, {}) if read is not None else {}
     if not fabric.computes_routes:
         return {}
     tables = fabric.cached("routing.mft", lambda: _compute_mfts(fabric))
