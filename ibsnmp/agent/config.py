@@ -43,7 +43,10 @@ DEFAULT_INFORM_RETRIES = 3
 # request's decoding and answering stay in the milliseconds.
 DEFAULT_MAX_VARBINDS = 256
 MAX_VARBINDS_CEILING = 65_535
-LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "fast_path")
+# Walk steps the fast responder keeps encoded (agent.walk_cache): about 400
+# octets each, so at most ~50 MB.
+DEFAULT_WALK_CACHE = 131_072
+LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "fast_path", "walk_cache")
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
 
@@ -81,12 +84,14 @@ class Limits:
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
     v1/v2c, dropped for v3); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate. `fast_path` answers
-    v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads).
+    v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads);
+    `walk_cache` is how many walk steps it keeps encoded (0: none).
     """
 
     max_varbinds: int = DEFAULT_MAX_VARBINDS
     requests_per_second_per_source: float | None = None
     fast_path: bool = True
+    walk_cache: int = DEFAULT_WALK_CACHE
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,8 +412,10 @@ def _parse_limits(value: Any, fail) -> Limits:
         rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
                        minimum=0.001, default=None)
     fast_path = _expect(value.get("fast_path", True), bool, "limits.fast_path", fail)
+    walk_cache = _number(value, "walk_cache", "limits", fail, integer=True, minimum=0,
+                         default=DEFAULT_WALK_CACHE)
     return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate,
-                  fast_path=fast_path)
+                  fast_path=fast_path, walk_cache=walk_cache)
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:

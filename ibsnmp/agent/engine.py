@@ -204,9 +204,11 @@ class AgentEngine:
         """
         _remove_principals(self.engine, self.vacm, self.settings)
         _add_principals(self.engine, self.vacm, self.directory, settings)
-        fast_v3 = self.engine.message_dispatcher.fast_v3
-        if fast_v3 is not None:
-            fast_v3.replace_users(settings.users)
+        dispatcher = self.engine.message_dispatcher
+        if dispatcher.fast_v3 is not None:
+            dispatcher.fast_v3.replace_users(settings.users)
+        if dispatcher.fast_reads is not None:
+            dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
         self.settings = settings
 
 
@@ -234,7 +236,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
-    fast_reads = engine.message_dispatcher.fast_reads = FastReads(engine, directory, mib)
+    fast_reads = engine.message_dispatcher.fast_reads = FastReads(
+        engine, directory, mib, settings.limits.walk_cache)
     engine.message_dispatcher.fast_v3 = FastV3(
         engine, settings.users, responder_over(fast_reads, directory.resolve),
         directory.is_known_node)

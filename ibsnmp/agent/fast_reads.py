@@ -66,12 +66,12 @@ from .context_hooks import ContextDirectory
 from .instrum import ContextView
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
+from .walk_cache import DEFAULT_LIMIT, Step, WalkCache
 
 log = logging.getLogger(__name__)
 
 NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
 _COUNTER64_TAGS = rfc1902.Counter64.tagSet
-_END = Cell(END_OF_MIB_VIEW, b"")
 _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
             NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
@@ -82,7 +82,6 @@ _COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
 
 # A community name -> (the community, the context it names), None if unknown.
 CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
-Varbind = tuple[Oid, Cell]
 
 
 class _Declined(Exception):
@@ -92,7 +91,8 @@ class _Declined(Exception):
 class FastReads:
     """Answers v1/v2c read requests for one engine; see the module documentation."""
 
-    def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib) -> None:
+    def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib,
+                 walk_cache: int = DEFAULT_LIMIT) -> None:
         self._engine = engine
         self._directory = directory
         self._mib = mib
@@ -106,6 +106,7 @@ class FastReads:
         lo = tuple(self._cells.subtree)
         self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
         self._encode_oid = OidEncodings()
+        self.walks = WalkCache(walk_cache)  # GETNEXT steps of the subtree, kept encoded
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
@@ -179,7 +180,7 @@ class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64", "_slow",
-                 "_cells", "_lo", "_hi")
+                 "_cells", "_lo", "_hi", "_steps")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -193,15 +194,20 @@ class _Request:
         self._slow: ContextView | None = None
         self._cells = owner._cells
         self._lo, self._hi = owner._lo, owner._hi
+        # Walk steps kept for this context (SNMPv1's Counter64 rule aside).
+        self._steps: dict[Oid, Step] | None = None
+        if request.pdu_type != GET and not self._skip_counter64:
+            self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
 
     def respond(self) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
         request = self._request
         owner = self._owner
         if request.pdu_type == GET:
-            rows = [(oid, self._get(oid)) for oid in request.oids]
+            encode_oid = owner._encode_oid
+            rows = [_encoded(oid, self._get(oid), encode_oid) for oid in request.oids]
         elif request.pdu_type == GET_NEXT:
-            rows = [self._next(oid) for oid in request.oids]
+            rows = [self._step(oid) for oid in request.oids]
         else:
             return self._bulk()
         status = index = 0
@@ -212,50 +218,39 @@ class _Request:
             varbinds = null_varbinds(request.oids, owner._encode_oid)
             retrieved = 0
         else:
-            varbinds = b"".join(self._encoded(rows))
-            retrieved = sum(1 for _, cell in rows if cell.tag not in EXCEPTIONS)
+            varbinds = b"".join(step[1] for step in rows)
+            retrieved = sum(1 for step in rows if step[2] not in EXCEPTIONS)
         if len(varbinds) > self._room:
             raise _Declined  # pysnmp answers tooBig
         return varbinds, status, index, retrieved
 
-    def _encoded(self, rows: list[Varbind]) -> list[bytes]:
-        encode_oid = self._owner._encode_oid
-        return [varbind(encode_oid(oid), encode_value(cell.tag, cell.value))
-                for oid, cell in rows]
-
     def _bulk(self) -> tuple[bytes, int, int, int]:
         """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
         request = self._request
-        owner = self._owner
-        encode_oid = owner._encode_oid
-        room = self._room
-        parts: list[bytes] = []
-        total = retrieved = 0
-
-        def add(found: Varbind) -> bool:
-            """Append one varbind if the message still fits; False when it does not."""
-            nonlocal total, retrieved
-            next_oid, cell = found
-            encoded = varbind(encode_oid(next_oid), encode_value(cell.tag, cell.value))
-            if total + len(encoded) > room:
-                return False
-            total += len(encoded)
-            parts.append(encoded)
-            retrieved += cell.tag not in EXCEPTIONS
-            return True
-
+        step_after = self._step
+        out = _Filling(self._room)
         n = min(request.non_repeaters, len(request.oids))
-        full = not all(add(self._next(oid)) for oid in request.oids[:n])
-        row: list[Varbind] = [(oid, _END) for oid in request.oids[n:]]
-        live = list(range(len(row)))
+        full = not all(out.add(step_after(oid)) for oid in request.oids[:n])
+        repeaters = request.oids[n:]
         repetitions = request.max_repetitions
+        if len(repeaters) == 1:
+            # A walk's request: one chain of steps, until its end or the room's.
+            step: Step = (repeaters[0], b"", END_OF_MIB_VIEW)
+            while not full and repetitions:
+                step = step_after(step[0])
+                if not out.add(step) or step[2] == END_OF_MIB_VIEW:
+                    break  # full, or a lone repeater has nothing more
+                repetitions -= 1
+            return b"".join(out.parts), 0, 0, out.retrieved
+        row: list[Step] = [(oid, b"", END_OF_MIB_VIEW) for oid in repeaters]
+        live = list(range(len(row)))
         while not full and repetitions and live:
             for i in live:
-                row[i] = self._next(row[i][0])
-            full = not all(add(found) for found in row)
-            live = [i for i in live if row[i][1].tag != END_OF_MIB_VIEW]
+                row[i] = step_after(row[i][0])
+            full = not all(out.add(found) for found in row)
+            live = [i for i in live if row[i][2] != END_OF_MIB_VIEW]
             repetitions -= 1
-        return b"".join(parts), 0, 0, retrieved
+        return b"".join(out.parts), 0, 0, out.retrieved
 
     # -- reading ------------------------------------------------------------------
 
@@ -269,31 +264,44 @@ class _Request:
                                                           **self._context())
         return cell_of(value)
 
-    def _next(self, oid: Oid) -> Varbind:
+    def _step(self, oid: Oid) -> Step:
+        """The instance after `oid` as (its OID, its encoded varbind, its value's tag)."""
+        steps = self._steps
+        if steps is not None:
+            known = steps.get(oid)
+            if known is not None:
+                return known
         if self._lo <= oid < self._hi:
             found = self._next_in_subtree(oid)
             if found is not None:
-                return found
+                next_oid, cell, static = found
+                step = _encoded(next_oid, cell, self._owner._encode_oid)
+                if static and steps is not None:
+                    self._owner.walks.remember(steps, oid, step)
+                return step
         # Across or outside the subtree: pysnmp's base tree decides, as on its path.
         ((name, value),) = self._slow_view().read_next_variables((oid, _REQUEST_NULL),
                                                                  **self._context())
-        return tuple(name), cell_of(value)
+        return _encoded(tuple(name), cell_of(value), self._owner._encode_oid)
 
-    def _next_in_subtree(self, oid: Oid) -> Varbind | None:
-        next_cell = self._cells.next_cell
+    def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+        """The next instance in the view, and whether every object consulted is static."""
+        next_step = self._cells.next_step
         # The InfiniBand subtree lies under the view's root: only exclusions matter.
         target, contains = self._target, self._view.contains_below_root
+        static = True
         while True:
-            found = next_cell(target, oid)
+            found = next_step(target, oid)
             if found is None:
                 return None
-            next_oid, cell = found
+            next_oid, cell, step_static = found
+            static = static and step_static
             if not contains(next_oid):
                 oid = past_key_subtree(next_oid)  # hidden whole: leave it in one step
             elif self._skip_counter64 and cell.tag == COUNTER64:
                 oid = next_oid
             else:
-                return found
+                return next_oid, cell, static
 
     def _slow_view(self) -> ContextView:
         if self._slow is None:
@@ -315,6 +323,31 @@ class _Request:
         return False
 
 
+class _Filling:
+    """A GETBULK response's varbinds, up to the octets the message has room for."""
+
+    __slots__ = ("parts", "retrieved", "_left")
+
+    def __init__(self, room: int) -> None:
+        self.parts: list[bytes] = []
+        self.retrieved = 0  # values, not exceptions
+        self._left = room
+
+    def add(self, step: Step) -> bool:
+        """Append `step`'s varbind if it still fits; False when it does not."""
+        encoded = step[1]
+        if len(encoded) > self._left:
+            return False
+        self._left -= len(encoded)
+        self.parts.append(encoded)
+        self.retrieved += step[2] not in EXCEPTIONS
+        return True
+
+
+def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
+    return oid, varbind(encode_oid(oid), encode_value(cell.tag, cell.value)), cell.tag
+
+
 def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:
     """The most varbind octets a Response of `max_size` octets holds (-1: none fit)."""
     low, high = -1, max_size  # response_size grows with its varbinds: bisect
@@ -327,7 +360,7 @@ def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:
     return low
 
 
-def _v1_error(rows: list[Varbind]) -> tuple[int, int]:
+def _v1_error(rows: list[Step]) -> tuple[int, int]:
     """SNMPv1's (error-status, error-index) for a v2 result, as pysnmp's v2_to_v1 maps it.
 
     From the last varbind back, an exception makes noSuchName at its index
@@ -335,7 +368,7 @@ def _v1_error(rows: list[Varbind]) -> tuple[int, int]:
     """
     status = index = 0
     for position in range(len(rows) - 1, -1, -1):
-        tag = rows[position][1].tag
+        tag = rows[position][2]
         if tag == COUNTER64:
             return NO_SUCH_NAME, position + 1
         if tag in EXCEPTIONS:

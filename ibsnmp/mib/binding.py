@@ -10,11 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .api import ContextTarget
 
 Applies = Callable[[ContextTarget], bool]
+GetterT = TypeVar("GetterT", bound=Callable[..., Any])
+
+
+def reads_time(getter: GetterT) -> GetterT:
+    """Mark a getter whose value depends on `target.elapsed` (counters that
+    grow with time): its cells change between requests on one snapshot, so
+    no reader may keep them (agent.walk_cache keeps every other cell)."""
+    getter.reads_time = True  # type: ignore[attr-defined]
+    return getter
+
+
+def is_timed(getter: Callable[..., Any]) -> bool:
+    return getattr(getter, "reads_time", False)
 
 
 def always(target: ContextTarget) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..fabric.counters import connection_counters_at
 from .api import ContextTarget
-from .binding import ModuleBinding, ScalarBinding, TableBinding
+from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
 from .facts import truth as _truth
 
 
@@ -71,6 +71,7 @@ def _part(i: int) -> Callable[[tuple[Any, ...], ContextTarget], Any]:
 
 
 def _counter(name: str) -> Callable[[ContextTarget], int | None]:
+    @reads_time
     def get(target: ContextTarget) -> int | None:
         conns = _connections(target)
         if conns is None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, traffic_profile
 from .api import ContextTarget
-from .binding import ModuleBinding, TableBinding
+from .binding import ModuleBinding, TableBinding, reads_time
 
 Getter = Callable[[Any, ContextTarget], Any]
 
@@ -91,21 +91,23 @@ def _per_vl(value: Any, vl: int) -> Any:
 
 def _field(method: str, name: str) -> Getter:
     """A column that is one field of a per-port attribute."""
-    return lambda row, target: _part(row.read(method, target.elapsed), name)
+    return reads_time(lambda row, target: _part(row.read(method, target.elapsed), name))
 
 
 def _vl(method: str, vl: int) -> Getter:
     """A per-VL column of a per-port attribute."""
-    return lambda row, target: _per_vl(row.read(method, target.elapsed), vl)
+    return reads_time(lambda row, target: _per_vl(row.read(method, target.elapsed), vl))
 
 
 def _op_field(method: str, name: str) -> Getter:
     """A column of a per-port, per-opcode attribute (row = (port row, opcode))."""
-    return lambda row, target: _part(row[0].read(method, target.elapsed, row[1]), name)
+    return reads_time(lambda row, target: _part(row[0].read(method, target.elapsed, row[1]),
+                                                 name))
 
 
 def _op_vl(method: str, vl: int) -> Getter:
-    return lambda row, target: _per_vl(row[0].read(method, target.elapsed, row[1]), vl)
+    return reads_time(lambda row, target: _per_vl(row[0].read(method, target.elapsed, row[1]),
+                                                   vl))
 
 
 def _columns(prefix: str, make: Callable[[int], Getter]) -> dict[str, Getter]:

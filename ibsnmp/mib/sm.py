@@ -28,7 +28,14 @@ from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
 from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
-from .binding import ModuleBinding, ScalarBinding, Shard, TableBinding, WriterBinding
+from .binding import (
+    ModuleBinding,
+    ScalarBinding,
+    Shard,
+    TableBinding,
+    WriterBinding,
+    reads_time,
+)
 from .facts import clamp_to, highest, named_value, truth
 from .sm_requests import request_row
 
@@ -150,7 +157,7 @@ def _config_table(designated: Callable[[], int | None] | None = None) -> TableBi
             # notActive(0) .. master(3): the IBA SMInfo SMState codes.
             "ibSmConfigOperStatus": lambda s, t: int(_sm(s, t).state),
             # Counter32 wraps at 32 bits, as SMInfo ActCount does.
-            "ibSmConfigActCount": lambda s, t: sm_act_count(_sm(s, t), t.elapsed),
+            "ibSmConfigActCount": reads_time(lambda s, t: sm_act_count(_sm(s, t), t.elapsed)),
             "ibSmConfigStatus": lambda s, t: _ROW_ACTIVE,
             "ibSmConfigSweepInterval": _configured("sweep_interval_s"),
             "ibSmConfigResponseTimeout": _configured("transaction_timeout_ms"),
@@ -542,7 +549,8 @@ _SM_INFO = TableBinding(
         # ActCount is a wrapping counter (IBA 14.2.5.13) whose use is to be seen
         # changing (a standby polls it), so it wraps at 31 bits rather than
         # freezing at the maximum.
-        "ibSmSMInfoActCount": lambda sm, t: _masked_act_count(sm_act_count(sm, t.elapsed)),
+        "ibSmSMInfoActCount": reads_time(
+            lambda sm, t: _masked_act_count(sm_act_count(sm, t.elapsed))),
         "ibSmSMInfoPriority": lambda sm, t: sm.priority,
         # notActive(0), discovering(1), standby(2), master(3): IBA SMState.
         "ibSmSMInfoSMState": lambda sm, t: int(sm.state),

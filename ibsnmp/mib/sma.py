@@ -40,7 +40,7 @@ from ..fabric.iba import (
 )
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
-from .binding import ModuleBinding, ScalarBinding, TableBinding
+from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
 from .facts import clamp_to, highest, named_value, truth
 
 # IbDataPortAndInvalid: "255 when no valid port applies"; the SL-to-VL, P_Key
@@ -646,7 +646,7 @@ _TABLES = (
             # manager is neither.
             "ibSmaSmSmKey": lambda sm, target: _ZERO_KEY,
             # SMInfo:ActCount, growing with time; a 32-bit value like Counter32.
-            "ibSmaSmSmpCount": lambda sm, target: sm_act_count(sm, target.elapsed),
+            "ibSmaSmSmpCount": reads_time(lambda sm, target: sm_act_count(sm, target.elapsed)),
             "ibSmaSmPriority": lambda sm, target: sm.priority & 0xF,  # 4-bit field
             "ibSmaSmState": lambda sm, target: _SM_STATE.get(sm.state, _SM_STATE_UNKNOWN),
         },

@@ -32,7 +32,15 @@ from .api import (
     Oid,
     SetError,
 )
-from .binding import Applies, ModuleBinding, Shard, TableBinding, WriterBinding, always
+from .binding import (
+    Applies,
+    ModuleBinding,
+    Shard,
+    TableBinding,
+    WriterBinding,
+    always,
+    is_timed,
+)
 from .cells import CellType, converter
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
@@ -241,7 +249,7 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
 class _Handler:
     """A scalar or one table column: the leaf object under which instances live."""
 
-    __slots__ = ("oid", "ctype", "cell", "applies", "getter", "table")
+    __slots__ = ("oid", "ctype", "cell", "applies", "getter", "table", "static")
 
     def __init__(self, oid: Oid, ctype: CellType, applies: Applies, getter: Any,
                  table: _Table | None):
@@ -251,6 +259,8 @@ class _Handler:
         self.applies = applies
         self.getter = getter
         self.table = table
+        # Whether its cells stay as they are for one `InfinibandMib.version`.
+        self.static = not is_timed(getter)
 
     def get(self, target: ContextTarget, suffix: Oid) -> Cell | Missing:
         if self.table is None:
@@ -293,11 +303,12 @@ class _WriteTarget:
 
 
 class _Prepared:
-    __slots__ = ("_store", "_txn")
+    __slots__ = ("_store", "_txn", "_committed")
 
-    def __init__(self, store: WriteStore | None, txn: Any) -> None:
+    def __init__(self, store: WriteStore | None, txn: Any, committed: Any) -> None:
         self._store = store
         self._txn = txn
+        self._committed = committed  # called after every commit that may change a read
 
     def commit(self) -> None:
         if self._store is None:
@@ -306,6 +317,8 @@ class _Prepared:
             self._store.commit(self._txn)
         except OSError as exc:
             raise SetError("commitFailed", 0, f"cannot save the state: {exc}") from None
+        finally:
+            self._committed()
 
 
 class InfinibandMib:
@@ -343,6 +356,24 @@ class InfinibandMib:
         targets.sort(key=lambda t: t.oid)
         self._write_targets = targets
         self._write_oids = [t.oid for t in targets]
+        self._commits = 0
+        # Every row cache's stamp, once each: together with the commits they
+        # say when a snapshot's cells may have changed (see `version`).
+        self._stamps: list[Any] = []
+        for module in modules:
+            for table in module.tables:
+                if table.stamp is not None and table.stamp not in self._stamps:
+                    self._stamps.append(table.stamp)
+
+    def version(self, target: ContextTarget) -> tuple[Any, ...]:
+        """What the cells of `target`'s snapshot are valid for, but for the
+        timed ones (`next_step`): equal versions, equal cells. It changes
+        with every SET commit and every row-cache stamp (request sessions
+        that open, settle or expire)."""
+        return (self._commits, *(stamp(target) for stamp in self._stamps))
+
+    def _count_commit(self) -> None:
+        self._commits += 1
 
     def _write_targets_of(self, module: ModuleBinding) -> list[_WriteTarget]:
         mib = self._mib
@@ -448,7 +479,14 @@ class InfinibandMib:
         found = self._next(target, oid)
         return None if found is None else (found[1], found[2])
 
-    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell] | None:
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+        """`next_cell`, and whether the answer holds for as long as
+        `version(target)` and the snapshot do: false when an object that
+        reads the time was consulted on the way."""
+        found = self._next(target, oid)
+        return None if found is None else (found[1], found[2], found[3])
+
+    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell, bool] | None:
         handlers = self._handlers
         position = self._position(oid)
         suffix: Oid | None = None
@@ -456,12 +494,14 @@ class InfinibandMib:
             suffix = oid[len(self._oids[position]) :]
         else:
             position = bisect_left(self._oids, oid)
+        static = True
         while position < len(handlers):
             handler = handlers[position]
             if handler.applies(target):
+                static = static and handler.static
                 found = handler.next(target, suffix)
                 if found is not None:
-                    return handler, handler.oid + found[0], found[1]
+                    return handler, handler.oid + found[0], found[1], static
             suffix = None
             position += 1
         return None
@@ -480,7 +520,7 @@ class InfinibandMib:
         found = self._next(target, oid)
         if found is None:
             return None
-        handler, at, cell = found
+        handler, at, cell, _ = found
         return at, handler.ctype.box(cell)
 
     # -- SET ---------------------------------------------------------------------
@@ -516,7 +556,7 @@ class InfinibandMib:
         # PDU order as far as the checks allow.
         for writer, requests in by_writer.values():
             writer.plan(target, requests, txn)
-        return _Prepared(self._store, txn)
+        return _Prepared(self._store, txn, self._count_commit)
 
     def _write_target(self, oid: Oid) -> _WriteTarget | None:
         position = bisect_right(self._write_oids, oid) - 1

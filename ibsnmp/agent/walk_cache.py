@@ -1,0 +1,100 @@
+"""GETNEXT steps of the InfiniBand subtree, remembered encoded, per context.
+
+A walk asks, request after request, for the instance after the last one it
+got. Within one fabric snapshot and one `InfinibandMib.version` (no SET
+committed, no request session changed since) that answer never changes,
+except for the objects that read the time (counters: `next_step` says when
+one was consulted). So each step's answer is kept as the varbind octets it
+encodes to, keyed by the OID asked for: the next walk of the same context
+is a chain of dictionary lookups instead of a lookup, a getter and an
+encoding per varbind.
+
+Steps are kept per context, view and snapshot; a new snapshot or version
+drops the old ones. At most `limit` steps are kept in all (about 400
+octets each); the least recently used contexts go first, and a context
+that alone fills the cache keeps what it has. A limit of 0 keeps nothing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from ibsnmp.mib.api import ContextTarget, Oid
+
+# (the OID after the one asked for, its encoded varbind, the BER tag of its value)
+Step = tuple[Oid, bytes, int]
+DEFAULT_LIMIT = 131_072
+
+
+class _Steps:
+    __slots__ = ("fabric", "version", "steps")
+
+    def __init__(self, fabric: Any, version: Any) -> None:
+        self.fabric = fabric  # held, so a recycled id() can never match
+        self.version = version
+        self.steps: dict[Oid, Step] = {}
+
+
+class WalkCache:
+    """See the module documentation."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        if limit < 0:
+            raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
+        self.limit = limit
+        self._contexts: OrderedDict[tuple[Any, ...], _Steps] = OrderedDict()
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        """How many steps are kept."""
+        return self._size
+
+    def resize(self, limit: int) -> None:
+        """Keep at most `limit` steps from now on (a reload)."""
+        if limit < 0:
+            raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
+        self.limit = limit
+        self._evict(keep=None)
+
+    def steps_for(self, target: ContextTarget, view: Any, version: Any) -> dict[Oid, Step] | None:
+        """The steps known for `target` read through `view` at `version`
+        (a dictionary the caller reads and fills through `remember`), or
+        None when nothing may be kept."""
+        if self.limit == 0:
+            return None
+        fabric = target.fabric
+        node = getattr(target.node, "guid", None)
+        key = (id(fabric), node, target.entity_guids, target.serves_sm, id(view))
+        found = self._contexts.get(key)
+        if found is not None and found.fabric is fabric and found.version == version:
+            self._contexts.move_to_end(key)
+            return found.steps
+        # A new snapshot or version: what was kept for older ones is never read again.
+        for old_key, old in list(self._contexts.items()):
+            if old.fabric is not fabric or old.version != version:
+                self._drop(old_key)
+        found = self._contexts[key] = _Steps(fabric, version)
+        return found.steps
+
+    def remember(self, steps: dict[Oid, Step], oid: Oid, step: Step) -> None:
+        """Keep `step` as the answer after `oid` in `steps` (from `steps_for`)."""
+        if self._size >= self.limit:
+            self._evict(keep=steps)
+            if self._size >= self.limit:
+                return  # this context alone fills the cache: it keeps what it has
+        if oid not in steps:
+            self._size += 1
+        steps[oid] = step
+
+    def _evict(self, keep: dict[Oid, Step] | None) -> None:
+        """Drop least recently used contexts (never `keep`) until under the limit."""
+        for key in list(self._contexts):
+            if self._size < self.limit:
+                return
+            if self._contexts[key].steps is not keep:
+                self._drop(key)
+
+    def _drop(self, key: tuple[Any, ...]) -> None:
+        self._size -= len(self._contexts.pop(key).steps)
