@@ -173,10 +173,13 @@ def table_config(shape: TableShape, varbinds: Iterable[Varbind]) -> TableConfig:
                                    f"{column.name} is 0x{column.tag:02x} in the MIB, the "
                                    "type snmpd would serve")
         suffix = oid[depth + 1:]
-        if shape.index.decode(suffix) is None:
-            raise TableConfigError(f"{oid_text(oid)}: {oid_text(suffix)} is not an index "
-                                   f"of {shape.name}")
-        rows.setdefault(suffix, {})[column.subid] = (tag, value)
+        row = rows.get(suffix)
+        if row is None:
+            if shape.index.decode(suffix) is None:
+                raise TableConfigError(f"{oid_text(oid)}: {oid_text(suffix)} is not an index "
+                                       f"of {shape.name}")
+            row = rows[suffix] = {}
+        row[column.subid] = (tag, value)
         cells += 1
     config = TableConfig(lines=[f"table {shape.name}"], rows=len(rows), cells=cells)
     for column in shape.columns:
@@ -186,6 +189,8 @@ def table_config(shape: TableShape, varbinds: Iterable[Varbind]) -> TableConfig:
             config.hidden.append(Hidden(prefix))
             continue
         lacking = [suffix for suffix, row in rows.items() if column.subid not in row]
+        if not lacking:
+            continue
         for suffix, wildcards in cover(lacking, having, f"{shape.name} column {column.name}"):
             config.hidden.append(Hidden(prefix + suffix,
                                         frozenset(len(prefix) + w for w in wildcards)))
