@@ -22,9 +22,9 @@ ports, and is stopped before the script exits.
    ~20k and ~200k snmpd serving the same rows through its table helper
    (`table` and `add_row` lines, see snmpd_table.py; target at ~200k:
    ibsnmp >= 5x). Each walk also reads the server's CPU time from
-   /proc/<pid>/stat (CPU per varbind) and its VmRSS. At ~20k, SNMPv3 authPriv (SHA-256/AES-128)
-   walks compare ibsnmp with the agent through pysnmp (target >= 10x) and
-   with snmpd.
+   /proc/<pid>/stat (CPU per varbind) and its VmRSS. At ~20k, SNMPv3
+   authPriv (SHA-256/AES-128) walks compare ibsnmp with the agent through
+   pysnmp (target >= 10x) and with snmpd.
 2. GETNEXT latency a few rows before the end of the port info table, on a
    small fabric and on a ~10,000-node fabric, over a raw UDP socket.
 3. Start-up time (process start to the 'ibsnmp: serving' line) and VmRSS at
