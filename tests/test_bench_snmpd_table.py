@@ -142,8 +142,8 @@ def test_what_the_table_helper_would_serve_otherwise_is_refused() -> None:
 
 
 def snmpd_path() -> str | None:
-    return shutil.which("snmpd") or next(
-        (p for p in ("/usr/sbin/snmpd",) if Path(p).exists()), None)
+    sbin = Path("/usr/sbin/snmpd")  # not on a user's PATH
+    return shutil.which("snmpd") or (str(sbin) if sbin.exists() else None)
 
 
 @pytest.mark.skipif(snmpd_path() is None, reason="net-snmp snmpd is not installed")
