@@ -18,11 +18,13 @@ ports, and is stopped before the script exits.
    and values. Servers: ibsnmp (fast read path on, the default), the same
    agent with `[limits] fast_path = false` (every request through pysnmp,
    up to --pysnmp-max varbinds), snmpsim, and net-snmp's snmpd serving the
-   same varbinds (one `override` line each, up to --snmpd-max). Each walk
-   also reads the server's CPU time from /proc/<pid>/stat (CPU per
-   varbind) and its VmRSS. At ~20k, SNMPv3 authPriv (SHA-256/AES-128)
-   walks compare ibsnmp with the agent through pysnmp (target >= 10x) and
-   with snmpd.
+   same varbinds (one `override` line each, up to --snmpd-max), and at
+   ~20k and ~200k snmpd serving the same rows through its table helper
+   (`table` and `add_row` lines, see snmpd_table.py; target at ~200k:
+   ibsnmp >= 5x). Each walk also reads the server's CPU time from
+   /proc/<pid>/stat (CPU per varbind) and its VmRSS. At ~20k, SNMPv3
+   authPriv (SHA-256/AES-128) walks compare ibsnmp with the agent through
+   pysnmp (target >= 10x) and with snmpd.
 2. GETNEXT latency a few rows before the end of the port info table, on a
    small fabric and on a ~10,000-node fabric, over a raw UDP socket.
 3. Start-up time (process start to the 'ibsnmp: serving' line) and VmRSS at
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -48,11 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     END_OF_MIB_VIEW,
     LOCALHOST,
+    ROOT,
     VENV_BIN,
     Oid,
     Proc,
     Processes,
     SnmpClient,
+    Varbind,
     check_decoder,
     cpu_seconds,
     decode_response,
@@ -66,9 +71,11 @@ from common import (  # noqa: E402
     vm_status,
     wait_until_answers,
 )
+from snmpd_table import TableConfigError, table_config, table_shape, view_lines  # noqa: E402
 
 PORT_INFO_TABLE = parse_oid(".1.3.6.1.3.117.7.1.3")  # IB-SM-MIB::ibSmPortInfo: only the table
 PORT_INFO_ENTRY = PORT_INFO_TABLE + (1, 1)  # ibSmPortInfoEntry; its columns are .<col>.<index>
+PORT_INFO_TABLE_NAME = "ibSmPortInfoTable"  # .1.3.6.1.3.117.7.1.3.1, for snmpd's `table`
 
 SMALL_WALK_FABRIC = "fat-tree:spines=3,leaves=8,hosts=6"  # ~21,000 port info varbinds
 MID_WALK_FABRIC = "fat-tree:spines=8,leaves=20,hosts=14"  # ~63,000 port info varbinds
@@ -78,6 +85,7 @@ LARGE_FABRIC = "fat-tree:spines=18,leaves=72,hosts=138"  # 10,026 nodes
 
 WALK_TARGET = 20.0  # ibsnmp varbinds/s >= 20 x snmpsim's
 SNMPD_TARGET = 1.0  # ... and >= snmpd's serving the same varbinds as `override`s (0.7 at least)
+TABLE_TARGET = 5.0  # ... and >= 5 x snmpd's table helper (`table`/`add_row`) at ~200k
 V3_TARGET = 10.0  # v3 authPriv walk >= 10 x the same agent with every request through pysnmp
 LATENCY_TARGET = 1.2  # GETNEXT median at 10k nodes <= 1.2 x the small fabric's
 RSS_TARGET_MB = 150.0
@@ -85,6 +93,10 @@ STARTUP_TARGET_S = 3.0
 
 SNMPD_MAX_VARBINDS = 70_000  # snmpd loads `override`s in quadratic time: 200k take > 15 min
 SNMPD_START_TIMEOUT = 400.0
+TABLE_VIEW = "recorded"  # the VACM view that leaves out what the recording lacks
+# snmpd's `table` reads the table's definition from these (the sources in mibs/).
+TABLE_MIBDIRS = (ROOT / "mibs", ROOT / "mibs" / "base")
+TABLE_MIBS = "IB-SM-MIB"
 
 # SNMPv3 authPriv: the same user on ibsnmp and snmpd (SHA-256, AES-128).
 V3_USER, V3_AUTH, V3_PRIV = "benchuser", "bench-auth-pass", "bench-priv-pass"
@@ -186,14 +198,23 @@ class Server:
         return vm_status(self.proc.pid).get("VmRSS", 0) / 1024
 
 
+def snmpd_access(view: str | None = None) -> str:
+    """snmpd.conf lines for the bench's community and v3 user (limited to `view`)."""
+    limit = f" -V {view}" if view else ""
+    return (f"rocommunity public {LOCALHOST}{limit}\n"
+            "dontLogTCPWrappersConnects yes\n"
+            f'createUser {V3_USER} SHA-256 "{V3_AUTH}" AES "{V3_PRIV}"\n'
+            f"rouser {V3_USER} priv{limit}\n")
+
+
 def record(port: int, root: Oid, snmprec: Path, snmpd_conf: Path | None,
-           limit: int = 2_000_000) -> tuple[int, int, str | None]:
+           limit: int = 2_000_000) -> tuple[int, int, str | None, list[Varbind]]:
     """Walk `root` on ibsnmp and write the .snmprec (and snmpd.conf) of it.
 
     The first varbind after the subtree is written too, so that every agent
     ends the walk the same way (on an OID outside the subtree, not on
     endOfMibView). Returns (varbinds in the subtree, snmpd override lines,
-    why snmpd cannot serve them or None).
+    why snmpd cannot serve them or None, the varbinds written).
     """
     count = 0
     overrides = 0
@@ -202,10 +223,7 @@ def record(port: int, root: Oid, snmprec: Path, snmpd_conf: Path | None,
         conf = open(snmpd_conf, "w", encoding="ascii") if snmpd_conf else None
         try:
             if conf:
-                conf.write(f"rocommunity public {LOCALHOST}\n"
-                           "dontLogTCPWrappersConnects yes\n"
-                           f'createUser {V3_USER} SHA-256 "{V3_AUTH}" AES "{V3_PRIV}"\n'
-                           f"rouser {V3_USER} priv\n")
+                conf.write(snmpd_access())
             varbinds = list(client.walk(root, limit=limit))
             after = client.get_next(varbinds[-1][0]) if varbinds else None
             if after is not None and after[1] != END_OF_MIB_VIEW:
@@ -227,7 +245,36 @@ def record(port: int, root: Oid, snmprec: Path, snmpd_conf: Path | None,
                 conf.close()
     if count == 0:
         raise BenchError(f"ibsnmp returned nothing under {oid_text(root)}")
-    return count, overrides, problem
+    return count, overrides, problem, varbinds
+
+
+@dataclass
+class TablePeer:
+    """snmpd's table helper serving a recording: what its snmpd.conf holds."""
+
+    rows: int
+    cells: int
+    view_entries: int  # excluded subtrees (snmpd checks each varbind against them)
+
+
+def write_table_conf(path: Path, varbinds: list[Varbind], root: Oid, count: int) -> TablePeer:
+    """An snmpd.conf serving the recorded table from `table`/`add_row` lines
+    (the varbind after the subtree from one `override`); raises
+    TableConfigError if snmpd's table helper cannot serve it as recorded."""
+    shape = table_shape(PORT_INFO_TABLE_NAME)
+    config = table_config(shape, varbinds)
+    if config.cells != count:
+        raise TableConfigError(f"{count - config.cells:,} of the {count:,} varbinds under "
+                               f"{oid_text(root)} are outside {shape.name}")
+    lines = [snmpd_access(TABLE_VIEW), *view_lines(TABLE_VIEW, config.hidden), *config.lines]
+    after = varbinds[-1] if varbinds and varbinds[-1][0][: len(root)] != root else None
+    if after is not None:
+        line = snmpd_override_line(*after)
+        if line is None:
+            raise TableConfigError(f"`override` has no type for {oid_text(after[0])}")
+        lines.append(line)
+    path.write_text("\n".join(lines) + "\n", encoding="ascii")
+    return TablePeer(config.rows, config.cells, len(config.hidden))
 
 
 def start_snmpsim(procs: Processes, data_dir: Path, cache_dir: Path, root: Oid) -> Server:
@@ -244,16 +291,33 @@ def start_snmpsim(procs: Processes, data_dir: Path, cache_dir: Path, root: Oid) 
     return Server("snmpsim", port, proc)
 
 
-def start_snmpd(procs: Processes, conf: Path, persist: Path, root: Oid) -> tuple[Server, float]:
+def start_snmpd(procs: Processes, conf: Path, persist: Path, root: Oid, name: str = "snmpd",
+                table: bool = False) -> tuple[Server, float]:
+    """snmpd on `conf`; `table`: with the MIB its `table` lines need, and
+    failing on any warning of the config reader (a row it did not add)."""
     snmpd = shutil.which("snmpd") or "/usr/sbin/snmpd"
     port = free_udp_port()
     env = dict(os.environ, SNMP_PERSISTENT_DIR=str(persist), MIBS="")
+    if table:
+        env.update(MIBDIRS=":".join(map(str, TABLE_MIBDIRS)), MIBS=TABLE_MIBS)
     # -C: only this config file; -I -smux: no SMUX listener on 0.0.0.0:199.
     argv = [snmpd, "-f", "-Lo", "-C", "-c", str(conf), "-I", "-smux", f"udp:{LOCALHOST}:{port}"]
     start = time.monotonic()
-    proc = procs.start("snmpd", argv, env=env)
-    wait_until_answers(port, root, timeout=SNMPD_START_TIMEOUT, proc=proc)
-    return Server("snmpd", port, proc), time.monotonic() - start
+    proc = procs.start(name, argv, env=env)
+    try:
+        wait_until_answers(port, root, timeout=SNMPD_START_TIMEOUT, proc=proc)
+        seconds = time.monotonic() - start
+        if table:
+            proc.wait_for_line(r"^NET-SNMP version", 10.0)  # printed once the config is read
+            complaints = [line for _, line in list(proc.lines)
+                          if re.search(r": line \d+: (Warning|Error)|Cannot find module", line)]
+            if complaints:
+                raise BenchError(f"{name} did not read {conf.name} cleanly: {len(complaints)} "
+                                 "complaints, the first: " + " | ".join(complaints[:3]))
+    except BaseException:
+        procs.stop(proc)
+        raise
+    return Server(name, port, proc), seconds
 
 
 def bulkwalk(port: int, root: Oid, out: Path, v3: bool = False,
@@ -332,7 +396,7 @@ def timed_walk(server: Server, root: Oid, out: Path, count: int, v3: bool = Fals
 def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
               procs: Processes, work: Path, report: Report, *, rounds: int,
               with_snmpd: bool, snmpd_loads: list[tuple[int, float]],
-              v3_rounds: int = 0) -> None:
+              v3_rounds: int = 0, with_table: bool = False) -> None:
     root = PORT_INFO_TABLE
     say(f"\n== walk {label}: IB-SM-MIB port info table {oid_text(root)}, "
         f"fabric {fabric} ==")
@@ -348,7 +412,7 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
         snmprec = data_dir / "public.snmprec"
         conf = size_dir / "snmpd.conf" if with_snmpd else None
         t0 = time.monotonic()
-        count, overrides, snmpd_problem = record(ib_port, root, snmprec, conf)
+        count, overrides, snmpd_problem, varbinds = record(ib_port, root, snmprec, conf)
         say(f"recorded {count:,} varbinds (+1 past the end) from ibsnmp to {snmprec.name} "
             f"in {time.monotonic() - t0:.1f} s")
         servers = [Server("ibsnmp", ib_port, ib_proc, speaks_v3=True)]
@@ -373,8 +437,7 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
             if loaded:
                 estimate = loaded[1] * (count / loaded[0]) ** 2
                 why += (f" ({loaded[0]:,} took {loaded[1]:.1f} s here, so at least "
-                        f"~{estimate:.0f} s to start); snmpd's table helper (a MIB module "
-                        "built against libnetsnmpagent) is not part of this benchmark")
+                        f"~{estimate:.0f} s to start)")
             say(f"snmpd: not measured: {why}")
             report.notes.append(f"snmpd at {label}: not measured: {why}")
         elif with_snmpd:
@@ -389,6 +452,11 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
                 say(f"snmpd: not measured: {exc}")
                 report.notes.append(f"snmpd at {label}: not measured "
                                     f"({str(exc).splitlines()[0]})")
+        if with_snmpd and with_table:
+            table_peers = start_table_peer(procs, size_dir, varbinds, root, count, label, report)
+            started.extend(peer.proc for peer in table_peers)
+            servers.extend(table_peers)
+        del varbinds
 
         # Timed rounds, the order rotating each round. The first round's
         # outputs are checked: every server must walk the same OIDs as ibsnmp.
@@ -427,12 +495,37 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
             procs.stop(proc)
 
 
+def start_table_peer(procs: Processes, size_dir: Path, varbinds: list[Varbind], root: Oid,
+                     count: int, label: str, report: Report) -> list[Server]:
+    """snmpd serving the recording through its table helper ([] if it cannot)."""
+    conf = size_dir / "snmpd-table.conf"
+    try:
+        t0 = time.monotonic()
+        peer = write_table_conf(conf, varbinds, root, count)
+        written = time.monotonic() - t0
+        server, start = start_snmpd(procs, conf, size_dir / "snmpd-table-persist", root,
+                                    name="snmpd-table", table=True)
+    except (TableConfigError, BenchError, TimeoutError, RuntimeError, OSError) as exc:
+        say(f"snmpd-table: not measured: {exc}")
+        report.notes.append(f"snmpd-table at {label}: not measured "
+                            f"({str(exc).splitlines()[0]})")
+        return []
+    say(f"snmpd-table answers with {peer.rows:,} `add_row` lines ({peer.cells:,} cells; its "
+        f"view excludes {peer.view_entries} subtrees the recording lacks) after {start:.2f} s "
+        f"(config written in {written:.1f} s)")
+    report.add(f"snmpd-table start, {peer.rows:,} rows = {count:,} varbinds, s", "",
+               f"{start:.2f}", "", "(info)", "")
+    return [server]
+
+
 def _target(peer: str, label: str) -> float | None:
     """The ratio ibsnmp/peer targeted at this size (None: information only)."""
     if peer == "snmpsim":
         return WALK_TARGET
     if peer == "snmpd" and label != "~200k":
         return SNMPD_TARGET
+    if peer == "snmpd-table" and label == "~200k":
+        return TABLE_TARGET
     return None
 
 
@@ -453,6 +546,15 @@ def _report_walks(label: str, count: int, servers: list[Server], report: Report)
                    fmt_rate(median(ib.rates)), fmt_rate(median(peer.rates)),
                    f"{ratio:.2f}x", f">= {target}x" if target is not None else "(info)",
                    verdict(ok))
+    by_name = {s.name: s for s in servers}
+    if "snmpd" in by_name and "snmpd-table" in by_name:
+        table, override = by_name["snmpd-table"], by_name["snmpd"]
+        cross = median([a / b for a, b in zip(table.rates, override.rates)])
+        say(f"{label}: cross-check: snmpd-table walks at {cross:.2f}x the rate of snmpd "
+            f"serving the same varbinds as `override`s")
+        report.add(f"v2c bulkwalk {count:,} varbinds, snmpd-table vs snmpd (varbinds/s)",
+                   "", f"{fmt_rate(median(table.rates))} / {fmt_rate(median(override.rates))}",
+                   f"{cross:.2f}x", "(info)", "")
     for server in servers:
         if server.cpu_per_varbind:
             cpu = median(server.cpu_per_varbind) * 1e6
@@ -707,6 +809,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-snmpd", action="store_true", help="leave net-snmp snmpd out")
     p.add_argument("--snmpd-max", type=int, default=SNMPD_MAX_VARBINDS,
                    help="largest walk served by snmpd too (default %(default)s)")
+    p.add_argument("--no-snmpd-table", action="store_true",
+                   help="leave out snmpd's table helper (at ~20k and ~200k)")
     p.add_argument("--skip-walk", action="store_true", help="only GETNEXT, start-up, memory")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
@@ -744,7 +848,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.small_rounds:
                     walk_size("~20k", args.small_walk_fabric, args, budget, procs, work, report,
                               rounds=args.small_rounds, with_snmpd=bool(snmpd_ok),
-                              snmpd_loads=snmpd_loads, v3_rounds=args.v3_rounds)
+                              snmpd_loads=snmpd_loads, v3_rounds=args.v3_rounds,
+                              with_table=not args.no_snmpd_table)
                 if args.mid_rounds:
                     walk_size("~60k", args.mid_walk_fabric, args, budget, procs, work, report,
                               rounds=args.mid_rounds, with_snmpd=bool(snmpd_ok),
@@ -752,7 +857,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.large_rounds:
                     walk_size("~200k", args.large_walk_fabric, args, budget, procs, work, report,
                               rounds=args.large_rounds, with_snmpd=bool(snmpd_ok),
-                              snmpd_loads=snmpd_loads)
+                              snmpd_loads=snmpd_loads, with_table=not args.no_snmpd_table)
             latency_and_memory(args, budget, procs, report)
     except (BenchError, TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as exc:
         failed = True
@@ -768,8 +873,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"\n- {note}")
     say("\nWalks: `snmpbulkwalk -v2c -c public -Cr50 -On -OQ` (v3: -l authPriv, SHA-256/AES) of "
         "IB-SM-MIB ibSmPortInfoTable; ibsnmp-pysnmp is ibsnmp with `[limits] fast_path = false`; "
-        "snmpsim serves ibsnmp's recording of the same table. Ratios are medians of paired, "
-        "interleaved rounds.")
+        "snmpsim serves ibsnmp's recording of the same table, snmpd the same varbinds as "
+        "`override` lines, snmpd-table the same rows from `table`/`add_row` (its table helper, "
+        "with a VACM view leaving out the cells the recording lacks). Ratios are medians of "
+        "paired, interleaved rounds.")
     if failed:
         return 1
     return 0 if all(r.result != "FAIL" for r in report.rows) else 3
