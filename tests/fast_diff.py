@@ -93,6 +93,7 @@ class TwoPaths:
         return reply if self.fast_answered else None
 
     def counters(self) -> dict[str, int]:
+        self.dispatcher.fast_reads.counts.flush()  # as before any read of them
         builder = self.engine.get_mib_builder()
         names = [name for name, symbol in builder.mibSymbols["__SNMPv2-MIB"].items()
                  if tuple(getattr(symbol, "name", ()))[:7] == STATISTICS]

@@ -37,10 +37,12 @@ from ibsnmp.agent.runner import (  # noqa: E402
     serve,
     settings_from_args,
 )
+from ibsnmp.agent.cells import cell_of  # noqa: E402
 from ibsnmp.mib.api import (  # noqa: E402
     INFINIBAND_MIB,
     NO_SUCH_INSTANCE,
     NO_SUCH_OBJECT,
+    Cell,
     ContextTarget,
     Missing,
     Oid,
@@ -100,6 +102,23 @@ class FakeMib:
         if i == len(keys):
             return None
         return keys[i], values[keys[i]]
+
+    # The same values as plain cells, for the fast responder.
+
+    def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
+        value = self.get(target, oid)
+        return value if isinstance(value, Missing) else cell_of(value)
+
+    def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
+        found = self.get_next(target, oid)
+        return None if found is None else (found[0], cell_of(found[1]))
+
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+        found = self.next_cell(target, oid)
+        return None if found is None else (*found, True)  # nothing here moves
+
+    def version(self, target: ContextTarget) -> int:
+        return 0  # nothing here is written
 
 
 def make_backend(rows: int = 0) -> tuple[Any, FakeMib]:

@@ -136,18 +136,22 @@ def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
     class Broken:
         subtree = cells.subtree
         get_cell = cells.get_cell
+        version = cells.version
 
         @staticmethod
-        def next_cell(target, oid):  # type: ignore[no-untyped-def]
+        def next_step(target, oid):  # type: ignore[no-untyped-def]
             raise ValueError("binding bug")
 
     data = community_request("next", [INFINIBAND])
     before, failures = paths.counters(), fast_reads.failures
     fast_reads._cells = Broken()
+    limit = fast_reads.walks.limit
+    fast_reads.walks.resize(0)  # no step kept from earlier walks: the read is made
     try:
         reply = fast_reads.answer(data, paths.dispatcher.prefilter.community_context)
     finally:
         fast_reads._cells = cells
+        fast_reads.walks.resize(limit)
     assert reply is None and fast_reads.failures == failures + 1
     assert paths.counters() == before
     assert "Traceback" not in caplog.text

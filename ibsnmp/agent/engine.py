@@ -143,6 +143,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                         snmpEngine.transport_dispatcher.send_message(
                             reply, transportDomain, transportAddress)
                         return b""
+            if self.fast_reads is not None:
+                self.fast_reads.counts.flush()  # pysnmp may read the counters it keeps
             self._on_notification_socket = is_notification_domain(transportDomain)
             return super().receive_message(snmpEngine, transportDomain, transportAddress,
                                            wholeMsg)

@@ -49,6 +49,7 @@ from ibsnmp.wire.ber import (
     HeaderError,
     OidEncodings,
     encode_value,
+    integer_octets,
 )
 from ibsnmp.wire.header import GET, GET_NEXT, V1
 from ibsnmp.wire.request import (
@@ -63,6 +64,7 @@ from ibsnmp.wire.request import (
 from .causes import current_exception_summary
 from .cells import Cell, cell_of
 from .context_hooks import ContextDirectory
+from .pending_counts import PendingCounts
 from .instrum import ContextView
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
@@ -77,6 +79,7 @@ _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
 _REQUEST_NULL = univ.Null("")
 _IN_COUNTERS = {GET: "snmpInGetRequests", GET_NEXT: "snmpInGetNexts"}
+_ROOMS_KEPT = 1024  # (version, community and request-id sizes, maximum) -> varbind room
 _COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
              "snmpOutGetResponses", "snmpInTotalReqVars", "snmpOutNoSuchNames")
 
@@ -99,7 +102,9 @@ class FastReads:
         self._cells = mib
         self._base = engine.message_dispatcher.mib_instrum_controller
         builder = engine.get_mib_builder()
-        self._counters = dict(zip(_COUNTERS, builder.import_symbols("__SNMPv2-MIB", *_COUNTERS)))
+        # Counted as plain integers, written into pysnmp's counters before any read.
+        self.counts = PendingCounts(dict(zip(_COUNTERS, builder.import_symbols("__SNMPv2-MIB",
+                                                                               *_COUNTERS))))
         (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
                                                    "snmpEngineMaxMessageSize")
         self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
@@ -107,6 +112,7 @@ class FastReads:
         self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
         self._encode_oid = OidEncodings()
         self.walks = WalkCache(walk_cache)  # GETNEXT steps of the subtree, kept encoded
+        self._rooms: dict[tuple[int, int, int, int], int] = {}
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
@@ -123,8 +129,7 @@ class FastReads:
         if target is None:
             return None
         fixed = (request.version, request.community, request.request_id)
-        found = self.read(request, target, community.access, community.view,
-                          _varbind_room(fixed, int(self._max_size.syntax)))
+        found = self.read(request, target, community.access, community.view, self._room(fixed))
         if found is None:
             return None
         status, index, varbinds = found
@@ -172,8 +177,20 @@ class FastReads:
         return status, index, varbinds
 
     def _add(self, name: str, amount: int) -> None:
-        instance = self._counters[name]
-        instance.syntax = instance.syntax.clone((int(instance.syntax) + amount) & 0xFFFFFFFF)
+        self.counts.add(name, amount)
+
+    def _room(self, fixed: tuple[int, bytes, int]) -> int:
+        """`_varbind_room`, remembered: it depends on the sizes of the fixed
+        fields only, which are the same request after request."""
+        version, community, request_id = fixed
+        max_size = int(self._max_size.syntax)
+        key = (version, len(community), len(integer_octets(request_id)), max_size)
+        room = self._rooms.get(key)
+        if room is None:
+            if len(self._rooms) >= _ROOMS_KEPT:
+                self._rooms.clear()
+            room = self._rooms[key] = _varbind_room(fixed, max_size)
+        return room
 
 
 class _Request:
@@ -306,6 +323,7 @@ class _Request:
     def _slow_view(self) -> ContextView:
         if self._slow is None:
             owner = self._owner
+            owner.counts.flush()  # the base tree holds the counters: they must be current
             self._slow = ContextView(owner._base, owner._mib, self._target)
         return self._slow
 

@@ -100,6 +100,16 @@ class VirtualMib(Protocol):
         """The first instance after `oid` inside `subtree`, or None at its end."""
         ...
 
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+        """`next_cell`, and whether that answer holds while the snapshot and
+        `version(target)` stay the same (false where values move with time)."""
+        ...
+
+    def version(self, target: ContextTarget) -> Any:
+        """A value that changes whenever a read of `target`'s snapshot may
+        answer differently (a SET, a request session), time aside."""
+        ...
+
     def get(self, target: ContextTarget, oid: Oid) -> Any | Missing:
         """The value at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
         ...

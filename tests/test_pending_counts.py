@@ -1,0 +1,53 @@
+"""The fast responder's counter additions reach pysnmp's counters before anyone reads them."""
+
+from __future__ import annotations
+
+import pytest
+from fast_diff import TwoPaths
+from pysnmp.proto import rfc1902
+from wire import community_request, decode_response
+
+from ibsnmp.agent.pending_counts import PendingCounts
+from ibsnmp.providers.simulated import SimulatedProvider
+
+SNMP_IN_PKTS = (1, 3, 6, 1, 2, 1, 11, 1, 0)
+SNMP_OUT_GET_RESPONSES = (1, 3, 6, 1, 2, 1, 11, 28, 0)
+SMA_MIB = (1, 3, 6, 1, 3, 117, 3)
+
+
+class _Instance:
+    def __init__(self, value: int) -> None:
+        self.syntax = rfc1902.Counter32(value)
+
+
+def test_additions_wait_for_a_flush_and_wrap_as_counter32() -> None:
+    packets = _Instance(2**32 - 2)
+    counts = PendingCounts({"snmpInPkts": packets})
+    counts.add("snmpInPkts", 1)
+    counts.add("snmpInPkts", 2)
+    assert int(packets.syntax) == 2**32 - 2  # nothing written yet
+    counts.flush()
+    assert int(packets.syntax) == 1
+    counts.flush()  # nothing pending: nothing changes
+    assert int(packets.syntax) == 1
+    with pytest.raises(KeyError):
+        counts.add("snmpOutTraps", 1)
+
+
+def _read(paths: TwoPaths, oid: tuple[int, ...], fast: bool) -> int:
+    reply = paths.send(community_request("get", [oid]), fast=fast)
+    assert reply is not None
+    return int(decode_response(reply)[3][0][1])
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "pysnmp"])
+def test_a_read_of_the_counters_sees_every_request_answered_before(fast: bool) -> None:
+    paths = TwoPaths(SimulatedProvider("single", 1, watch_interval=0))
+    before = _read(paths, SNMP_OUT_GET_RESPONSES, fast)
+    for _ in range(5):
+        assert paths.fast(community_request("next", [SMA_MIB])) is not None
+    # Five answers and the first read's own; a read counts itself in snmpInPkts.
+    assert _read(paths, SNMP_OUT_GET_RESPONSES, fast) == before + 6
+    in_pkts = _read(paths, SNMP_IN_PKTS, fast)
+    assert paths.fast(community_request("next", [SMA_MIB])) is not None
+    assert _read(paths, SNMP_IN_PKTS, fast) == in_pkts + 2
