@@ -8,6 +8,9 @@ Response is written octet for octet as pysnmp would write it. The objects
 outside the subtree (the SNMPv2-MIB system and snmp groups, sysORTable,
 SNMP-FRAMEWORK-MIB, ...) are few: they are read through the same
 ContextView pysnmp reads them with, so both paths give the same answers.
+A walk's steps through the subtree are kept encoded (agent.walk_cache),
+and the SNMPv2-MIB counters are added to as integers until something may
+read them (agent.pending_counts).
 
 `FastReads.answer` returns the Response octets, or None to leave the
 datagram to pysnmp: anything but a well-formed v1/v2c read request, a
@@ -64,8 +67,8 @@ from ibsnmp.wire.request import (
 from .causes import current_exception_summary
 from .cells import Cell, cell_of
 from .context_hooks import ContextDirectory
-from .pending_counts import PendingCounts
 from .instrum import ContextView
+from .pending_counts import PendingCounts
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Step, WalkCache
