@@ -12,6 +12,7 @@ from set_support import Agent, i, instance
 from wire import community_request, decode_response
 
 from ibsnmp.agent.config import ConfigError, parse_config
+from ibsnmp.agent.fast_reads import _oid_of, _step_of
 from ibsnmp.agent.walk_cache import WalkCache
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
 from ibsnmp.providers.simulated import SimulatedProvider
@@ -33,16 +34,20 @@ def _target(fabric: object, guid: int = 1) -> ContextTarget:
     return ContextTarget(fabric, _Node(guid), False)
 
 
-def _step(n: int) -> tuple[Oid, bytes, int]:
-    return (1, 3, n), b"\x30\x00", 0x02
+def _key(n: int) -> bytes:
+    return bytes((0x06, 0x02, 0x2B, n))  # OID 1.3.n
+
+
+def _step(n: int) -> bytes:
+    return bytes((0x30, 0x06)) + _key(n) + b"\x05\x00"
 
 
 def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
     cache, fabric, view = WalkCache(10), object(), object()
     steps = cache.steps_for(_target(fabric), view, (0,))
     assert steps is not None
-    cache.remember(steps, (1, 3, 0), _step(1))
-    assert cache.steps_for(_target(fabric), view, (0,)) == {(1, 3, 0): _step(1)}
+    cache.remember(steps, _key(0), _step(1))
+    assert cache.steps_for(_target(fabric), view, (0,)) == {_key(0): _step(1)}
     assert cache.size == 1
     # Another view, node or version is another set of steps.
     assert cache.steps_for(_target(fabric), object(), (0,)) == {}
@@ -52,7 +57,7 @@ def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
     assert cache.size == 0
     steps = cache.steps_for(_target(fabric), view, (1,))
     assert steps is not None
-    cache.remember(steps, (1, 3, 0), _step(1))
+    cache.remember(steps, _key(0), _step(1))
     assert cache.steps_for(_target(object()), view, (1,)) == {}
     assert cache.size == 0
 
@@ -63,13 +68,13 @@ def test_the_limit_drops_the_least_recently_used_context_first() -> None:
     second = cache.steps_for(_target(fabric, 2), view, ())
     assert first is not None and second is not None
     for n in range(2):
-        cache.remember(first, (1, 3, n), _step(n + 1))
-        cache.remember(second, (1, 3, n), _step(n + 1))
+        cache.remember(first, _key(n), _step(n + 1))
+        cache.remember(second, _key(n), _step(n + 1))
     assert cache.size == 4
     cache.steps_for(_target(fabric, 1), view, ())  # the first is used again
     third = cache.steps_for(_target(fabric, 3), view, ())
     assert third is not None
-    cache.remember(third, (1, 3, 0), _step(1))
+    cache.remember(third, _key(0), _step(1))
     assert cache.size == 3
     assert cache.steps_for(_target(fabric, 2), view, ()) == {}  # the second went
     assert len(cache.steps_for(_target(fabric, 1), view, ()) or {}) == 2
@@ -80,8 +85,8 @@ def test_a_context_that_fills_the_cache_alone_keeps_what_it_has() -> None:
     steps = cache.steps_for(_target(fabric), view, ())
     assert steps is not None
     for n in range(10):
-        cache.remember(steps, (1, 3, n), _step(n + 1))
-    assert cache.size == 3 and sorted(steps) == [(1, 3, 0), (1, 3, 1), (1, 3, 2)]
+        cache.remember(steps, _key(n), _step(n + 1))
+    assert cache.size == 3 and sorted(steps) == [_key(0), _key(1), _key(2)]
 
 
 def test_a_limit_of_zero_keeps_nothing_and_resize_applies_at_once() -> None:
@@ -90,7 +95,7 @@ def test_a_limit_of_zero_keeps_nothing_and_resize_applies_at_once() -> None:
     steps = cache.steps_for(_target(fabric), view, ())
     assert steps is not None
     for n in range(8):
-        cache.remember(steps, (1, 3, n), _step(n + 1))
+        cache.remember(steps, _key(n), _step(n + 1))
     cache.resize(0)
     assert cache.size == 0 and cache.steps_for(_target(fabric), view, ()) is None
     with pytest.raises(ValueError):
@@ -98,7 +103,7 @@ def test_a_limit_of_zero_keeps_nothing_and_resize_applies_at_once() -> None:
 
 
 def test_the_limit_is_configured_in_limits() -> None:
-    assert parse_config({}).limits.walk_cache == 131_072
+    assert parse_config({}).limits.walk_cache == 262_144
     assert parse_config({"limits": {"walk_cache": 0}}).limits.walk_cache == 0
     with pytest.raises(ConfigError, match="limits.walk_cache"):
         parse_config({"limits": {"walk_cache": -1}})
@@ -194,14 +199,15 @@ def test_the_fast_path_keeps_static_steps_but_never_counters() -> None:
     assert late == _bulk_walk(paths, PMA_OBJECTS, fast=False)
     moved = {a[0] for a, b in zip(early, late) if a != b}
     assert len(moved) > 20  # the counters moved ...
-    kept = {step[0] for context in walks._contexts.values() for step in context.steps.values()}
+    kept = {_oid_of(_step_of(varbind)[0]) for context in walks._contexts.values()
+            for varbind in context.steps.values()}
     assert not moved & kept  # ... and not one of them was kept
 
 
 def test_a_reload_applies_a_new_limit() -> None:
     paths = TwoPaths(SimulatedProvider("single", 1, watch_interval=0))
     walks = paths.dispatcher.fast_reads.walks
-    assert walks.limit == 131_072
+    assert walks.limit == 262_144
     settings = paths.agent.settings
     paths.agent.replace_principals(dataclasses.replace(
         settings, limits=dataclasses.replace(settings.limits, walk_cache=0)))

@@ -53,6 +53,8 @@ from ibsnmp.wire.ber import (
     OidEncodings,
     encode_value,
     integer_octets,
+    read_element,
+    read_oid,
 )
 from ibsnmp.wire.header import GET, GET_NEXT, V1
 from ibsnmp.wire.request import (
@@ -71,7 +73,7 @@ from .instrum import ContextView
 from .pending_counts import PendingCounts
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
-from .walk_cache import DEFAULT_LIMIT, Step, WalkCache
+from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ _COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
 
 # A community name -> (the community, the context it names), None if unknown.
 CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
+# One answered varbind: (its OID's element, the whole varbind, the BER tag of its value).
+Step = tuple[bytes, bytes, int]
 
 
 class _Declined(Exception):
@@ -215,7 +219,7 @@ class _Request:
         self._cells = owner._cells
         self._lo, self._hi = owner._lo, owner._hi
         # Walk steps kept for this context (SNMPv1's Counter64 rule aside).
-        self._steps: dict[Oid, Step] | None = None
+        self._steps: Steps | None = None
         if request.pdu_type != GET and not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
 
@@ -227,7 +231,8 @@ class _Request:
             encode_oid = owner._encode_oid
             rows = [_encoded(oid, self._get(oid), encode_oid) for oid in request.oids]
         elif request.pdu_type == GET_NEXT:
-            rows = [self._step(oid) for oid in request.oids]
+            rows = [self._step(element, oid)
+                    for element, oid in zip(request.oid_elements, request.oids)]
         else:
             return self._bulk()
         status = index = 0
@@ -250,8 +255,9 @@ class _Request:
         step_after = self._step
         out = _Filling(self._room)
         n = min(request.non_repeaters, len(request.oids))
-        full = not all(out.add(step_after(oid)) for oid in request.oids[:n])
-        repeaters = request.oids[n:]
+        full = not all(out.add(step_after(element, oid))
+                       for element, oid in zip(request.oid_elements[:n], request.oids))
+        repeaters = request.oid_elements[n:]
         repetitions = request.max_repetitions
         if len(repeaters) == 1:
             # A walk's request: one chain of steps, until its end or the room's.
@@ -262,7 +268,7 @@ class _Request:
                     break  # full, or a lone repeater has nothing more
                 repetitions -= 1
             return b"".join(out.parts), 0, 0, out.retrieved
-        row: list[Step] = [(oid, b"", END_OF_MIB_VIEW) for oid in repeaters]
+        row: list[Step] = [(element, b"", END_OF_MIB_VIEW) for element in repeaters]
         live = list(range(len(row)))
         while not full and repetitions and live:
             for i in live:
@@ -284,25 +290,29 @@ class _Request:
                                                           **self._context())
         return cell_of(value)
 
-    def _step(self, oid: Oid) -> Step:
-        """The instance after `oid` as (its OID, its encoded varbind, its value's tag)."""
+    def _step(self, element: bytes, oid: Oid | None = None) -> Step:
+        """The instance after the OID whose element is `element` (`oid`, if
+        decoded already): its OID element, its encoded varbind, its value's tag."""
         steps = self._steps
         if steps is not None:
-            known = steps.get(oid)
+            known = steps.get(element)
             if known is not None:
-                return known
+                return _step_of(known)
+        if oid is None:
+            oid = _oid_of(element)
+        encode_oid = self._owner._encode_oid
         if self._lo <= oid < self._hi:
             found = self._next_in_subtree(oid)
             if found is not None:
                 next_oid, cell, static = found
-                step = _encoded(next_oid, cell, self._owner._encode_oid)
+                step = _encoded(next_oid, cell, encode_oid)
                 if static and steps is not None:
-                    self._owner.walks.remember(steps, oid, step)
+                    self._owner.walks.remember(steps, element, step[1])
                 return step
         # Across or outside the subtree: pysnmp's base tree decides, as on its path.
         ((name, value),) = self._slow_view().read_next_variables((oid, _REQUEST_NULL),
                                                                  **self._context())
-        return _encoded(tuple(name), cell_of(value), self._owner._encode_oid)
+        return _encoded(tuple(name), cell_of(value), encode_oid)
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
         """The next instance in the view, and whether every object consulted is static."""
@@ -366,7 +376,20 @@ class _Filling:
 
 
 def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
-    return oid, varbind(encode_oid(oid), encode_value(cell.tag, cell.value)), cell.tag
+    element = encode_oid(oid)
+    return element, varbind(element, encode_value(cell.tag, cell.value)), cell.tag
+
+
+def _step_of(encoded: bytes) -> Step:
+    """The Step of a varbind this module encoded (a kept one)."""
+    _, start, end = read_element(encoded, 0, len(encoded))
+    _, _, oid_end = read_element(encoded, start, end)
+    return encoded[start:oid_end], encoded, encoded[oid_end]
+
+
+def _oid_of(element: bytes) -> Oid:
+    _, start, end = read_element(element, 0, len(element))
+    return read_oid(element, start, end)
 
 
 def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:

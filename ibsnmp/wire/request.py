@@ -53,6 +53,8 @@ class Request:
     non_repeaters: int  # GETBULK only (0 otherwise): negative ones count as 0
     max_repetitions: int  # GETBULK only (0 otherwise): negative ones count as 0
     oids: tuple[Oid, ...]
+    # Each OID's whole element as sent (tag, length, value): what walk steps are keyed by.
+    oid_elements: tuple[bytes, ...]
 
 
 def read_community(data: bytes) -> tuple[int, bytes, int]:
@@ -100,16 +102,18 @@ def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes =
     if lend != pdu_end:
         raise HeaderError("octets after the varbind list")
     oids: list[Oid] = []
+    elements: list[bytes] = []
     pos = lstart
     while pos < lend:
         bstart, bend = expect(data, pos, lend, SEQUENCE)
         ostart, oend = expect(data, bstart, bend, OBJECT_IDENTIFIER)
         oids.append(read_oid(data, ostart, oend))
+        elements.append(data[bstart:oend])
         if data[oend:bend] != _NULL:
             raise HeaderError("a varbind value is not NULL")
         pos = bend
     return Request(version, community, pdu_type, request_id, non_repeaters, max_repetitions,
-                   tuple(oids))
+                   tuple(oids), tuple(elements))
 
 
 # -- the response -------------------------------------------------------------------
