@@ -24,6 +24,8 @@ class ScriptedPort:
         self.queue: deque[bytes] = deque()
         self.held: dict[bytes, bytes] = {}
         self.next_tid = 0xFFFF_FFFA  # UmadPort's IDs are 32 bits and wrap past 0
+        self.outstanding_at_send: list[int] = []  # sent and not yet received, at each send
+        self.received = 0
 
     def new_transaction_id(self) -> int:
         self.next_tid = (self.next_tid + 1) & 0xFFFF_FFFF or 1
@@ -31,6 +33,7 @@ class ScriptedPort:
 
     def send(self, mad: bytes, address: Address, transaction_id: int | None = None) -> None:
         assert transaction_id is not None
+        self.outstanding_at_send.append(len(self.sent) - self.received)
         # The kernel answers with its agent number in the top 32 bits.
         wire = with_transaction_id(mad, (0xAB << 32) | transaction_id)
         self.sent.append((mad, address, transaction_id))
@@ -44,7 +47,10 @@ class ScriptedPort:
             self.queue.append(self.held[mad])
 
     def receive(self, timeout: float) -> bytes | None:
-        return self.queue.popleft() if self.queue else None
+        if not self.queue:
+            return None
+        self.received += 1
+        return self.queue.popleft()
 
 
 def request(port_number: int) -> bytes:
@@ -114,6 +120,25 @@ def test_a_late_first_answer_after_the_retry_counts_as_stray() -> None:
     assert first != retry
 
 
-def test_a_window_holds_at_least_one_mad() -> None:
-    with pytest.raises(ValueError, match="at least one"):
-        MadWindow(ScriptedPort(), size=0)  # type: ignore[arg-type]
+@pytest.mark.parametrize(("size", "refill_at", "pattern"), [
+    # Topped up to the size once half (the default) or `refill_at` are in flight.
+    (4, None, [0, 1, 2, 3, 2, 3, 2, 3, 2, 3]),
+    (4, 3, [0, 1, 2, 3, 3, 3, 3, 3, 3, 3]),
+    (4, 0, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]),
+    (1, None, [0] * 10),
+])
+def test_the_window_is_refilled_in_bursts(size: int, refill_at: int | None,
+                                          pattern: list[int]) -> None:
+    port = ScriptedPort()
+    window = MadWindow(port, size=size, refill_at=refill_at)  # type: ignore[arg-type]
+    for number in range(1, 11):
+        window.submit(request(number), DIRECTED_ROUTE, lambda _: None)
+    assert window.drain().answered == 10
+    assert port.outstanding_at_send == pattern
+
+
+@pytest.mark.parametrize(("size", "refill_at"), [(0, None), (4, 4), (4, -1)])
+def test_a_window_holds_at_least_one_mad_and_refills_below_its_size(
+        size: int, refill_at: int | None) -> None:
+    with pytest.raises(ValueError, match="at least one|refilled at"):
+        MadWindow(ScriptedPort(), size=size, refill_at=refill_at)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ _TRANSACTION_ID = MAD_HEADER.by_name["TransactionID"]
 _TID_MASK = 0xFFFFFFFF
 _TID_START = _TRANSACTION_ID.offset // 8
 _TID_END = _TRANSACTION_ID.end // 8
+_TID_STRUCT = struct.Struct({4: ">I", 8: ">Q"}[_TID_END - _TID_START])
 # Where an answer carries the part of its transaction ID that is ours: the low 32 bits.
 TID_OURS_START, TID_OURS_END = _TID_END - (_TID_MASK.bit_length() // 8), _TID_END
 
@@ -174,6 +176,11 @@ class UmadPort:
         self._receive_length = ctypes.c_int(MAD_SIZE)
         self._receive_length_ref = ctypes.byref(self._receive_length)
         self._address: Address | None = None
+        # The two calls a sweep makes per MAD, looked up once and without
+        # argtypes: converting through them cost as much as the call, and every
+        # argument is already a C int or a ctypes buffer (lib[name] is a new
+        # function object; the typed ones stay as they were).
+        self._umad_send, self._umad_recv = self._lib["umad_send"], self._lib["umad_recv"]
 
     # -- GMP agents: a class version of their own and unsolicited methods ------
     def register(self, mgmt_class: int, class_version: int,
@@ -234,13 +241,17 @@ class UmadPort:
         buffer = self._send_buffer
         self._outgoing.raw = mad
         if transaction_id is not None:
-            self._outgoing[_TID_START:_TID_END] = _transaction_id_octets(transaction_id)
+            try:
+                _TID_STRUCT.pack_into(self._outgoing, _TID_START, transaction_id)
+            except struct.error:
+                _transaction_id_octets(transaction_id)  # raises the LayoutError that says why
+                raise
         # A sweep sends thousands to one address object: identity first, cheap.
         if address is not self._address and address != self._address:
             self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
             self._address = address
         # No kernel-side timeout: answers are matched and retried here.
-        failed = self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
+        failed = self._umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
         if failed < 0:
             raise UmadError(-failed, f"umad_send: {os.strerror(-failed)}")
 
@@ -251,7 +262,7 @@ class UmadPort:
         # umad_recv waits itself: under ibsim the descriptor is a fake one
         # (from 1024 up) that only the preloaded library can poll.
         timeout_ms = max(int(timeout * 1000), 0)
-        agent = self._lib.umad_recv(self._portid, buffer, self._receive_length_ref, timeout_ms)
+        agent = self._umad_recv(self._portid, buffer, self._receive_length_ref, timeout_ms)
         if agent < 0:
             if -agent in (errno.EAGAIN, errno.ETIMEDOUT, errno.EWOULDBLOCK):
                 return None

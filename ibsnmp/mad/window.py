@@ -41,10 +41,18 @@ class MadWindow:
     timeout: float = 0.2
     retries: int = 2
     stats: WindowStats = field(default_factory=WindowStats)
+    # The window is topped up to `size` once no more than this many are in
+    # flight (None: half the size). Sending in bursts lets the fabric's side
+    # answer in bursts too, rather than wake once per MAD.
+    refill_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.size < 1:
             raise ValueError("a window holds at least one MAD")
+        self._refill_at = self.size // 2 if self.refill_at is None else self.refill_at
+        if not 0 <= self._refill_at < self.size:
+            raise ValueError(f"a window of {self.size} is refilled at 0..{self.size - 1} "
+                             f"in flight, not {self.refill_at}")
         # Requests not yet sent, in three parallel queues rather than an object
         # each: a sweep queues thousands, and every container it keeps alive
         # makes the garbage collector's passes longer.
@@ -73,8 +81,9 @@ class MadWindow:
             self.retries
         receive, send, new_tid = port.receive, port.send, port.new_transaction_id
         from_bytes = int.from_bytes
+        refill_at = self._refill_at
         while mads or in_flight:
-            if mads and len(in_flight) < size:
+            if mads and len(in_flight) <= refill_at:
                 deadline = clock() + self.timeout
                 while mads and len(in_flight) < size:
                     item = (next_mad(), next_address(), next_handler(), retries)
