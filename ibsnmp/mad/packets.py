@@ -69,7 +69,7 @@ _NO_HOPS = (0,) * (MAX_HOPS + 1)
 # (attribute, modifier, hop count) is packed once, up to the first hop of the
 # initial path (entry 0 is unused), and a request is that head, the hops and zeros.
 _PATH_START = DIRECTED_ROUTE_SMP.by_name["InitialPath"].offset // 8 + 1
-_ZEROS = bytes(MAD_SIZE)
+_TAILS = tuple(bytes(MAD_SIZE - _PATH_START - hops) for hops in range(MAX_HOPS + 1))
 _HEADS: dict[tuple[int, int, int], bytes] = {}
 _MAX_HEADS = 4096  # forwarding table blocks make many modifiers: bound the memory
 
@@ -85,17 +85,20 @@ def _directed_route_head(attribute_id: int, modifier: int, hops: int) -> bytes:
 def directed_route_get(attribute: Attribute, path: Sequence[int], transaction_id: int,
                        modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` sent out of the ports in `path` (empty: the local node)."""
-    hops = len(path)
-    if hops > MAX_HOPS:
-        raise MadError(f"a directed route has at most {MAX_HOPS} hops")
-    if path and (min(path) < 1 or max(path) > 254):
+    try:
+        hops = bytes(path)  # refuses what is no octet
+    except (TypeError, ValueError):
+        hops = b"\0"
+    if 0 in hops or 255 in hops:
         raise MadError(f"port numbers of a route lie in 1..254: {list(path)}")
+    if len(hops) > MAX_HOPS:
+        raise MadError(f"a directed route has at most {MAX_HOPS} hops")
     if transaction_id:
-        return bytes(_DIRECTED_ROUTE_GET(hops, transaction_id, attribute.attribute_id,
-                                         modifier, (0, *path, *_NO_HOPS[hops + 1:])))
-    head = (_HEADS.get((attribute.attribute_id, modifier, hops))
-            or _directed_route_head(attribute.attribute_id, modifier, hops))
-    return head + bytes(path) + _ZEROS[_PATH_START + hops:]
+        return bytes(_DIRECTED_ROUTE_GET(len(hops), transaction_id, attribute.attribute_id,
+                                         modifier, (0, *hops, *_NO_HOPS[len(hops) + 1:])))
+    key = (attribute.attribute_id, modifier, len(hops))
+    head = _HEADS.get(key) or _directed_route_head(*key)
+    return head + hops + _TAILS[key[2]]
 
 
 _GET_FIELDS = ("TransactionID", "AttributeID", "AttributeModifier")
