@@ -1,7 +1,7 @@
 """Directed-route discovery sweep vs ibnetdiscover, and a counter poll of
 every port vs a perfquery loop, on ibsim fabrics.
 
-    python bench/live_sweep.py [--sizes 100,1000] [--window 16] [--rounds 5]
+    python bench/live_sweep.py [--sizes 100,1000] [--window 64] [--rounds 5]
                                [--perfquery-sample 200] [--no-counters]
 
 For each size a two-level fat tree of about that many nodes is written as
@@ -305,7 +305,7 @@ def bench(size: int, window: int, rounds: int, sample: int, counters: bool) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000")
-    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--perfquery-sample", type=int, default=200)
     parser.add_argument("--no-counters", action="store_true",

@@ -121,8 +121,9 @@ def test_a_late_first_answer_after_the_retry_counts_as_stray() -> None:
 
 
 @pytest.mark.parametrize(("size", "refill_at", "pattern"), [
-    # Topped up to the size once half (the default) or `refill_at` are in flight.
-    (4, None, [0, 1, 2, 3, 2, 3, 2, 3, 2, 3]),
+    # Topped up to the size once three quarters (the default) or `refill_at` are in flight.
+    (8, None, [0, 1, 2, 3, 4, 5, 6, 7, 6, 7]),
+    (4, 2, [0, 1, 2, 3, 2, 3, 2, 3, 2, 3]),
     (4, 3, [0, 1, 2, 3, 3, 3, 3, 3, 3, 3]),
     (4, 0, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]),
     (1, None, [0] * 10),

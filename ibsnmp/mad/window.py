@@ -42,14 +42,14 @@ class MadWindow:
     retries: int = 2
     stats: WindowStats = field(default_factory=WindowStats)
     # The window is topped up to `size` once no more than this many are in
-    # flight (None: half the size). Sending in bursts lets the fabric's side
-    # answer in bursts too, rather than wake once per MAD.
+    # flight (None: three quarters of the size). Sending in bursts lets the
+    # fabric's side answer in bursts too, rather than wake once per MAD.
     refill_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.size < 1:
             raise ValueError("a window holds at least one MAD")
-        self._refill_at = self.size // 2 if self.refill_at is None else self.refill_at
+        self._refill_at = self.size * 3 // 4 if self.refill_at is None else self.refill_at
         if not 0 <= self._refill_at < self.size:
             raise ValueError(f"a window of {self.size} is refilled at 0..{self.size - 1} "
                              f"in flight, not {self.refill_at}")
