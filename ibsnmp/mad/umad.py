@@ -114,14 +114,10 @@ def ca_names() -> list[str]:
             for i in range(count)]
 
 
-def _transaction_id_octets(tid: int) -> bytes:
+def with_transaction_id(mad: bytes, tid: int) -> bytes:
     if not 0 <= tid < 1 << _TRANSACTION_ID.width:
         raise LayoutError(f"a transaction ID has {_TRANSACTION_ID.width} bits: {tid}")
-    return tid.to_bytes(_TID_END - _TID_START, "big")
-
-
-def with_transaction_id(mad: bytes, tid: int) -> bytes:
-    return mad[:_TID_START] + _transaction_id_octets(tid) + mad[_TID_END:]
+    return mad[:_TID_START] + tid.to_bytes(_TID_END - _TID_START, "big") + mad[_TID_END:]
 
 
 class UserMadHead(ctypes.Structure):
@@ -243,9 +239,9 @@ class UmadPort:
         if transaction_id is not None:
             try:
                 _TID_STRUCT.pack_into(self._outgoing, _TID_START, transaction_id)
-            except struct.error:
-                _transaction_id_octets(transaction_id)  # raises the LayoutError that says why
-                raise
+            except struct.error as exc:
+                raise LayoutError(f"a transaction ID has {_TRANSACTION_ID.width} bits: "
+                                  f"{transaction_id}") from exc
         # A sweep sends thousands to one address object: identity first, cheap.
         if address is not self._address and address != self._address:
             self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)

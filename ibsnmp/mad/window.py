@@ -19,7 +19,8 @@ from ibsnmp.mad.umad import TID_OURS_END, TID_OURS_START, Address, UmadPort
 # Called with the answer, or None when every try timed out.
 ReplyHandler = Callable[[bytes | None], None]
 
-# A request in flight: (MAD, address, handler, tries left).
+# A request: (MAD, address, handler, tries left). A tuple, not an object: a
+# sweep queues thousands and reads them in one hot loop.
 _Outstanding = tuple[bytes, Address, ReplyHandler, int]
 
 
@@ -53,12 +54,7 @@ class MadWindow:
         if not 0 <= self._refill_at < self.size:
             raise ValueError(f"a window of {self.size} is refilled at 0..{self.size - 1} "
                              f"in flight, not {self.refill_at}")
-        # Requests not yet sent, in three parallel queues rather than an object
-        # each: a sweep queues thousands, and every container it keeps alive
-        # makes the garbage collector's passes longer.
-        self._waiting_mads: deque[bytes] = deque()
-        self._waiting_addresses: deque[Address] = deque()
-        self._waiting_handlers: deque[ReplyHandler] = deque()
+        self._waiting: deque[_Outstanding] = deque()
         self._in_flight: dict[int, _Outstanding] = {}
         # (deadline, TID) in sending order: with one timeout for all, deadlines
         # only grow, so the earliest live one is at the left.
@@ -67,26 +63,20 @@ class MadWindow:
     def submit(self, mad: bytes, address: Address, handler: ReplyHandler) -> None:
         """Queue `mad`; `handler` runs from `drain` with its answer (or None).
         The window writes each try's transaction ID as it sends it."""
-        self._waiting_mads.append(mad)
-        self._waiting_addresses.append(address)
-        self._waiting_handlers.append(handler)
+        self._waiting.append((mad, address, handler, self.retries))
 
     def drain(self) -> WindowStats:
         """Send and receive until nothing is queued or in flight."""
         # One loop with its names bound locally: a sweep runs it once per MAD.
-        mads, in_flight, deadlines = self._waiting_mads, self._in_flight, self._deadlines
-        next_mad, next_address = mads.popleft, self._waiting_addresses.popleft
-        next_handler = self._waiting_handlers.popleft
-        port, stats, clock, size, retries = self.port, self.stats, time.monotonic, self.size, \
-            self.retries
+        waiting, in_flight, deadlines = self._waiting, self._in_flight, self._deadlines
+        port, stats, clock, size = self.port, self.stats, time.monotonic, self.size
         receive, send, new_tid = port.receive, port.send, port.new_transaction_id
-        from_bytes = int.from_bytes
-        refill_at = self._refill_at
-        while mads or in_flight:
-            if mads and len(in_flight) <= refill_at:
+        next_waiting, from_bytes, refill_at = waiting.popleft, int.from_bytes, self._refill_at
+        while waiting or in_flight:
+            if waiting and len(in_flight) <= refill_at:
                 deadline = clock() + self.timeout
-                while mads and len(in_flight) < size:
-                    item = (next_mad(), next_address(), next_handler(), retries)
+                while waiting and len(in_flight) < size:
+                    item = next_waiting()
                     tid = new_tid()
                     in_flight[tid] = item
                     deadlines.append((deadline, tid))
