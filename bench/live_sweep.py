@@ -1,8 +1,8 @@
 """Directed-route discovery sweep vs ibnetdiscover, and a counter poll of
 every port vs a perfquery loop, on ibsim fabrics.
 
-    python bench/live_sweep.py [--sizes 100,1000] [--window 16] [--rounds 5]
-                               [--perfquery-sample 200]
+    python bench/live_sweep.py [--sizes 100,1000] [--window 64] [--rounds 5]
+                               [--perfquery-sample 200] [--no-counters]
 
 For each size a two-level fat tree of about that many nodes is written as
 an ibsim net file; ibsim serves it on a private socket name, and in the
@@ -273,7 +273,7 @@ def report(size: int, rounds: int, window: int, runs: dict[str, list[Timed]],
     print("\n      ".join(lines), flush=True)
 
 
-def bench(size: int, window: int, rounds: int, sample: int) -> None:
+def bench(size: int, window: int, rounds: int, sample: int, counters: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="live-sweep-") as tmp:
         net = Path(tmp) / "fabric.net"
         net.write_text(fat_tree(size))
@@ -298,20 +298,23 @@ def bench(size: int, window: int, rounds: int, sample: int) -> None:
                                                fabric_cpu))
             their_smps = smps_sent(fabric, ["ibnetdiscover"])
             report(size, rounds, window, runs, inner, their_nodes, their_smps, result)
-            counter_poll(fabric, fabric_cpu, window, sample)
+            if counters:
+                counter_poll(fabric, fabric_cpu, window, sample)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000")
-    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--perfquery-sample", type=int, default=200)
+    parser.add_argument("--no-counters", action="store_true",
+                        help="the sweeps only, without OpenSM and the counter poll")
     args = parser.parse_args()
     # Others' load moves every figure here: say how busy the machine was.
     print("load average at start: " + ", ".join(f"{load:.2f}" for load in os.getloadavg()))
     for size in map(int, args.sizes.split(",")):
-        bench(size, args.window, args.rounds, args.perfquery_sample)
+        bench(size, args.window, args.rounds, args.perfquery_sample, not args.no_counters)
 
 
 if __name__ == "__main__":

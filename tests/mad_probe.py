@@ -9,7 +9,8 @@ A timeout prints {"timeout": true}.
 `python mad_probe.py lid ATTRIBUTE LID [MODIFIER]` a LID-routed SubnGet();
 `python mad_probe.py perf ATTRIBUTE LID [PORT]` a PerfMgt Get() (PORT_COUNTERS...);
 `python mad_probe.py counters LID:PORT...` counters of those ports through one window;
-`python mad_probe.py cas` the channel adapters libibumad lists.
+`python mad_probe.py cas` the channel adapters libibumad lists;
+`python mad_probe.py tid TID` one NodeInfo sent with that transaction ID, the error if refused.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from ibsnmp.mad import attributes
 from ibsnmp.mad.counters import extended_counter_lids, poll_counters
 from ibsnmp.mad.discovery import discover
+from ibsnmp.mad.layout import LayoutError
 from ibsnmp.mad.packets import decode_reply, directed_route_get, lid_routed_get, perf_get
 from ibsnmp.mad.umad import (
     DIRECTED_ROUTE,
@@ -88,7 +90,22 @@ def counters(targets: list[str]) -> None:
                       "failures": {f"{lid}:{port}": f for (lid, port), f in failures.items()}}))
 
 
+def send_with_tid(tid: int) -> None:
+    with UmadPort() as port:
+        try:
+            port.send(directed_route_get(attributes.NODE_INFO, (), 0), DIRECTED_ROUTE, tid)
+        except LayoutError as exc:
+            print(json.dumps({"refused": str(exc)}))
+            return
+        answer = port.receive(2.0)
+    print(json.dumps({"answer_tid": None if answer is None else
+                      attributes.MAD_HEADER.decode(answer)["TransactionID"]}))
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "tid":
+        send_with_tid(int(argv[1], 0))
+        return
     if argv[0] == "cas":
         print(json.dumps(ca_names()))
         return

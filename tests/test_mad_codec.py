@@ -84,6 +84,19 @@ def test_a_decoder_of_some_fields_reads_only_those_in_the_order_asked() -> None:
         layout.decoder(("Nonsense",))
 
 
+def test_large_decoders_keep_the_fields_in_order_and_return_a_new_dictionary() -> None:
+    # More than 16 fields are filled into a copy of a keyed dictionary, not a display.
+    layout = attrs.PORT_INFO.layout
+    first, second = _random_buffers(layout, 2)
+    decoded = layout.decode(first)
+    assert list(decoded) == [f.name for f in layout.fields] and len(decoded) > 16
+    assert decoded == layout.decode_generic(first)
+    again = layout.decode(second)
+    assert again is not decoded and decoded == layout.decode_generic(first)
+    backwards = tuple(f.name for f in reversed(layout.fields))
+    assert list(layout.decoder(backwards)(first)) == list(backwards)
+
+
 def test_short_buffers_are_refused_by_name() -> None:
     with pytest.raises(LayoutError, match="NodeInfo needs 64 octets, got 10"):
         attrs.NODE_INFO.layout.decode(bytes(10))

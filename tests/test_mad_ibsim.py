@@ -73,6 +73,16 @@ def test_window_answers_each_request_and_retries_the_lost_one(ring: Fabric) -> N
                                "stray": 0}
 
 
+def test_a_transaction_id_given_to_send_is_the_one_on_the_wire(ring: Fabric) -> None:
+    done = ring.run([sys.executable, str(PROBE), "tid", "0x12345678"])
+    assert done.returncode == 0, done.stderr
+    # The low 32 bits come back as sent (the top 32 name the sender's agent).
+    assert json.loads(done.stdout)["answer_tid"] & 0xFFFFFFFF == 0x12345678
+    done = ring.run([sys.executable, str(PROBE), "tid", str(1 << 64)])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"refused": f"a transaction ID has 64 bits: {1 << 64}"}
+
+
 def test_discovery_sweep_matches_ibnetdiscover(ring: Fabric) -> None:
     done = ring.run([sys.executable, str(PROBE), "discover", "16"])
     assert done.returncode == 0, done.stderr

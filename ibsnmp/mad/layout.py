@@ -184,11 +184,10 @@ class Layout:
         self._packers: dict[tuple[tuple[str, ...], tuple[tuple[str, FieldValue], ...]],
                             Packer] = {}
         self._readers: dict[tuple[str, ...], Reader] = {}
-        self._decode_all = self.decoder()
-
-    def decode(self, data: bytes | bytearray) -> dict[str, FieldValue]:
-        """Every field of the layout, read from the first `size` octets of `data`."""
-        return self._decode_all(data)
+        # `decode(data)`: every field of the layout, read from the first `size`
+        # octets of `data`. The compiled decoder itself rather than a method
+        # that calls it: a sweep decodes one reply per SMP.
+        self.decode: Decoder = self.decoder()
 
     def decoder(self, names: Iterable[str] | None = None) -> Decoder:
         """A compiled reader of the named fields (all when None): equal to
@@ -276,6 +275,8 @@ class Layout:
 # attribute.
 
 _STRUCT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+# A decoder of up to this many fields returns a dictionary display.
+_LITERAL_FIELDS = 16
 
 
 @dataclass
@@ -383,6 +384,14 @@ def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: bool = Fa
     # Fields in the order asked, as `decode_generic` lists the table's.
     if as_tuple:
         lines.append(f"    return ({''.join(f'{values[f.name]}, ' for f in fields)})")
+    elif len(fields) > _LITERAL_FIELDS:
+        # CPython builds a dictionary display of more than 16 items in pieces
+        # and merges them; a copy of one with the keys in place, then filled,
+        # does not grow or merge (PortInfo: 51 fields, one per port swept).
+        namespace["blank"] = dict.fromkeys(f.name for f in fields).copy
+        lines.append("    values = blank()")
+        lines += [f"    values[{f.name!r}] = {values[f.name]}" for f in fields]
+        lines.append("    return values")
     else:
         lines.append(f"    return {{{', '.join(f'{f.name!r}: {values[f.name]}' for f in fields)}}}")
     return _generated(lines, namespace, "decode")  # type: ignore[return-value]

@@ -65,17 +65,40 @@ _DIRECTED_ROUTE_GET = DIRECTED_ROUTE_SMP.packer(
     fixed={**_GET, "MgmtClass": CLASS_SUBN_DIRECTED_ROUTE,
            "DrSLID": PERMISSIVE_LID, "DrDLID": PERMISSIVE_LID})
 _NO_HOPS = (0,) * (MAX_HOPS + 1)
+# A sweep sends thousands of SubnGet()s that differ only in their route: each
+# (attribute, modifier, hop count) is packed once, up to the first hop of the
+# initial path (entry 0 is unused), and a request is that head, the hops and zeros.
+_PATH_START = DIRECTED_ROUTE_SMP.by_name["InitialPath"].offset // 8 + 1
+_TAILS = tuple(bytes(MAD_SIZE - _PATH_START - hops) for hops in range(MAX_HOPS + 1))
+_HEADS: dict[tuple[int, int, int], bytes] = {}
+_MAX_HEADS = 4096  # forwarding table blocks make many modifiers: bound the memory
+
+
+def _directed_route_head(attribute_id: int, modifier: int, hops: int) -> bytes:
+    head = bytes(_DIRECTED_ROUTE_GET(hops, 0, attribute_id, modifier, _NO_HOPS))[:_PATH_START]
+    if len(_HEADS) >= _MAX_HEADS:
+        _HEADS.clear()
+    _HEADS[(attribute_id, modifier, hops)] = head
+    return head
 
 
 def directed_route_get(attribute: Attribute, path: Sequence[int], transaction_id: int,
                        modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` sent out of the ports in `path` (empty: the local node)."""
-    if len(path) > MAX_HOPS:
-        raise MadError(f"a directed route has at most {MAX_HOPS} hops")
-    if path and (min(path) < 1 or max(path) > 254):
+    try:
+        hops = bytes(path)  # refuses what is no octet
+    except (TypeError, ValueError):
+        hops = b"\0"
+    if 0 in hops or 255 in hops:
         raise MadError(f"port numbers of a route lie in 1..254: {list(path)}")
-    return bytes(_DIRECTED_ROUTE_GET(len(path), transaction_id, attribute.attribute_id,
-                                     modifier, (0, *path, *_NO_HOPS[len(path) + 1:])))
+    if len(hops) > MAX_HOPS:
+        raise MadError(f"a directed route has at most {MAX_HOPS} hops")
+    if transaction_id:
+        return bytes(_DIRECTED_ROUTE_GET(len(hops), transaction_id, attribute.attribute_id,
+                                         modifier, (0, *hops, *_NO_HOPS[len(hops) + 1:])))
+    key = (attribute.attribute_id, modifier, len(hops))
+    head = _HEADS.get(key) or _directed_route_head(*key)
+    return head + hops + _TAILS[key[2]]
 
 
 _GET_FIELDS = ("TransactionID", "AttributeID", "AttributeModifier")
@@ -108,8 +131,8 @@ _DIRECTED_ROUTE_CHECKED = DIRECTED_ROUTE_SMP.reader(_CHECKED)
 _HEADER_CHECKED = MAD_HEADER.reader(_CHECKED)
 
 
-def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
-    """The header and attribute of a GetResp(); raises when it is no answer to `attribute`."""
+def _checked_status(mad: bytes, attribute: Attribute) -> int:
+    """The status of a GetResp() to `attribute`; raises when it is no such answer."""
     if len(mad) < MAD_SIZE:
         raise MadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
     directed = mad[1] == CLASS_SUBN_DIRECTED_ROUTE
@@ -120,5 +143,19 @@ def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
     if attribute_id != attribute.attribute_id:
         raise MadError(f"answer for attribute {attribute_id:#06x}, "
                        f"asked {attribute.attribute_id:#06x}")
-    return MadReply(None, int(status),  # type: ignore[arg-type]
-                    attribute.layout.decode(mad[DATA_OFFSET:]), bytes(mad))
+    return int(status)  # type: ignore[arg-type]
+
+
+def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
+    """The header and attribute of a GetResp(); raises when it is no answer to `attribute`."""
+    status = _checked_status(mad, attribute)
+    return MadReply(None, status, attribute.layout.decode(mad[DATA_OFFSET:]), bytes(mad))
+
+
+def reply_attribute(mad: bytes, attribute: Attribute) -> dict[str, FieldValue]:
+    """The attribute of a successful GetResp(): `decode_reply` for callers that
+    want only that (a sweep), raising MadError for a status too."""
+    status = _checked_status(mad, attribute)
+    if status:
+        raise MadError(f"status {status:#x}")
+    return attribute.layout.decode(mad[DATA_OFFSET:])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import struct
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ _TRANSACTION_ID = MAD_HEADER.by_name["TransactionID"]
 _TID_MASK = 0xFFFFFFFF
 _TID_START = _TRANSACTION_ID.offset // 8
 _TID_END = _TRANSACTION_ID.end // 8
-_TID_OURS = _TID_END - (_TID_MASK.bit_length() // 8)  # the low 32 bits
+_TID_STRUCT = struct.Struct({4: ">I", 8: ">Q"}[_TID_END - _TID_START])
+# Where an answer carries the part of its transaction ID that is ours: the low 32 bits.
+TID_OURS_START, TID_OURS_END = _TID_END - (_TID_MASK.bit_length() // 8), _TID_END
 
 
 class UmadError(OSError):
@@ -117,6 +120,15 @@ def with_transaction_id(mad: bytes, tid: int) -> bytes:
     return mad[:_TID_START] + tid.to_bytes(_TID_END - _TID_START, "big") + mad[_TID_END:]
 
 
+class UserMadHead(ctypes.Structure):
+    """The start of libibumad's `struct ib_user_mad` (<infiniband/umad.h>), which
+    heads every buffer it sends or receives: `umad_status` returns its status."""
+
+    _fields_ = [("agent_id", ctypes.c_uint32), ("status", ctypes.c_uint32),
+                ("timeout_ms", ctypes.c_uint32), ("retries", ctypes.c_uint32),
+                ("length", ctypes.c_uint32)]
+
+
 class UmadPort:
     """One open port with agents for SMPs (both routings) and PerfMgt.
 
@@ -155,9 +167,16 @@ class UmadPort:
         self._receive_buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
         self._received = (ctypes.c_char * MAD_SIZE).from_address(
             self._lib.umad_get_mad(self._receive_buffer))
+        # The status is read from the buffer's own header, not by a foreign call.
+        self._received_head = UserMadHead.from_buffer(self._receive_buffer)
         self._receive_length = ctypes.c_int(MAD_SIZE)
         self._receive_length_ref = ctypes.byref(self._receive_length)
         self._address: Address | None = None
+        # The two calls a sweep makes per MAD, looked up once and without
+        # argtypes: converting through them cost as much as the call, and every
+        # argument is already a C int or a ctypes buffer (lib[name] is a new
+        # function object; the typed ones stay as they were).
+        self._umad_send, self._umad_recv = self._lib["umad_send"], self._lib["umad_recv"]
 
     # -- GMP agents: a class version of their own and unsolicited methods ------
     def register(self, mgmt_class: int, class_version: int,
@@ -207,7 +226,9 @@ class UmadPort:
         self._next_tid = (self._next_tid + 1) & _TID_MASK or 1
         return self._next_tid
 
-    def send(self, mad: bytes, address: Address) -> None:
+    def send(self, mad: bytes, address: Address, transaction_id: int | None = None) -> None:
+        """Send `mad`; with `transaction_id`, that ID in place of the one it carries
+        (written into the send buffer: the caller's MAD is not copied to change it)."""
         if len(mad) != MAD_SIZE:
             raise UmadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
         agent = self._agents.get(mad[1])
@@ -215,12 +236,18 @@ class UmadPort:
             raise UmadError(f"no agent for management class {mad[1]:#04x}")
         buffer = self._send_buffer
         self._outgoing.raw = mad
+        if transaction_id is not None:
+            try:
+                _TID_STRUCT.pack_into(self._outgoing, _TID_START, transaction_id)
+            except struct.error as exc:
+                raise LayoutError(f"a transaction ID has {_TRANSACTION_ID.width} bits: "
+                                  f"{transaction_id}") from exc
         # A sweep sends thousands to one address object: identity first, cheap.
         if address is not self._address and address != self._address:
             self._lib.umad_set_addr(buffer, address.lid, address.qp, address.sl, address.qkey)
             self._address = address
         # No kernel-side timeout: answers are matched and retried here.
-        failed = self._lib.umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
+        failed = self._umad_send(self._portid, agent, buffer, MAD_SIZE, 0, 0)
         if failed < 0:
             raise UmadError(-failed, f"umad_send: {os.strerror(-failed)}")
 
@@ -231,12 +258,12 @@ class UmadPort:
         # umad_recv waits itself: under ibsim the descriptor is a fake one
         # (from 1024 up) that only the preloaded library can poll.
         timeout_ms = max(int(timeout * 1000), 0)
-        agent = self._lib.umad_recv(self._portid, buffer, self._receive_length_ref, timeout_ms)
+        agent = self._umad_recv(self._portid, buffer, self._receive_length_ref, timeout_ms)
         if agent < 0:
             if -agent in (errno.EAGAIN, errno.ETIMEDOUT, errno.EWOULDBLOCK):
                 return None
             raise UmadError(-agent, f"umad_recv: {os.strerror(-agent)}")
-        if self._lib.umad_status(buffer):
+        if self._received_head.status:
             return None  # a send the kernel gave up on: its retry is ours to make
         return self._received.raw
 
@@ -257,7 +284,7 @@ class UmadPort:
 
 def reply_tid(answer: bytes) -> int:
     """The part of an answer's transaction ID that the sender owns."""
-    return int.from_bytes(answer[_TID_OURS:_TID_END], "big")
+    return int.from_bytes(answer[TID_OURS_START:TID_OURS_END], "big")
 
 
 def matches(answer: bytes, tids: Iterable[int]) -> bool:

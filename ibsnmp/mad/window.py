@@ -14,21 +14,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ibsnmp.mad.umad import Address, UmadPort, reply_tid, with_transaction_id
+from ibsnmp.mad.umad import TID_OURS_END, TID_OURS_START, Address, UmadPort
 
 # Called with the answer, or None when every try timed out.
 ReplyHandler = Callable[[bytes | None], None]
 
-
-class _Outstanding:
-    __slots__ = ("request", "address", "handler", "tries_left")
-
-    def __init__(self, request: bytes, address: Address, handler: ReplyHandler,
-                 tries_left: int) -> None:
-        self.request = request
-        self.address = address
-        self.handler = handler
-        self.tries_left = tries_left
+# A request: (MAD, address, handler, tries left). A tuple, not an object: a
+# sweep queues thousands and reads them in one hot loop.
+_Outstanding = tuple[bytes, Address, ReplyHandler, int]
 
 
 @dataclass
@@ -49,10 +42,18 @@ class MadWindow:
     timeout: float = 0.2
     retries: int = 2
     stats: WindowStats = field(default_factory=WindowStats)
+    # The window is topped up to `size` once no more than this many are in
+    # flight (None: three quarters of the size). Sending in bursts lets the
+    # fabric's side answer in bursts too, rather than wake once per MAD.
+    refill_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.size < 1:
             raise ValueError("a window holds at least one MAD")
+        self._refill_at = self.size * 3 // 4 if self.refill_at is None else self.refill_at
+        if not 0 <= self._refill_at < self.size:
+            raise ValueError(f"a window of {self.size} is refilled at 0..{self.size - 1} "
+                             f"in flight, not {self.refill_at}")
         self._waiting: deque[_Outstanding] = deque()
         self._in_flight: dict[int, _Outstanding] = {}
         # (deadline, TID) in sending order: with one timeout for all, deadlines
@@ -60,37 +61,47 @@ class MadWindow:
         self._deadlines: deque[tuple[float, int]] = deque()
 
     def submit(self, mad: bytes, address: Address, handler: ReplyHandler) -> None:
-        """Queue `mad`; `handler` runs from `drain` with its answer (or None)."""
-        self._waiting.append(_Outstanding(mad, address, handler, self.retries))
+        """Queue `mad`; `handler` runs from `drain` with its answer (or None).
+        The window writes each try's transaction ID as it sends it."""
+        self._waiting.append((mad, address, handler, self.retries))
 
     def drain(self) -> WindowStats:
         """Send and receive until nothing is queued or in flight."""
         # One loop with its names bound locally: a sweep runs it once per MAD.
         waiting, in_flight, deadlines = self._waiting, self._in_flight, self._deadlines
-        receive, stats, clock = self.port.receive, self.stats, time.monotonic
+        port, stats, clock, size = self.port, self.stats, time.monotonic, self.size
+        receive, send, new_tid = port.receive, port.send, port.new_transaction_id
+        next_waiting, from_bytes, refill_at = waiting.popleft, int.from_bytes, self._refill_at
         while waiting or in_flight:
-            while waiting and len(in_flight) < self.size:
-                self._send(waiting.popleft())
+            if waiting and len(in_flight) <= refill_at:
+                deadline = clock() + self.timeout
+                while waiting and len(in_flight) < size:
+                    item = next_waiting()
+                    tid = new_tid()
+                    in_flight[tid] = item
+                    deadlines.append((deadline, tid))
+                    send(item[0], item[1], tid)
+                    stats.sent += 1
             while deadlines[0][1] not in in_flight:
                 deadlines.popleft()  # answered already
             answer = receive(max(deadlines[0][0] - clock(), 0.0))
             if answer is not None:
-                item = in_flight.pop(reply_tid(answer), None)
+                item = in_flight.pop(from_bytes(answer[TID_OURS_START:TID_OURS_END], "big"),
+                                     None)
                 if item is None:
                     stats.stray += 1
                 else:
                     stats.answered += 1
-                    item.handler(answer)
+                    item[2](answer)
             if deadlines and deadlines[0][0] <= clock():
                 self._expire(clock())
         return stats
 
     def _send(self, item: _Outstanding) -> None:
         tid = self.port.new_transaction_id()
-        item.request = with_transaction_id(item.request, tid)
         self._in_flight[tid] = item
         self._deadlines.append((time.monotonic() + self.timeout, tid))
-        self.port.send(item.request, item.address)
+        self.port.send(item[0], item[1], tid)
         self.stats.sent += 1
 
     def _expire(self, now: float) -> None:
@@ -99,10 +110,11 @@ class MadWindow:
             item = self._in_flight.pop(tid, None)
             if item is None:
                 continue  # answered in time
-            if item.tries_left > 0:
-                item.tries_left -= 1
+            mad, address, handler, tries_left = item
+            if tries_left > 0:
                 self.stats.retried += 1
-                self._send(item)  # a new TID, so a late first answer counts as stray
+                # A new TID, so a late first answer counts as stray.
+                self._send((mad, address, handler, tries_left - 1))
             else:
                 self.stats.timed_out += 1
-                item.handler(None)
+                handler(None)
