@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -213,3 +214,22 @@ def test_a_reload_applies_a_new_limit() -> None:
         settings, limits=dataclasses.replace(settings.limits, walk_cache=0)))
     assert walks.limit == 0 and walks.size == 0
     assert paths.fast(community_request("next", [SMA_MIB])) is not None  # still answered
+
+
+def test_a_kept_varbind_reads_back_as_the_step_it_was() -> None:
+    """Kept steps are read by hand where lengths take one octet; long OIDs
+    and long values (multi-octet lengths) must read back the same."""
+    from ibsnmp.agent.fast_reads import _encoded
+    from ibsnmp.mib.api import Cell
+    from ibsnmp.wire.ber import OidEncodings
+
+    encode_oid, rnd = OidEncodings(), random.Random(7)
+    for n in range(2000):
+        arcs = rnd.randrange(1, 126 if n % 10 == 0 else 40)
+        oid = (1, 3) + tuple(rnd.choice((rnd.randrange(128), rnd.randrange(1 << 31)))
+                             for _ in range(arcs))
+        cell = (Cell(0x04, rnd.randbytes(rnd.choice((0, 5, 120, 300)))) if n % 2
+                else Cell(0x02, rnd.randrange(-2**31, 2**31)))
+        step = _encoded(oid, cell, encode_oid)
+        assert _step_of(step[1]) == step
+        assert _oid_of(step[0]) == oid

@@ -382,8 +382,15 @@ def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
 
 def _step_of(encoded: bytes) -> Step:
     """The Step of a varbind this module encoded (a kept one)."""
-    _, start, end = read_element(encoded, 0, len(encoded))
-    _, _, oid_end = read_element(encoded, start, end)
+    # Read by hand where the lengths take one octet (all but the longest
+    # OIDs and values): this runs once per varbind of a walk.
+    size = encoded[1]
+    start = 2 if size < 0x80 else 2 + (size & 0x7F)
+    oid_size = encoded[start + 1]
+    if oid_size >= 0x80:
+        _, _, oid_end = read_element(encoded, start, len(encoded))
+    else:
+        oid_end = start + 2 + oid_size
     return encoded[start:oid_end], encoded, encoded[oid_end]
 
 
