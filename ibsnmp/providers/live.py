@@ -11,12 +11,15 @@ swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
 answering, brings a full sweep at once; without one, a full sweep every
 `sweep_interval` seconds finds what a poll cannot (new nodes, tables the SM
 re-programmed). A port that crossed Down raises trap 128 from its switch,
-as the scenario path raises it.
+as the scenario path raises it; PortCounters LocalLinkIntegrityErrors and
+ExcessiveBufferOverrunErrors that grew by the port's PortInfo threshold
+raise 129 / 130 (providers.thresholds' rule, as the sysfs provider does).
 
 With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
 on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
-SM's Reports become notifications without polling (a trap 128 a Report
-brought is not raised again by the poll that sees the same change), it
+SM's Reports become notifications without polling (a trap that both a
+Report and a poll tell of is sent once, whichever came first:
+live.trap_ledger), it
 reads partitions, multicast groups and services after every sweep, and its
 `sa_backend` answers IB-SM-MIB's path, multipath and trace requests. No SM
 at start: none of these is served (logged), the rest works as without.
@@ -32,7 +35,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ibsnmp.events import IbaTrap, TrapEvent
@@ -41,6 +44,7 @@ from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
 from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
+from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
 from ibsnmp.mad.layout import FieldValue
@@ -52,6 +56,7 @@ from ibsnmp.sa.live_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
+from .thresholds import ThresholdWatcher
 
 __all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_SWEEP_INTERVAL", "LiveError", "LiveProvider"]
 
@@ -68,6 +73,9 @@ _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterS
 # SwitchInfo.PortStateChange flips with every port change and is cleared by
 # the SM; the rest changes when the SM re-programs the switch.
 _VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
+# The traps a poll raises too (see _swap): a Report of one is matched with the poll's.
+_POLLED_TRAPS = frozenset({IbaTrap.LINK_STATE_CHANGE, IbaTrap.LOCAL_LINK_INTEGRITY,
+                           IbaTrap.EXCESSIVE_BUFFER_OVERRUN})
 
 log = logging.getLogger("ibsnmp.providers.live")
 
@@ -124,10 +132,19 @@ class LiveProvider(ProviderCore):
         self.polls = 0
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
-        # Switch GUID -> when its last trap 128 arrived as a Report.
-        self._reported: dict[int, float] = {}
+        self._watch_traps()
         self.sa_backend: SaBackend | None = None
         self._sa = self._open_sa(ca, port, sm_key) if use_sa else None
+
+    def _watch_traps(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Counters of the snapshot served now as the thresholds' baseline."""
+        # A Report and a poll that tell of one change within two polls send one trap.
+        self._ledger = TrapLedger(2 * self.poll_interval, clock)
+        # Nobody else's counters are cleared from here: a saturated one fires no more.
+        self._watcher = ThresholdWatcher(clear_after_trap=False)
+        self._clock = clock
+        self._started = clock()
+        self._watcher.poll(self._fabric, 0.0)
 
     def _open_sa(self, ca: str | None, port: int, sm_key: int) -> LiveSa | None:
         current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
@@ -199,10 +216,10 @@ class LiveProvider(ProviderCore):
             self._swap(self._build())
 
     def _on_report(self, event: TrapEvent) -> None:
-        """A trap the SM reported (on the event loop): forwarded as it came."""
-        if event.trap is IbaTrap.LINK_STATE_CHANGE:
-            self._reported[event.node_guid] = time.monotonic()
-        self._emit(event)
+        """A trap the SM reported (on the event loop): forwarded as it came,
+        unless a poll raised the same one already."""
+        if event.trap not in _POLLED_TRAPS or self._ledger.reported(event):
+            self._emit(event)
 
     # -- one poll / one sweep (tests call these directly) ---------------------------
 
@@ -269,10 +286,11 @@ class LiveProvider(ProviderCore):
         self.sweeps += 1
         new = set(sweep.subnet.nodes)
         for guid in new - old:
-            log.info("live: node %016x (%s) found", guid, sweep.subnet.nodes[guid].description)
+            log.info("live: node %016x (%s) found", guid,
+                     sweep.subnet.nodes[guid].description or "no description")
         for guid in old - new:
             log.warning("live: node %016x (%s) no longer answers", guid,
-                        self._fabric.nodes[guid].description)
+                        self._fabric.nodes[guid].description or "no description")
         self._swap(self._build())
 
     def _apply_refresh(self, result: Refresh) -> bool:
@@ -313,22 +331,15 @@ class LiveProvider(ProviderCore):
                     continue
                 before, after = link_state(was.info), link_state(port.info)
                 if before is not after:
-                    log.info("live: %s port %d: %s -> %s", node.description, port.num,
+                    log.info("live: %s port %d: %s -> %s", node.label, port.num,
                              before.name, after.name)
                     transitions.append(PortTransition(port.ref, before, after))
         self._fabric = new
-        # A Report of trap 128 younger than two polls told the change this
-        # snapshot shows already; one the polls never matched then expires.
-        now = time.monotonic()
-        covered = {guid for guid, at in self._reported.items()
-                   if now - at <= 2 * self.poll_interval}
-        events = link_state_traps(new, tuple(transitions))
-        for event in events:
-            if event.node_guid not in covered:
+        crossings = self._watcher.poll(new, self._clock() - self._started)
+        for event in (*link_state_traps(new, tuple(transitions)),
+                      *(crossing.event(new) for crossing in crossings)):
+            if self._ledger.polled(event):
                 self._emit(event)
-        raised = {event.node_guid for event in events}
-        self._reported = {guid: at for guid, at in self._reported.items()
-                          if guid in covered and guid not in raised}
 
     async def _run(self) -> None:
         next_poll = time.monotonic() + self.poll_interval
