@@ -53,14 +53,15 @@ _T = TypeVar("_T")
 
 
 class SubnetManager:
-    """OpenSM on the fabric, stopped and started again on demand."""
+    """OpenSM on the fabric, stopped and started again on demand (on `host`: on
+    that node, else on the fabric's first)."""
 
     def __init__(self, fabric: Fabric) -> None:
         self.fabric = fabric
         self._stack = ExitStack()
 
-    def start(self) -> None:
-        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC)))
+    def start(self, host: str | None = None) -> None:
+        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC), host=host))
 
     def stop(self) -> None:
         self._stack.close()
@@ -124,18 +125,25 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         sm_key = workdir / "sm_key"
         sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
         sm_key.chmod(0o600)
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "ibsnmp", "run", "--provider", "live", "--listen", address,
-             "--state-dir", state, "--poll-interval", str(POLL_S),
-             "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address,
-             "--write-community", "private", "--sm-key-file", str(sm_key)],
-            env=fabric.environment(), cwd=fabric.workdir,
-            stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
-        stack.callback(stop, agent)
-        until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
-              lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
-        assert agent.poll() is None, log.read_text(errors="replace")
+        agent = live_agent(stack, fabric, log, "--listen", address, "--state-dir", state,
+                           "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+                           "--trap-target", traps.address, "--write-community", "private",
+                           "--sm-key-file", str(sm_key))
         yield Live(fabric, sm, agent, address, traps, log)
+
+
+def live_agent(stack: ExitStack, fabric: Fabric, log: Path, *options: str
+               ) -> subprocess.Popen[bytes]:
+    """`ibsnmp run --provider live` on `fabric`, serving once it returns; stopped with `stack`."""
+    agent = subprocess.Popen([sys.executable, "-m", "ibsnmp", "run", "--provider", "live",
+                              *options],
+                             env=fabric.environment(), cwd=fabric.workdir,
+                             stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
+    stack.callback(stop, agent)
+    until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
+          lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
+    assert agent.poll() is None, log.read_text(errors="replace")
+    return agent
 
 
 def smpquery(live: Live, *args: str) -> dict[str, str]:
@@ -309,15 +317,20 @@ def session_rows(live: Live, table: str, session: int) -> dict[int, dict[str, st
     return rows
 
 
+def request_path(live: Live, session: int, src: int, dst: int) -> None:
+    """An ibSmPathReqTable row (write community "private") asking for paths src -> dst."""
+    req = "IB-SM-MIB::ibSmPathReq"
+    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
+                    f"{req}RowStatus.{SUBNET_PREFIX}.{session}", "i", "4",
+                    f"{req}SrcLID.{SUBNET_PREFIX}.{session}", "i", str(src),
+                    f"{req}DstLID.{SUBNET_PREFIX}.{session}", "i", str(dst))
+    assert done.returncode == 0, done.stderr
+
+
 def test_path_and_trace_requests_hold_the_sas_answer(live: Live) -> None:
     src, dst = ca_lid(live, None), ca_lid(live, H6)
     (path,) = saquery_records(run_diag(live.fabric, "saquery", "--src-to-dst", f"{src}:{dst}"))
-    req = "IB-SM-MIB::ibSmPathReq"
-    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
-                    f"{req}RowStatus.{SUBNET_PREFIX}.201", "i", "4",
-                    f"{req}SrcLID.{SUBNET_PREFIX}.201", "i", str(src),
-                    f"{req}DstLID.{SUBNET_PREFIX}.201", "i", str(dst))
-    assert done.returncode == 0, done.stderr
+    request_path(live, 201, src, dst)
     rows = until("the SA's path record", lambda: session_rows(live, "ibSmPathResultTable", 201),
                  lambda found: len(found) == 1)
     (row,) = rows.values()

@@ -21,8 +21,11 @@ SM's Reports become notifications without polling (a trap that both a
 Report and a poll tell of is sent once, whichever came first:
 live.trap_ledger), it
 reads partitions, multicast groups and services after every sweep, and its
-`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. No SM
-at start: none of these is served (logged), the rest works as without.
+`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. A
+sweep that finds the master SM at another LID than the SA client asks
+(another SM took over) reopens the client there, subscriptions included
+(logged). No SM at start: none of these is served (logged), the rest works
+as without.
 
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
 cannot join the event loop, and umad_recv blocks. A failed poll or sweep
@@ -43,15 +46,15 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
+from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.sa_client import sa_address
-from ibsnmp.mad.umad import UmadError, UmadPort
+from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
-from ibsnmp.sa.backend import SaBackend
 from ibsnmp.sa.live_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
@@ -133,8 +136,11 @@ class LiveProvider(ProviderCore):
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
         self._watch_traps()
-        self.sa_backend: SaBackend | None = None
-        self._sa = self._open_sa(ca, port, sm_key) if use_sa else None
+        self.sa_backend: FollowingBackend | None = None
+        self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
+        self._sa_lid = 0  # the LID the SA client asks (0: none open)
+        self._follow_task: asyncio.Task[None] | None = None
+        self._sa = self._open_sa() if use_sa else None
 
     def _watch_traps(self, clock: Callable[[], float] = time.monotonic) -> None:
         """Counters of the snapshot served now as the thresholds' baseline."""
@@ -146,25 +152,67 @@ class LiveProvider(ProviderCore):
         self._started = clock()
         self._watcher.poll(self._fabric, 0.0)
 
-    def _open_sa(self, ca: str | None, port: int, sm_key: int) -> LiveSa | None:
-        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+    def _open_sa(self) -> LiveSa | None:
         info = self._fabric.local_node.management_port.info  # the port the sweep went out of
-        live: LiveSa | None = None
         try:
             # The SA's address as the sweep read it: the SA port sends no SMPs of its own.
-            sm = sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0)
-            live = LiveSa(client_opener(ca, port, sm_key, sm), self._on_report,
-                          sa_link.node_of_lid(current), sa_link.port_of_gid(current),
-                          sa_link.lid_ports(current))
-            live.worker.start()
+            live = self._new_sa(sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0))
         except Exception as exc:
-            if live is not None:
-                live.worker.stop()
             log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
                         "multicast groups and services are not served", self._where, exc)
             return None
-        self.sa_backend = live.backend
+        self.sa_backend = FollowingBackend(live.backend)
         return live
+
+    def _new_sa(self, sm: Address) -> LiveSa:
+        """An SA client at `sm`, its port open (blocking), not subscribed yet."""
+        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+        live = LiveSa(self._sa_opener(sm), self._on_report, sa_link.node_of_lid(current),
+                      sa_link.port_of_gid(current), sa_link.lid_ports(current))
+        try:
+            live.worker.start()
+        except Exception:
+            live.worker.stop()
+            raise
+        self._sa_lid = sm.lid
+        return live
+
+    def _follow_sm(self) -> None:
+        """After a sweep: if the master SM answers at another LID than the SA
+        client asks (another SM took over), reopen the client there."""
+        if self.sa_backend is None or (self._follow_task is not None
+                                       and not self._follow_task.done()):
+            return
+        info = self._fabric.local_node.management_port.info
+        lid = info.master_sm_lid or 0
+        if lid == self._sa_lid or not 0 < lid < 0xC000:
+            return
+        self._follow_task = asyncio.create_task(self._move_sa(lid, info.master_sm_sl or 0),
+                                                name="ibsnmp-live-sa-follow")
+
+    async def _move_sa(self, lid: int, sl: int) -> None:
+        assert self.sa_backend is not None
+        old, self._sa = self._sa, None
+        self.sa_backend.current = None
+        log.info("live: the master SM answers at LID %d now (was %s): the SA client follows",
+                 lid, self._sa_lid or "none")
+        self._sa_lid = 0
+        if old is not None:
+            # Closed without unsubscribing: the old SM is gone or no longer master
+            # (a standby forwards no Reports), and an SA that is gone only times out.
+            await asyncio.to_thread(old.worker.stop)
+        try:
+            new = await asyncio.to_thread(self._new_sa, sa_address(lid, sl))
+        except Exception as exc:
+            log.warning("live: SA at LID %d not opened (%s); tried again after the next sweep",
+                        lid, exc)
+            return
+        self._sa, self.sa_backend.current = new, new.backend
+        try:
+            await new.start()
+        except Exception as exc:
+            log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
+        self._read_sa_soon()
 
     # -- the Provider interface ---------------------------------------------------
 
@@ -180,8 +228,8 @@ class LiveProvider(ProviderCore):
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, self._sa_task) if t is not None]
-        self._task = self._sa_task = None
+        tasks = [t for t in (self._task, self._sa_task, self._follow_task) if t is not None]
+        self._task = self._sa_task = self._follow_task = None
         await cancel_and_wait(tasks)
         if self._sa is not None:
             try:
@@ -200,9 +248,11 @@ class LiveProvider(ProviderCore):
     async def _read_sa(self) -> None:
         """Partitions, multicast groups and services from the SA into the
         snapshot; one the SA did not answer whole keeps what was read before."""
-        assert self._sa is not None
+        sa = self._sa
+        if sa is None:  # the client is being reopened: it reads them once open
+            return
         try:
-            objects = await read_sa_objects(self._sa.backend, self._sa_said)
+            objects = await read_sa_objects(sa.backend, self._sa_said)
         except Exception as exc:  # the port or the worker failed: keep what was read
             log_once(self._sa_said, f"SA not read: {exc}")
             return
@@ -358,6 +408,7 @@ class LiveProvider(ProviderCore):
                         raise LiveError(f"the local node behind {self._where} does not answer")
                     self._apply_sweep(sweep)
                     next_sweep = time.monotonic() + self.sweep_interval
+                    self._follow_sm()
                     self._read_sa_soon()
                 if failing:
                     failing = False
