@@ -425,14 +425,26 @@ def test_a_node_the_lid_route_no_longer_reaches_is_polled_by_directed_route(live
     assert result["sweeps"] == 1  # no poll saw a change, so none swept again
 
 
+def subscribed_traps(live: Live) -> set[int]:
+    """The traps of the InformInfoRecords the master SM lists (OpenSM lists only
+    some of the agent's one-trap subscriptions: what it keeps of them)."""
+    listed = run_diag(live.fabric, "saquery", "--smkey", str(OPENSM_SM_KEY), "-I")
+    return {int(n) for n in re.findall(r"trap_num\.+(\d+)", listed)}
+
+
 def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
     states = lambda: live.column(None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")  # noqa: E731
     assert list(states().values()) == ["3"]  # OpenSM, master
+    subscribed = subscribed_traps(live)
+    assert subscribed
     live.sm.stop()
     until("no master SM served", states, lambda s: "3" not in s.values())
     assert live.walk(S3, "SMA-MIB::ibSmaNodeString")["ibSmaNodeString.0"] == "S-3"
     live.sm.start()
     until("the master SM served again", states, lambda s: list(s.values()) == ["3"])
+    # The new SM knows no subscription of the old one's: the agent subscribed again.
+    until("the agent's subscriptions at the new SM", lambda: subscribed_traps(live),
+          lambda traps: traps == subscribed)
     # The new SM routes around S-1 port 5, still down: S-1's table follows.
     until("S-1's new routes served", lambda: lft_pair(live, S1), lambda pair: pair[0] == pair[1])
     assert 5 not in lft_pair(live, S1)[0].values()

@@ -21,6 +21,7 @@ from test_live_ibsim import (
     port_state,
     request_path,
     session_rows,
+    subscribed_traps,
     until,
 )
 
@@ -120,12 +121,17 @@ def master_sm_lid(live: Live) -> int:
 def test_the_sa_client_follows_an_sm_that_takes_over_on_another_node(live: Live) -> None:
     before = master_sm_lid(live)
     assert len(ask_for_a_path(live, 301)) == 1
+    subscribed = subscribed_traps(live)
+    assert subscribed
     live.sm.stop()
     live.sm.start(host="H-3")
     moved = until("the new master SM's LID served", lambda: master_sm_lid(live),
                   lambda lid: lid != before)
     until("the SA client reopened", lambda: live.log.read_text(errors="replace"),
-          lambda text: f"the master SM answers at LID {moved} now" in text)
+          lambda text: f"the master SM answers at LID {moved} now (the SA client asked {before})"
+          in text)
+    until("the agent's subscriptions at the new SM", lambda: subscribed_traps(live),
+          lambda traps: traps == subscribed)
     sessions = iter(range(302, 400))  # a session per try
     rows = until("a path from the new SA", lambda: ask_for_a_path(live, next(sessions)),
                  lambda found: len(found) == 1)

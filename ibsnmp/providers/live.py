@@ -140,6 +140,8 @@ class LiveProvider(ProviderCore):
         self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
         self._sa_lid = 0  # the LID the SA client asks (0: none open)
         self._follow_task: asyncio.Task[None] | None = None
+        # Since the client opened: a sweep read a master SM's SMInfo, then one read none.
+        self._saw_master = self._sm_was_gone = False
         self._sa = self._open_sa() if use_sa else None
 
     def _watch_traps(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -179,14 +181,23 @@ class LiveProvider(ProviderCore):
 
     def _follow_sm(self) -> None:
         """After a sweep: if the master SM answers at another LID than the SA
-        client asks (another SM took over), reopen the client there."""
+        client asks (another SM took over), or is back after sweeps that found
+        none (it restarted, and forgot the subscriptions), reopen the client there."""
         if self.sa_backend is None or (self._follow_task is not None
                                        and not self._follow_task.done()):
             return
+        # A master SM's SMInfo may not answer a sweep (it comes from the SM
+        # process, not the SMA): only one seen master, then not, then master
+        # again tells a restart.
+        master = self._fabric.master_sm is not None
+        self._sm_was_gone = self._sm_was_gone or (self._saw_master and not master)
+        self._saw_master = self._saw_master or master
         info = self._fabric.local_node.management_port.info
         lid = info.master_sm_lid or 0
-        if lid == self._sa_lid or not 0 < lid < 0xC000:
+        back = self._sm_was_gone and master
+        if (lid == self._sa_lid and not back) or not 0 < lid < 0xC000:
             return
+        self._sm_was_gone = self._saw_master = False
         self._follow_task = asyncio.create_task(self._move_sa(lid, info.master_sm_sl or 0),
                                                 name="ibsnmp-live-sa-follow")
 
@@ -194,8 +205,8 @@ class LiveProvider(ProviderCore):
         assert self.sa_backend is not None
         old, self._sa = self._sa, None
         self.sa_backend.current = None
-        log.info("live: the master SM answers at LID %d now (was %s): the SA client follows",
-                 lid, self._sa_lid or "none")
+        log.info("live: the master SM answers at LID %d now (the SA client asked %s): "
+                 "reopening the client there", lid, self._sa_lid or "none")
         self._sa_lid = 0
         if old is not None:
             # Closed without unsubscribing: the old SM is gone or no longer master
