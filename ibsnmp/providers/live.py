@@ -23,8 +23,9 @@ live.trap_ledger), it
 reads partitions, multicast groups and services after every sweep, and its
 `sa_backend` answers IB-SM-MIB's path, multipath and trace requests. A
 sweep that finds the master SM at another LID than the SA client asks
-(another SM took over) reopens the client there, subscriptions included
-(logged). No SM at start: none of these is served (logged), the rest works
+(another SM took over), or a master SM again after sweeps that found none
+(it restarted and forgot the subscriptions), reopens the client there,
+subscriptions included (logged). No SM at start: none of these is served (logged), the rest works
 as without.
 
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
@@ -186,9 +187,9 @@ class LiveProvider(ProviderCore):
         if self.sa_backend is None or (self._follow_task is not None
                                        and not self._follow_task.done()):
             return
-        # A master SM's SMInfo may not answer a sweep (it comes from the SM
-        # process, not the SMA): only one seen master, then not, then master
-        # again tells a restart.
+        # SMInfo is answered by the SM process, not the SMA, and may not answer
+        # a sweep (ibsim: an SM on another node): so a restart is told only by
+        # a master SM read, then none, then one again.
         master = self._fabric.master_sm is not None
         self._sm_was_gone = self._sm_was_gone or (self._saw_master and not master)
         self._saw_master = self._saw_master or master
