@@ -112,15 +112,16 @@ def ibsim_fabric(net_file: Path, workdir: Path, console: bool = False) -> Iterat
 
 
 @contextmanager
-def opensm_running(fabric: Fabric, *options: str) -> Iterator[subprocess.Popen[bytes]]:
-    """OpenSM on the fabric's first node, without periodic sweeps (so counters stay
-    still between reads), stopped on exit; `options` are added (e.g. "--lmc", "1").
-    The caller waits for the ports it needs."""
+def opensm_running(fabric: Fabric, *options: str,
+                   host: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """OpenSM on the fabric's first node (or on `host`), without periodic sweeps (so
+    counters stay still between reads), stopped on exit; `options` are added (e.g.
+    "--lmc", "1"). The caller waits for the ports it needs."""
     if shutil.which("opensm") is None:
         pytest.skip("opensm is not installed (Debian package opensm)")
     cache = fabric.workdir / "opensm"
     cache.mkdir(exist_ok=True)
-    env = dict(fabric.environment(), OSM_CACHE_DIR=str(cache))
+    env = dict(fabric.environment(host), OSM_CACHE_DIR=str(cache))
     with open(cache / "console.log", "wb") as console:
         sm = subprocess.Popen(["opensm", "--sweep", "0", "--log_file", str(cache / "opensm.log"),
                                *options],

@@ -53,14 +53,15 @@ _T = TypeVar("_T")
 
 
 class SubnetManager:
-    """OpenSM on the fabric, stopped and started again on demand."""
+    """OpenSM on the fabric, stopped and started again on demand (on `host`: on
+    that node, else on the fabric's first)."""
 
     def __init__(self, fabric: Fabric) -> None:
         self.fabric = fabric
         self._stack = ExitStack()
 
-    def start(self) -> None:
-        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC)))
+    def start(self, host: str | None = None) -> None:
+        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC), host=host))
 
     def stop(self) -> None:
         self._stack.close()
@@ -124,18 +125,25 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         sm_key = workdir / "sm_key"
         sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
         sm_key.chmod(0o600)
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "ibsnmp", "run", "--provider", "live", "--listen", address,
-             "--state-dir", state, "--poll-interval", str(POLL_S),
-             "--sweep-interval", str(SWEEP_S), "--trap-target", traps.address,
-             "--write-community", "private", "--sm-key-file", str(sm_key)],
-            env=fabric.environment(), cwd=fabric.workdir,
-            stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
-        stack.callback(stop, agent)
-        until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
-              lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
-        assert agent.poll() is None, log.read_text(errors="replace")
+        agent = live_agent(stack, fabric, log, "--listen", address, "--state-dir", state,
+                           "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+                           "--trap-target", traps.address, "--write-community", "private",
+                           "--sm-key-file", str(sm_key))
         yield Live(fabric, sm, agent, address, traps, log)
+
+
+def live_agent(stack: ExitStack, fabric: Fabric, log: Path, *options: str
+               ) -> subprocess.Popen[bytes]:
+    """`ibsnmp run --provider live` on `fabric`, serving once it returns; stopped with `stack`."""
+    agent = subprocess.Popen([sys.executable, "-m", "ibsnmp", "run", "--provider", "live",
+                              *options],
+                             env=fabric.environment(), cwd=fabric.workdir,
+                             stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
+    stack.callback(stop, agent)
+    until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
+          lambda seen: seen[0] is not None or "ibsnmp: serving" in seen[1])
+    assert agent.poll() is None, log.read_text(errors="replace")
+    return agent
 
 
 def smpquery(live: Live, *args: str) -> dict[str, str]:
@@ -309,15 +317,20 @@ def session_rows(live: Live, table: str, session: int) -> dict[int, dict[str, st
     return rows
 
 
+def request_path(live: Live, session: int, src: int, dst: int) -> None:
+    """An ibSmPathReqTable row (write community "private") asking for paths src -> dst."""
+    req = "IB-SM-MIB::ibSmPathReq"
+    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
+                    f"{req}RowStatus.{SUBNET_PREFIX}.{session}", "i", "4",
+                    f"{req}SrcLID.{SUBNET_PREFIX}.{session}", "i", str(src),
+                    f"{req}DstLID.{SUBNET_PREFIX}.{session}", "i", str(dst))
+    assert done.returncode == 0, done.stderr
+
+
 def test_path_and_trace_requests_hold_the_sas_answer(live: Live) -> None:
     src, dst = ca_lid(live, None), ca_lid(live, H6)
     (path,) = saquery_records(run_diag(live.fabric, "saquery", "--src-to-dst", f"{src}:{dst}"))
-    req = "IB-SM-MIB::ibSmPathReq"
-    done = net_snmp("snmpset", "-v2c", "-c", "private", live.address,
-                    f"{req}RowStatus.{SUBNET_PREFIX}.201", "i", "4",
-                    f"{req}SrcLID.{SUBNET_PREFIX}.201", "i", str(src),
-                    f"{req}DstLID.{SUBNET_PREFIX}.201", "i", str(dst))
-    assert done.returncode == 0, done.stderr
+    request_path(live, 201, src, dst)
     rows = until("the SA's path record", lambda: session_rows(live, "ibSmPathResultTable", 201),
                  lambda found: len(found) == 1)
     (row,) = rows.values()
@@ -412,14 +425,26 @@ def test_a_node_the_lid_route_no_longer_reaches_is_polled_by_directed_route(live
     assert result["sweeps"] == 1  # no poll saw a change, so none swept again
 
 
+def subscribed_traps(live: Live) -> set[int]:
+    """The traps of the InformInfoRecords the master SM lists (OpenSM lists only
+    some of the agent's one-trap subscriptions: what it keeps of them)."""
+    listed = run_diag(live.fabric, "saquery", "--smkey", str(OPENSM_SM_KEY), "-I")
+    return {int(n) for n in re.findall(r"trap_num\.+(\d+)", listed)}
+
+
 def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
     states = lambda: live.column(None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")  # noqa: E731
     assert list(states().values()) == ["3"]  # OpenSM, master
+    subscribed = subscribed_traps(live)
+    assert subscribed
     live.sm.stop()
     until("no master SM served", states, lambda s: "3" not in s.values())
     assert live.walk(S3, "SMA-MIB::ibSmaNodeString")["ibSmaNodeString.0"] == "S-3"
     live.sm.start()
     until("the master SM served again", states, lambda s: list(s.values()) == ["3"])
+    # The new SM knows no subscription of the old one's: the agent subscribed again.
+    until("the agent's subscriptions at the new SM", lambda: subscribed_traps(live),
+          lambda traps: traps == subscribed)
     # The new SM routes around S-1 port 5, still down: S-1's table follows.
     until("S-1's new routes served", lambda: lft_pair(live, S1), lambda pair: pair[0] == pair[1])
     assert 5 not in lft_pair(live, S1)[0].values()

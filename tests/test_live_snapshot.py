@@ -3,12 +3,19 @@ hand: every value comes from an answer, and what did not answer is absent."""
 
 from __future__ import annotations
 
+from mib_walk import walk
+
 from ibsnmp.fabric.iba import Mtu, PortPhysState, PortState, SmState
 from ibsnmp.fabric.model import PortRef
 from ibsnmp.live.snapshot import build_fabric, counter_values, link_state
 from ibsnmp.mad.attributes import NODE_INFO, PORT_INFO, SM_INFO, SWITCH_INFO, Attribute
 from ibsnmp.mad.discovery import DiscoveredNode, PortTables, Subnet
 from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
+from ibsnmp.mib.loader import definitions
+from ibsnmp.mib.sm import IB_SM_MIB
+from ibsnmp.mib.sma import SMA_MIB
+from ibsnmp.mib.virtual import InfinibandMib
 
 CA, SWITCH = 0x10, 0x20
 ACTIVE, LINK_UP, DISABLED = 4, 5, 3
@@ -53,7 +60,7 @@ def subnet(*, switch_port1_phys: int = LINK_UP) -> Subnet:
 def test_values_come_from_the_answers_and_the_rest_is_absent() -> None:
     fabric = build_fabric(subnet(), CA)
     ca, switch = fabric.nodes[CA], fabric.nodes[SWITCH]
-    assert ca.description == "" and switch.description == "S"
+    assert ca.description is None and switch.description == "S"  # the CA's never answered
     assert fabric.lid_map == {1: PortRef(CA, 1), 2: PortRef(SWITCH, 0)}
     assert ca.ports[0].guid == CA + 1 and ca.ports[0].guids == (CA + 1,)
     assert ca.ports[0].pkeys == ()  # a table with a block missing is not served
@@ -93,3 +100,19 @@ def test_polled_port_info_and_counters_replace_the_sweeps() -> None:
         "port_xmit_data": 9, "symbol_error_counter": 2}
     # A port no PMA answered for has no counters at all, not zeros.
     assert dict(fabric.nodes[SWITCH].port(2).counters.values) == {}  # type: ignore[union-attr]
+
+
+def test_a_node_description_that_did_not_answer_is_served_as_no_instance() -> None:
+    fabric = build_fabric(subnet(), CA)
+    objects = definitions().objects
+    sma = InfinibandMib([SMA_MIB])
+    node_string = objects["ibSmaNodeString"].oid + (0,)
+    assert sma.get(ContextTarget(fabric, fabric.nodes[CA], False, 1.0),
+                   node_string) is NO_SUCH_INSTANCE
+    assert sma.get(ContextTarget(fabric, fabric.nodes[SWITCH], False, 1.0), node_string) == b"S"
+    sm = InfinibandMib([IB_SM_MIB])
+    target = ContextTarget(fabric, fabric.local_node, True, 1.0)
+    served = {name: [bytes(value) for value in walk(sm, target, objects[name].oid).values()]
+              for name in ("ibSmNodeInfoNodeGUID", "ibSmNodeInfoDescription")}
+    assert len(served["ibSmNodeInfoNodeGUID"]) == 2
+    assert served["ibSmNodeInfoDescription"] == [b"S"]  # the CA's row has no description

@@ -66,6 +66,17 @@ def test_what_sysfs_cannot_tell_stays_absent(sysfs_fabric) -> None:
     assert data["ports"][0]["counters"]["unicast_xmit_pkts"]["bits"] == 64
 
 
+def test_a_node_description_not_read_stays_absent(tmp_path: Path) -> None:
+    spec = trees.mlx5_two_port(tmp_path)
+    (tmp_path / spec.name / "node_desc").unlink()
+    fabric = SysfsProvider(tmp_path).snapshot
+    record = record_of(fabric, fabric.local_node, 0.0, time.time())
+    payload = encode_state(record)
+    assert "description" not in json.loads(payload)["node"]
+    jsonschema.validate(json.loads(payload), STATE_SCHEMA)
+    assert decode_state(payload, fabric.local_node.guid).node.description is None
+
+
 def test_simulated_nodes_carry_their_counters_at_publish_time() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=3)
     master = fabric.master_sm

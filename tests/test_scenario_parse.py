@@ -3,7 +3,9 @@ repeats and jitter expand deterministically for a seed."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -158,6 +160,19 @@ def test_nodes_by_description_first_word_guid_and_local(small: Fabric) -> None:
     text = '[[event]]\nat = 1\naction = "system-image-guid"\nnode = "local"\n'
     (step,) = parse_scenario(text).schedule(small)
     assert step.target.guid == small.local_node_guid
+
+
+def test_a_node_without_a_description_is_named_by_its_guid(small: Fabric) -> None:
+    leaf = next(n for n in small.nodes.values() if n.description == "leaf01")
+    nameless = dataclasses.replace(small, nodes=MappingProxyType(
+        {**small.nodes, leaf.guid: dataclasses.replace(leaf, description=None)}))
+    (step,) = parse_scenario(EVENT.replace('"leaf01"', f'"{leaf.guid:016x}"')).schedule(nameless)
+    assert step.target == (leaf.guid, 1)
+    assert "no node is named 'leaf01'" in str(_bind_error(nameless, EVENT))
+    # Its errors name it by GUID.
+    message = str(_bind_error(nameless, EVENT.replace('"leaf01"', f'"{leaf.guid:016x}"')
+                              .replace("port = 1", "port = 200")))
+    assert f"'{leaf.guid:016x}' has no port 200" in message, message
 
 
 def test_defaults_of_the_key_events(small: Fabric) -> None:

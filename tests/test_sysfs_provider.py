@@ -14,6 +14,10 @@ from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import MeasuredProfile, port_counters, traffic_profile
 from ibsnmp.fabric.iba import CaType, LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState
+from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
+from ibsnmp.mib.loader import definitions
+from ibsnmp.mib.sma import SMA_MIB
+from ibsnmp.mib.virtual import InfinibandMib
 from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
 
 
@@ -124,6 +128,17 @@ def test_no_pma(tmp_path: Path) -> None:
     assert not profile.serves("rcv_error_details_at")
     node = fabric.local_node
     assert node.device_id is None and node.vendor_id is None and node.model_name == ""
+
+
+def test_a_node_desc_that_cannot_be_read_is_no_description(tmp_path: Path) -> None:
+    spec = trees.mlx5_two_port(tmp_path)
+    (tmp_path / spec.name / "node_desc").unlink()
+    fabric = SysfsProvider(tmp_path).snapshot
+    node = fabric.local_node
+    assert node.description is None
+    string = definitions().objects["ibSmaNodeString"].oid + (0,)
+    sma = InfinibandMib([SMA_MIB])
+    assert sma.get(ContextTarget(fabric, node, False, 1.0), string) is NO_SUCH_INSTANCE
 
 
 def test_port_without_any_counter(tmp_path: Path) -> None:

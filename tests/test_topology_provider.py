@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from mib_walk import walk
@@ -152,3 +154,13 @@ def test_export_read_of_a_read_fabric_is_stable() -> None:
     once = load_topology(EDR)
     text = export_ibnetdiscover(once, 0)
     assert export_ibnetdiscover(read_topology(text), 0) == text
+
+
+def test_a_node_description_not_read_is_exported_as_ibnetdiscover_prints_it() -> None:
+    fabric = load_topology(EDR)
+    local = fabric.local_node
+    nameless = dataclasses.replace(fabric, nodes=MappingProxyType(
+        {**fabric.nodes, local.guid: dataclasses.replace(local, description=None)}))
+    text = export_ibnetdiscover(nameless, 0)
+    assert f'"H-{local.guid:016x}"\t\t# ""\n' in text
+    assert read_topology(text).local_node.description == ""  # what such a dump holds

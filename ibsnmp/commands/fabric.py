@@ -65,6 +65,10 @@ def _build(args: argparse.Namespace) -> Fabric | None:
         return None
 
 
+def _quoted(description: str | None) -> str:
+    return repr(description) if description is not None else "(no description)"
+
+
 def _show(args: argparse.Namespace) -> int:
     fabric = _build(args)
     if fabric is None:
@@ -77,10 +81,10 @@ def _show(args: argparse.Namespace) -> int:
     print(f"ports: {len(ports)} data ports, {active} active, {len(fabric.links)} links")
     print(f"LIDs: {len(fabric.lid_map)} base LIDs, highest {fabric.max_lid}")
     local = fabric.local_node
-    print(f"local node: {local.guid:016x} {local.description!r}")
+    print(f"local node: {local.guid:016x} {_quoted(local.description)}")
     for sm in fabric.sms:
         node = fabric.nodes[sm.node_guid]
-        print(f"SM: {sm.state.name.lower()} on {node.guid:016x} {node.description!r} "
+        print(f"SM: {sm.state.name.lower()} on {node.guid:016x} {_quoted(node.description)} "
               f"priority {sm.priority}")
     print(f"partitions: {len(fabric.partitions)}, multicast groups: "
           f"{len(fabric.multicast_groups)}, services: {len(fabric.services)}")

@@ -81,13 +81,13 @@ def with_port_state(
     port = fabric.port_at(ref)
     node = fabric.nodes[ref.guid]
     if node.is_switch and ref.port == 0:
-        raise ValueError(f"port 0 of {node.description!r} is the switch's management port: it has no link")
+        raise ValueError(f"port 0 of {node.label!r} is the switch's management port: it has no link")
     if state is PortState.NO_CHANGE:
         raise ValueError("PortState NO_CHANGE is not a state")
     history = fabric.port_history
     peer = port.remote or _history(history, ref).peer
     if peer is None:
-        raise ValueError(f"port {ref.port} of {node.description!r} has no cable (no peer port to link with)")
+        raise ValueError(f"port {ref.port} of {node.label!r} has no cable (no peer port to link with)")
     if state is PortState.DOWN:
         ends = ((ref, phys or PortPhysState.POLLING), (peer, PortPhysState.POLLING))
     else:
@@ -121,7 +121,7 @@ def with_port_state(
         else:
             training = _training(current) if current.remote is not None else before.training
             if training is None:
-                raise ValueError(f"port {end.port} of {fabric.nodes[end.guid].description!r} never trained:"
+                raise ValueError(f"port {end.port} of {fabric.nodes[end.guid].label!r} never trained:"
                                  " no width and speed to come up with")
             info = current.info._replace(
                 port_state=state, phys_state=PortPhysState.LINK_UP, link_width_active=training.width,

@@ -44,6 +44,12 @@ def _name(node: Node) -> str:
     return f'"{_PREFIX[node.node_type]}-{node.guid:016x}"'
 
 
+def _description(node: Node) -> str:
+    # libibnetdisc keeps a NodeDescription that did not answer as zeros: the
+    # tool prints it as "".
+    return node.description if node.description is not None else ""
+
+
 def _ids(node: Node, out: list[str]) -> None:
     out.append(f"\nvendid=0x{node.vendor_id:x}\ndevid=0x{node.device_id:x}\n")
     if node.system_image_guid:
@@ -56,7 +62,7 @@ def _switch(fabric: Fabric, node: Node, out: list[str]) -> None:
     enhanced = "enhanced" if node.switch is not None and node.switch.enhanced_port0 else "base"
     out.append(f"switchguid=0x{node.guid:x}({node.port_guid:x})\n")
     out.append(
-        f'Switch\t{node.num_ports} {_name(node)}\t\t# "{node.description}" {enhanced} port 0'
+        f'Switch\t{node.num_ports} {_name(node)}\t\t# "{_description(node)}" {enhanced} port 0'
         f" lid {port0.lid} lmc {port0.lmc}\n"
     )
     # The tool reads extended speeds only if port 0 says it has them.
@@ -70,7 +76,7 @@ def _switch(fabric: Fabric, node: Node, out: list[str]) -> None:
         line = f"[{port.num}]\t{_name(far_node)}[{far_port.num}]"
         if not far_node.is_switch:
             line += f"({far_port.guid:x}) "
-        line += (f'\t\t# "{far_node.description}" lid {_lid_of(far_node, far_port)} '
+        line += (f'\t\t# "{_description(far_node)}" lid {_lid_of(far_node, far_port)} '
                  f"{_rate(port, ext_ok, port.ref in fdr10)}\n")
         out.append(line)
 
@@ -80,7 +86,7 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
     kind = "ca" if node.node_type is NodeType.CA else "rt"
     label = "Ca" if node.node_type is NodeType.CA else "Rt"
     out.append(f"{kind}guid=0x{node.guid:x}\n")
-    out.append(f'{label}\t{node.num_ports} {_name(node)}\t\t# "{node.description}"\n')
+    out.append(f'{label}\t{node.num_ports} {_name(node)}\t\t# "{_description(node)}"\n')
     fdr10 = _fdr10(fabric)
     for port in node.ports:
         remote = _remote(fabric, port)
@@ -92,7 +98,7 @@ def _channel_adapter(fabric: Fabric, node: Node, out: list[str]) -> None:
         if not far_node.is_switch:
             line += f" ({far_port.guid:x}) "
         line += (
-            f'\t\t# lid {port.lid} lmc {port.lmc} "{far_node.description}"'
+            f'\t\t# lid {port.lid} lmc {port.lmc} "{_description(far_node)}"'
             f" lid {_lid_of(far_node, far_port)} {_rate(port, ext_ok, port.ref in fdr10)}\n"
         )
         out.append(line)

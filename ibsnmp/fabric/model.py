@@ -318,11 +318,12 @@ class Node:
     """NodeInfo, NodeDescription and the node's ports.  `ports` is sorted
     by number: switches start at port 0, channel adapters at port 1.
     None: the provider cannot tell (e.g. a sysfs host: the NodeInfo
-    versions, a VendorID it cannot derive, a switch's NumPorts)."""
+    versions, a VendorID it cannot derive, a switch's NumPorts; a
+    NodeDescription that did not answer)."""
 
     guid: int
     node_type: NodeType
-    description: str
+    description: str | None
     system_image_guid: int | None
     base_version: int | None
     class_version: int | None
@@ -336,6 +337,12 @@ class Node:
     switch: SwitchInfo | None = None
     ca: CaInfo | None = None
     model_name: str = ""
+
+    @property
+    def label(self) -> str:
+        """How logs and error texts name the node: its description, or its
+        GUID when none was read."""
+        return self.description if self.description is not None else f"{self.guid:016x}"
 
     @property
     def is_switch(self) -> bool:

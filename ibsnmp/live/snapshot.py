@@ -237,7 +237,7 @@ def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[Po
     raw = node.info
     return Node(
         guid=node.guid, node_type=NodeType(_int(raw, "NodeType")),
-        description=node.description if node.description is not None else "",
+        description=node.description,
         system_image_guid=_int(raw, "SystemImageGUID"), base_version=_int(raw, "BaseVersion"),
         class_version=_int(raw, "ClassVersion"), vendor_id=_int(raw, "VendorID"),
         device_id=_int(raw, "DeviceID"), revision=_int(raw, "Revision"),

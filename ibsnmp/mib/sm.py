@@ -211,7 +211,8 @@ _NODE_INFO = TableBinding(
         "ibSmNodeInfoRevision": _node_field("revision", lambda v: v.to_bytes(4, "big")),
         "ibSmNodeInfoLocalPortNum": lambda n, t: n.local_port_num,
         "ibSmNodeInfoVendorID": _node_field("vendor_id", lambda v: v.to_bytes(3, "big")),
-        "ibSmNodeInfoDescription": lambda n, t: _text64(n.description),
+        "ibSmNodeInfoDescription": lambda n, t: (  # None: NodeDescription not read
+            None if n.description is None else _text64(n.description)),
     },
 )
 

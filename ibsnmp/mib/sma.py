@@ -215,8 +215,11 @@ def _port_list(mask: int) -> bytes:
 
 def _node_string(target: ContextTarget) -> str | None:
     # DisplayString (SIZE(1..64)): NodeDescription is 64 octets; DisplayString
-    # is ASCII, so other characters become '?'.
-    text = target.node.description.encode("ascii", "replace").decode("ascii")[:64]
+    # is ASCII, so other characters become '?'. None: NodeDescription not read.
+    description = target.node.description
+    if description is None:
+        return None
+    text = description.encode("ascii", "replace").decode("ascii")[:64]
     return text or None
 
 

@@ -11,15 +11,22 @@ swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
 answering, brings a full sweep at once; without one, a full sweep every
 `sweep_interval` seconds finds what a poll cannot (new nodes, tables the SM
 re-programmed). A port that crossed Down raises trap 128 from its switch,
-as the scenario path raises it.
+as the scenario path raises it; PortCounters LocalLinkIntegrityErrors and
+ExcessiveBufferOverrunErrors that grew by the port's PortInfo threshold
+raise 129 / 130 (providers.thresholds' rule, as the sysfs provider does).
 
 With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
 on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
-SM's Reports become notifications without polling (a trap 128 a Report
-brought is not raised again by the poll that sees the same change), it
+SM's Reports become notifications without polling (a trap that both a
+Report and a poll tell of is sent once, whichever came first:
+live.trap_ledger), it
 reads partitions, multicast groups and services after every sweep, and its
-`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. No SM
-at start: none of these is served (logged), the rest works as without.
+`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. A
+sweep that finds the master SM at another LID than the SA client asks
+(another SM took over), or a master SM again after sweeps that found none
+(it restarted and forgot the subscriptions), reopens the client there,
+subscriptions included (logged). No SM at start: none of these is served (logged), the rest works
+as without.
 
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
 cannot join the event loop, and umad_recv blocks. A failed poll or sweep
@@ -32,7 +39,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ibsnmp.events import IbaTrap, TrapEvent
@@ -40,18 +47,20 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
+from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
+from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.sa_client import sa_address
-from ibsnmp.mad.umad import UmadError, UmadPort
+from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
-from ibsnmp.sa.backend import SaBackend
 from ibsnmp.sa.live_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
+from .thresholds import ThresholdWatcher
 
 __all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_SWEEP_INTERVAL", "LiveError", "LiveProvider"]
 
@@ -68,6 +77,9 @@ _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterS
 # SwitchInfo.PortStateChange flips with every port change and is cleared by
 # the SM; the rest changes when the SM re-programs the switch.
 _VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
+# The traps a poll raises too (see _swap): a Report of one is matched with the poll's.
+_POLLED_TRAPS = frozenset({IbaTrap.LINK_STATE_CHANGE, IbaTrap.LOCAL_LINK_INTEGRITY,
+                           IbaTrap.EXCESSIVE_BUFFER_OVERRUN})
 
 log = logging.getLogger("ibsnmp.providers.live")
 
@@ -124,30 +136,95 @@ class LiveProvider(ProviderCore):
         self.polls = 0
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
-        # Switch GUID -> when its last trap 128 arrived as a Report.
-        self._reported: dict[int, float] = {}
-        self.sa_backend: SaBackend | None = None
-        self._sa = self._open_sa(ca, port, sm_key) if use_sa else None
+        self._watch_traps()
+        self.sa_backend: FollowingBackend | None = None
+        self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
+        self._sa_lid = 0  # the LID the SA client asks (0: none open)
+        self._follow_task: asyncio.Task[None] | None = None
+        # Since the client opened: a sweep read a master SM's SMInfo, then one read none.
+        self._saw_master = self._sm_was_gone = False
+        self._sa = self._open_sa() if use_sa else None
 
-    def _open_sa(self, ca: str | None, port: int, sm_key: int) -> LiveSa | None:
-        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+    def _watch_traps(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Counters of the snapshot served now as the thresholds' baseline."""
+        # A Report and a poll that tell of one change within two polls send one trap.
+        self._ledger = TrapLedger(2 * self.poll_interval, clock)
+        # Nobody else's counters are cleared from here: a saturated one fires no more.
+        self._watcher = ThresholdWatcher(clear_after_trap=False)
+        self._clock = clock
+        self._started = clock()
+        self._watcher.poll(self._fabric, 0.0)
+
+    def _open_sa(self) -> LiveSa | None:
         info = self._fabric.local_node.management_port.info  # the port the sweep went out of
-        live: LiveSa | None = None
         try:
             # The SA's address as the sweep read it: the SA port sends no SMPs of its own.
-            sm = sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0)
-            live = LiveSa(client_opener(ca, port, sm_key, sm), self._on_report,
-                          sa_link.node_of_lid(current), sa_link.port_of_gid(current),
-                          sa_link.lid_ports(current))
-            live.worker.start()
+            live = self._new_sa(sa_address(info.master_sm_lid or 0, info.master_sm_sl or 0))
         except Exception as exc:
-            if live is not None:
-                live.worker.stop()
             log.warning("live: no SA behind %s (%s): IB-SM-MIB path requests, partitions, "
                         "multicast groups and services are not served", self._where, exc)
             return None
-        self.sa_backend = live.backend
+        self.sa_backend = FollowingBackend(live.backend)
         return live
+
+    def _new_sa(self, sm: Address) -> LiveSa:
+        """An SA client at `sm`, its port open (blocking), not subscribed yet."""
+        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+        live = LiveSa(self._sa_opener(sm), self._on_report, sa_link.node_of_lid(current),
+                      sa_link.port_of_gid(current), sa_link.lid_ports(current))
+        try:
+            live.worker.start()
+        except Exception:
+            live.worker.stop()
+            raise
+        self._sa_lid = sm.lid
+        return live
+
+    def _follow_sm(self) -> None:
+        """After a sweep: if the master SM answers at another LID than the SA
+        client asks (another SM took over), or is back after sweeps that found
+        none (it restarted, and forgot the subscriptions), reopen the client there."""
+        if self.sa_backend is None or (self._follow_task is not None
+                                       and not self._follow_task.done()):
+            return
+        # SMInfo is answered by the SM process, not the SMA, and may not answer
+        # a sweep (ibsim: an SM on another node): so a restart is told only by
+        # a master SM read, then none, then one again.
+        master = self._fabric.master_sm is not None
+        self._sm_was_gone = self._sm_was_gone or (self._saw_master and not master)
+        self._saw_master = self._saw_master or master
+        info = self._fabric.local_node.management_port.info
+        lid = info.master_sm_lid or 0
+        back = self._sm_was_gone and master
+        if (lid == self._sa_lid and not back) or not 0 < lid < 0xC000:
+            return
+        self._sm_was_gone = self._saw_master = False
+        self._follow_task = asyncio.create_task(self._move_sa(lid, info.master_sm_sl or 0),
+                                                name="ibsnmp-live-sa-follow")
+
+    async def _move_sa(self, lid: int, sl: int) -> None:
+        assert self.sa_backend is not None
+        old, self._sa = self._sa, None
+        self.sa_backend.current = None
+        log.info("live: the master SM answers at LID %d now (the SA client asked %s): "
+                 "reopening the client there", lid, self._sa_lid or "none")
+        self._sa_lid = 0
+        if old is not None:
+            # Closed without unsubscribing: the old SM is gone or no longer master
+            # (a standby forwards no Reports), and an SA that is gone only times out.
+            await asyncio.to_thread(old.worker.stop)
+        try:
+            new = await asyncio.to_thread(self._new_sa, sa_address(lid, sl))
+        except Exception as exc:
+            log.warning("live: SA at LID %d not opened (%s); tried again after the next sweep",
+                        lid, exc)
+            return
+        self._sa, self.sa_backend.current = new, new.backend
+        try:
+            await new.start()
+        except Exception as exc:
+            log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
+        self._read_sa_soon()
 
     # -- the Provider interface ---------------------------------------------------
 
@@ -163,8 +240,8 @@ class LiveProvider(ProviderCore):
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, self._sa_task) if t is not None]
-        self._task = self._sa_task = None
+        tasks = [t for t in (self._task, self._sa_task, self._follow_task) if t is not None]
+        self._task = self._sa_task = self._follow_task = None
         await cancel_and_wait(tasks)
         if self._sa is not None:
             try:
@@ -183,9 +260,11 @@ class LiveProvider(ProviderCore):
     async def _read_sa(self) -> None:
         """Partitions, multicast groups and services from the SA into the
         snapshot; one the SA did not answer whole keeps what was read before."""
-        assert self._sa is not None
+        sa = self._sa
+        if sa is None:  # the client is being reopened: it reads them once open
+            return
         try:
-            objects = await read_sa_objects(self._sa.backend, self._sa_said)
+            objects = await read_sa_objects(sa.backend, self._sa_said)
         except Exception as exc:  # the port or the worker failed: keep what was read
             log_once(self._sa_said, f"SA not read: {exc}")
             return
@@ -199,10 +278,10 @@ class LiveProvider(ProviderCore):
             self._swap(self._build())
 
     def _on_report(self, event: TrapEvent) -> None:
-        """A trap the SM reported (on the event loop): forwarded as it came."""
-        if event.trap is IbaTrap.LINK_STATE_CHANGE:
-            self._reported[event.node_guid] = time.monotonic()
-        self._emit(event)
+        """A trap the SM reported (on the event loop): forwarded as it came,
+        unless a poll raised the same one already."""
+        if event.trap not in _POLLED_TRAPS or self._ledger.reported(event):
+            self._emit(event)
 
     # -- one poll / one sweep (tests call these directly) ---------------------------
 
@@ -269,10 +348,11 @@ class LiveProvider(ProviderCore):
         self.sweeps += 1
         new = set(sweep.subnet.nodes)
         for guid in new - old:
-            log.info("live: node %016x (%s) found", guid, sweep.subnet.nodes[guid].description)
+            log.info("live: node %016x (%s) found", guid,
+                     sweep.subnet.nodes[guid].description or "no description")
         for guid in old - new:
             log.warning("live: node %016x (%s) no longer answers", guid,
-                        self._fabric.nodes[guid].description)
+                        self._fabric.nodes[guid].description or "no description")
         self._swap(self._build())
 
     def _apply_refresh(self, result: Refresh) -> bool:
@@ -313,22 +393,15 @@ class LiveProvider(ProviderCore):
                     continue
                 before, after = link_state(was.info), link_state(port.info)
                 if before is not after:
-                    log.info("live: %s port %d: %s -> %s", node.description, port.num,
+                    log.info("live: %s port %d: %s -> %s", node.label, port.num,
                              before.name, after.name)
                     transitions.append(PortTransition(port.ref, before, after))
         self._fabric = new
-        # A Report of trap 128 younger than two polls told the change this
-        # snapshot shows already; one the polls never matched then expires.
-        now = time.monotonic()
-        covered = {guid for guid, at in self._reported.items()
-                   if now - at <= 2 * self.poll_interval}
-        events = link_state_traps(new, tuple(transitions))
-        for event in events:
-            if event.node_guid not in covered:
+        crossings = self._watcher.poll(new, self._clock() - self._started)
+        for event in (*link_state_traps(new, tuple(transitions)),
+                      *(crossing.event(new) for crossing in crossings)):
+            if self._ledger.polled(event):
                 self._emit(event)
-        raised = {event.node_guid for event in events}
-        self._reported = {guid: at for guid, at in self._reported.items()
-                          if guid in covered and guid not in raised}
 
     async def _run(self) -> None:
         next_poll = time.monotonic() + self.poll_interval
@@ -347,6 +420,7 @@ class LiveProvider(ProviderCore):
                         raise LiveError(f"the local node behind {self._where} does not answer")
                     self._apply_sweep(sweep)
                     next_sweep = time.monotonic() + self.sweep_interval
+                    self._follow_sm()
                     self._read_sa_soon()
                 if failing:
                     failing = False

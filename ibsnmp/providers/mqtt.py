@@ -279,7 +279,7 @@ class MqttAggregator(ProviderCore):
         if not why:
             if not served:
                 heard = self._heard[guid]
-                self._news.append((logging.INFO, f"mqtt: node {guid:016x} ({heard.record.node.description}) "
+                self._news.append((logging.INFO, f"mqtt: node {guid:016x} ({heard.record.node.description or 'no description'}) "
                                                  "joins the fabric"))
             self._assembly.put(self._heard[guid].record)
             self._due()

@@ -174,7 +174,7 @@ class Step:
 
     def describe(self, fabric: Fabric) -> str:
         node = fabric.nodes.get(self.target.guid)
-        name = node.description if node is not None else f"{self.target.guid:016x}"
+        name = node.label if node is not None else f"{self.target.guid:016x}"
         return f"event {self.event} #{self.occurrence + 1} {self.action} {name} port {self.target.port}"
 
 
@@ -471,6 +471,8 @@ class _NodeNames:
         self.by_description: dict[str, list[int]] = {}
         self.by_word: dict[str, list[int]] = {}
         for guid, node in fabric.nodes.items():
+            if node.description is None:  # not read: the node is named by its GUID only
+                continue
             self.by_description.setdefault(node.description, []).append(guid)
             words = node.description.split()
             if words:
@@ -518,7 +520,7 @@ class _Binder:
             port = self._data_port("node", "port")
             if port.remote is None:
                 node = self.fabric.nodes[port.node_guid]
-                raise self.error("port", f"port {port.num} of {node.description!r} has no cable in this fabric"
+                raise self.error("port", f"port {port.num} of {node.label!r} has no cable in this fabric"
                                          " (it is down as generated, with no peer port)")
             if action == "port-up":
                 return [(action, port.ref, {"state": p["state"]}, 0.0)]
@@ -551,7 +553,7 @@ class _Binder:
         if action == "bad-p-key-switch":
             switch = self._node("node")
             if not switch.is_switch:
-                raise self.error("node", f"{switch.description!r} is not a switch (trap 259 is a switch trap)")
+                raise self.error("node", f"{switch.label!r} is not a switch (trap 259 is a switch trap)")
             port = self._data_port("node", "port")
             requester = self._endpoint("from", "from_port") if p["from"] is not None else self._peer_of(port)
             responder = self._endpoint("to", "to_port") if p["to"] is not None else self._local()
@@ -581,7 +583,7 @@ class _Binder:
         port = node.port(num)
         if port is None or (node.is_switch and num == 0):
             what = "data port" if node.is_switch and num == 0 else "port"
-            raise self.error(port_key, f"{node.description!r} has no {what} {num}"
+            raise self.error(port_key, f"{node.label!r} has no {what} {num}"
                                        f" (its data ports are 1..{node.num_ports})")
         return port
 
@@ -593,7 +595,7 @@ class _Binder:
         port = node.port(num)
         if port is None:
             low = 0 if node.is_switch else 1
-            raise self.error(port_key, f"{node.description!r} has no port {num}"
+            raise self.error(port_key, f"{node.label!r} has no port {num}"
                                        f" (its ports are {low}..{node.num_ports})")
         return port
 
@@ -617,12 +619,12 @@ class _Binder:
         elif num is not None:
             port = found.port(num)  # type: ignore[assignment]
             if port is None:
-                raise self.error(port_key, f"{found.description!r} has no port {num}")
+                raise self.error(port_key, f"{found.label!r} has no port {num}")
         else:
             port = found.management_port
         if port.lid == 0:
             raise self.error(port_key if num is not None else key,
-                             f"port {port.num} of {found.description!r} has no LID (its link is down)")
+                             f"port {port.num} of {found.label!r} has no LID (its link is down)")
         return _End(port.lid, _gid(fabric, port), port.ref)
 
     def _peer_of(self, port: Port) -> _End:

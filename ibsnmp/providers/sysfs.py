@@ -198,7 +198,7 @@ def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
     return Node(
         guid=node_guid,
         node_type=node_type,
-        description=d.node_desc or "",
+        description=d.node_desc,  # None: node_desc could not be read
         system_image_guid=d.sys_image_guid,
         base_version=None,
         class_version=None,
