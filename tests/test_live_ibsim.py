@@ -426,8 +426,9 @@ def test_a_node_the_lid_route_no_longer_reaches_is_polled_by_directed_route(live
 
 
 def subscribed_traps(live: Live) -> set[int]:
-    """The traps of the InformInfoRecords the master SM lists (OpenSM lists only
-    some of the agent's one-trap subscriptions: what it keeps of them)."""
+    """The traps of the InformInfoRecords the master SM lists. ibsim passes on
+    only the first 256 octets of an SA answer, so saquery sees the first two
+    records only (OpenSM lists the newest first): the last two subscribed."""
     listed = run_diag(live.fabric, "saquery", "--smkey", str(OPENSM_SM_KEY), "-I")
     return {int(n) for n in re.findall(r"trap_num\.+(\d+)", listed)}
 
