@@ -46,6 +46,9 @@ class WalkCache:
         self.limit = limit
         self._contexts: OrderedDict[tuple[Any, ...], _Steps] = OrderedDict()
         self._size = 0
+        # The snapshot and version the kept steps are for: only a change of
+        # either needs the older contexts looked through.
+        self._current: tuple[Any, Any] | None = None
 
     @property
     def size(self) -> int:
@@ -72,10 +75,13 @@ class WalkCache:
         if found is not None and found.fabric is fabric and found.version == version:
             self._contexts.move_to_end(key)
             return found.steps
-        # A new snapshot or version: what was kept for older ones is never read again.
-        for old_key, old in list(self._contexts.items()):
-            if old.fabric is not fabric or old.version != version:
-                self._drop(old_key)
+        if self._current is None or self._current[0] is not fabric \
+                or self._current[1] != version:
+            # A new snapshot or version: what was kept for older ones is never read again.
+            for old_key, old in list(self._contexts.items()):
+                if old.fabric is not fabric or old.version != version:
+                    self._drop(old_key)
+            self._current = (fabric, version)
         found = self._contexts[key] = _Steps(fabric, version)
         return found.steps
 
