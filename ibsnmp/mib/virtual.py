@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .api import (
@@ -305,7 +305,8 @@ class _WriteTarget:
 class _Prepared:
     __slots__ = ("_store", "_txn", "_committed")
 
-    def __init__(self, store: WriteStore | None, txn: Any, committed: Any) -> None:
+    def __init__(self, store: WriteStore | None, txn: Any,
+                 committed: Callable[[], None]) -> None:
         self._store = store
         self._txn = txn
         self._committed = committed  # called after every commit that may change a read
