@@ -19,14 +19,13 @@ With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
 on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
 SM's Reports become notifications without polling (a trap that both a
 Report and a poll tell of is sent once, whichever came first:
-live.trap_ledger), it
-reads partitions, multicast groups and services after every sweep, and its
-`sa_backend` answers IB-SM-MIB's path, multipath and trace requests. A
-sweep that finds the master SM at another LID than the SA client asks
-(another SM took over), or a master SM again after sweeps that found none
-(it restarted and forgot the subscriptions), reopens the client there,
-subscriptions included (logged). No SM at start: none of these is served (logged), the rest works
-as without.
+live.trap_ledger), it reads partitions, multicast groups and services
+after every sweep, and its `sa_backend` answers IB-SM-MIB's path,
+multipath and trace requests. A sweep that finds the master SM at another
+LID than the SA client asks (another SM took over), or a master SM again
+after sweeps that found none (it restarted and forgot the subscriptions),
+reopens the client there, subscriptions included (logged). No SM at
+start: none of these is served (logged), the rest works as without.
 
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
 cannot join the event loop, and umad_recv blocks. A failed poll or sweep
