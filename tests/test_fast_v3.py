@@ -14,10 +14,15 @@ import pytest
 from test_agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backend
 
 from ibsnmp.agent.engine import build_engine
-from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal, largest_content, varbind_room
+from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
 from ibsnmp.wire.header import GET, GET_BULK, SET
-from ibsnmp.wire.request import Request, encode_response_pdu
+from ibsnmp.wire.request import (
+    Request,
+    encode_response_pdu,
+    largest_content,
+    varbind_room,
+)
 from ibsnmp.wire.usm_inbound import Accepted, accept, localize_users
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
                                      encode_scoped_pdu, parse_v3)

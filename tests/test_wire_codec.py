@@ -145,3 +145,19 @@ def test_oid_encodings_are_remembered_within_their_bound() -> None:
     encodings((1, 3, 6, 2))
     encodings((1, 3, 6, 3))  # full: starts again
     assert len(encodings._cache) == 1 and encodings((1, 3, 6, 1)) is not first
+
+
+def test_the_varbind_room_of_a_message_is_the_most_that_fits() -> None:
+    """Around every length-octet boundary of the message, the PDU and the list:
+    the room fits the message, one octet more does not; -1 when nothing fits."""
+    from ibsnmp.wire.request import message_varbind_room
+
+    for community in (b"", b"public", b"c" * 120, b"c" * 300):
+        for request_id in (0, 127, 128, -129, 2**31 - 1):
+            for max_size in [*range(0, 300, 7), *range(380, 620), 65535, 65536, 65507]:
+                room = message_varbind_room(1, community, request_id, max_size)
+                if room < 0:
+                    assert response_size(1, community, request_id, 0) > max_size
+                    continue
+                assert response_size(1, community, request_id, room) <= max_size
+                assert response_size(1, community, request_id, room + 1) > max_size

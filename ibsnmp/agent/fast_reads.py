@@ -52,7 +52,6 @@ from ibsnmp.wire.ber import (
     HeaderError,
     OidEncodings,
     encode_value,
-    integer_octets,
     read_element,
     read_oid,
 )
@@ -61,8 +60,8 @@ from ibsnmp.wire.request import (
     Request,
     decode_request,
     encode_response,
+    message_varbind_room,
     null_varbinds,
-    response_size,
     varbind,
 )
 
@@ -84,7 +83,6 @@ _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
 _REQUEST_NULL = univ.Null("")
 _IN_COUNTERS = {GET: "snmpInGetRequests", GET_NEXT: "snmpInGetNexts"}
-_ROOMS_KEPT = 1024  # (version, community and request-id sizes, maximum) -> varbind room
 _COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
              "snmpOutGetResponses", "snmpInTotalReqVars", "snmpOutNoSuchNames")
 
@@ -119,7 +117,6 @@ class FastReads:
         self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
         self._encode_oid = OidEncodings()
         self.walks = WalkCache(walk_cache)  # GETNEXT steps of the subtree, kept encoded
-        self._rooms: dict[tuple[int, int, int, int], int] = {}
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
@@ -136,7 +133,8 @@ class FastReads:
         if target is None:
             return None
         fixed = (request.version, request.community, request.request_id)
-        found = self.read(request, target, community.access, community.view, self._room(fixed))
+        room = message_varbind_room(*fixed, int(self._max_size.syntax))
+        found = self.read(request, target, community.access, community.view, room)
         if found is None:
             return None
         status, index, varbinds = found
@@ -185,19 +183,6 @@ class FastReads:
 
     def _add(self, name: str, amount: int) -> None:
         self.counts.add(name, amount)
-
-    def _room(self, fixed: tuple[int, bytes, int]) -> int:
-        """`_varbind_room`, remembered: it depends on the sizes of the fixed
-        fields only, which are the same request after request."""
-        version, community, request_id = fixed
-        max_size = int(self._max_size.syntax)
-        key = (version, len(community), len(integer_octets(request_id)), max_size)
-        room = self._rooms.get(key)
-        if room is None:
-            if len(self._rooms) >= _ROOMS_KEPT:
-                self._rooms.clear()
-            room = self._rooms[key] = _varbind_room(fixed, max_size)
-        return room
 
 
 class _Request:
@@ -397,18 +382,6 @@ def _step_of(encoded: bytes) -> Step:
 def _oid_of(element: bytes) -> Oid:
     _, start, end = read_element(element, 0, len(element))
     return read_oid(element, start, end)
-
-
-def _varbind_room(fixed: tuple[int, bytes, int], max_size: int) -> int:
-    """The most varbind octets a Response of `max_size` octets holds (-1: none fit)."""
-    low, high = -1, max_size  # response_size grows with its varbinds: bisect
-    while low < high:
-        middle = (low + high + 1) // 2
-        if response_size(*fixed, middle) <= max_size:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _v1_error(rows: list[Step]) -> tuple[int, int]:

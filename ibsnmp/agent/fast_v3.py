@@ -23,9 +23,15 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
 
-from ibsnmp.wire.ber import INTEGER, OCTET_STRING, HeaderError, element, integer_octets, length_octets
+from ibsnmp.wire.ber import OCTET_STRING, HeaderError, element
 from ibsnmp.wire.header import V2C
-from ibsnmp.wire.request import Request, decode_pdu, encode_response_pdu
+from ibsnmp.wire.request import (
+    Request,
+    decode_pdu,
+    encode_response_pdu,
+    largest_content,
+    varbind_room,
+)
 from ibsnmp.wire.usm_inbound import Accepted, Sealer, UserEntry, accept, localize_users
 from ibsnmp.wire.usm_message import encode_scoped_pdu
 
@@ -72,27 +78,6 @@ class ReadResponder(Protocol):
 
     def __call__(self, request: Request, context_name: bytes, principal: Principal,
                  max_pdu_octets: int) -> Answer | None: ...
-
-
-def largest_content(limit: int, fixed: int) -> int:
-    """How many octets may join `fixed` in a constructed element of at most `limit` octets."""
-    content = limit - fixed - 1 - length_octets(limit)
-    while content > 0 and 1 + length_octets(fixed + content) + fixed + content < limit:
-        content += 1  # the length took fewer octets than assumed
-    while content > 0 and 1 + length_octets(fixed + content) + fixed + content > limit:
-        content -= 1
-    return max(content, 0)
-
-
-# error-status and error-index of a Response this path writes: 0..127, three octets each.
-_ERROR_FIELDS_OCTETS = 6
-
-
-def varbind_room(request_id: int, max_pdu_octets: int) -> int:
-    """The varbind octets a Response PDU of at most `max_pdu_octets` octets can hold."""
-    fixed = len(element(INTEGER, integer_octets(request_id))) + _ERROR_FIELDS_OCTETS
-    varbind_list = largest_content(max_pdu_octets, fixed)  # the list element, whole
-    return largest_content(varbind_list, 0)
 
 
 class Reads(Protocol):

@@ -155,3 +155,32 @@ def response_size(version: int, community: bytes, request_id: int, varbinds_octe
 
 def _tlv(content: int) -> int:
     return 1 + length_octets(content) + content
+
+
+def largest_content(limit: int, fixed: int) -> int:
+    """How many octets may join `fixed` in a constructed element of at most `limit` octets."""
+    content = limit - fixed - 1 - length_octets(limit)
+    while content > 0 and 1 + length_octets(fixed + content) + fixed + content < limit:
+        content += 1  # the length took fewer octets than assumed
+    while content > 0 and 1 + length_octets(fixed + content) + fixed + content > limit:
+        content -= 1
+    return max(content, 0)
+
+
+# error-status and error-index of a Response written here: 0..127, three octets each.
+_ERROR_FIELDS_OCTETS = 6
+_VERSION_OCTETS = 3  # the message's version element: INTEGER 0 or 1
+
+
+def varbind_room(request_id: int, max_pdu_octets: int) -> int:
+    """The varbind octets a Response PDU of at most `max_pdu_octets` octets can hold."""
+    fixed = len(element(INTEGER, integer_octets(request_id))) + _ERROR_FIELDS_OCTETS
+    varbind_list = largest_content(max_pdu_octets, fixed)  # the list element, whole
+    return largest_content(varbind_list, 0)
+
+
+def message_varbind_room(version: int, community: bytes, request_id: int, max_size: int) -> int:
+    """The most varbind octets a v1/v2c Response of `max_size` octets holds (-1: none fit)."""
+    pdu = largest_content(max_size, _VERSION_OCTETS + _tlv(len(community)))
+    room = varbind_room(request_id, pdu)
+    return room if response_size(version, community, request_id, room) <= max_size else -1
