@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-COUNTER32_MODULUS = 1 << 32
+from .statistics import add_to_counter
 
 
 class PendingCounts:
@@ -37,6 +37,4 @@ class PendingCounts:
         pending, self._pending = self._pending, {}
         for name, amount in pending.items():
             if amount:
-                instance = self._instances[name]
-                instance.syntax = instance.syntax.clone(
-                    (int(instance.syntax) + amount) % COUNTER32_MODULUS)
+                add_to_counter(self._instances[name], amount)

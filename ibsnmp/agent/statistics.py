@@ -57,6 +57,12 @@ RESPONSE_OUT_POINTS = ("rfc2576.prepareResponseMessage", "rfc3412.prepareRespons
 SEND_POINT = "rfc3412.sendPdu"
 
 
+def add_to_counter(instance: Any, amount: int) -> None:
+    """Add `amount` to a Counter32 MibScalarInstance, wrapping at 2^32 as
+    Counter32 does (its pyasn1 value is immutable: a new one each time)."""
+    instance.syntax = instance.syntax.clone((int(instance.syntax) + amount) & 0xFFFFFFFF)
+
+
 class SnmpStatistics:
     """Counts one engine's traffic into its SNMPv2-MIB snmp group instances."""
 
@@ -73,8 +79,7 @@ class SnmpStatistics:
         engine.observer.register_observer(self._pdu_sent, SEND_POINT)
 
     def add(self, name: str, amount: int = 1) -> None:
-        instance = self._counters[name]
-        instance.syntax = instance.syntax.clone((int(instance.syntax) + amount) & 0xFFFFFFFF)
+        add_to_counter(self._counters[name], amount)
 
     def _request_received(self, engine: Any, point: str, variables: dict, ctx: Any) -> None:
         pdu_type = variables["pdu"].tagSet
