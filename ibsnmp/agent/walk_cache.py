@@ -28,15 +28,6 @@ Steps = dict[bytes, bytes]
 DEFAULT_LIMIT = 262_144
 
 
-class _Steps:
-    __slots__ = ("fabric", "version", "steps")
-
-    def __init__(self, fabric: Any, version: Any) -> None:
-        self.fabric = fabric  # held, so a recycled id() can never match
-        self.version = version
-        self.steps: Steps = {}
-
-
 class WalkCache:
     """See the module documentation."""
 
@@ -44,10 +35,10 @@ class WalkCache:
         if limit < 0:
             raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
         self.limit = limit
-        self._contexts: OrderedDict[tuple[Any, ...], _Steps] = OrderedDict()
+        self._contexts: OrderedDict[tuple[Any, ...], Steps] = OrderedDict()
         self._size = 0
-        # The snapshot and version the kept steps are for: only a change of
-        # either needs the older contexts looked through.
+        # The snapshot and version every kept step is for (the snapshot held,
+        # so a recycled id() in a context's key can never match).
         self._current: tuple[Any, Any] | None = None
 
     @property
@@ -71,19 +62,18 @@ class WalkCache:
         fabric = target.fabric
         node = getattr(target.node, "guid", None)
         key = (id(fabric), node, target.entity_guids, target.serves_sm, id(view))
-        found = self._contexts.get(key)
-        if found is not None and found.fabric is fabric and found.version == version:
-            self._contexts.move_to_end(key)
-            return found.steps
         if self._current is None or self._current[0] is not fabric \
                 or self._current[1] != version:
             # A new snapshot or version: what was kept for older ones is never read again.
-            for old_key, old in list(self._contexts.items()):
-                if old.fabric is not fabric or old.version != version:
-                    self._drop(old_key)
+            self._contexts.clear()
+            self._size = 0
             self._current = (fabric, version)
-        found = self._contexts[key] = _Steps(fabric, version)
-        return found.steps
+        found = self._contexts.get(key)
+        if found is None:
+            found = self._contexts[key] = {}
+        else:
+            self._contexts.move_to_end(key)
+        return found
 
     def remember(self, steps: Steps, oid: bytes, step: bytes) -> None:
         """Keep the varbind `step` as the answer after the OID element `oid`
@@ -101,8 +91,5 @@ class WalkCache:
         for key in list(self._contexts):
             if self._size < self.limit:
                 return
-            if self._contexts[key].steps is not keep:
-                self._drop(key)
-
-    def _drop(self, key: tuple[Any, ...]) -> None:
-        self._size -= len(self._contexts.pop(key).steps)
+            if self._contexts[key] is not keep:
+                self._size -= len(self._contexts.pop(key))
