@@ -21,7 +21,7 @@ from ibsnmp.agent.context_hooks import ContextDirectory, is_node_context_name
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.read_view import SECRET_SUBTREES
-from ibsnmp.mib.api import INFINIBAND_MIB, NO_SUCH_OBJECT, ContextTarget
+from ibsnmp.mib.api import INFINIBAND_MIB, NO_SUCH_OBJECT, ContextTarget, Subtrees
 
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
 SNMP_SET_SERIAL_NO = (1, 3, 6, 1, 6, 3, 1, 1, 6, 1, 0)  # first base OID after 1.3.6.1.3
@@ -146,7 +146,7 @@ def test_set_on_the_subtree_is_not_writable(base: Any, backend: Any) -> None:
 
 
 class BrokenMib:
-    subtree = INFINIBAND_MIB
+    subtrees = Subtrees((INFINIBAND_MIB,))
 
     def get(self, target: ContextTarget, oid: tuple[int, ...]) -> Any:
         raise RuntimeError("binding bug")

@@ -46,6 +46,7 @@ from ibsnmp.mib.api import (  # noqa: E402
     ContextTarget,
     Missing,
     Oid,
+    Subtrees,
 )
 
 # -- the fake fabric ----------------------------------------------------------------
@@ -71,7 +72,7 @@ class FakeNode:
 class FakeMib:
     """A sorted dict of OIDs per node: what VirtualMib promises, nothing more."""
 
-    subtree: Oid = INFINIBAND_MIB
+    subtrees = Subtrees((INFINIBAND_MIB,))
 
     def __init__(self, rows: int = 0) -> None:
         self._tables: dict[str, tuple[list[Oid], dict[Oid, Any]]] = {}

@@ -134,7 +134,7 @@ def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
     cells = fast_reads._cells
 
     class Broken:
-        subtree = cells.subtree
+        subtrees = cells.subtrees
         get_cell = cells.get_cell
         version = cells.version
 

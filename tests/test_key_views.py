@@ -11,7 +11,7 @@ from test_agent_support import agent_settings, make_backend
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.views import key_subtrees, past_key_subtree
-from ibsnmp.mib.api import INFINIBAND_MIB
+from ibsnmp.mib.api import INFINIBAND_MIB, Subtrees
 from ibsnmp.mib.loader import definitions
 
 PORT_M_KEY = definitions().objects["ibSmPortInfoMKey"].oid
@@ -21,7 +21,7 @@ NEXT_COLUMN = PORT_M_KEY[:-1] + (PORT_M_KEY[-1] + 1,)
 class CountingMib:
     """A big hidden key column, then one visible value; counts get_next calls."""
 
-    subtree = INFINIBAND_MIB
+    subtrees = Subtrees((INFINIBAND_MIB,))
 
     def __init__(self, rows: int) -> None:
         self.keys = [PORT_M_KEY + (row,) for row in range(1, rows + 1)] + [NEXT_COLUMN + (1,)]

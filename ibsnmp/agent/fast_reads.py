@@ -3,12 +3,14 @@
 pysnmp spends about 230 us of CPU per varbind (an access check per object,
 pyasn1 objects built and encoded for every value). Here a read request is
 decoded by the codec of ibsnmp.wire, the community decides the read view
-once, the InfiniBand subtree is read as plain cells (agent.cells) and the
-Response is written octet for octet as pysnmp would write it. The objects
-outside the subtree (the SNMPv2-MIB system and snmp groups, sysORTable,
-SNMP-FRAMEWORK-MIB, ...) are few: they are read through the same
-ContextView pysnmp reads them with, so both paths give the same answers.
-A walk's steps through the subtree are kept encoded (agent.walk_cache),
+once, the served subtrees (IF-MIB's and the InfiniBand one) are read as
+plain cells (agent.cells) and the Response is written octet for octet as
+pysnmp would write it. The objects outside them (the SNMPv2-MIB system and
+snmp groups, sysORTable, SNMP-FRAMEWORK-MIB, ...) are few: they are read
+through the same ContextView pysnmp reads them with, so both paths give
+the same answers; so is a GETNEXT whose answer leaves a subtree (the
+ContextView merges pysnmp's tree in). A walk's steps inside the subtrees
+are kept encoded (agent.walk_cache),
 and the SNMPv2-MIB counters are added to as integers until something may
 read them (agent.pending_counts).
 
@@ -113,10 +115,9 @@ class FastReads:
         (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
                                                    "snmpEngineMaxMessageSize")
         self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
-        lo = tuple(self._cells.subtree)
-        self._lo, self._hi = lo, lo[:-1] + (lo[-1] + 1,)
+        self._subtrees = mib.subtrees
         self._encode_oid = OidEncodings()
-        self.walks = WalkCache(walk_cache)  # GETNEXT steps of the subtree, kept encoded
+        self.walks = WalkCache(walk_cache)  # GETNEXT steps inside the subtrees, kept encoded
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
@@ -189,7 +190,7 @@ class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64", "_slow",
-                 "_cells", "_lo", "_hi", "_steps")
+                 "_cells", "_subtrees", "_steps")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -202,7 +203,7 @@ class _Request:
         self._skip_counter64 = request.version == V1 and request.pdu_type == GET_NEXT
         self._slow: ContextView | None = None
         self._cells = owner._cells
-        self._lo, self._hi = owner._lo, owner._hi
+        self._subtrees = owner._subtrees
         # Walk steps kept for this context (SNMPv1's Counter64 rule aside).
         self._steps: Steps | None = None
         if request.pdu_type != GET and not self._skip_counter64:
@@ -268,7 +269,7 @@ class _Request:
     def _get(self, oid: Oid) -> Cell:
         if not self._view.contains(oid):
             return _NO_SUCH_OBJECT  # not in view (RFC 3416 4.2.1, as ContextView)
-        if self._lo <= oid < self._hi:
+        if self._subtrees.holds(oid):
             value = self._cells.get_cell(self._target, oid)
             return _MISSING[value] if isinstance(value, Missing) else value
         ((_, value),) = self._slow_view().read_variables((oid, _REQUEST_NULL),
@@ -286,23 +287,26 @@ class _Request:
         if oid is None:
             oid = _oid_of(element)
         encode_oid = self._owner._encode_oid
-        if self._lo <= oid < self._hi:
+        end = self._subtrees.end_of(oid)
+        if end is not None:
             found = self._next_in_subtree(oid)
-            if found is not None:
+            if found is not None and found[0] < end:
                 next_oid, cell, static = found
                 step = _encoded(next_oid, cell, encode_oid)
                 if static and steps is not None:
                     self._owner.walks.remember(steps, element, step[1])
                 return step
-        # Across or outside the subtree: pysnmp's base tree decides, as on its path.
+        # Across or outside the subtrees: the ContextView merges pysnmp's tree
+        # in, as on its path.
         ((name, value),) = self._slow_view().read_next_variables((oid, _REQUEST_NULL),
                                                                  **self._context())
         return _encoded(tuple(name), cell_of(value), encode_oid)
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
-        """The next instance in the view, and whether every object consulted is static."""
+        """The next served instance in the view (maybe in a later subtree),
+        and whether every object consulted is static."""
         next_step = self._cells.next_step
-        # The InfiniBand subtree lies under the view's root: only exclusions matter.
+        # The served subtrees lie under the view's root: only exclusions matter.
         target, contains = self._target, self._view.contains_below_root
         static = True
         while True:

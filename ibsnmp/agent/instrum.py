@@ -1,16 +1,21 @@
 """The per-request MIB instrumentation view of one SNMP context.
 
-The InfiniBand MIB objects are not loaded into pysnmp's MIB tree: OIDs under
-the VirtualMib's subtree are answered by `VirtualMib.get/get_next` for the
-context's target, everything else (SNMPv2-MIB system group, snmp statistics,
-snmpEngine...) by pysnmp's own MibInstrumController. Each value is checked
-with the access-control function pysnmp passes in the request context
-(`context["acFun"]`, i.e. CommandResponderBase.verify_access): it answers
+The objects the agent serves itself (the InfiniBand MIBs, IF-MIB) are not
+loaded into pysnmp's MIB tree: OIDs under one of the VirtualMib's subtrees
+are answered by `VirtualMib.get/get_next` for the context's target,
+everything else (SNMPv2-MIB system group, snmp statistics, snmpEngine...)
+by pysnmp's own MibInstrumController. A GETNEXT that leaves a subtree (or
+starts between two) takes whichever of the two trees has the nearer
+instance; one that stays inside a subtree asks pysnmp nothing.
+
+Each value is checked with the access-control function pysnmp passes in
+the request context (`context["acFun"]`, i.e.
+CommandResponderBase.verify_access): it answers
 truthy for "not in view" and raises for the request-level failures
 (authorizationError, unknown context -> REPORT, Counter64 over SNMPv1 on
 GETNEXT -> NoAccessError, which we treat as "skip this one").
 
-SETs under the subtree, and of the few objects outside it the VirtualMib
+SETs under the subtrees, and of the few objects outside them the VirtualMib
 claims (`writes_outside`), go to its `prepare_write` (a WritableMib): it
 tests every varbind, then the base tree's varbinds are written by pysnmp,
 then the VirtualMib's part is committed, so one SET is all or nothing
@@ -60,6 +65,7 @@ END_OF_MIB_VIEW = rfc1905.endOfMibView
 _EndOfMibView = rfc1905.EndOfMibView
 _NoSuchObject = rfc1905.noSuchObject
 _NoSuchInstance = rfc1905.noSuchInstance
+_UNREAD = object()  # the VirtualMib's next instance, not asked for yet
 
 
 def as_oid(name: Any) -> Oid:
@@ -82,17 +88,14 @@ class ContextView:
     the request the standard way (noSuchContext) before any value is read.
     """
 
-    __slots__ = ("_base", "_mib", "_target", "_lo", "_hi", "_depth")
+    __slots__ = ("_base", "_mib", "_target", "_subtrees")
 
     def __init__(self, base: MibInstrumController, mib: VirtualMib,
                  target: ContextTarget | None) -> None:
         self._base = base
         self._mib = mib
         self._target = target
-        lo = tuple(mib.subtree)
-        self._lo = lo
-        self._hi = lo[:-1] + (lo[-1] + 1,)  # first OID after the subtree
-        self._depth = len(lo)
+        self._subtrees = mib.subtrees
 
     # -- GET ------------------------------------------------------------------
 
@@ -107,7 +110,7 @@ class ContextView:
             # stock pysnmp would fail the whole PDU with noAccess).
             if ac_fun("read", (oid, None), **context):
                 out.append((oid, _NoSuchObject))
-            elif oid[: self._depth] == self._lo:
+            elif self._subtrees.holds(oid):
                 out.append((oid, self._virtual_get(oid, idx)))
             else:
                 out.append(self._base_get(oid, val, idx, context))
@@ -171,32 +174,43 @@ class ContextView:
         return out
 
     def _next(self, oid: Oid, val: Any, idx: int, context: dict[str, Any]) -> tuple[Any, Any]:
-        lo, hi = self._lo, self._hi
-        if oid >= hi:
-            return self._base_next(oid, val, idx, context)
-        base_answer = None
-        if oid < lo:
-            # Something of the base tree may come first (the system group...).
-            base_answer = self._base_next(oid, val, idx, context)
-            if not is_end_of_mib_view(base_answer[1]) and as_oid(base_answer[0]) < lo:
-                return base_answer
-            start = lo
-        else:
-            start = oid
-        found = self._virtual_next(start, idx, context)
-        if found is not None:
-            return found
-        # The subtree is exhausted: the base tree has nothing inside it, so
-        # its answer for `oid` (or for the end of the subtree) comes next.
-        if base_answer is not None and (is_end_of_mib_view(base_answer[1])
-                                        or as_oid(base_answer[0]) >= hi):
-            return base_answer
-        answer = self._base_next(start, val, idx, context)
-        while not is_end_of_mib_view(answer[1]) and as_oid(answer[0]) < hi:
-            answer = self._base_next(as_oid(answer[0]), val, idx, context)  # defensive
-        if is_end_of_mib_view(answer[1]):
-            return oid, END_OF_MIB_VIEW
-        return answer
+        end = self._subtrees.end_of(oid)
+        if end is None:
+            return self._merged(oid, _UNREAD, val, idx, context)
+        found = self._virtual_next(oid, idx, context)
+        if found is not None and as_oid(found[0]) < end:
+            return found  # inside the subtree: pysnmp's tree has nothing there
+        return self._merged(oid, found, val, idx, context)
+
+    def _merged(self, oid: Oid, virtual: Any, val: Any, idx: int,
+                context: dict[str, Any]) -> tuple[Any, Any]:
+        """The nearer of pysnmp's next instance after `oid` and the
+        VirtualMib's (`virtual`: already read, None at its end, or _UNREAD),
+        for an `oid` outside the served subtrees or at the end of one."""
+        base = self._base_next_outside(oid, val, idx, context)
+        root = self._subtrees.next_root(oid)
+        if root is None or (not is_end_of_mib_view(base[1]) and as_oid(base[0]) < root):
+            return base  # no served subtree comes first
+        if virtual is _UNREAD:
+            virtual = self._virtual_next(oid, idx, context)
+        if virtual is None:
+            return base
+        if is_end_of_mib_view(base[1]) or as_oid(virtual[0]) < as_oid(base[0]):
+            return virtual
+        return base
+
+    def _base_next_outside(self, oid: Oid, val: Any, idx: int,
+                           context: dict[str, Any]) -> tuple[Any, Any]:
+        """pysnmp's next instance after `oid`, or endOfMibView; never one
+        inside a served subtree (there should be none: stepped over if so)."""
+        answer = self._base_next(oid, val, idx, context)
+        while not is_end_of_mib_view(answer[1]):
+            name = as_oid(answer[0])
+            if not self._subtrees.holds(name):
+                return answer
+            log.debug("pysnmp's tree has %s inside a served subtree", ".".join(map(str, name)))
+            answer = self._base_next(name, val, idx, context)
+        return oid, END_OF_MIB_VIEW
 
     def _virtual_next(self, oid: Oid, idx: int, context: dict[str, Any]) -> tuple[Any, Any] | None:
         target = self._target
@@ -242,8 +256,8 @@ class ContextView:
         """SET, all or nothing (RFC 3416 4.2.5).
 
         Access is checked first for every varbind (noAccess for any object
-        outside the write view). Then the InfiniBand varbinds, and those of
-        the objects outside the subtree the VirtualMib writes
+        outside the write view). Then the varbinds of the served subtrees,
+        and those of the objects outside them the VirtualMib writes
         (`writes_outside`: sysContact, sysName, sysLocation, saved with its
         state), are tested together by the VirtualMib (`prepare_write`),
         the rest of the base tree's are written by pysnmp, and only then is
@@ -264,7 +278,7 @@ class ContextView:
             # is noAccess, whichever tree the object is in.
             if ac_fun("write", (oid, val), **context):
                 raise smi_error.NoAccessError(name=oid, idx=idx)
-            if oid[: self._depth] != self._lo:
+            if not self._subtrees.holds(oid):
                 if writes_outside is None or not writes_outside(oid):
                     self._check_base_type(oid, val, idx)
                     base_positions.append(idx)
@@ -297,7 +311,7 @@ class ContextView:
         return out
 
     def _show_base(self, oid: Oid, val: Any) -> None:
-        # The objects written outside the subtree are system group scalars,
+        # The objects written outside the subtrees are system group scalars,
         # whose instances pysnmp keeps in its __SNMPv2-MIB module.
         instances = self._base.get_mib_builder().mibSymbols.get("__SNMPv2-MIB", {})
         for instance in instances.values():

@@ -1,4 +1,5 @@
-"""GETNEXT steps of the InfiniBand subtree, remembered encoded, per context.
+"""GETNEXT steps inside the served subtrees (IF-MIB's, InfiniBand's),
+remembered encoded, per context.
 
 A walk asks, request after request, for the instance after the last one it
 got. Within one fabric snapshot and one `InfinibandMib.version` (no SET

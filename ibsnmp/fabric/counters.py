@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 from .detrand import unit as _unit
@@ -42,10 +43,15 @@ __all__ = [
     "PortVLXmitWaitCounters",
     "SwPortVLCongestion",
     "ConnectionCounters",
+    "InterfaceCounters",
+    "EXTENDED_NAMES",
+    "interface_counters",
+    "interface_counters_of",
     "ERROR_NAMES",
     "CLEARABLE",
     "traffic_profile",
     "port_counters",
+    "extended_counters",
     "threshold_watch_ports",
     "sm_act_count",
     "connection_counters_at",
@@ -87,6 +93,7 @@ class Flow:
     burst_length_s: float = 0.0
     burst_boost: float = 0.0
     phase_s: float = 0.0
+    multicast_share: float = 0.0  # of the packets: what PortCountersExtended counts as multicast
 
     def load(self, t: float) -> float:
         if t <= 0:
@@ -187,6 +194,58 @@ class PortCounters:
     port_xmit_pkts: int
     port_rcv_pkts: int
     port_xmit_wait: int
+
+
+# -- 64-bit counters: PortCountersExtended and IF-MIB's view of them ---------------
+
+MASK64 = (1 << 64) - 1
+# PortCountersExtended's counters (IBA 16.1.4.11) under the names
+# model.MeasuredCounters keeps them; the data counters count 4-octet words.
+EXTENDED_NAMES: tuple[str, ...] = (
+    "port_xmit_data", "port_rcv_data", "port_xmit_pkts", "port_rcv_pkts",
+    "unicast_xmit_pkts", "unicast_rcv_pkts", "multicast_xmit_pkts", "multicast_rcv_pkts",
+)
+# A PMA Set(PortCounters) clearing one of these clears the 64-bit counts
+# that count the same traffic (the EXTENDED_NAMES indexes).
+_EXTENDED_CLEARED: dict[str, tuple[int, ...]] = {
+    "port_xmit_data": (0,), "port_rcv_data": (1,), "port_xmit_pkts": (2, 4, 6), "port_rcv_pkts": (3, 5, 7),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class InterfaceCounters:
+    """A port's IF-MIB (RFC 2863) Counter64 objects: 64-bit counts that
+    wrap at 2**64 and never saturate.  A count with no 64-bit source (a
+    PMA without PortCountersExtended, or unicast/multicast from one that
+    keeps only the data counters) is None: IF-MIB has no instance for it."""
+
+    in_octets: int | None
+    out_octets: int | None
+    in_ucast_pkts: int | None
+    out_ucast_pkts: int | None
+    in_mcast_pkts: int | None
+    out_mcast_pkts: int | None
+
+
+def interface_counters_of(values: Mapping[str, int], wide: Collection[str]) -> InterfaceCounters | None:
+    """IF-MIB's counters from PortCountersExtended-style values (the
+    EXTENDED_NAMES), taking only the names in `wide` (read from a 64-bit
+    source); None when none of them is."""
+    def count(name: str, scale: int = 1) -> int | None:
+        if name not in wide:
+            return None
+        value = values.get(name)
+        return None if value is None else (value * scale) & MASK64
+
+    counters = InterfaceCounters(
+        count("port_rcv_data", 4), count("port_xmit_data", 4),
+        count("unicast_rcv_pkts"), count("unicast_xmit_pkts"),
+        count("multicast_rcv_pkts"), count("multicast_xmit_pkts"),
+    )
+    return None if counters == _NO_INTERFACE_COUNTERS else counters
+
+
+_NO_INTERFACE_COUNTERS = InterfaceCounters(None, None, None, None, None, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +416,46 @@ class TrafficProfile:
         return (saturate(e.local_link_integrity * t, _COUNTER_BITS[9]),
                 saturate(e.excessive_buffer_overrun * t, _COUNTER_BITS[10]))
 
+    def extended_at(self, t: float) -> tuple[int, ...]:
+        """PortCountersExtended after `t` seconds (EXTENDED_NAMES order):
+        the traffic PortCounters counts, in 64-bit counters that wrap
+        modulo 2**64, so PortXmitData here equals PortCounters' until that
+        saturates; multicast is the flow's share of the packets.  A
+        PortCounters clear clears the counts of the same traffic."""
+        t = max(0.0, t)
+        raw = self._raw_extended(t)
+        history = self.history
+        if history is not None and history.clears:
+            earlier: dict[float, list[int]] = {}
+            for name, when in history.clears:
+                indexes = _EXTENDED_CLEARED.get(name)
+                if indexes is None or when > t:
+                    continue
+                before = earlier.get(when)
+                if before is None:
+                    before = earlier[when] = self._raw_extended(when)
+                for i in indexes:
+                    raw[i] -= before[i]
+        return tuple(value & MASK64 for value in raw)
+
+    def _raw_extended(self, t: float) -> list[int]:
+        """The EXTENDED_NAMES counts since the epoch, before wrapping."""
+        xmit, rcv = self.xmit, self.rcv
+        xmit_octets = xmit.bytes_per_s * self._load(xmit, t)
+        rcv_octets = rcv.bytes_per_s * self._load(rcv, t)
+        xmit_pkts = math.floor(xmit_octets / xmit.packet_bytes) if xmit.packet_bytes else 0
+        rcv_pkts = math.floor(rcv_octets / rcv.packet_bytes) if rcv.packet_bytes else 0
+        xmit_mcast = math.floor(xmit_pkts * xmit.multicast_share)
+        rcv_mcast = math.floor(rcv_pkts * rcv.multicast_share)
+        return [math.floor(xmit_octets / 4), math.floor(rcv_octets / 4), xmit_pkts, rcv_pkts,
+                xmit_pkts - xmit_mcast, rcv_pkts - rcv_mcast, xmit_mcast, rcv_mcast]
+
+    def interface_counters_at(self, t: float) -> InterfaceCounters:
+        """IF-MIB's counters after `t` seconds: every one from extended_at."""
+        words_out, words_in, _, _, ucast_out, ucast_in, mcast_out, mcast_in = self.extended_at(t)
+        return InterfaceCounters((words_in * 4) & MASK64, (words_out * 4) & MASK64,
+                                 ucast_in, ucast_out, mcast_in, mcast_out)
+
     def rcv_error_details_at(self, t: float) -> PortRcvErrorDetails:
         raw: Iterable[float]
         if self.history is not None:
@@ -512,25 +611,34 @@ class MeasuredProfile:
     each saturated at its IBA width (a 64-bit PortCountersExtended data
     counter above 2^32-1 reads all ones, never wrapped).  A counter the
     device did not report is None; every other PMA attribute is not
-    measured (`serves` is false, its *_at method returns None)."""
+    measured (`serves` is false, its *_at method returns None).
+    `interface`: IF-MIB's counters from the values read from a 64-bit
+    source (MeasuredCounters.wide), None if none was."""
 
     counters: PortCounters | None
+    interface: InterfaceCounters | None = None
 
     @staticmethod
     def of(measured: MeasuredCounters) -> MeasuredProfile:
         values = measured.values
+        interface = interface_counters_of(values, measured.wide) if measured.wide else None
         if not any(name in values for name in _COUNTER_NAMES):
-            return MeasuredProfile(None)
+            return MeasuredProfile(None, interface)
         return MeasuredProfile(PortCounters(*(
             saturate(values[name], bits) if name in values else None  # type: ignore[arg-type]
             for name, bits in PortCounters.BITS.items()
-        )))
+        )), interface)
 
     def serves(self, method: str) -> bool:
+        if method == "interface_counters_at":
+            return self.interface is not None
         return self.counters is not None and method in ("counters_at", "threshold_counters_at")
 
     def counters_at(self, t: float) -> PortCounters | None:
         return self.counters
+
+    def interface_counters_at(self, t: float) -> InterfaceCounters | None:
+        return self.interface
 
     def threshold_counters_at(self, t: float) -> tuple[int | None, int | None]:
         c = self.counters
@@ -595,6 +703,27 @@ def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters | 
     """PortCounters of a port `elapsed` seconds after they were cleared
     (as measured, for a sysfs port; None for one without a PMA)."""
     return traffic_profile(fabric, port).counters_at(elapsed)
+
+
+def interface_counters(fabric: Fabric, port: Port, elapsed: float) -> InterfaceCounters | None:
+    """IF-MIB's 64-bit counters of a port `elapsed` seconds after the
+    provider's epoch: the simulated traffic's, or what a host or PMA read
+    from a 64-bit source; None for a port with no such source (no PMA,
+    a topology dump, 32-bit PortCounters alone)."""
+    return traffic_profile(fabric, port).interface_counters_at(elapsed)
+
+
+def extended_counters(fabric: Fabric, port: Port, elapsed: float) -> MeasuredCounters | None:
+    """The simulated PortCountersExtended of a port as a host would have
+    read them (every value wide); None for a measured port (its values are
+    already in port.counters)."""
+    profile = traffic_profile(fabric, port)
+    if not isinstance(profile, TrafficProfile):
+        return None
+    return MeasuredCounters(MappingProxyType(dict(zip(EXTENDED_NAMES, profile.extended_at(elapsed)))), _ALL_EXTENDED)
+
+
+_ALL_EXTENDED = frozenset(EXTENDED_NAMES)
 
 
 def _derive_history_profile(fabric: Fabric, port: Port, history: PortHistory) -> TrafficProfile:
@@ -676,6 +805,7 @@ def _flow(seed: int, src: tuple[int, int], dst: tuple[int, int], gbps: float) ->
         burst_length_s=period * (0.05 + 0.15 * u(4)),
         burst_boost=4.0 * u(5),
         phase_s=period * u(6),
+        multicast_share=0.001 + 0.019 * u(7),  # 0.1 % .. 2 %: SA, IPoIB broadcast, MPI collectives
     )
 
 

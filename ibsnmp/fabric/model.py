@@ -189,9 +189,15 @@ class MeasuredCounters:
     ...) to the raw value the device reported, which may be wider than IBA's
     PortCounters field (64-bit extended data counters).  A counter the
     device did not report is missing; no values at all is a port without a
-    PMA.  counters.traffic_profile serves these, saturated at IBA's widths."""
+    PMA.  counters.traffic_profile serves these, saturated at IBA's widths.
+
+    `wide`: the names in `values` read from a 64-bit source that wraps
+    instead of saturating (PortCountersExtended, the kernel's extended
+    counter files); only these feed IF-MIB's Counter64 objects
+    (counters.interface_counters).  Empty: every value may have saturated."""
 
     values: Mapping[str, int]
+    wide: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

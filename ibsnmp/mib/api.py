@@ -2,8 +2,9 @@
 
 The engine knows nothing of InfiniBand: for a request in some SNMP context
 it asks a `ContextResolver` which node that context speaks for, then asks
-the `VirtualMib` for values under the InfiniBand subtree. Reads never await
-and never block: they look at the current fabric snapshot only.
+the `VirtualMib` for values under the subtrees it serves (IF-MIB's and the
+InfiniBand one, see mib.subtrees). Reads never await and never block: they
+look at the current fabric snapshot only.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-Oid = tuple[int, ...]
-
-INFINIBAND_MIB: Oid = (1, 3, 6, 1, 3, 117)
+# INFINIBAND_MIB and Oid are also the engine's names for them.
+from .subtrees import INFINIBAND_MIB as INFINIBAND_MIB, Oid as Oid, Subtrees
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,9 @@ class ContextTarget:
     `entity_guids` names the nodes of the network entity the context
     describes when it is more than `node`: the default context of a host
     with several adapters (IB-CA-MIB lists every CA of the entity).
+    `default_context` is true for the default context (""), which speaks
+    for the agent itself (its own system group); a node's own context
+    (named by its GUID) answers the node's sysName, sysDescr, sysObjectID.
     """
 
     fabric: Any
@@ -36,6 +39,7 @@ class ContextTarget:
     serves_sm: bool
     elapsed: float = 0.0
     entity_guids: tuple[int, ...] = ()
+    default_context: bool = False
 
 
 # contextName (b"" for the default context, else 16 lower-case hex digits of
@@ -83,21 +87,24 @@ class Cell(NamedTuple):
 
 
 class VirtualMib(Protocol):
-    """Read access to every InfiniBand MIB object for one context target.
+    """Read access to every object the agent serves itself, for one context target.
 
     `get_cell` / `next_cell` answer with plain Cells; `get` / `get_next`
     with the same values boxed as pysnmp syntax objects of the type the
-    compiled module declares. OIDs are plain tuples.
+    compiled module declares. OIDs are plain tuples. `subtrees` are the
+    disjoint subtrees it serves whole: the engine's own tree has nothing
+    inside them. A next instance may lie in a later subtree than the OID
+    asked after; the engine decides whether its own tree comes first.
     """
 
-    subtree: Oid
+    subtrees: Subtrees
 
     def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
         """The cell at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
         ...
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
-        """The first instance after `oid` inside `subtree`, or None at its end."""
+        """The first instance after `oid` in any of `subtrees`, or None after the last."""
         ...
 
     def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
@@ -115,7 +122,7 @@ class VirtualMib(Protocol):
         ...
 
     def get_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Any] | None:
-        """The first instance after `oid` inside `subtree`, or None at its end."""
+        """The first instance after `oid` in any of `subtrees`, or None after the last."""
         ...
 
 

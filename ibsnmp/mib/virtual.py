@@ -1,4 +1,8 @@
-"""The InfiniBand MIB as one virtual tree: GET by lookup, GETNEXT by bisect.
+"""The served MIB objects as one virtual tree: GET by lookup, GETNEXT by bisect.
+
+Every bound object lies in one of the served subtrees (mib.subtrees: the
+InfiniBand drafts' and IF-MIB's); one sorted list of objects spans them
+all, so GETNEXT crosses from one subtree to the next without a seam.
 
 No Python object exists per cell. Each table's sorted instance suffixes are
 built once per fabric snapshot (and node, for per-node tables) on first use
@@ -23,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .api import (
-    INFINIBAND_MIB,
     Cell,
     NO_SUCH_INSTANCE,
     NO_SUCH_OBJECT,
@@ -44,6 +47,7 @@ from .binding import (
 from .cells import CellType, converter
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
+from .subtrees import SERVED_SUBTREES, Subtrees
 from .write import WRITABLE, WriteRequest, WriteStore, checked_value
 
 ROW_INDEX_CACHE_SIZE = 512  # contexts whose row index a table keeps
@@ -327,14 +331,14 @@ class InfinibandMib:
     bindings. `store` holds what writers change (see mib.write.WriteStore);
     without one, every object is notWritable."""
 
-    subtree: Oid = INFINIBAND_MIB
-
     def __init__(self, modules: Iterable[ModuleBinding], mib: MibDefinitions | None = None,
                  store: WriteStore | None = None,
-                 outside: Iterable[tuple[ObjectDef, WriterBinding | None]] = ()):
-        """`outside`: scalars outside the subtree that SETs write through the
+                 outside: Iterable[tuple[ObjectDef, WriterBinding | None]] = (),
+                 subtrees: Subtrees = SERVED_SUBTREES):
+        """`outside`: scalars outside the subtrees that SETs write through the
         same store (the system group), each with its writer (None:
-        notWritable)."""
+        notWritable). Every bound object must lie in one of `subtrees`."""
+        self.subtrees = subtrees
         self._mib = mib or definitions()
         self._store = store
         modules = tuple(modules)
@@ -347,6 +351,9 @@ class InfinibandMib:
         for before, after in zip(self._oids, self._oids[1:]):
             if after[: len(before)] == before:
                 raise BindingError(f"{'.'.join(map(str, before))} is bound and has objects below it")
+        for oid in self._oids:
+            if not subtrees.holds(oid):
+                raise BindingError(f"{'.'.join(map(str, oid))} is outside the served {subtrees}")
         self._hint = 0  # see _position
         targets = [t for module in modules for t in self._write_targets_of(module)]
         if outside and store is None:
@@ -528,7 +535,7 @@ class InfinibandMib:
 
     def writes_outside(self, oid: Oid) -> bool:
         """Whether `oid` names an instance (or would-be instance) of a scalar
-        outside the subtree that this MIB's SETs write."""
+        outside the subtrees that this MIB's SETs write."""
         return any(oid[: len(t.oid)] == t.oid and len(oid) > len(t.oid) for t in self._outside)
 
     def prepare_write(self, target: ContextTarget, varbinds: Any) -> _Prepared:
