@@ -343,6 +343,9 @@ class Node:
     switch: SwitchInfo | None = None
     ca: CaInfo | None = None
     model_name: str = ""
+    # The operating system's name of the device (sysfs `mlx5_0`) where the
+    # provider read one; IF-MIB names the node's interfaces after it.
+    device_name: str | None = None
 
     @property
     def label(self) -> str:

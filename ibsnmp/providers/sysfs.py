@@ -212,6 +212,7 @@ def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
         switch=None,
         ca=ca,
         model_name=d.hca_type or "",
+        device_name=d.name,
     )
 
 
