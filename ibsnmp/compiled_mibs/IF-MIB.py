@@ -44,17 +44,31 @@ if 'mibBuilder' not in globals():
 
 # Import SMI symbols from the MIBs this MIB depends on
 
+(IANAifType,) = mibBuilder.importSymbols(
+    "IANAifType-MIB",
+    "IANAifType")
+
 (ModuleCompliance,
- NotificationGroup) = mibBuilder.importSymbols(
+ NotificationGroup,
+ ObjectGroup) = mibBuilder.importSymbols(
     "SNMPv2-CONF",
     "ModuleCompliance",
-    "NotificationGroup")
+    "NotificationGroup",
+    "ObjectGroup")
+
+(snmpTraps,) = mibBuilder.importSymbols(
+    "SNMPv2-MIB",
+    "snmpTraps")
 
 (Bits,
+ Counter32,
+ Counter64,
+ Gauge32,
  Integer32,
  IpAddress,
  ModuleIdentity,
  MibIdentifier,
+ NotificationType,
  ObjectIdentity,
  MibScalar,
  MibTable,
@@ -66,10 +80,14 @@ if 'mibBuilder' not in globals():
  mib_2) = mibBuilder.importSymbols(
     "SNMPv2-SMI",
     "Bits",
+    "Counter32",
+    "Counter64",
+    "Gauge32",
     "Integer32",
     "IpAddress",
     "ModuleIdentity",
     "MibIdentifier",
+    "NotificationType",
     "ObjectIdentity",
     "MibScalar",
     "MibTable",
@@ -80,13 +98,23 @@ if 'mibBuilder' not in globals():
     "iso",
     "mib-2")
 
-(DisplayString,
+(AutonomousType,
+ DisplayString,
  PhysAddress,
- TextualConvention) = mibBuilder.importSymbols(
+ RowStatus,
+ TextualConvention,
+ TestAndIncr,
+ TimeStamp,
+ TruthValue) = mibBuilder.importSymbols(
     "SNMPv2-TC",
+    "AutonomousType",
     "DisplayString",
     "PhysAddress",
-    "TextualConvention")
+    "RowStatus",
+    "TextualConvention",
+    "TestAndIncr",
+    "TimeStamp",
+    "TruthValue")
 
 
 # MODULE-IDENTITY
@@ -105,9 +133,9 @@ if mibBuilder.loadTexts:
 if mibBuilder.loadTexts:
     ifMIB.setOrganization("IETF Interfaces MIB Working Group")
 if mibBuilder.loadTexts:
-    ifMIB.setContactInfo("Subset maintained with the ibsnmp project; the complete module is published in RFC 2863.")
+    ifMIB.setContactInfo("Copy kept with the ibsnmp project; the module is published in RFC 2863.")
 if mibBuilder.loadTexts:
-    ifMIB.setDescription("Generic network interface definitions (definitions-only subset: interface index textual conventions).")
+    ifMIB.setDescription("Objects that describe a managed system's network interfaces: their kind, state, speed and traffic counters, how they stack, and the notifications sent when a link goes down or up.")
 
 
 # Types definitions
@@ -115,6 +143,18 @@ if mibBuilder.loadTexts:
 
 # TEXTUAL-CONVENTIONS
 
+
+
+class OwnerString(TextualConvention, OctetString):
+    status = "deprecated"
+    displayHint = "255a"
+    subtypeSpec = OctetString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(0, 255),
+    )
+
+    if mibBuilder.loadTexts:
+        description = "Who owns a shared resource (such as a running test), as ASCII text."
 
 
 class InterfaceIndex(TextualConvention, Integer32):
@@ -143,14 +183,1182 @@ class InterfaceIndexOrZero(TextualConvention, Integer32):
 
 # MIB Managed Objects in the order of their OIDs
 
+_Interfaces_ObjectIdentity = ObjectIdentity
+interfaces = _Interfaces_ObjectIdentity(
+    (1, 3, 6, 1, 2, 1, 2)
+)
+_IfNumber_Type = Integer32
+_IfNumber_Object = MibScalar
+ifNumber = _IfNumber_Object(
+    (1, 3, 6, 1, 2, 1, 2, 1),
+    _IfNumber_Type()
+)
+ifNumber.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifNumber.setStatus("current")
+if mibBuilder.loadTexts:
+    ifNumber.setDescription("How many rows the ifTable has now.")
+_IfTable_Object = MibTable
+ifTable = _IfTable_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2)
+)
+if mibBuilder.loadTexts:
+    ifTable.setStatus("current")
+if mibBuilder.loadTexts:
+    ifTable.setDescription("The interfaces of the managed system, one per row.")
+_IfEntry_Object = MibTableRow
+ifEntry = _IfEntry_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1)
+)
+ifEntry.setIndexNames(
+    (0, "IF-MIB", "ifIndex"),
+)
+if mibBuilder.loadTexts:
+    ifEntry.setStatus("current")
+if mibBuilder.loadTexts:
+    ifEntry.setDescription("One interface, at the sublayer below the network layer.")
+_IfIndex_Type = InterfaceIndex
+_IfIndex_Object = MibTableColumn
+ifIndex = _IfIndex_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 1),
+    _IfIndex_Type()
+)
+ifIndex.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifIndex.setStatus("current")
+if mibBuilder.loadTexts:
+    ifIndex.setDescription("The interface's number, unique within the managed system.")
+
+
+class _IfDescr_Type(DisplayString):
+    """Custom type ifDescr based on DisplayString"""
+    subtypeSpec = DisplayString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(0, 255),
+    )
+
+
+_IfDescr_Type.__name__ = "DisplayString"
+_IfDescr_Object = MibTableColumn
+ifDescr = _IfDescr_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 2),
+    _IfDescr_Type()
+)
+ifDescr.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifDescr.setStatus("current")
+if mibBuilder.loadTexts:
+    ifDescr.setDescription("What the interface is, in words: product, maker and version of the hardware where known.")
+_IfType_Type = IANAifType
+_IfType_Object = MibTableColumn
+ifType = _IfType_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 3),
+    _IfType_Type()
+)
+ifType.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifType.setStatus("current")
+if mibBuilder.loadTexts:
+    ifType.setDescription("The kind of interface, by its physical or link protocol.")
+_IfMtu_Type = Integer32
+_IfMtu_Object = MibTableColumn
+ifMtu = _IfMtu_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 4),
+    _IfMtu_Type()
+)
+ifMtu.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifMtu.setStatus("current")
+if mibBuilder.loadTexts:
+    ifMtu.setDescription("The largest packet, in octets, the interface sends or receives; for a network-layer interface, the largest datagram.")
+_IfSpeed_Type = Gauge32
+_IfSpeed_Object = MibTableColumn
+ifSpeed = _IfSpeed_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 5),
+    _IfSpeed_Type()
+)
+ifSpeed.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifSpeed.setStatus("current")
+if mibBuilder.loadTexts:
+    ifSpeed.setDescription("Current bandwidth estimate in bits per second. Above what a Gauge32 holds it reads 4294967295 and ifHighSpeed gives the speed; 0 when the interface has no fixed bandwidth.")
+_IfPhysAddress_Type = PhysAddress
+_IfPhysAddress_Object = MibTableColumn
+ifPhysAddress = _IfPhysAddress_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 6),
+    _IfPhysAddress_Type()
+)
+ifPhysAddress.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifPhysAddress.setStatus("current")
+if mibBuilder.loadTexts:
+    ifPhysAddress.setDescription("The interface's address below the network layer, in the media's own form; empty when it has none.")
+
+
+class _IfAdminStatus_Type(Integer32):
+    """Custom type ifAdminStatus based on Integer32"""
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2,
+              3)
+        )
+    )
+    namedValues = NamedValues(
+        *(("up", 1),
+          ("down", 2),
+          ("testing", 3))
+    )
+
+
+_IfAdminStatus_Type.__name__ = "Integer32"
+_IfAdminStatus_Object = MibTableColumn
+ifAdminStatus = _IfAdminStatus_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 7),
+    _IfAdminStatus_Type()
+)
+ifAdminStatus.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifAdminStatus.setStatus("current")
+if mibBuilder.loadTexts:
+    ifAdminStatus.setDescription("The state the interface is asked to be in: up to pass traffic, down not to, testing while tests run.")
+
+
+class _IfOperStatus_Type(Integer32):
+    """Custom type ifOperStatus based on Integer32"""
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2,
+              3,
+              4,
+              5,
+              6,
+              7)
+        )
+    )
+    namedValues = NamedValues(
+        *(("up", 1),
+          ("down", 2),
+          ("testing", 3),
+          ("unknown", 4),
+          ("dormant", 5),
+          ("notPresent", 6),
+          ("lowerLayerDown", 7))
+    )
+
+
+_IfOperStatus_Type.__name__ = "Integer32"
+_IfOperStatus_Object = MibTableColumn
+ifOperStatus = _IfOperStatus_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 8),
+    _IfOperStatus_Type()
+)
+ifOperStatus.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOperStatus.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOperStatus.setDescription("The state the interface is in. up passes traffic; down does not; dormant waits for an event before it can; notPresent lacks a hardware part; lowerLayerDown is down because an interface below it is; testing runs tests; unknown cannot be told.")
+_IfLastChange_Type = TimeTicks
+_IfLastChange_Object = MibTableColumn
+ifLastChange = _IfLastChange_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 9),
+    _IfLastChange_Type()
+)
+ifLastChange.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifLastChange.setStatus("current")
+if mibBuilder.loadTexts:
+    ifLastChange.setDescription("sysUpTime when the interface last entered its present operational state; 0 if that was before the management system last re-initialized.")
+_IfInOctets_Type = Counter32
+_IfInOctets_Object = MibTableColumn
+ifInOctets = _IfInOctets_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 10),
+    _IfInOctets_Type()
+)
+ifInOctets.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInOctets.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInOctets.setDescription("Octets received, framing included. Counters of this table may jump at a discontinuity, which ifCounterDiscontinuityTime reports.")
+_IfInUcastPkts_Type = Counter32
+_IfInUcastPkts_Object = MibTableColumn
+ifInUcastPkts = _IfInUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 11),
+    _IfInUcastPkts_Type()
+)
+ifInUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInUcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInUcastPkts.setDescription("Received packets, addressed to a single destination, passed up to the layer above.")
+_IfInNUcastPkts_Type = Counter32
+_IfInNUcastPkts_Object = MibTableColumn
+ifInNUcastPkts = _IfInNUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 12),
+    _IfInNUcastPkts_Type()
+)
+ifInNUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInNUcastPkts.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifInNUcastPkts.setDescription("Received multicast and broadcast packets passed up; replaced by ifInMulticastPkts and ifInBroadcastPkts.")
+_IfInDiscards_Type = Counter32
+_IfInDiscards_Object = MibTableColumn
+ifInDiscards = _IfInDiscards_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 13),
+    _IfInDiscards_Type()
+)
+ifInDiscards.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInDiscards.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInDiscards.setDescription("Received packets dropped although free of errors, for example for lack of buffer space.")
+_IfInErrors_Type = Counter32
+_IfInErrors_Object = MibTableColumn
+ifInErrors = _IfInErrors_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 14),
+    _IfInErrors_Type()
+)
+ifInErrors.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInErrors.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInErrors.setDescription("Received packets (or transmission units) not passed up because they held errors.")
+_IfInUnknownProtos_Type = Counter32
+_IfInUnknownProtos_Object = MibTableColumn
+ifInUnknownProtos = _IfInUnknownProtos_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 15),
+    _IfInUnknownProtos_Type()
+)
+ifInUnknownProtos.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInUnknownProtos.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInUnknownProtos.setDescription("Received packets dropped because their protocol is unknown or not supported; 0 on interfaces that cannot tell.")
+_IfOutOctets_Type = Counter32
+_IfOutOctets_Object = MibTableColumn
+ifOutOctets = _IfOutOctets_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 16),
+    _IfOutOctets_Type()
+)
+ifOutOctets.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutOctets.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutOctets.setDescription("Octets sent, framing included.")
+_IfOutUcastPkts_Type = Counter32
+_IfOutUcastPkts_Object = MibTableColumn
+ifOutUcastPkts = _IfOutUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 17),
+    _IfOutUcastPkts_Type()
+)
+ifOutUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutUcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutUcastPkts.setDescription("Packets the layer above asked to send to a single destination, those dropped or not sent included.")
+_IfOutNUcastPkts_Type = Counter32
+_IfOutNUcastPkts_Object = MibTableColumn
+ifOutNUcastPkts = _IfOutNUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 18),
+    _IfOutNUcastPkts_Type()
+)
+ifOutNUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutNUcastPkts.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifOutNUcastPkts.setDescription("Multicast and broadcast packets the layer above asked to send; replaced by ifOutMulticastPkts and ifOutBroadcastPkts.")
+_IfOutDiscards_Type = Counter32
+_IfOutDiscards_Object = MibTableColumn
+ifOutDiscards = _IfOutDiscards_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 19),
+    _IfOutDiscards_Type()
+)
+ifOutDiscards.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutDiscards.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutDiscards.setDescription("Outbound packets dropped although free of errors, for example for lack of buffer space.")
+_IfOutErrors_Type = Counter32
+_IfOutErrors_Object = MibTableColumn
+ifOutErrors = _IfOutErrors_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 20),
+    _IfOutErrors_Type()
+)
+ifOutErrors.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutErrors.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutErrors.setDescription("Outbound packets (or transmission units) not sent because of errors.")
+_IfOutQLen_Type = Gauge32
+_IfOutQLen_Object = MibTableColumn
+ifOutQLen = _IfOutQLen_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 21),
+    _IfOutQLen_Type()
+)
+ifOutQLen.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutQLen.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifOutQLen.setDescription("Packets waiting in the output queue.")
+_IfSpecific_Type = ObjectIdentifier
+_IfSpecific_Object = MibTableColumn
+ifSpecific = _IfSpecific_Object(
+    (1, 3, 6, 1, 2, 1, 2, 2, 1, 22),
+    _IfSpecific_Type()
+)
+ifSpecific.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifSpecific.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifSpecific.setDescription("A pointer to media-specific definitions; superseded by ifType and read as { 0 0 } where unknown.")
+_IfMIBObjects_ObjectIdentity = ObjectIdentity
+ifMIBObjects = _IfMIBObjects_ObjectIdentity(
+    (1, 3, 6, 1, 2, 1, 31, 1)
+)
+_IfXTable_Object = MibTable
+ifXTable = _IfXTable_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1)
+)
+if mibBuilder.loadTexts:
+    ifXTable.setStatus("current")
+if mibBuilder.loadTexts:
+    ifXTable.setDescription("More information per interface: names, 64-bit counters, multicast and broadcast counts, high speed and alias.")
+_IfXEntry_Object = MibTableRow
+ifXEntry = _IfXEntry_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1)
+)
+if mibBuilder.loadTexts:
+    ifXEntry.setStatus("current")
+if mibBuilder.loadTexts:
+    ifXEntry.setDescription("The additional objects of one interface.")
+_IfName_Type = DisplayString
+_IfName_Object = MibTableColumn
+ifName = _IfName_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 1),
+    _IfName_Type()
+)
+ifName.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifName.setStatus("current")
+if mibBuilder.loadTexts:
+    ifName.setDescription("The interface's name as the device itself calls it (on its console, for example); empty when it has none.")
+_IfInMulticastPkts_Type = Counter32
+_IfInMulticastPkts_Object = MibTableColumn
+ifInMulticastPkts = _IfInMulticastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 2),
+    _IfInMulticastPkts_Type()
+)
+ifInMulticastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInMulticastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInMulticastPkts.setDescription("Received multicast packets passed up to the layer above.")
+_IfInBroadcastPkts_Type = Counter32
+_IfInBroadcastPkts_Object = MibTableColumn
+ifInBroadcastPkts = _IfInBroadcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 3),
+    _IfInBroadcastPkts_Type()
+)
+ifInBroadcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifInBroadcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifInBroadcastPkts.setDescription("Received broadcast packets passed up to the layer above.")
+_IfOutMulticastPkts_Type = Counter32
+_IfOutMulticastPkts_Object = MibTableColumn
+ifOutMulticastPkts = _IfOutMulticastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 4),
+    _IfOutMulticastPkts_Type()
+)
+ifOutMulticastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutMulticastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutMulticastPkts.setDescription("Multicast packets the layer above asked to send, those dropped or not sent included.")
+_IfOutBroadcastPkts_Type = Counter32
+_IfOutBroadcastPkts_Object = MibTableColumn
+ifOutBroadcastPkts = _IfOutBroadcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 5),
+    _IfOutBroadcastPkts_Type()
+)
+ifOutBroadcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifOutBroadcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifOutBroadcastPkts.setDescription("Broadcast packets the layer above asked to send, those dropped or not sent included.")
+_IfHCInOctets_Type = Counter64
+_IfHCInOctets_Object = MibTableColumn
+ifHCInOctets = _IfHCInOctets_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 6),
+    _IfHCInOctets_Type()
+)
+ifHCInOctets.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCInOctets.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCInOctets.setDescription("ifInOctets with 64 bits.")
+_IfHCInUcastPkts_Type = Counter64
+_IfHCInUcastPkts_Object = MibTableColumn
+ifHCInUcastPkts = _IfHCInUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 7),
+    _IfHCInUcastPkts_Type()
+)
+ifHCInUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCInUcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCInUcastPkts.setDescription("ifInUcastPkts with 64 bits.")
+_IfHCInMulticastPkts_Type = Counter64
+_IfHCInMulticastPkts_Object = MibTableColumn
+ifHCInMulticastPkts = _IfHCInMulticastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 8),
+    _IfHCInMulticastPkts_Type()
+)
+ifHCInMulticastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCInMulticastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCInMulticastPkts.setDescription("ifInMulticastPkts with 64 bits.")
+_IfHCInBroadcastPkts_Type = Counter64
+_IfHCInBroadcastPkts_Object = MibTableColumn
+ifHCInBroadcastPkts = _IfHCInBroadcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 9),
+    _IfHCInBroadcastPkts_Type()
+)
+ifHCInBroadcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCInBroadcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCInBroadcastPkts.setDescription("ifInBroadcastPkts with 64 bits.")
+_IfHCOutOctets_Type = Counter64
+_IfHCOutOctets_Object = MibTableColumn
+ifHCOutOctets = _IfHCOutOctets_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 10),
+    _IfHCOutOctets_Type()
+)
+ifHCOutOctets.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCOutOctets.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCOutOctets.setDescription("ifOutOctets with 64 bits.")
+_IfHCOutUcastPkts_Type = Counter64
+_IfHCOutUcastPkts_Object = MibTableColumn
+ifHCOutUcastPkts = _IfHCOutUcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 11),
+    _IfHCOutUcastPkts_Type()
+)
+ifHCOutUcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCOutUcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCOutUcastPkts.setDescription("ifOutUcastPkts with 64 bits.")
+_IfHCOutMulticastPkts_Type = Counter64
+_IfHCOutMulticastPkts_Object = MibTableColumn
+ifHCOutMulticastPkts = _IfHCOutMulticastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 12),
+    _IfHCOutMulticastPkts_Type()
+)
+ifHCOutMulticastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCOutMulticastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCOutMulticastPkts.setDescription("ifOutMulticastPkts with 64 bits.")
+_IfHCOutBroadcastPkts_Type = Counter64
+_IfHCOutBroadcastPkts_Object = MibTableColumn
+ifHCOutBroadcastPkts = _IfHCOutBroadcastPkts_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 13),
+    _IfHCOutBroadcastPkts_Type()
+)
+ifHCOutBroadcastPkts.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHCOutBroadcastPkts.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCOutBroadcastPkts.setDescription("ifOutBroadcastPkts with 64 bits.")
+
+
+class _IfLinkUpDownTrapEnable_Type(Integer32):
+    """Custom type ifLinkUpDownTrapEnable based on Integer32"""
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2)
+        )
+    )
+    namedValues = NamedValues(
+        *(("enabled", 1),
+          ("disabled", 2))
+    )
+
+
+_IfLinkUpDownTrapEnable_Type.__name__ = "Integer32"
+_IfLinkUpDownTrapEnable_Object = MibTableColumn
+ifLinkUpDownTrapEnable = _IfLinkUpDownTrapEnable_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 14),
+    _IfLinkUpDownTrapEnable_Type()
+)
+ifLinkUpDownTrapEnable.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifLinkUpDownTrapEnable.setStatus("current")
+if mibBuilder.loadTexts:
+    ifLinkUpDownTrapEnable.setDescription("Whether linkDown and linkUp are sent for this interface.")
+_IfHighSpeed_Type = Gauge32
+_IfHighSpeed_Object = MibTableColumn
+ifHighSpeed = _IfHighSpeed_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 15),
+    _IfHighSpeed_Type()
+)
+ifHighSpeed.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifHighSpeed.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHighSpeed.setDescription("Current bandwidth estimate in units of 1,000,000 bits per second, rounded; 0 when the interface has no fixed bandwidth.")
+_IfPromiscuousMode_Type = TruthValue
+_IfPromiscuousMode_Object = MibTableColumn
+ifPromiscuousMode = _IfPromiscuousMode_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 16),
+    _IfPromiscuousMode_Type()
+)
+ifPromiscuousMode.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifPromiscuousMode.setStatus("current")
+if mibBuilder.loadTexts:
+    ifPromiscuousMode.setDescription("true when the interface accepts every packet it sees on the medium, whatever the destination address.")
+_IfConnectorPresent_Type = TruthValue
+_IfConnectorPresent_Object = MibTableColumn
+ifConnectorPresent = _IfConnectorPresent_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 17),
+    _IfConnectorPresent_Type()
+)
+ifConnectorPresent.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifConnectorPresent.setStatus("current")
+if mibBuilder.loadTexts:
+    ifConnectorPresent.setDescription("true when the interface sublayer has a physical connector.")
+
+
+class _IfAlias_Type(DisplayString):
+    """Custom type ifAlias based on DisplayString"""
+    subtypeSpec = DisplayString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(0, 64),
+    )
+
+
+_IfAlias_Type.__name__ = "DisplayString"
+_IfAlias_Object = MibTableColumn
+ifAlias = _IfAlias_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 18),
+    _IfAlias_Type()
+)
+ifAlias.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifAlias.setStatus("current")
+if mibBuilder.loadTexts:
+    ifAlias.setDescription("A name a manager gives the interface, kept across re-initializations as far as the device can.")
+_IfCounterDiscontinuityTime_Type = TimeStamp
+_IfCounterDiscontinuityTime_Object = MibTableColumn
+ifCounterDiscontinuityTime = _IfCounterDiscontinuityTime_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 1, 1, 19),
+    _IfCounterDiscontinuityTime_Type()
+)
+ifCounterDiscontinuityTime.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifCounterDiscontinuityTime.setStatus("current")
+if mibBuilder.loadTexts:
+    ifCounterDiscontinuityTime.setDescription("sysUpTime at the last discontinuity of any of the interface's counters; 0 if none since the management system last re-initialized.")
+_IfStackTable_Object = MibTable
+ifStackTable = _IfStackTable_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 2)
+)
+if mibBuilder.loadTexts:
+    ifStackTable.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackTable.setDescription("Which interface sublayers run on top of which.")
+_IfStackEntry_Object = MibTableRow
+ifStackEntry = _IfStackEntry_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 2, 1)
+)
+ifStackEntry.setIndexNames(
+    (0, "IF-MIB", "ifStackHigherLayer"),
+    (0, "IF-MIB", "ifStackLowerLayer"),
+)
+if mibBuilder.loadTexts:
+    ifStackEntry.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackEntry.setDescription("One sublayer directly above another; 0 stands for none.")
+_IfStackHigherLayer_Type = InterfaceIndexOrZero
+_IfStackHigherLayer_Object = MibTableColumn
+ifStackHigherLayer = _IfStackHigherLayer_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 2, 1, 1),
+    _IfStackHigherLayer_Type()
+)
+ifStackHigherLayer.setMaxAccess("not-accessible")
+if mibBuilder.loadTexts:
+    ifStackHigherLayer.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackHigherLayer.setDescription("The upper sublayer's ifIndex, or 0.")
+_IfStackLowerLayer_Type = InterfaceIndexOrZero
+_IfStackLowerLayer_Object = MibTableColumn
+ifStackLowerLayer = _IfStackLowerLayer_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 2, 1, 2),
+    _IfStackLowerLayer_Type()
+)
+ifStackLowerLayer.setMaxAccess("not-accessible")
+if mibBuilder.loadTexts:
+    ifStackLowerLayer.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackLowerLayer.setDescription("The lower sublayer's ifIndex, or 0.")
+_IfStackStatus_Type = RowStatus
+_IfStackStatus_Object = MibTableColumn
+ifStackStatus = _IfStackStatus_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 2, 1, 3),
+    _IfStackStatus_Type()
+)
+ifStackStatus.setMaxAccess("read-create")
+if mibBuilder.loadTexts:
+    ifStackStatus.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackStatus.setDescription("The status of the relationship; rows are created and removed through it.")
+_IfTestTable_Object = MibTable
+ifTestTable = _IfTestTable_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3)
+)
+if mibBuilder.loadTexts:
+    ifTestTable.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestTable.setDescription("Tests a manager asks an interface to run, one row per interface.")
+_IfTestEntry_Object = MibTableRow
+ifTestEntry = _IfTestEntry_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1)
+)
+if mibBuilder.loadTexts:
+    ifTestEntry.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestEntry.setDescription("The test state of one interface.")
+_IfTestId_Type = TestAndIncr
+_IfTestId_Object = MibTableColumn
+ifTestId = _IfTestId_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 1),
+    _IfTestId_Type()
+)
+ifTestId.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifTestId.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestId.setDescription("Identifies the current test request; managers use it to take the interface's test facility in turn.")
+
+
+class _IfTestStatus_Type(Integer32):
+    """Custom type ifTestStatus based on Integer32"""
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2)
+        )
+    )
+    namedValues = NamedValues(
+        *(("notInUse", 1),
+          ("inUse", 2))
+    )
+
+
+_IfTestStatus_Type.__name__ = "Integer32"
+_IfTestStatus_Object = MibTableColumn
+ifTestStatus = _IfTestStatus_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 2),
+    _IfTestStatus_Type()
+)
+ifTestStatus.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifTestStatus.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestStatus.setDescription("Whether a manager holds the interface's test facility.")
+_IfTestType_Type = AutonomousType
+_IfTestType_Object = MibTableColumn
+ifTestType = _IfTestType_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 3),
+    _IfTestType_Type()
+)
+ifTestType.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifTestType.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestType.setDescription("The test to run; writing it starts the test.")
+
+
+class _IfTestResult_Type(Integer32):
+    """Custom type ifTestResult based on Integer32"""
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2,
+              3,
+              4,
+              5,
+              6,
+              7)
+        )
+    )
+    namedValues = NamedValues(
+        *(("none", 1),
+          ("success", 2),
+          ("inProgress", 3),
+          ("notSupported", 4),
+          ("unAbleToRun", 5),
+          ("aborted", 6),
+          ("failed", 7))
+    )
+
+
+_IfTestResult_Type.__name__ = "Integer32"
+_IfTestResult_Object = MibTableColumn
+ifTestResult = _IfTestResult_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 4),
+    _IfTestResult_Type()
+)
+ifTestResult.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifTestResult.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestResult.setDescription("The outcome of the latest test.")
+_IfTestCode_Type = ObjectIdentifier
+_IfTestCode_Object = MibTableColumn
+ifTestCode = _IfTestCode_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 5),
+    _IfTestCode_Type()
+)
+ifTestCode.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifTestCode.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestCode.setDescription("More detail on the outcome of the latest test; { 0 0 } when there is none.")
+_IfTestOwner_Type = OwnerString
+_IfTestOwner_Object = MibTableColumn
+ifTestOwner = _IfTestOwner_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 3, 1, 6),
+    _IfTestOwner_Type()
+)
+ifTestOwner.setMaxAccess("read-write")
+if mibBuilder.loadTexts:
+    ifTestOwner.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestOwner.setDescription("Who holds the interface's test facility.")
+_IfRcvAddressTable_Object = MibTable
+ifRcvAddressTable = _IfRcvAddressTable_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 4)
+)
+if mibBuilder.loadTexts:
+    ifRcvAddressTable.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressTable.setDescription("The addresses, unicast, multicast and broadcast, for which each interface accepts packets.")
+_IfRcvAddressEntry_Object = MibTableRow
+ifRcvAddressEntry = _IfRcvAddressEntry_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 4, 1)
+)
+ifRcvAddressEntry.setIndexNames(
+    (0, "IF-MIB", "ifIndex"),
+    (0, "IF-MIB", "ifRcvAddressAddress"),
+)
+if mibBuilder.loadTexts:
+    ifRcvAddressEntry.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressEntry.setDescription("One address an interface receives on.")
+_IfRcvAddressAddress_Type = PhysAddress
+_IfRcvAddressAddress_Object = MibTableColumn
+ifRcvAddressAddress = _IfRcvAddressAddress_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 4, 1, 1),
+    _IfRcvAddressAddress_Type()
+)
+ifRcvAddressAddress.setMaxAccess("not-accessible")
+if mibBuilder.loadTexts:
+    ifRcvAddressAddress.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressAddress.setDescription("The address, in the media's own form.")
+_IfRcvAddressStatus_Type = RowStatus
+_IfRcvAddressStatus_Object = MibTableColumn
+ifRcvAddressStatus = _IfRcvAddressStatus_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 4, 1, 2),
+    _IfRcvAddressStatus_Type()
+)
+ifRcvAddressStatus.setMaxAccess("read-create")
+if mibBuilder.loadTexts:
+    ifRcvAddressStatus.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressStatus.setDescription("The status of the row; rows are created and removed through it.")
+
+
+class _IfRcvAddressType_Type(Integer32):
+    """Custom type ifRcvAddressType based on Integer32"""
+    defaultValue = 2
+
+    subtypeSpec = Integer32.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        SingleValueConstraint(
+            *(1,
+              2,
+              3)
+        )
+    )
+    namedValues = NamedValues(
+        *(("other", 1),
+          ("volatile", 2),
+          ("nonVolatile", 3))
+    )
+
+
+_IfRcvAddressType_Type.__name__ = "Integer32"
+_IfRcvAddressType_Object = MibTableColumn
+ifRcvAddressType = _IfRcvAddressType_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 4, 1, 3),
+    _IfRcvAddressType_Type()
+)
+ifRcvAddressType.setMaxAccess("read-create")
+if mibBuilder.loadTexts:
+    ifRcvAddressType.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressType.setDescription("Whether the address is lost at the next restart (volatile), kept (nonVolatile), or neither (other).")
+_IfTableLastChange_Type = TimeTicks
+_IfTableLastChange_Object = MibScalar
+ifTableLastChange = _IfTableLastChange_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 5),
+    _IfTableLastChange_Type()
+)
+ifTableLastChange.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifTableLastChange.setStatus("current")
+if mibBuilder.loadTexts:
+    ifTableLastChange.setDescription("sysUpTime when a row of the ifTable was last added or removed; 0 if that has not happened since the management system last re-initialized.")
+_IfStackLastChange_Type = TimeTicks
+_IfStackLastChange_Object = MibScalar
+ifStackLastChange = _IfStackLastChange_Object(
+    (1, 3, 6, 1, 2, 1, 31, 1, 6),
+    _IfStackLastChange_Type()
+)
+ifStackLastChange.setMaxAccess("read-only")
+if mibBuilder.loadTexts:
+    ifStackLastChange.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackLastChange.setDescription("sysUpTime when the ifStackTable last changed; 0 if not since the management system last re-initialized.")
+_IfConformance_ObjectIdentity = ObjectIdentity
+ifConformance = _IfConformance_ObjectIdentity(
+    (1, 3, 6, 1, 2, 1, 31, 2)
+)
+_IfGroups_ObjectIdentity = ObjectIdentity
+ifGroups = _IfGroups_ObjectIdentity(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1)
+)
+_IfCompliances_ObjectIdentity = ObjectIdentity
+ifCompliances = _IfCompliances_ObjectIdentity(
+    (1, 3, 6, 1, 2, 1, 31, 2, 2)
+)
+ifEntry.registerAugmentions(
+    ("IF-MIB",
+     "ifXEntry")
+)
+ifXEntry.setIndexNames(*ifEntry.getIndexNames())
+ifEntry.registerAugmentions(
+    ("IF-MIB",
+     "ifTestEntry")
+)
+ifTestEntry.setIndexNames(*ifEntry.getIndexNames())
 
 # Managed Objects groups
+
+ifGeneralGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 1)
+)
+ifGeneralGroup.setObjects(
+      *(("IF-MIB", "ifDescr"),
+        ("IF-MIB", "ifType"),
+        ("IF-MIB", "ifSpeed"),
+        ("IF-MIB", "ifPhysAddress"),
+        ("IF-MIB", "ifAdminStatus"),
+        ("IF-MIB", "ifOperStatus"),
+        ("IF-MIB", "ifLastChange"),
+        ("IF-MIB", "ifLinkUpDownTrapEnable"),
+        ("IF-MIB", "ifConnectorPresent"),
+        ("IF-MIB", "ifHighSpeed"),
+        ("IF-MIB", "ifName"))
+)
+if mibBuilder.loadTexts:
+    ifGeneralGroup.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifGeneralGroup.setDescription("The general objects of RFC 2233; replaced by ifGeneralInformationGroup.")
+
+ifFixedLengthGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 2)
+)
+ifFixedLengthGroup.setObjects(
+      *(("IF-MIB", "ifInOctets"),
+        ("IF-MIB", "ifOutOctets"),
+        ("IF-MIB", "ifInUnknownProtos"),
+        ("IF-MIB", "ifInErrors"),
+        ("IF-MIB", "ifOutErrors"))
+)
+if mibBuilder.loadTexts:
+    ifFixedLengthGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifFixedLengthGroup.setDescription("Counters of interfaces with fixed-length units.")
+
+ifHCFixedLengthGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 3)
+)
+ifHCFixedLengthGroup.setObjects(
+      *(("IF-MIB", "ifHCInOctets"),
+        ("IF-MIB", "ifHCOutOctets"),
+        ("IF-MIB", "ifInOctets"),
+        ("IF-MIB", "ifOutOctets"),
+        ("IF-MIB", "ifInUnknownProtos"),
+        ("IF-MIB", "ifInErrors"),
+        ("IF-MIB", "ifOutErrors"))
+)
+if mibBuilder.loadTexts:
+    ifHCFixedLengthGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCFixedLengthGroup.setDescription("Counters of fast interfaces with fixed-length units.")
+
+ifPacketGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 4)
+)
+ifPacketGroup.setObjects(
+      *(("IF-MIB", "ifInOctets"),
+        ("IF-MIB", "ifOutOctets"),
+        ("IF-MIB", "ifInUnknownProtos"),
+        ("IF-MIB", "ifInErrors"),
+        ("IF-MIB", "ifOutErrors"),
+        ("IF-MIB", "ifMtu"),
+        ("IF-MIB", "ifInUcastPkts"),
+        ("IF-MIB", "ifInMulticastPkts"),
+        ("IF-MIB", "ifInBroadcastPkts"),
+        ("IF-MIB", "ifInDiscards"),
+        ("IF-MIB", "ifOutUcastPkts"),
+        ("IF-MIB", "ifOutMulticastPkts"),
+        ("IF-MIB", "ifOutBroadcastPkts"),
+        ("IF-MIB", "ifOutDiscards"),
+        ("IF-MIB", "ifPromiscuousMode"))
+)
+if mibBuilder.loadTexts:
+    ifPacketGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifPacketGroup.setDescription("Counters and settings of packet interfaces.")
+
+ifHCPacketGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 5)
+)
+ifHCPacketGroup.setObjects(
+      *(("IF-MIB", "ifHCInOctets"),
+        ("IF-MIB", "ifHCOutOctets"),
+        ("IF-MIB", "ifInOctets"),
+        ("IF-MIB", "ifOutOctets"),
+        ("IF-MIB", "ifInUnknownProtos"),
+        ("IF-MIB", "ifInErrors"),
+        ("IF-MIB", "ifOutErrors"),
+        ("IF-MIB", "ifMtu"),
+        ("IF-MIB", "ifInUcastPkts"),
+        ("IF-MIB", "ifInMulticastPkts"),
+        ("IF-MIB", "ifInBroadcastPkts"),
+        ("IF-MIB", "ifInDiscards"),
+        ("IF-MIB", "ifOutUcastPkts"),
+        ("IF-MIB", "ifOutMulticastPkts"),
+        ("IF-MIB", "ifOutBroadcastPkts"),
+        ("IF-MIB", "ifOutDiscards"),
+        ("IF-MIB", "ifPromiscuousMode"))
+)
+if mibBuilder.loadTexts:
+    ifHCPacketGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifHCPacketGroup.setDescription("Counters and settings of fast packet interfaces, with 64-bit octet counters.")
+
+ifVHCPacketGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 6)
+)
+ifVHCPacketGroup.setObjects(
+      *(("IF-MIB", "ifHCInUcastPkts"),
+        ("IF-MIB", "ifHCInMulticastPkts"),
+        ("IF-MIB", "ifHCInBroadcastPkts"),
+        ("IF-MIB", "ifHCOutUcastPkts"),
+        ("IF-MIB", "ifHCOutMulticastPkts"),
+        ("IF-MIB", "ifHCOutBroadcastPkts"),
+        ("IF-MIB", "ifHCInOctets"),
+        ("IF-MIB", "ifHCOutOctets"),
+        ("IF-MIB", "ifInOctets"),
+        ("IF-MIB", "ifOutOctets"),
+        ("IF-MIB", "ifInUnknownProtos"),
+        ("IF-MIB", "ifInErrors"),
+        ("IF-MIB", "ifOutErrors"),
+        ("IF-MIB", "ifMtu"),
+        ("IF-MIB", "ifInUcastPkts"),
+        ("IF-MIB", "ifInMulticastPkts"),
+        ("IF-MIB", "ifInBroadcastPkts"),
+        ("IF-MIB", "ifInDiscards"),
+        ("IF-MIB", "ifOutUcastPkts"),
+        ("IF-MIB", "ifOutMulticastPkts"),
+        ("IF-MIB", "ifOutBroadcastPkts"),
+        ("IF-MIB", "ifOutDiscards"),
+        ("IF-MIB", "ifPromiscuousMode"))
+)
+if mibBuilder.loadTexts:
+    ifVHCPacketGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifVHCPacketGroup.setDescription("Counters and settings of very fast packet interfaces, with 64-bit octet and packet counters.")
+
+ifRcvAddressGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 7)
+)
+ifRcvAddressGroup.setObjects(
+      *(("IF-MIB", "ifRcvAddressStatus"),
+        ("IF-MIB", "ifRcvAddressType"))
+)
+if mibBuilder.loadTexts:
+    ifRcvAddressGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifRcvAddressGroup.setDescription("The addresses an interface receives on.")
+
+ifTestGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 8)
+)
+ifTestGroup.setObjects(
+      *(("IF-MIB", "ifTestId"),
+        ("IF-MIB", "ifTestStatus"),
+        ("IF-MIB", "ifTestType"),
+        ("IF-MIB", "ifTestResult"),
+        ("IF-MIB", "ifTestCode"),
+        ("IF-MIB", "ifTestOwner"))
+)
+if mibBuilder.loadTexts:
+    ifTestGroup.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifTestGroup.setDescription("The interface tests.")
+
+ifStackGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 9)
+)
+ifStackGroup.setObjects(
+    ("IF-MIB", "ifStackStatus")
+)
+if mibBuilder.loadTexts:
+    ifStackGroup.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifStackGroup.setDescription("The stack table of RFC 2233; replaced by ifStackGroup2.")
+
+ifGeneralInformationGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 10)
+)
+ifGeneralInformationGroup.setObjects(
+      *(("IF-MIB", "ifIndex"),
+        ("IF-MIB", "ifDescr"),
+        ("IF-MIB", "ifType"),
+        ("IF-MIB", "ifSpeed"),
+        ("IF-MIB", "ifPhysAddress"),
+        ("IF-MIB", "ifAdminStatus"),
+        ("IF-MIB", "ifOperStatus"),
+        ("IF-MIB", "ifLastChange"),
+        ("IF-MIB", "ifLinkUpDownTrapEnable"),
+        ("IF-MIB", "ifConnectorPresent"),
+        ("IF-MIB", "ifHighSpeed"),
+        ("IF-MIB", "ifName"),
+        ("IF-MIB", "ifNumber"),
+        ("IF-MIB", "ifAlias"),
+        ("IF-MIB", "ifTableLastChange"))
+)
+if mibBuilder.loadTexts:
+    ifGeneralInformationGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifGeneralInformationGroup.setDescription("What every interface has.")
+
+ifStackGroup2 = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 11)
+)
+ifStackGroup2.setObjects(
+      *(("IF-MIB", "ifStackStatus"),
+        ("IF-MIB", "ifStackLastChange"))
+)
+if mibBuilder.loadTexts:
+    ifStackGroup2.setStatus("current")
+if mibBuilder.loadTexts:
+    ifStackGroup2.setDescription("How sublayers stack.")
+
+ifOldObjectsGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 12)
+)
+ifOldObjectsGroup.setObjects(
+      *(("IF-MIB", "ifInNUcastPkts"),
+        ("IF-MIB", "ifOutNUcastPkts"),
+        ("IF-MIB", "ifOutQLen"),
+        ("IF-MIB", "ifSpecific"))
+)
+if mibBuilder.loadTexts:
+    ifOldObjectsGroup.setStatus("deprecated")
+if mibBuilder.loadTexts:
+    ifOldObjectsGroup.setDescription("Objects of earlier versions no longer recommended.")
+
+ifCounterDiscontinuityGroup = ObjectGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 13)
+)
+ifCounterDiscontinuityGroup.setObjects(
+    ("IF-MIB", "ifCounterDiscontinuityTime")
+)
+if mibBuilder.loadTexts:
+    ifCounterDiscontinuityGroup.setStatus("current")
+if mibBuilder.loadTexts:
+    ifCounterDiscontinuityGroup.setDescription("When an interface's counters were last discontinuous.")
 
 
 # Notification objects
 
+linkDown = NotificationType(
+    (1, 3, 6, 1, 6, 3, 1, 1, 5, 3)
+)
+linkDown.setObjects(
+      *(("IF-MIB", "ifIndex"),
+        ("IF-MIB", "ifAdminStatus"),
+        ("IF-MIB", "ifOperStatus"))
+)
+if mibBuilder.loadTexts:
+    linkDown.setStatus(
+        "current"
+    )
+if mibBuilder.loadTexts:
+    linkDown.setDescription("An interface's ifOperStatus is about to leave notPresent for down, or has left another state for down; the objects give the new values.")
+
+linkUp = NotificationType(
+    (1, 3, 6, 1, 6, 3, 1, 1, 5, 4)
+)
+linkUp.setObjects(
+      *(("IF-MIB", "ifIndex"),
+        ("IF-MIB", "ifAdminStatus"),
+        ("IF-MIB", "ifOperStatus"))
+)
+if mibBuilder.loadTexts:
+    linkUp.setStatus(
+        "current"
+    )
+if mibBuilder.loadTexts:
+    linkUp.setDescription("An interface's ifOperStatus has left down for another state than notPresent; the objects give the new values.")
+
 
 # Notifications groups
+
+linkUpDownNotificationsGroup = NotificationGroup(
+    (1, 3, 6, 1, 2, 1, 31, 2, 1, 14)
+)
+linkUpDownNotificationsGroup.setObjects(
+      *(("IF-MIB", "linkUp"),
+        ("IF-MIB", "linkDown"))
+)
+if mibBuilder.loadTexts:
+    linkUpDownNotificationsGroup.setStatus(
+        "current"
+    )
+if mibBuilder.loadTexts:
+    linkUpDownNotificationsGroup.setDescription("The link state notifications.")
 
 
 # Agent capabilities
@@ -158,12 +1366,164 @@ class InterfaceIndexOrZero(TextualConvention, Integer32):
 
 # Module compliance
 
+ifCompliance = ModuleCompliance(
+    (1, 3, 6, 1, 2, 1, 31, 2, 2, 1)
+)
+ifCompliance.setObjects(
+      *(("IF-MIB", "ifGeneralGroup"),
+        ("IF-MIB", "ifStackGroup"),
+        ("IF-MIB", "ifFixedLengthGroup"),
+        ("IF-MIB", "ifHCFixedLengthGroup"),
+        ("IF-MIB", "ifPacketGroup"),
+        ("IF-MIB", "ifHCPacketGroup"),
+        ("IF-MIB", "ifTestGroup"),
+        ("IF-MIB", "ifRcvAddressGroup"))
+)
+if mibBuilder.loadTexts:
+    ifCompliance.setStatus(
+        "deprecated"
+    )
+if mibBuilder.loadTexts:
+    ifCompliance.setDescription("The compliance statement of RFC 2233.")
+
+ifCompliance2 = ModuleCompliance(
+    (1, 3, 6, 1, 2, 1, 31, 2, 2, 2)
+)
+ifCompliance2.setObjects(
+      *(("IF-MIB", "ifGeneralInformationGroup"),
+        ("IF-MIB", "ifStackGroup2"),
+        ("IF-MIB", "ifCounterDiscontinuityGroup"),
+        ("IF-MIB", "ifFixedLengthGroup"),
+        ("IF-MIB", "ifHCFixedLengthGroup"),
+        ("IF-MIB", "ifPacketGroup"),
+        ("IF-MIB", "ifHCPacketGroup"),
+        ("IF-MIB", "ifRcvAddressGroup"))
+)
+if mibBuilder.loadTexts:
+    ifCompliance2.setStatus(
+        "deprecated"
+    )
+if mibBuilder.loadTexts:
+    ifCompliance2.setDescription("The first compliance statement of RFC 2863.")
+
+ifCompliance3 = ModuleCompliance(
+    (1, 3, 6, 1, 2, 1, 31, 2, 2, 3)
+)
+ifCompliance3.setObjects(
+      *(("IF-MIB", "ifGeneralInformationGroup"),
+        ("IF-MIB", "linkUpDownNotificationsGroup"),
+        ("IF-MIB", "ifFixedLengthGroup"),
+        ("IF-MIB", "ifHCFixedLengthGroup"),
+        ("IF-MIB", "ifPacketGroup"),
+        ("IF-MIB", "ifHCPacketGroup"),
+        ("IF-MIB", "ifVHCPacketGroup"),
+        ("IF-MIB", "ifCounterDiscontinuityGroup"),
+        ("IF-MIB", "ifRcvAddressGroup"))
+)
+if mibBuilder.loadTexts:
+    ifCompliance3.setStatus(
+        "current"
+    )
+if mibBuilder.loadTexts:
+    ifCompliance3.setDescription("What an agent implements for the network interfaces it manages.")
+
 
 # Export all MIB objects to the MIB builder
 
 mibBuilder.exportSymbols(
     "IF-MIB",
-    **{"InterfaceIndex": InterfaceIndex,
+    **{"OwnerString": OwnerString,
+       "InterfaceIndex": InterfaceIndex,
        "InterfaceIndexOrZero": InterfaceIndexOrZero,
-       "ifMIB": ifMIB}
+       "interfaces": interfaces,
+       "ifNumber": ifNumber,
+       "ifTable": ifTable,
+       "ifEntry": ifEntry,
+       "ifIndex": ifIndex,
+       "ifDescr": ifDescr,
+       "ifType": ifType,
+       "ifMtu": ifMtu,
+       "ifSpeed": ifSpeed,
+       "ifPhysAddress": ifPhysAddress,
+       "ifAdminStatus": ifAdminStatus,
+       "ifOperStatus": ifOperStatus,
+       "ifLastChange": ifLastChange,
+       "ifInOctets": ifInOctets,
+       "ifInUcastPkts": ifInUcastPkts,
+       "ifInNUcastPkts": ifInNUcastPkts,
+       "ifInDiscards": ifInDiscards,
+       "ifInErrors": ifInErrors,
+       "ifInUnknownProtos": ifInUnknownProtos,
+       "ifOutOctets": ifOutOctets,
+       "ifOutUcastPkts": ifOutUcastPkts,
+       "ifOutNUcastPkts": ifOutNUcastPkts,
+       "ifOutDiscards": ifOutDiscards,
+       "ifOutErrors": ifOutErrors,
+       "ifOutQLen": ifOutQLen,
+       "ifSpecific": ifSpecific,
+       "ifMIB": ifMIB,
+       "ifMIBObjects": ifMIBObjects,
+       "ifXTable": ifXTable,
+       "ifXEntry": ifXEntry,
+       "ifName": ifName,
+       "ifInMulticastPkts": ifInMulticastPkts,
+       "ifInBroadcastPkts": ifInBroadcastPkts,
+       "ifOutMulticastPkts": ifOutMulticastPkts,
+       "ifOutBroadcastPkts": ifOutBroadcastPkts,
+       "ifHCInOctets": ifHCInOctets,
+       "ifHCInUcastPkts": ifHCInUcastPkts,
+       "ifHCInMulticastPkts": ifHCInMulticastPkts,
+       "ifHCInBroadcastPkts": ifHCInBroadcastPkts,
+       "ifHCOutOctets": ifHCOutOctets,
+       "ifHCOutUcastPkts": ifHCOutUcastPkts,
+       "ifHCOutMulticastPkts": ifHCOutMulticastPkts,
+       "ifHCOutBroadcastPkts": ifHCOutBroadcastPkts,
+       "ifLinkUpDownTrapEnable": ifLinkUpDownTrapEnable,
+       "ifHighSpeed": ifHighSpeed,
+       "ifPromiscuousMode": ifPromiscuousMode,
+       "ifConnectorPresent": ifConnectorPresent,
+       "ifAlias": ifAlias,
+       "ifCounterDiscontinuityTime": ifCounterDiscontinuityTime,
+       "ifStackTable": ifStackTable,
+       "ifStackEntry": ifStackEntry,
+       "ifStackHigherLayer": ifStackHigherLayer,
+       "ifStackLowerLayer": ifStackLowerLayer,
+       "ifStackStatus": ifStackStatus,
+       "ifTestTable": ifTestTable,
+       "ifTestEntry": ifTestEntry,
+       "ifTestId": ifTestId,
+       "ifTestStatus": ifTestStatus,
+       "ifTestType": ifTestType,
+       "ifTestResult": ifTestResult,
+       "ifTestCode": ifTestCode,
+       "ifTestOwner": ifTestOwner,
+       "ifRcvAddressTable": ifRcvAddressTable,
+       "ifRcvAddressEntry": ifRcvAddressEntry,
+       "ifRcvAddressAddress": ifRcvAddressAddress,
+       "ifRcvAddressStatus": ifRcvAddressStatus,
+       "ifRcvAddressType": ifRcvAddressType,
+       "ifTableLastChange": ifTableLastChange,
+       "ifStackLastChange": ifStackLastChange,
+       "ifConformance": ifConformance,
+       "ifGroups": ifGroups,
+       "ifGeneralGroup": ifGeneralGroup,
+       "ifFixedLengthGroup": ifFixedLengthGroup,
+       "ifHCFixedLengthGroup": ifHCFixedLengthGroup,
+       "ifPacketGroup": ifPacketGroup,
+       "ifHCPacketGroup": ifHCPacketGroup,
+       "ifVHCPacketGroup": ifVHCPacketGroup,
+       "ifRcvAddressGroup": ifRcvAddressGroup,
+       "ifTestGroup": ifTestGroup,
+       "ifStackGroup": ifStackGroup,
+       "ifGeneralInformationGroup": ifGeneralInformationGroup,
+       "ifStackGroup2": ifStackGroup2,
+       "ifOldObjectsGroup": ifOldObjectsGroup,
+       "ifCounterDiscontinuityGroup": ifCounterDiscontinuityGroup,
+       "linkUpDownNotificationsGroup": linkUpDownNotificationsGroup,
+       "ifCompliances": ifCompliances,
+       "ifCompliance": ifCompliance,
+       "ifCompliance2": ifCompliance2,
+       "ifCompliance3": ifCompliance3,
+       "linkDown": linkDown,
+       "linkUp": linkUp}
 )

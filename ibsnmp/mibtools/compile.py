@@ -56,6 +56,10 @@ def compile_mibs(
     compiler.add_sources(*(FileReader(str(d), recursive=False) for d in source_dirs))
     # pysnmp ships these itself; pysmi still parses our sources for their symbols.
     stubs = [m for m in PySnmpCodeGen.baseMibs if m not in PySnmpCodeGen.fakeMibs]
+    # IF-MIB imports snmpTraps: pysnmp's own SNMPv2-MIB (which carries the
+    # agent's system group instances) must not be shadowed by a compiled
+    # copy of our definitions-only base/SNMPv2-MIB.
+    stubs.append("SNMPv2-MIB")
     compiler.add_searchers(StubSearcher(*stubs))
     results = compiler.compile(*modules, rebuild=True, genTexts=True)
     statuses = {name: str(status) for name, status in results.items()}
