@@ -13,6 +13,7 @@ from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.model import Fabric
 
 EventListener = Callable[[TrapEvent], None]
+SwapListener = Callable[[Fabric], None]
 
 log = logging.getLogger("ibsnmp.providers")
 
@@ -40,17 +41,37 @@ class Provider(Protocol):
 class ProviderCore:
     """What the providers share: the snapshot served now, the epoch that
     elapsed time counts from, and the listeners events go to. A subclass
-    sets `_fabric` before it is read and swaps it with one assignment."""
+    sets `_fabric` before it is read and swaps it with one assignment,
+    which tells the swap listeners (add_swap_listener)."""
 
-    _fabric: Fabric
+    _served: Fabric
+    _swap_listeners: tuple[SwapListener, ...] = ()
 
     def __init__(self) -> None:
         self._listeners: list[EventListener] = []
         self._epoch = time.monotonic()
 
     @property
+    def _fabric(self) -> Fabric:
+        return self._served
+
+    @_fabric.setter
+    def _fabric(self, fabric: Fabric) -> None:
+        self._served = fabric
+        for listener in self._swap_listeners:
+            try:
+                listener(fabric)
+            except Exception:  # a listener's bug must not stop the provider
+                log.exception("snapshot listener failed")
+
+    @property
     def snapshot(self) -> Fabric:
-        return self._fabric
+        return self._served
+
+    def add_swap_listener(self, listener: SwapListener) -> None:
+        """Call `listener` with every snapshot swapped in from now on
+        (synchronously, from whatever swaps it: keep it quick)."""
+        self._swap_listeners = (*self._swap_listeners, listener)
 
     @property
     def epoch(self) -> float:

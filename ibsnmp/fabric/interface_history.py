@@ -1,0 +1,221 @@
+"""When each IF-MIB interface last changed: its oper status (ifLastChange),
+its counters' last discontinuity (ifCounterDiscontinuityTime) and when an
+interface appeared or vanished (ifTableLastChange).
+
+The model holds only the present, so the agent feeds every snapshot it
+serves to one InterfaceHistory, which compares it with the one before.
+Times are seconds since the history started (the agent's start, sysUpTime
+0); None means nothing happened since then (the MIB's zero).
+
+Comparing must stay cheap: a live poll swaps a snapshot every few seconds
+and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A node
+whose object is the one seen before is skipped, and within a changed node
+a port whose object is unchanged; only measured counters are compared
+(the simulated ones never go backwards except by a clear, which the
+snapshot's port history dates exactly, as it dates the scenario's link
+changes).  Memory holds the nodes of the last snapshot and nothing of the
+nodes that left.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from operator import attrgetter
+from typing import NamedTuple, Protocol
+
+from .counters import InterfaceCounters, interface_counters_of
+from .interfaces import IfOperStatus, interface_ports, oper_status
+from .model import Fabric, Node, Port, PortHistory, PortRef
+
+__all__ = ["InterfaceHistory"]
+
+# PortCounters fields whose clear clears an IF-MIB counter (counters.extended_at).
+_TRAFFIC_CLEARS = frozenset({"port_xmit_data", "port_rcv_data", "port_xmit_pkts", "port_rcv_pkts"})
+_COUNTS = attrgetter("in_octets", "out_octets", "in_ucast_pkts", "out_ucast_pkts", "in_mcast_pkts",
+                     "out_mcast_pkts")
+_INF = float("inf")
+
+
+class _PortSeen(NamedTuple):
+    port: Port  # the object last compared: the same one again is unchanged
+    status: IfOperStatus
+    counters: InterfaceCounters | None  # measured ports only
+
+
+class _NodeSeen(NamedTuple):
+    node: Node
+    ports: dict[int, _PortSeen]
+
+
+class SwappingProvider(Protocol):
+    """What `follow` needs of a provider (providers.base.ProviderCore has it)."""
+
+    @property
+    def snapshot(self) -> Fabric: ...
+
+    def elapsed(self) -> float: ...
+
+    def add_swap_listener(self, listener: Callable[[Fabric], None]) -> None: ...
+
+
+class InterfaceHistory:
+    """Fed every snapshot the agent serves; remembers per port (PortRef)
+    when its IF-MIB oper status last changed and when a 64-bit counter last
+    went backwards (cleared), as seconds since the history started (the
+    agent's start: sysUpTime 0)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._start = clock()
+        self._lock = threading.Lock()  # a provider may swap from a worker thread
+        self._nodes: dict[int, _NodeSeen] = {}
+        self._node_map: Mapping[int, Node] | None = None  # fabric.nodes last compared
+        self._port_history: Mapping[PortRef, PortHistory] | None = None
+        self._changed: dict[PortRef, float] = {}
+        self._discontinuity: dict[PortRef, float] = {}
+        self._table_changed: float | None = None
+
+    # -- what the MIB reads ----------------------------------------------------------
+
+    def last_change(self, ref: PortRef) -> float | None:
+        """Seconds since start when the port's oper status last changed (or
+        it appeared); None: not since start (ifLastChange 0)."""
+        return self._changed.get(ref)
+
+    def discontinuity(self, ref: PortRef) -> float | None:
+        """Seconds since start when a counter of the port last went
+        backwards (or it appeared); None: not since start."""
+        return self._discontinuity.get(ref)
+
+    def __len__(self) -> int:
+        """How many interfaces it remembers: those of the last snapshot."""
+        return sum(len(seen.ports) for seen in self._nodes.values())
+
+    @property
+    def table_last_change(self) -> float | None:
+        """Seconds since start when an interface last appeared or vanished."""
+        return self._table_changed
+
+    # -- feeding it ----------------------------------------------------------------------
+
+    def follow(self, provider: SwappingProvider) -> None:
+        """Observe `provider`'s snapshot now and every one it swaps in."""
+        provider.add_swap_listener(lambda fabric: self.observe(fabric, provider.elapsed()))
+        self.observe(provider.snapshot, provider.elapsed())
+
+    def observe(self, fabric: Fabric, elapsed: float) -> None:
+        """A new snapshot, whose counters are read at `elapsed` seconds
+        after the provider's epoch (which dates its port history)."""
+        with self._lock:
+            now = self._clock() - self._start
+            baseline = self._node_map is None
+            dated = self._dated_events(fabric, now - elapsed, baseline)
+            if fabric.nodes is not self._node_map:
+                self._compare_nodes(fabric, now, baseline, dated)
+                self._node_map = fabric.nodes
+
+    def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float]) -> None:
+        seen = self._nodes
+        nodes = fabric.nodes
+        for guid, node in nodes.items():
+            before = seen.get(guid)
+            if before is None:
+                seen[guid] = self._first_sight(node, None if baseline else now)
+            elif before.node is not node:
+                self._compare_node(guid, before, node, now, dated)
+        if len(seen) > len(nodes):  # every node of `nodes` is in `seen`: the rest left
+            for guid in [guid for guid in seen if guid not in nodes]:
+                for num in seen.pop(guid).ports:
+                    self._forget(PortRef(guid, num))
+            self._table_changed = now
+
+    def _first_sight(self, node: Node, now: float | None) -> _NodeSeen:
+        """A node seen for the first time: at start, a baseline; later, its
+        interfaces are new (changed and discontinuous now)."""
+        ports = {port.num: self._port_seen(port) for port in interface_ports(node)}
+        if now is not None:
+            for num in ports:
+                ref = PortRef(node.guid, num)
+                self._changed[ref] = self._discontinuity[ref] = now
+            self._table_changed = now
+        return _NodeSeen(node, ports)
+
+    def _compare_node(self, guid: int, before: _NodeSeen, node: Node, now: float,
+                      dated: Mapping[PortRef, float]) -> None:
+        old_ports = before.ports
+        ports: dict[int, _PortSeen] = {}
+        for port in interface_ports(node):
+            old = old_ports.get(port.num)
+            if old is not None and old.port is port:
+                ports[port.num] = old
+                continue
+            seen = ports[port.num] = self._port_seen(port)
+            ref = PortRef(guid, port.num)
+            if old is None:
+                self._changed[ref] = self._discontinuity[ref] = now
+                self._table_changed = now
+                continue
+            if seen.status is not old.status:
+                # A scenario dates its link changes (a newer one than the
+                # last seen: Down -> Init is not dated); a sample is dated now.
+                when = dated.get(ref)
+                if when is None or when <= self._changed.get(ref, 0.0):
+                    when = now
+                self._changed[ref] = when
+            if _went_backwards(old.counters, seen.counters):
+                self._discontinuity[ref] = now
+        if len(ports) != len(old_ports) or any(num not in ports for num in old_ports):
+            for num in old_ports:
+                if num not in ports:
+                    self._forget(PortRef(guid, num))
+            self._table_changed = now
+        self._nodes[guid] = _NodeSeen(node, ports)
+
+    @staticmethod
+    def _port_seen(port: Port) -> _PortSeen:
+        measured = port.counters
+        counters = interface_counters_of(measured.values, measured.wide) if measured is not None else None
+        return _PortSeen(port, oper_status(port), counters)
+
+    def _forget(self, ref: PortRef) -> None:
+        self._changed.pop(ref, None)
+        self._discontinuity.pop(ref, None)
+
+    def _dated_events(self, fabric: Fabric, epoch: float, baseline: bool) -> dict[PortRef, float]:
+        """The latest link change of each port whose port history changed
+        since the last snapshot, in history time (`epoch`: the provider's
+        epoch in history time), where it falls after the start; clears of
+        the traffic counters are recorded here, as no port object changes
+        with them."""
+        history = fabric.port_history
+        before = self._port_history
+        self._port_history = history
+        if history is before or not history:
+            return {}
+        before = before or {}
+        dated: dict[PortRef, float] = {}
+        for ref, entry in history.items():
+            if before.get(ref) is entry:
+                continue
+            link = [*entry.downs, *(t for interval in entry.up or () for t in interval if t != _INF)]
+            if link and (when := max(link) + epoch) > 0:
+                dated[ref] = when
+            clears = [when for name, when in entry.clears if name in _TRAFFIC_CLEARS]
+            if clears and not baseline and (when := max(clears) + epoch) > 0:
+                if self._is_interface(ref) and when > self._discontinuity.get(ref, 0.0):
+                    self._discontinuity[ref] = when
+        return dated
+
+    def _is_interface(self, ref: PortRef) -> bool:
+        node = self._nodes.get(ref.guid)
+        return node is not None and ref.port in node.ports
+
+
+def _went_backwards(before: InterfaceCounters | None, after: InterfaceCounters | None) -> bool:
+    """A count lower than before: the counter was cleared (a 64-bit count
+    wrapping is centuries away at any link's rate)."""
+    if before is None or after is None or before == after:
+        return False
+    return any(a is not None and b is not None and b < a for a, b in zip(_COUNTS(before), _COUNTS(after)))
