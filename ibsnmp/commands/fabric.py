@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.spec import SpecError
@@ -25,6 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_topology_arguments(export)
     export.add_argument("--format", choices=("json", "ibnetdiscover"), default="json")
     export.set_defaults(handler=_export)
+    _add_targets_parser(actions)
 
 
 def _guid(text: str) -> int:
@@ -103,4 +105,48 @@ def _export(args: argparse.Namespace) -> int:
         from ibsnmp.fabric.jsonexport import to_json
 
         sys.stdout.write(to_json(fabric) + "\n")
+    return 0
+
+
+def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
+    targets = actions.add_parser(
+        "targets", help="write snmp_exporter modules and Prometheus file_sd targets "
+                        "for every node's context")
+    add_fabric_arguments(targets)
+    _add_topology_arguments(targets)
+    targets.add_argument("--agent", required=True, metavar="HOST:PORT",
+                         help="the agent's address as the exporter reaches it")
+    targets.add_argument("--snmp-yml", required=True, type=Path, metavar="FILE",
+                         help="the shipped snmp.yml (examples/prometheus/snmp.yml)")
+    targets.add_argument("--auth", type=Path, metavar="FILE",
+                         help="TOML: version = 2|3 and an [auth] table with snmp_exporter's "
+                              "keys (default: v2c, community public)")
+    targets.add_argument("--config-out", required=True, type=Path, metavar="FILE",
+                         help="the exporter configuration to write (mode 0600)")
+    targets.add_argument("--targets-out", required=True, type=Path, metavar="FILE",
+                         help="the file_sd JSON to write")
+    targets.add_argument("--per-node", default="ib_if,ib_pma", metavar="MODULES",
+                         help="modules copied for every node's context (default ib_if,ib_pma)")
+    targets.add_argument("--kinds", default="switch,ca,router", metavar="KINDS",
+                         help="node kinds that get targets (default switch,ca,router)")
+    targets.set_defaults(handler=_targets)
+
+
+def _targets(args: argparse.Namespace) -> int:
+    from .prometheus_targets import TargetsError, write_targets
+
+    fabric = _build(args)
+    if fabric is None:
+        return 2
+    per_node = [name for name in args.per_node.split(",") if name]
+    try:
+        nodes, modules = write_targets(
+            fabric, agent=args.agent, shipped=args.snmp_yml, auth_file=args.auth,
+            config_out=args.config_out, targets_out=args.targets_out, per_node=per_node,
+            kinds=args.kinds.split(","))
+    except (TargetsError, OSError) as exc:
+        print(f"ibsnmp: {exc}", file=sys.stderr)
+        return 2
+    print(f"{nodes} nodes: {modules} per-node modules in {args.config_out}, "
+          f"targets in {args.targets_out}")
     return 0

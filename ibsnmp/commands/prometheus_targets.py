@@ -1,0 +1,174 @@
+"""`ibsnmp fabric targets`: what Prometheus and snmp_exporter 0.21 need to
+scrape every node's context of an ibsnmp agent, written from the fabric.
+
+snmp_exporter 0.21 takes only `target` and `module` from a scrape's URL;
+the community, SNMPv3 user and context name belong to a module. A node's
+context is reached with community `<community>@<guid>` (v1/v2c) or context
+name `<guid>` (v3), so every node gets its own copy of each per-node module
+(`ib_if@<guid>`), the shipped module with an `auth` of its own. Two files
+come out:
+
+- the exporter's configuration: the shipped modules with the chosen auth
+  added, then the per-node copies;
+- a file_sd target list: one group per node, the agent's address as its
+  target and labels `node_name`, `node_guid`, `node_kind`, from which a
+  scrape job's relabeling derives `__param_module` (`ib_if@<guid>`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ibsnmp.atomicfile import write_atomically
+from ibsnmp.fabric.model import Fabric
+
+PER_NODE_MODULES = ("ib_if", "ib_pma")
+NODE_KINDS = ("switch", "ca", "router")
+DEFAULT_AUTH: dict[str, object] = {"version": 2, "auth": {"community": "public"}}
+# The auth settings of snmp_exporter 0.21 an auth file may give; the
+# context name is the targets writer's to set, per node.
+AUTH_KEYS = frozenset({"community", "username", "security_level", "password",
+                       "auth_protocol", "priv_protocol", "priv_password"})
+_MODULE_LINE = re.compile(r"^([A-Za-z0-9_.@\-]+):\s*$")
+
+
+class TargetsError(ValueError):
+    """An input the writer cannot use; the message never holds a secret."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTarget:
+    guid: str  # 16 lower-case hex digits: the node's context name
+    name: str
+    kind: str  # "switch", "ca" or "router"
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeAuth:
+    version: int
+    auth: Mapping[str, str]
+
+    def for_node(self, guid: str) -> dict[str, str]:
+        """This auth pointed at one node's context."""
+        own = dict(self.auth)
+        if self.version == 3:
+            own["context_name"] = guid
+        else:
+            own["community"] = f"{own.get('community', 'public')}@{guid}"
+        return own
+
+
+def node_targets(fabric: Fabric, kinds: Iterable[str] = NODE_KINDS) -> list[NodeTarget]:
+    """The fabric's nodes of the given kinds, by GUID."""
+    wanted = set(kinds)
+    nodes = (NodeTarget(f"{node.guid:016x}", node.label, node.node_type.name.lower())
+             for _guid, node in sorted(fabric.nodes.items()))
+    return [node for node in nodes if node.kind in wanted]
+
+
+def read_auth(path: Path | None) -> ScrapeAuth:
+    """The auth a TOML file gives (`version` and an `[auth]` table with
+    snmp_exporter's key names), or v2c community "public" without one."""
+    data: Mapping[str, object] = DEFAULT_AUTH
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise TargetsError(f"{path}: cannot read the auth file ({type(exc).__name__})") from None
+    version = data.get("version", 2)
+    auth = data.get("auth", {})
+    if version not in (1, 2, 3):
+        raise TargetsError("auth file: version must be 1, 2 or 3")
+    if not isinstance(auth, dict) or not all(isinstance(v, str) for v in auth.values()):
+        raise TargetsError("auth file: [auth] must be a table of strings")
+    unknown = sorted(set(auth) - AUTH_KEYS)
+    if unknown:
+        raise TargetsError(f"auth file: unknown [auth] keys {unknown}; known: {sorted(AUTH_KEYS)}")
+    if version == 3 and "username" not in auth:
+        raise TargetsError("auth file: version 3 needs [auth] username")
+    return ScrapeAuth(int(version), auth)
+
+
+def _auth_lines(auth: ScrapeAuth, settings: Mapping[str, str]) -> list[str]:
+    # JSON strings are YAML double-quoted scalars: any secret is written safely.
+    return ([f"  version: {auth.version}", "  auth:"]
+            + [f"    {key}: {json.dumps(value)}" for key, value in sorted(settings.items())])
+
+
+def module_bodies(config_text: str) -> dict[str, list[str]]:
+    """Each module's lines (everything under its top-level key)."""
+    bodies: dict[str, list[str]] = {}
+    body: list[str] | None = None
+    for line in config_text.splitlines():
+        match = _MODULE_LINE.match(line)
+        if match:
+            body = bodies.setdefault(match[1], [])
+        elif body is not None:
+            body.append(line)
+    return bodies
+
+
+def _refuse_own_auth(bodies: Mapping[str, list[str]]) -> None:
+    """A second `auth` key would make the exporter refuse the whole file."""
+    for name, body in bodies.items():
+        for line in body:
+            if re.match(r"^  (auth|version):", line):
+                raise TargetsError(f"module {name} sets {line.strip()} already; give the auth "
+                                   "to `ibsnmp fabric targets --auth` instead")
+
+
+def exporter_config(shipped: str, auth: ScrapeAuth, nodes: Sequence[NodeTarget],
+                    per_node: Iterable[str] = PER_NODE_MODULES) -> str:
+    """The shipped modules with `auth` added, then a whole copy of each
+    per-node module for every node (`<module>@<guid>`), with the node's auth.
+
+    Whole copies, not YAML merge keys: 0.21's YAML reader refuses a document
+    whose aliases expand to most of it ("excessive aliasing"), which a merge
+    per node does beyond about 1,000 copies of ib_if.
+    """
+    bodies = module_bodies(shipped)
+    _refuse_own_auth(bodies)
+    out = ["# snmp_exporter 0.21 configuration written by `ibsnmp fabric targets`:",
+           "# the shipped modules, then one copy of a per-node module for each node."]
+    for name, body in bodies.items():
+        out += [f"{name}:", *body, *_auth_lines(auth, auth.auth)]
+    for name in per_node:
+        for node in nodes:
+            out += [f"{name}@{node.guid}:", *bodies[name],
+                    *_auth_lines(auth, auth.for_node(node.guid))]
+    return "\n".join(out) + "\n"
+
+
+def file_sd_targets(nodes: Sequence[NodeTarget], agent: str) -> str:
+    """Prometheus file_sd JSON: one group per node, all aimed at the agent."""
+    groups = [{"targets": [agent],
+               "labels": {"node_guid": node.guid, "node_name": node.name, "node_kind": node.kind}}
+              for node in nodes]
+    return "[\n" + ",\n".join(json.dumps(group) for group in groups) + "\n]\n"
+
+
+def write_targets(fabric: Fabric, *, agent: str, shipped: Path, auth_file: Path | None,
+                  config_out: Path, targets_out: Path,
+                  per_node: Sequence[str] = PER_NODE_MODULES,
+                  kinds: Iterable[str] = NODE_KINDS) -> tuple[int, int]:
+    """Write both files; (nodes, per-node modules written). The configuration holds
+    the auth's secrets: it is written mode 0600."""
+    auth = read_auth(auth_file)
+    try:
+        text = shipped.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetsError(f"{shipped}: {exc}") from None
+    missing = sorted(set(per_node) - set(module_bodies(text)))
+    if missing:
+        raise TargetsError(f"{shipped} has no module {', '.join(missing)}")
+    nodes = node_targets(fabric, kinds)
+    config = exporter_config(text, auth, nodes, per_node)
+    write_atomically(config_out, config.encode("utf-8"))
+    write_atomically(targets_out, file_sd_targets(nodes, agent).encode("utf-8"))
+    targets_out.chmod(0o644)
+    return len(nodes), len(nodes) * len(per_node)
