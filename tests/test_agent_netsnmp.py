@@ -88,7 +88,7 @@ def test_community_at_guid_selects_the_node(agent: AgentThread, number: int, gui
     options = ["-v2c", "-c", f"{READ_COMMUNITY}@{guid}"]
     values = get(agent, options, dotted(NODE_DESC), f"{SYSTEM}.5.0")
     assert values[dotted(NODE_DESC)] == f'STRING: "node-{number}"'
-    assert values[f"{SYSTEM}.5.0"] == 'STRING: "ibsnmp-test"'  # system group everywhere
+    assert values[f"{SYSTEM}.5.0"] == f'STRING: "node-{number}"'  # the node's own sysName
 
 
 def test_default_context_is_the_local_node(agent: AgentThread) -> None:

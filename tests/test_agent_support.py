@@ -18,7 +18,7 @@ import tempfile
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from ibsnmp.agent.runner import (  # noqa: E402
     settings_from_args,
 )
 from ibsnmp.agent.cells import cell_of  # noqa: E402
+from ibsnmp.fabric.iba import NodeType  # noqa: E402
 from ibsnmp.mib.api import (  # noqa: E402
     INFINIBAND_MIB,
     NO_SUCH_INSTANCE,
@@ -65,8 +66,19 @@ BULK_TABLE = SMA + (9, 1)        # extra rows for benchmarks: BULK_TABLE.<col>.<
 
 @dataclass(frozen=True)
 class FakeNode:
+    """What a node context reads of its node (its system group), nothing more."""
+
     guid: str
     number: int
+    node_type: NodeType = NodeType.CA
+    model_name: str = ""
+    vendor_id: int | None = None
+    device_id: int | None = None
+    revision: int | None = None
+
+    @property
+    def description(self) -> str:
+        return f"node-{self.number} HCA-1"  # sysName "node-<n>" in its context
 
 
 class FakeMib:
@@ -127,7 +139,8 @@ def make_backend(rows: int = 0) -> tuple[Any, FakeMib]:
         guid.encode(): ContextTarget(fabric=None, node=FakeNode(guid, n), serves_sm=(n == 1))
         for n, guid in enumerate(NODE_GUIDS, start=1)
     }
-    targets[b""] = targets[LOCAL_GUID.encode()]
+    # The default context speaks for the local node, with the agent's own system group.
+    targets[b""] = replace(targets[LOCAL_GUID.encode()], default_context=True)
     return targets.get, FakeMib(rows)
 
 

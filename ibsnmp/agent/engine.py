@@ -20,7 +20,7 @@ from pysnmp.proto.rfc3412 import MsgAndPduDispatcher
 from pysnmp.smi import error as smi_error
 
 from ibsnmp import __version__
-from ibsnmp.mib.api import INFINIBAND_MIB, ContextResolver, VirtualMib
+from ibsnmp.mib.api import ContextResolver, VirtualMib
 
 from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
@@ -29,6 +29,7 @@ from .context_hooks import ContextDirectory, NodeContextVacm, NodeSnmpContext, i
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
 from .fast_v3 import FastV3, responder_over
+from .node_system import AGENT_OBJECT_ID, install_node_system_group
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
@@ -39,8 +40,6 @@ from .views import VIEWS, View, default_view
 
 log = logging.getLogger(__name__)
 
-# SMA-MIB module identity: what this agent is.
-SYS_OBJECT_ID = INFINIBAND_MIB + (3,)
 # sysServices: applications (layer 7) + end-to-end (layer 4), like net-snmp.
 SYS_SERVICES = 72
 
@@ -235,6 +234,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     _configure_views(engine)
     _add_principals(engine, vacm, directory, settings)
     _set_system_group(engine, settings, fabric_summary)
+    install_node_system_group(engine)
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
@@ -339,7 +339,7 @@ def _set_system_group(engine: SnmpEngine, settings: AgentSettings, fabric_summar
     system = settings.system
     values = (
         (descr, sys_descr(fabric_summary)),
-        (object_id, SYS_OBJECT_ID),
+        (object_id, AGENT_OBJECT_ID),  # a node's context: node_system
         (contact, system.sys_contact or ""),
         (name, system.sys_name if system.sys_name is not None else socket.gethostname()),
         (location, system.sys_location or ""),

@@ -7,7 +7,9 @@ wrongLength, other octets wrongValue), planned into the write store's
 transaction and saved with the rest of the state before the SET is
 answered, so they survive a restart. As with net-snmp's snmpd, an object
 the configuration file sets is read-only (notWritable): the file stays the
-one place that value comes from.
+one place that value comes from. In a node's own context the system group
+describes that node (its name is its NodeDescription): nothing there is
+writable.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import Any
 
 from ibsnmp.sa.overrides import SYSTEM_OBJECTS
 
-from .api import ContextTarget
+from .api import ContextTarget, SetError
 from .binding import WriterBinding
 from .loader import ObjectDef, definitions
 from .write import WriteRequest
 
 
 def _plan(target: ContextTarget, requests: Sequence[WriteRequest], txn: Any) -> None:
+    if not target.default_context:
+        raise SetError("notWritable", requests[0].index,
+                       f"{requests[0].name} describes the node in its own context")
     values = dict(txn.config.system)
     for request in requests:  # in PDU order: a repeated object takes its last value
         values[request.name] = request.value

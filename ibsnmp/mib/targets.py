@@ -41,7 +41,7 @@ class FabricContexts:
             knows_fabric = bool(fabric.sms) or bool(fabric.links)
             # The default context speaks for the whole host.
             return ContextTarget(fabric, fabric.local_node, knows_fabric, elapsed,
-                                 fabric.host_node_guids)
+                                 fabric.host_node_guids, default_context=True)
         if GUID_CONTEXT.fullmatch(name) is None:
             return None
         guid = int(name, 16)

@@ -74,4 +74,5 @@ class AggregatorContexts(FabricContexts):
         node = fabric.nodes.get(fabric.local_node_guid)
         if node is None:
             return None
-        return ContextTarget(fabric, node, True, time.monotonic() - self._provider.epoch)
+        return ContextTarget(fabric, node, True, time.monotonic() - self._provider.epoch,
+                             default_context=True)
