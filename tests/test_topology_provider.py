@@ -150,6 +150,21 @@ def test_fabric_show_with_an_sm_and_with_a_bad_file(capsys: pytest.CaptureFixtur
     assert f"ibsnmp: {bad}, line 20: malformed id line" in err and "'devid=cf08x'" in err
 
 
+def test_fabric_show_lists_every_node_with_guid_kind_lids_and_name(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fabric", "show", "--topology", str(EDR), "--sm-guid", "248a:0703:00a0:b101"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines.index("GUID              KIND    LIDS   NAME")
+    rows = [line.split(None, 3) for line in lines[header + 1:]]  # as awk reads them
+    fabric = load_topology(EDR)
+    assert [row[0] for row in rows] == [f"{guid:016x}" for guid in sorted(fabric.nodes)]
+    by_guid = {row[0]: row[1:] for row in rows}
+    assert by_guid["248a070300a0b100"] == ["ca", "3,4", "host001"]  # 'host001 HCA-1', 2 ports
+    assert by_guid["7cfe900300a1b2c0"] == ["switch", "1", "MF0;switch-1:MSB7800/U1"]
+    assert by_guid["7cfe900300a1b300"] == ["router", "12", "MF0;router-1:SB7780/U1"]
+    assert len(rows) == len(fabric.nodes) == 7
+
+
 def test_export_read_of_a_read_fabric_is_stable() -> None:
     once = load_topology(EDR)
     text = export_ibnetdiscover(once, 0)

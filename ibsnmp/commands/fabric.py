@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.spec import SpecError
 
 from .run import add_fabric_arguments
@@ -90,7 +90,29 @@ def _show(args: argparse.Namespace) -> int:
               f"priority {sm.priority}")
     print(f"partitions: {len(fabric.partitions)}, multicast groups: "
           f"{len(fabric.multicast_groups)}, services: {len(fabric.services)}")
+    print()
+    _print_nodes(fabric)
     return 0
+
+
+def _print_nodes(fabric: Fabric) -> None:
+    """One line per node, by GUID: its context name, kind, LIDs and name
+    (the sysName of its context; last, as it may hold spaces)."""
+    from ibsnmp.fabric.naming import KIND_WORDS, node_name
+
+    rows = [(f"{node.guid:016x}", KIND_WORDS[node.node_type], _lids(node), node_name(node))
+            for _, node in sorted(fabric.nodes.items())]
+    widths = [max(len("LIDS"), *(len(row[2]) for row in rows)) if rows else len("LIDS")]
+    print(f"{'GUID':<16}  {'KIND':<6}  {'LIDS':<{widths[0]}}  NAME")
+    for guid, kind, lids, name in rows:
+        print(f"{guid:<16}  {kind:<6}  {lids:<{widths[0]}}  {name}")
+
+
+def _lids(node: Node) -> str:
+    """A switch's LID (its port 0's), a CA's or router's port LIDs; '-' for none assigned."""
+    ports = node.ports[:1] if node.is_switch else node.ports
+    lids = [str(port.lid) for port in ports if port.lid]
+    return ",".join(lids) or "-"
 
 
 def _export(args: argparse.Namespace) -> int:
