@@ -98,3 +98,17 @@ def test_getnext_at_a_subtree_end_takes_the_base_tree_first(view: ContextView) -
     # After the snmp group's last instance: ifMIB's first.
     ((name, _),) = view.read_next_variables((SNMP_GROUP + (99,), None), acFun=allow_all)
     assert tuple(name) == IF_NAME + (1,)
+
+
+def test_pysnmp_s_tree_has_nothing_inside_the_served_subtrees() -> None:
+    # The engine loads no module with instances there (RFC1213-MIB would
+    # put its own interfaces group there): its next instance after each
+    # root lies past the subtree.
+    resolver, mib = make_backend()
+    engine = build_engine(agent_settings(), resolver, mib, fabric_summary="unit")
+    base = engine.engine.message_dispatcher.mib_instrum_controller
+    assert "RFC1213-MIB" not in engine.engine.get_mib_builder().mibSymbols
+    for root in SERVED_SUBTREES.roots:
+        ((name, value),) = base.read_next_variables((root, None), acFun=allow_all,
+                                                     snmpEngine=engine.engine)
+        assert not SERVED_SUBTREES.holds(tuple(name)), (root, name)

@@ -177,10 +177,10 @@ def test_sys_or_table_lists_the_served_modules(fresh_agent: AgentThread) -> None
     assert done.returncode == 0, done.stderr
     rows = [line.split("|") for line in done.stdout.splitlines() if line.count("|") == 2]
     assert [descr for _, descr, _ in rows[:5]] == [text for _, text in SNMP_MODULES]
-    # The InfiniBand rows name each module's MODULE-IDENTITY, as net-snmp resolves it.
+    # The served modules' rows name each MODULE-IDENTITY, as net-snmp resolves it.
     assert [oid for oid, _, _ in rows[5:]] == [
         "SMA-MIB::ibSmaMIB", "IB-SM-MIB::ibSmMIB", "IB-CA-MIB::ibCaMIB", "PMA-MIB::ibPmaMIB",
-        "IBCONNECTION-MIB::ibConnMIB"]
+        "IBCONNECTION-MIB::ibConnMIB", "IF-MIB::ifMIB"]
     assert all(descr and up_time == "0:0:00:00.00" for _, descr, up_time in rows)
     last_change = net_snmp("snmpget", "-v2c", "-c", READ_COMMUNITY, "-Oqv",
                            address(fresh_agent), "SNMPv2-MIB::sysORLastChange.0")

@@ -1,7 +1,7 @@
 """sysORTable: the MIB modules this agent serves (RFC 3418).
 
 One row per module, its MODULE-IDENTITY OID in sysORID: the five
-InfiniBand modules (OIDs read from compiled_mibs/) and the SNMP modules
+InfiniBand modules and IF-MIB (OIDs read from compiled_mibs/) and the SNMP modules
 pysnmp implements, named and described as net-snmp's snmpd lists them.
 Every row exists from start-up, so sysORUpTime and sysORLastChange are 0.
 """
@@ -13,13 +13,14 @@ from pysnmp.entity.engine import SnmpEngine
 from ibsnmp.mib.api import Oid
 from ibsnmp.mib.loader import SERVED_MODULES, definitions
 
-INFINIBAND_DESCRIPTIONS = {
+SERVED_DESCRIPTIONS = {
     "SMA-MIB": "The MIB module for the InfiniBand Subnet Management Agent (SMA).",
     "IB-SM-MIB": "The MIB module for InfiniBand Subnet Managers (SM).",
     "IB-CA-MIB": "The MIB module for InfiniBand Channel Adapters (CA).",
     "PMA-MIB": "The MIB module for the InfiniBand Performance Management Agent (PMA).",
     "IBCONNECTION-MIB": "The MIB module for InfiniBand Channel Adapter transports "
                         "(UD, RD and connected services).",
+    "IF-MIB": "IF-MIB (RFC 2863): every InfiniBand port as a network interface.",
 }
 SNMP_MODULES: tuple[tuple[Oid, str], ...] = (
     ((1, 3, 6, 1, 6, 3, 10, 3, 1, 1), "The SNMP Management Architecture MIB."),
@@ -36,7 +37,7 @@ def sys_or_rows() -> list[tuple[Oid, str]]:
     """(sysORID, sysORDescr) of every row, in sysORIndex order from 1."""
     mibs = definitions()
     rows = list(SNMP_MODULES)
-    rows += [(mibs.module_identity(module), INFINIBAND_DESCRIPTIONS[module])
+    rows += [(mibs.module_identity(module), SERVED_DESCRIPTIONS[module])
              for module in SERVED_MODULES]
     return rows
 

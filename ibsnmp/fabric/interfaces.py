@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from enum import IntEnum
 
 from .iba import LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState
-from .model import Node, Port
+from .model import Fabric, Node, Port
 
 PORTS_PER_POSITION = 256
 IF_TYPE_INFINIBAND = 199  # IANAifType infiniband(199)
@@ -59,6 +59,47 @@ def position_and_port(index: int) -> tuple[int, int]:
 def entity_nodes(nodes: Iterable[Node]) -> tuple[Node, ...]:
     """The nodes of a context in ifIndex position order (by node GUID)."""
     return tuple(sorted(nodes, key=lambda node: node.guid))
+
+
+def context_interfaces(fabric: Fabric, node: Node,
+                       entity_guids: tuple[int, ...] = ()) -> tuple[tuple[int, Node, Port], ...]:
+    """(ifIndex, node, port) of every interface an SNMP context describes:
+    `node`'s own, or with `entity_guids` (a host's default context) those
+    of every node of the entity the snapshot holds, in ifIndex order."""
+    if entity_guids:
+        nodes = entity_nodes(found for found in map(fabric.nodes.get, entity_guids)
+                             if found is not None)
+    else:
+        nodes = (node,)
+    return tuple((if_index(position, port.num), member, port)
+                 for position, member in enumerate(nodes)
+                 for port in interface_ports(member))
+
+
+def interface_name(node: Node, port_num: int) -> str:
+    """ifName / ifDescr: the device the operating system names (`mlx5_0/1`,
+    a sysfs host), else the node description (`leaf-1/3`), else the node
+    GUID in 16 hex digits, then the port number; printable ASCII."""
+    if node.device_name:
+        base = node.device_name
+    elif node.description is not None and node.description.strip():
+        base = node.description.strip()
+    else:
+        base = f"{node.guid:016x}"
+    text = f"{base}/{port_num}"
+    return "".join(c if " " <= c <= "~" else "?" for c in text)
+
+
+def far_end_name(fabric: Fabric, port: Port) -> str:
+    """ifAlias: the interface at the other end of the port's link, named as
+    that node's context names it (`spine-1/7`); empty without a link."""
+    remote = port.remote
+    if remote is None:
+        return ""
+    peer = fabric.nodes.get(remote.guid)
+    if peer is None:
+        return f"{remote.guid:016x}/{remote.port}"
+    return interface_name(peer, remote.port)
 
 
 def interface_ports(node: Node) -> tuple[Port, ...]:

@@ -19,7 +19,7 @@ from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
 
 from .api import Oid
 
-SERVED_MODULES = ("SMA-MIB", "IB-SM-MIB", "IB-CA-MIB", "PMA-MIB", "IBCONNECTION-MIB")
+SERVED_MODULES = ("SMA-MIB", "IB-SM-MIB", "IB-CA-MIB", "PMA-MIB", "IBCONNECTION-MIB", "IF-MIB")
 READABLE = frozenset({"read-only", "read-write", "read-create"})
 
 

@@ -1,0 +1,243 @@
+"""IF-MIB (RFC 2863): every InfiniBand port a context describes, as an interface.
+
+One ifTable / ifXTable row per physical port (fabric.interfaces: a
+switch's data ports, a CA's ports; in a host's default context every port
+of every node of the host, numbered by interfaces.if_index). What the
+model holds is served as read:
+
+- names: ifDescr and ifName are the port's interfaces.interface_name
+  (`mlx5_0/1`, `leaf-1/3`), ifAlias the far end's (`spine-1/7`, empty
+  without a link);
+- state: ifAdminStatus and ifOperStatus from PortPhysicalState and
+  PortState (interfaces.admin_status / oper_status); ifLastChange,
+  ifCounterDiscontinuityTime and ifTableLastChange from the agent's
+  interface history, 0 without one (or without a change since start);
+- speed: the active width times the active lane speed; 0 while the link
+  is known to be down;
+- counters: the 64-bit counts of fabric.counters.interface_counters as
+  Counter64 (ifHC*) and, modulo 2**32, as Counter32 (ifIn/OutOctets,
+  ...UcastPkts, ...MulticastPkts). A count without a 64-bit source has no
+  instance; so has what nobody counts on InfiniBand (broadcast, discards,
+  errors, unknown protocols, ifOutQLen, ifSpecific; PMA-MIB serves the
+  IBA error counters). The deprecated ifIn/OutNUcastPkts have none.
+
+ifStackTable, ifRcvAddressTable and ifTestTable have no rows. Nothing here
+is writable: a SET of ifAdminStatus, ifAlias ... answers notWritable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..fabric.counters import InterfaceCounters, interface_counters
+from ..fabric.iba import PortPhysState, guid_bytes
+from ..fabric.ibnetdiscover_read import fdr10_ports
+from ..fabric.interfaces import (
+    IF_TYPE_INFINIBAND,
+    admin_status,
+    context_interfaces,
+    far_end_name,
+    interface_name,
+    oper_status,
+    speed_mbps,
+)
+from ..fabric.model import Node, Port, PortRef
+from .api import ContextTarget
+from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
+from .facts import truth
+from .loader import definitions
+
+MAX_GAUGE32 = 4_294_967_295  # ifSpeed above this reads this (RFC 2863)
+MASK32 = (1 << 32) - 1
+MASK64 = (1 << 64) - 1
+ENABLED, DISABLED = 1, 2  # ifLinkUpDownTrapEnable
+
+
+class InterfaceEvents(Protocol):
+    """What the agent remembers of its interfaces (agent start = 0 s)."""
+
+    def last_change(self, ref: PortRef) -> float | None:
+        """When the port's ifOperStatus last changed, in seconds."""
+        ...
+
+    def discontinuity(self, ref: PortRef) -> float | None:
+        """When a counter of the port last went backwards, in seconds."""
+        ...
+
+    @property
+    def table_last_change(self) -> float | None:
+        """When an interface last appeared or went, in seconds."""
+        ...
+
+
+def _ticks(seconds: float | None) -> int:
+    """TimeTicks (centiseconds) of a moment after agent start; 0 for none."""
+    return 0 if seconds is None else int(seconds * 100) & MASK32
+
+
+class _IfRow:
+    """One interface: what does not move for a snapshot, computed once, and
+    the port's counters at the last time asked (every counter column of
+    one request reads them once)."""
+
+    __slots__ = ("fabric", "node", "port", "if_index", "name", "alias", "mbps", "_at", "_counters")
+
+    def __init__(self, fabric: Any, node: Node, port: Port, if_index: int, fdr10: bool) -> None:
+        self.fabric = fabric
+        self.node = node
+        self.port = port
+        self.if_index = if_index
+        self.name = interface_name(node, port.num).encode("ascii")
+        self.alias = far_end_name(fabric, port).encode("ascii")
+        self.mbps = _speed(port, fdr10)
+        self._at: float | None = None
+        self._counters: InterfaceCounters | None = None
+
+    def counters(self, elapsed: float) -> InterfaceCounters | None:
+        if self._at != elapsed:
+            self._counters = interface_counters(self.fabric, self.port, elapsed)
+            self._at = elapsed
+        return self._counters
+
+
+def _speed(port: Port, fdr10: bool) -> int | None:
+    """Mb/s: the active rate; 0 when the link is known to be down, None
+    when the port's width or speed was not read."""
+    mbps = speed_mbps(port, fdr10)
+    if mbps is None and port.info.phys_state not in (None, PortPhysState.LINK_UP):
+        return 0
+    return mbps
+
+
+def _rows(target: ContextTarget) -> list[tuple[tuple[int], _IfRow]]:
+    """The context's interfaces, built once per snapshot and context and
+    shared by ifTable and ifXTable (so they share the counter memo)."""
+    fabric, node, entity = target.fabric, target.node, target.entity_guids
+
+    def build() -> list[tuple[tuple[int], _IfRow]]:
+        fdr10 = fdr10_ports(fabric)
+        return [((index,), _IfRow(fabric, member, port, index, port.ref in fdr10))
+                for index, member, port in context_interfaces(fabric, node, entity)]
+
+    return fabric.cached(f"ifmib.rows.{node.guid:016x}.{entity}", build)
+
+
+Getter = Callable[[_IfRow, ContextTarget], Any]
+
+
+def _counter(field: str, mask: int) -> Getter:
+    """A counter column: one InterfaceCounters field, wrapped to its width."""
+    def getter(row: _IfRow, target: ContextTarget) -> int | None:
+        counters = row.counters(target.elapsed)
+        value = None if counters is None else getattr(counters, field)
+        return None if value is None else value & mask
+    return reads_time(getter)
+
+
+def _none(row: Any, target: ContextTarget) -> None:
+    """A column nobody measures here: no instance."""
+    return None
+
+
+def _no_rows(target: ContextTarget) -> tuple[()]:
+    return ()
+
+
+def _empty_table(entry: str) -> TableBinding:
+    """A table this agent has no rows in: every readable column, no instance."""
+    mib = definitions()
+    return TableBinding(entry=entry, rows=_no_rows,
+                        columns={c.name: _none for c in mib.columns_of(entry)
+                                 if mib.readable(c.name)})
+
+
+def if_mib_binding(history: InterfaceEvents | None = None, link_traps: bool = True) -> ModuleBinding:
+    """IF-MIB over the model; `history` gives the change times (without
+    one they read 0), `link_traps` is what ifLinkUpDownTrapEnable shows
+    (the agent's `[traps] if_mib`)."""
+
+    def last_change(row: _IfRow, target: ContextTarget) -> int:
+        return 0 if history is None else _ticks(history.last_change(row.port.ref))
+
+    def discontinuity(row: _IfRow, target: ContextTarget) -> int:
+        return 0 if history is None else _ticks(history.discontinuity(row.port.ref))
+
+    def table_last_change(target: ContextTarget) -> int:
+        return 0 if history is None else _ticks(history.table_last_change)
+
+    trap_enable = ENABLED if link_traps else DISABLED
+    return ModuleBinding(
+        module="IF-MIB",
+        scalars=(
+            ScalarBinding("ifNumber", lambda target: len(_rows(target))),
+            # The history changes between snapshots' requests: never kept.
+            ScalarBinding("ifTableLastChange", reads_time(table_last_change)),
+            ScalarBinding("ifStackLastChange", lambda target: 0),  # no stack, never changed
+        ),
+        tables=(
+            TableBinding(
+                entry="ifEntry",
+                rows=_rows,
+                columns={
+                    "ifIndex": lambda row, target: row.if_index,
+                    "ifDescr": lambda row, target: row.name,
+                    "ifType": lambda row, target: IF_TYPE_INFINIBAND,
+                    "ifMtu": lambda row, target: (
+                        None if row.port.info.neighbor_mtu is None
+                        else row.port.info.neighbor_mtu.octets),
+                    "ifSpeed": lambda row, target: (
+                        None if row.mbps is None else min(row.mbps * 1_000_000, MAX_GAUGE32)),
+                    "ifPhysAddress": lambda row, target: (
+                        None if row.port.guid is None else guid_bytes(row.port.guid)),
+                    "ifAdminStatus": lambda row, target: int(admin_status(row.port)),
+                    "ifOperStatus": lambda row, target: int(oper_status(row.port)),
+                    "ifLastChange": reads_time(last_change),
+                    "ifInOctets": _counter("in_octets", MASK32),
+                    "ifInUcastPkts": _counter("in_ucast_pkts", MASK32),
+                    "ifInNUcastPkts": _none,  # deprecated
+                    "ifInDiscards": _none,
+                    "ifInErrors": _none,
+                    "ifInUnknownProtos": _none,
+                    "ifOutOctets": _counter("out_octets", MASK32),
+                    "ifOutUcastPkts": _counter("out_ucast_pkts", MASK32),
+                    "ifOutNUcastPkts": _none,  # deprecated
+                    "ifOutDiscards": _none,
+                    "ifOutErrors": _none,
+                    "ifOutQLen": _none,
+                    "ifSpecific": _none,
+                },
+            ),
+            TableBinding(
+                entry="ifXEntry",
+                rows=_rows,
+                columns={
+                    "ifName": lambda row, target: row.name,
+                    "ifInMulticastPkts": _counter("in_mcast_pkts", MASK32),
+                    "ifInBroadcastPkts": _none,
+                    "ifOutMulticastPkts": _counter("out_mcast_pkts", MASK32),
+                    "ifOutBroadcastPkts": _none,
+                    "ifHCInOctets": _counter("in_octets", MASK64),
+                    "ifHCInUcastPkts": _counter("in_ucast_pkts", MASK64),
+                    "ifHCInMulticastPkts": _counter("in_mcast_pkts", MASK64),
+                    "ifHCInBroadcastPkts": _none,
+                    "ifHCOutOctets": _counter("out_octets", MASK64),
+                    "ifHCOutUcastPkts": _counter("out_ucast_pkts", MASK64),
+                    "ifHCOutMulticastPkts": _counter("out_mcast_pkts", MASK64),
+                    "ifHCOutBroadcastPkts": _none,
+                    "ifLinkUpDownTrapEnable": lambda row, target: trap_enable,
+                    "ifHighSpeed": lambda row, target: row.mbps,
+                    "ifPromiscuousMode": lambda row, target: truth(False),
+                    "ifConnectorPresent": lambda row, target: truth(True),
+                    "ifAlias": lambda row, target: row.alias,
+                    "ifCounterDiscontinuityTime": reads_time(discontinuity),
+                },
+            ),
+            _empty_table("ifStackEntry"),
+            _empty_table("ifRcvAddressEntry"),
+            _empty_table("ifTestEntry"),
+        ),
+    )
+
+
+IF_MIB = if_mib_binding()
