@@ -36,6 +36,7 @@ bench: setup
 	$(BIN)/python bench/live_sweep.py
 	$(BIN)/python bench/live_provider.py
 	$(BIN)/python bench/sa_queries.py
+	$(BIN)/python bench/prometheus_scrape.py
 
 setup: debian-packages $(STAMP)
 
