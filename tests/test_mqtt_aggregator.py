@@ -16,6 +16,8 @@ import pytest
 
 import sysfs_trees as trees
 from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.fabric.counters import interface_counters
+from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.assemble import assemble
@@ -98,14 +100,23 @@ async def test_bad_messages_are_dropped_and_logged_once_per_node(tmp_path, broke
 async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_path, broker, caplog) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp")
     aggregator = MqttAggregator(_settings(broker, "agg"), "fab")
+    history = InterfaceHistory()
+    history.follow(aggregator)
     await aggregator.start()
     assert await _until(lambda: aggregator.connected)
     try:
         async with aiomqtt.Client("127.0.0.1", broker.port) as client:
             await client.publish(topics.node_topic("fab", GOOD, "state"), _state(tmp_path, GOOD), qos=1)
             assert await _until(lambda: GOOD in aggregator.snapshot.nodes)
+            # The host's 64-bit counters came through the broker as 64-bit ones.
+            fabric = aggregator.snapshot
+            port = fabric.nodes[GOOD].ports[0]
+            counters = interface_counters(fabric, port, 0.0)
+            assert counters is not None and counters.out_octets == trees.ACTIVE_COUNTERS["port_xmit_data"] * 4
+            assert history.last_change(port.ref) is not None and len(history) == 2  # its ports joined
             await client.publish(topics.node_topic("fab", GOOD, "status"), topics.OFFLINE, qos=1)
             assert await _until(lambda: GOOD not in aggregator.snapshot.nodes)
+            assert history.last_change(port.ref) is None and len(history) == 0
             await client.publish(topics.node_topic("fab", GOOD, "status"), topics.ONLINE, qos=1)
             assert await _until(lambda: GOOD in aggregator.snapshot.nodes)
     finally:

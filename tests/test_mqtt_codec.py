@@ -12,7 +12,14 @@ import pytest
 
 import sysfs_trees as trees
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import port_counters
+from ibsnmp.fabric.counters import (
+    EXTENDED_NAMES,
+    PortCounters,
+    interface_counters,
+    interface_counters_of,
+    port_counters,
+    saturate,
+)
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mqtt import schema
 from ibsnmp.mqtt.codec import (
@@ -61,8 +68,9 @@ def test_what_sysfs_cannot_tell_stays_absent(sysfs_fabric) -> None:
     assert "m_key" not in info and "neighbor_mtu" not in info and info["lid"] == 0x5A
     assert "sl2vl" not in data["ports"][0] and "remote" not in data["ports"][0]
     assert "reliable_connection" not in data["ca"]
-    # Extended 64-bit counters travel as read, with the width PMA-MIB saturates them at.
-    assert data["ports"][0]["counters"]["port_xmit_data"] == {"value": 9_876_543_210_123, "bits": 32}
+    # Extended 64-bit counters travel as read, with the width PMA-MIB saturates
+    # them at and the mark of a 64-bit source.
+    assert data["ports"][0]["counters"]["port_xmit_data"] == {"value": 9_876_543_210_123, "bits": 32, "wide": True}
     assert data["ports"][0]["counters"]["unicast_xmit_pkts"]["bits"] == 64
 
 
@@ -91,8 +99,31 @@ def test_simulated_nodes_carry_their_counters_at_publish_time() -> None:
         for port, sent in zip(node.ports, back.node.ports):
             expected = port_counters(fabric, port, 42.0)
             assert sent.counters is not None and expected is not None
-            assert dict(sent.counters.values) == asdict(expected)
+            # PortCounters as PMA-MIB serves them; the data and packet
+            # counters 64-bit and wide, as a PortCountersExtended would give them.
+            values = sent.counters.values
+            assert {name: saturate(values[name], bits) for name, bits in PortCounters.BITS.items()} == asdict(expected)
+            assert sent.counters.wide == frozenset(EXTENDED_NAMES)
+            assert interface_counters_of(values, sent.counters.wide) == interface_counters(fabric, port, 42.0)
             assert sent.remote == port.remote
+
+
+def test_the_wide_mark_travels_and_old_payloads_have_none(sysfs_fabric) -> None:
+    node = sysfs_fabric.nodes[trees.MLX_NODE_GUID]
+    port = node.ports[0]
+    assert port.counters is not None and port.counters.wide == frozenset(EXTENDED_NAMES)
+    data = json.loads(encode_state(record_of(sysfs_fabric, node, 0.0, time.time())))
+    sent = data["ports"][0]["counters"]
+    assert "wide" not in sent["symbol_error_counter"]
+    back = decode_state(json.dumps(data).encode(), node.guid).node.ports[0].counters
+    assert back is not None and back.wide == port.counters.wide
+    for entry in sent.values():  # as a publisher before the mark sent it
+        entry.pop("wide", None)
+    old = decode_state(json.dumps(data).encode(), node.guid).node.ports[0].counters
+    assert old is not None and old.wide == frozenset() and dict(old.values) == dict(port.counters.values)
+    sent["port_xmit_data"]["wide"] = "yes"
+    with pytest.raises(PayloadError, match="wide"):
+        decode_state(json.dumps(data).encode(), node.guid)
 
 
 def test_events_round_trip_and_validate() -> None:

@@ -12,7 +12,13 @@ import sysfs_trees as trees
 
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import MeasuredProfile, port_counters, traffic_profile
+from ibsnmp.fabric.counters import (
+    InterfaceCounters,
+    MeasuredProfile,
+    interface_counters,
+    port_counters,
+    traffic_profile,
+)
 from ibsnmp.fabric.iba import CaType, LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.loader import definitions
@@ -128,6 +134,36 @@ def test_no_pma(tmp_path: Path) -> None:
     assert not profile.serves("rcv_error_details_at")
     node = fabric.local_node
     assert node.device_id is None and node.vendor_id is None and node.model_name == ""
+
+
+def test_extended_counters_are_the_interface_counters(tmp_path: Path) -> None:
+    trees.mlx5_two_port(tmp_path)
+    fabric = SysfsProvider(tmp_path).snapshot
+    port = fabric.local_node.ports[0]
+    c = trees.ACTIVE_COUNTERS
+    assert interface_counters(fabric, port, 0.0) == InterfaceCounters(
+        c["port_rcv_data"] * 4, c["port_xmit_data"] * 4, c["unicast_rcv_packets"], c["unicast_xmit_packets"],
+        c["multicast_rcv_packets"], c["multicast_xmit_packets"])
+    # PMA-MIB's view of the same port saturates the 32-bit field.
+    assert port_counters(fabric, port, 0.0).port_xmit_data == (1 << 32) - 1  # type: ignore[union-attr]
+
+
+def test_without_the_extended_set_no_interface_counters(tmp_path: Path) -> None:
+    spec = trees.mlx5_two_port(tmp_path)
+    for name in ("unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets"):
+        (tmp_path / spec.name / "ports" / "1" / "counters" / name).unlink()
+    fabric = SysfsProvider(tmp_path).snapshot
+    one, two = fabric.local_node.ports
+    assert one.counters is not None and one.counters.wide == frozenset()
+    assert interface_counters(fabric, one, 0.0) is None  # 32-bit PortCounters may have saturated
+    assert port_counters(fabric, one, 0.0).port_rcv_data == trees.ACTIVE_COUNTERS["port_rcv_data"]  # type: ignore[union-attr]
+    assert interface_counters(fabric, two, 0.0) is not None  # port 2 keeps its files
+
+
+def test_no_pma_no_interface_counters(tmp_path: Path) -> None:
+    trees.no_pma(tmp_path)
+    fabric = SysfsProvider(tmp_path).snapshot
+    assert interface_counters(fabric, fabric.local_node.ports[0], 0.0) is None
 
 
 def test_a_node_desc_that_cannot_be_read_is_no_description(tmp_path: Path) -> None:

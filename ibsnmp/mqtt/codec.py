@@ -10,8 +10,12 @@ payload carries.
 
 Counters are sent as read: a host's measured values (which may be the
 64-bit extended counters) or, for a simulated port, the PortCounters the
-traffic model gives at the moment of publishing; each with `bits`, the IBA
-width PMA-MIB saturates it at.
+traffic model gives at the moment of publishing (PortCounters, with the
+data and packet counters taken from the simulated PortCountersExtended);
+each with `bits`, the IBA width PMA-MIB saturates it at, and `wide: true`
+when it was read from a 64-bit source that wraps (MeasuredCounters.wide:
+what IF-MIB serves).  A payload without `wide` (an older publisher) has no
+wide counter.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import PortCounters, port_counters, sm_act_count
+from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
 from ibsnmp.fabric.model import (
     CaInfo,
     Fabric,
@@ -126,7 +130,11 @@ def _with_counters(fabric: Fabric, port: Port, elapsed: float) -> Port:
         return port
     counters = port_counters(fabric, port, elapsed)
     values = {} if counters is None else {k: v for k, v in asdict(counters).items() if v is not None}
-    return _replace(port, counters=MeasuredCounters(MappingProxyType(values)))
+    extended = extended_counters(fabric, port, elapsed)
+    if extended is None:
+        return _replace(port, counters=MeasuredCounters(MappingProxyType(values)))
+    values.update(extended.values)
+    return _replace(port, counters=MeasuredCounters(MappingProxyType(values), extended.wide))
 
 
 def _replace(port: Port, **changes: Any) -> Port:
@@ -162,9 +170,14 @@ def _encode_port(port: Port) -> dict[str, Any]:
     if port.vendor_diag is not None:
         out["vendor_diag"] = port.vendor_diag.hex()
     if port.counters is not None:
-        out["counters"] = {name: {"value": value, "bits": PortCounters.BITS.get(name, _DEFAULT_BITS)}
+        wide = port.counters.wide
+        out["counters"] = {name: _counter(value, PortCounters.BITS.get(name, _DEFAULT_BITS), name in wide)
                            for name, value in sorted(port.counters.values.items())}
     return out
+
+
+def _counter(value: int, bits: int, wide: bool) -> dict[str, Any]:
+    return {"value": value, "bits": bits, "wide": True} if wide else {"value": value, "bits": bits}
 
 
 def state_dict(record: NodeRecord) -> dict[str, Any]:
@@ -290,15 +303,18 @@ def _counters(value: object, where: str) -> MeasuredCounters:
     if not isinstance(value, dict):
         raise PayloadError(f"{where}: expected an object of counters")
     numbers: list[int] = []
+    wide: list[str] = []
     for name, entry in value.items():
-        if (type(entry) is dict and len(entry) == 2 and type(bits := entry.get("bits")) is int
+        if (type(entry) is dict and len(entry) == 2 + ("wide" in entry) and type(bits := entry.get("bits")) is int
                 and 1 <= bits <= 64 and type(number := entry.get("value")) is int and 0 <= number < 1 << 64
-                and _COUNTER_NAME.fullmatch(name) is not None):
+                and type(is_wide := entry.get("wide", False)) is bool and _COUNTER_NAME.fullmatch(name) is not None):
             numbers.append(number)
+            if is_wide:
+                wide.append(name)
             continue
         raise PayloadError(f"{where}.{name}: expected a counter name and "
-                           "{\"value\": a 64-bit counter value, \"bits\": 1..64}")
-    return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)))
+                           "{\"value\": a 64-bit counter value, \"bits\": 1..64, optionally \"wide\": true}")
+    return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)), _shared(frozenset(wide)))
 
 
 def _decode_port(data: object, where: str, node_guid: int) -> Port:

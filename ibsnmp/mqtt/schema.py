@@ -34,7 +34,8 @@ _TIME = {"type": "number", "minimum": 0, "description": "the publisher's clock, 
 def state_schema() -> dict[str, Any]:
     vl_arb = _list({"type": "array", "prefixItems": [_uint(8), _uint(8)], "minItems": 2, "maxItems": 2})
     counter = {"type": "object", "properties": {
-        "value": UINT64_SCHEMA, "bits": {"type": "integer", "minimum": 1, "maximum": 64}},
+        "value": UINT64_SCHEMA, "bits": {"type": "integer", "minimum": 1, "maximum": 64},
+        "wide": {"type": "boolean", "description": "read from a 64-bit counter that wraps (absent: false)"}},
         "required": ["value", "bits"], "additionalProperties": False}
     port = codec.PORT_FIELDS.schema(
         info=codec.PORT_INFO_FIELDS.schema(),

@@ -36,7 +36,10 @@ How the files become the model (IBA encodings):
   the verbs capabilities (RC, UD, atomics ...) are not in sysfs: absent.
 - Counters: model.MeasuredCounters with the values read (PMA-MIB saturates
   them at IBA's widths: a 64-bit extended data counter past 2^32-1 reads
-  4294967295); a port without a PMA has none and no PMA-MIB rows.
+  4294967295); a port without a PMA has none and no PMA-MIB rows.  Where
+  the kernel shows the extended set (the unicast_/multicast_ files), the
+  eight PortCountersExtended values are marked wide and IF-MIB serves them
+  as Counter64 (data counters times 4); without it IF-MIB has no counters.
 
 Polling (start()'s task): every `poll_interval` seconds the files are read
 in a worker thread (a sysfs counter read is a MAD to the device's firmware:
@@ -161,7 +164,7 @@ def _port(node_guid: int, r: PortReading, state: PortState) -> Port:
         led_on=None,
         vendor_diag=None,
         gids=r.gids,
-        counters=MeasuredCounters(MappingProxyType(dict(r.counters))),
+        counters=MeasuredCounters(MappingProxyType(dict(r.counters)), r.wide),
     )
 
 

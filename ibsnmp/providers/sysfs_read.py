@@ -27,7 +27,13 @@ Counters are the device PMA's own fields, unconverted: the kernel sends a
 PMA Get(PortCounters) and prints the field (Get(PortCountersExtended) for
 the data and packet counters when the PMA has the extended set: 64-bit
 values), so `port_xmit_data` / `port_rcv_data` already count 4-octet words,
-as IBA does, and are kept so (never multiplied by 4).  A device without a
+as IBA does, and are kept so (never multiplied by 4).  The kernel shows the
+unicast_/multicast_ packet files only for a PMA with the full extended set
+(IB_PMA_CLASS_CAP_EXT_WIDTH): with them present, all eight
+PortCountersExtended values are 64-bit (PortReading.wide); without them the
+data and packet counters may be PortCounters' 32-bit ones (a PMA with the
+data-only extended set prints the same files), so none is taken as wide.
+A device without a
 PMA prints "N/A (no PMA)" (older kernels), fails the read with EINVAL
 (newer ones) or has no counters/ directory: its counters are absent.
 
@@ -60,6 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ibsnmp.fabric.counters import EXTENDED_NAMES
 from ibsnmp.fabric.iba import LinkSpeed, LinkSpeedExt, LinkWidth, parse_gid
 
 __all__ = [
@@ -103,6 +110,10 @@ COUNTER_FILES: dict[str, str] = {
     "multicast_xmit_packets": "multicast_xmit_pkts",
     "multicast_rcv_packets": "multicast_rcv_pkts",
 }
+
+# The counters read from PortCountersExtended when the unicast files are there.
+_WIDE = frozenset(EXTENDED_NAMES)
+_NOT_WIDE: frozenset[str] = frozenset()
 
 # hw_counters/<file> -> the PortCounters field it is, used only where
 # counters/ has no value for that field.  Only counters that mean exactly
@@ -194,7 +205,8 @@ def _gid(data: bytes) -> int:
 
 class PortReading(NamedTuple):
     """One port as read: kernel codes and raw values, None where unknown.
-    `counters` maps MeasuredCounters names to raw values (empty: no PMA)."""
+    `counters` maps MeasuredCounters names to raw values (empty: no PMA);
+    `wide` names those read as 64-bit values (MeasuredCounters.wide)."""
 
     num: int
     state: int | None
@@ -209,6 +221,7 @@ class PortReading(NamedTuple):
     gids: tuple[int, ...]
     pkeys: tuple[int, ...]
     counters: dict[str, int]
+    wide: frozenset[str] = _NOT_WIDE
 
 
 class DeviceReading(NamedTuple):
@@ -297,7 +310,7 @@ class _PortPlan:
     what was last read of its tables.  A re-listing keeps the paths of
     files that vanished since (their last values stay)."""
 
-    __slots__ = ("num", "dir", "attrs", "counters", "hw", "gid_paths", "pkey_paths", "gids", "pkeys",
+    __slots__ = ("num", "dir", "attrs", "counters", "wide", "hw", "gid_paths", "pkey_paths", "gids", "pkeys",
                  "tables_at", "key")
 
     def __init__(self, num: int, directory: str, before: _PortPlan | None = None) -> None:
@@ -305,6 +318,7 @@ class _PortPlan:
         self.dir = directory
         self.attrs = [f"{directory}/{name}" for name, _ in _PORT_ATTRS]
         self.counters = self._files(f"{directory}/counters", COUNTER_FILES, before.counters if before else [])
+        self.wide = _WIDE if any(name == "unicast_xmit_pkts" for name, _ in self.counters) else _NOT_WIDE
         self.hw = self._files(f"{directory}/hw_counters", HW_COUNTERS, before.hw if before else [])
         self.gid_paths = _listing(f"{directory}/gids", before.gid_paths if before else [])
         self.pkey_paths = _listing(f"{directory}/pkeys", before.pkey_paths if before else [])
@@ -502,4 +516,4 @@ class SysfsReader:
                 value = get(path, _dec, directory)
                 if value is not None:
                     counters[field] = value
-        return PortReading(plan.num, *attrs, plan.gids, plan.pkeys, counters)  # type: ignore[arg-type]
+        return PortReading(plan.num, *attrs, plan.gids, plan.pkeys, counters, plan.wide)  # type: ignore[arg-type]
