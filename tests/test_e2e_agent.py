@@ -74,11 +74,9 @@ def plain_ca_of(fabric: Fabric) -> Node:
 
 
 def hex_octets(value: str) -> bytes:
-    """Octets of 'Hex-STRING: EC 0D ..' or of the IbGuid hint form 'STRING: ec:d:..'."""
-    kind, text = value.split(": ", 1)
-    if kind == "Hex-STRING":
-        return bytes.fromhex(text.replace(" ", ""))
-    return bytes(int(part, 16) for part in text.strip().split(":"))
+    """Octets of 'Hex-STRING: EC 0D ..' or of the IbGuid hint form 'STRING: ec0d..'."""
+    _kind, text = value.split(": ", 1)
+    return bytes.fromhex(text.replace(" ", ""))
 
 
 def values_of(walk: list[tuple[str, str]], name: str) -> list[str]:

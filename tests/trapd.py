@@ -182,8 +182,8 @@ def display(obj: ObjectDef, value: int) -> str:
     base = [c.__name__ for c in type(syntax).__mro__]
     if "OctetString" in base:
         octets = value.to_bytes(_size(obj), "big")
-        if obj.name in ("ibSmaSystemImageGuid",):  # IbGuid: DISPLAY-HINT "1x:"
-            return "STRING: " + ":".join(f"{b:x}" for b in octets)
+        if obj.name in ("ibSmaSystemImageGuid",):  # IbGuid: DISPLAY-HINT "1x"
+            return "STRING: " + octets.hex()
         return "Hex-STRING: " + " ".join(f"{b:02X}" for b in octets)
     if "Unsigned32" in base:
         return f"Gauge32: {value}"

@@ -44,8 +44,10 @@ if 'mibBuilder' not in globals():
 
 # Import SMI symbols from the MIBs this MIB depends on
 
-(infinibandMIB,) = mibBuilder.importSymbols(
+(IbGuid,
+ infinibandMIB) = mibBuilder.importSymbols(
     "IB-TC-MIB",
+    "IbGuid",
     "infinibandMIB")
 
 (ModuleCompliance,
@@ -137,6 +139,54 @@ class IbSmSubnetPrefix(TextualConvention, OctetString):
 
     if mibBuilder.loadTexts:
         description = "A 64-bit value used to identify an IB subnet."
+
+
+class IbSmPKey(TextualConvention, OctetString):
+    status = "current"
+    subtypeSpec = OctetString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(2, 2),
+    )
+    fixed_length = 2
+
+    if mibBuilder.loadTexts:
+        description = "A 16-bit partition key (P_Key), most significant octet first."
+
+
+class IbSmGid(TextualConvention, OctetString):
+    status = "current"
+    subtypeSpec = OctetString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(16, 16),
+    )
+    fixed_length = 16
+
+    if mibBuilder.loadTexts:
+        description = "A 128-bit global identifier, unicast (GID) or multicast (MGID), most significant octet first."
+
+
+class IbSmServiceId(TextualConvention, OctetString):
+    status = "current"
+    subtypeSpec = OctetString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(8, 8),
+    )
+    fixed_length = 8
+
+    if mibBuilder.loadTexts:
+        description = "A 64-bit service ID, most significant octet first."
+
+
+class IbSmServiceKey(TextualConvention, OctetString):
+    status = "current"
+    subtypeSpec = OctetString.subtypeSpec
+    subtypeSpec += ConstraintsUnion(
+        ValueSizeConstraint(16, 16),
+    )
+    fixed_length = 16
+
+    if mibBuilder.loadTexts:
+        description = "A 128-bit service key, most significant octet first."
 
 
 # MIB Managed Objects in the order of their OIDs
@@ -487,18 +537,7 @@ if mibBuilder.loadTexts:
     ibSmNodeInfoSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmNodeInfoSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmNodeInfoNodeGUID_Type(OctetString):
-    """Custom type ibSmNodeInfoNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmNodeInfoNodeGUID_Type.__name__ = "OctetString"
+_IbSmNodeInfoNodeGUID_Type = IbGuid
 _IbSmNodeInfoNodeGUID_Object = MibTableColumn
 ibSmNodeInfoNodeGUID = _IbSmNodeInfoNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 1, 2),
@@ -769,18 +808,7 @@ if mibBuilder.loadTexts:
     ibSmPortInfoSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmPortInfoSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmPortInfoNodeGUID_Type(OctetString):
-    """Custom type ibSmPortInfoNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmPortInfoNodeGUID_Type.__name__ = "OctetString"
+_IbSmPortInfoNodeGUID_Type = IbGuid
 _IbSmPortInfoNodeGUID_Object = MibTableColumn
 ibSmPortInfoNodeGUID = _IbSmPortInfoNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 3, 1, 1, 2),
@@ -1725,18 +1753,7 @@ if mibBuilder.loadTexts:
     ibSmSwitchInfoSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmSwitchInfoSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmSwitchInfoNodeGUID_Type(OctetString):
-    """Custom type ibSmSwitchInfoNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmSwitchInfoNodeGUID_Type.__name__ = "OctetString"
+_IbSmSwitchInfoNodeGUID_Type = IbGuid
 _IbSmSwitchInfoNodeGUID_Object = MibTableColumn
 ibSmSwitchInfoNodeGUID = _IbSmSwitchInfoNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 4, 1, 1, 2),
@@ -1969,18 +1986,7 @@ if mibBuilder.loadTexts:
     ibSmPartitionSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmPartitionSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmPartitionKey_Type(OctetString):
-    """Custom type ibSmPartitionKey based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(2, 2),
-    )
-    fixed_length = 2
-
-
-_IbSmPartitionKey_Type.__name__ = "OctetString"
+_IbSmPartitionKey_Type = IbSmPKey
 _IbSmPartitionKey_Object = MibTableColumn
 ibSmPartitionKey = _IbSmPartitionKey_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 5, 1, 1, 2),
@@ -2247,18 +2253,7 @@ if mibBuilder.loadTexts:
     ibSmMcastGroupSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmMcastGroupSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmMcastGroupMGID_Type(OctetString):
-    """Custom type ibSmMcastGroupMGID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(16, 16),
-    )
-    fixed_length = 16
-
-
-_IbSmMcastGroupMGID_Type.__name__ = "OctetString"
+_IbSmMcastGroupMGID_Type = IbSmGid
 _IbSmMcastGroupMGID_Object = MibTableColumn
 ibSmMcastGroupMGID = _IbSmMcastGroupMGID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 7, 1, 1, 2),
@@ -2550,18 +2545,7 @@ if mibBuilder.loadTexts:
     ibSmMcastMemberSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmMcastMemberSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmMcastMemberMGID_Type(OctetString):
-    """Custom type ibSmMcastMemberMGID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(16, 16),
-    )
-    fixed_length = 16
-
-
-_IbSmMcastMemberMGID_Type.__name__ = "OctetString"
+_IbSmMcastMemberMGID_Type = IbSmGid
 _IbSmMcastMemberMGID_Object = MibTableColumn
 ibSmMcastMemberMGID = _IbSmMcastMemberMGID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 7, 2, 1, 2),
@@ -2682,18 +2666,7 @@ if mibBuilder.loadTexts:
     ibSmSMInfoSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmSMInfoSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmSMInfoGUID_Type(OctetString):
-    """Custom type ibSmSMInfoGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmSMInfoGUID_Type.__name__ = "OctetString"
+_IbSmSMInfoGUID_Type = IbGuid
 _IbSmSMInfoGUID_Object = MibTableColumn
 ibSmSMInfoGUID = _IbSmSMInfoGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 8, 1, 1, 2),
@@ -2805,18 +2778,7 @@ if mibBuilder.loadTexts:
     ibSmLinkSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmLinkSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmLinkFromNodeGUID_Type(OctetString):
-    """Custom type ibSmLinkFromNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmLinkFromNodeGUID_Type.__name__ = "OctetString"
+_IbSmLinkFromNodeGUID_Type = IbGuid
 _IbSmLinkFromNodeGUID_Object = MibTableColumn
 ibSmLinkFromNodeGUID = _IbSmLinkFromNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 9, 1, 1, 2),
@@ -5680,18 +5642,7 @@ if mibBuilder.loadTexts:
     ibSmServiceSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmServiceID_Type(OctetString):
-    """Custom type ibSmServiceID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmServiceID_Type.__name__ = "OctetString"
+_IbSmServiceID_Type = IbSmServiceId
 _IbSmServiceID_Object = MibTableColumn
 ibSmServiceID = _IbSmServiceID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 1, 1, 2),
@@ -5702,18 +5653,7 @@ if mibBuilder.loadTexts:
     ibSmServiceID.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceID.setDescription("The 64-bit ID of the service.")
-
-
-class _IbSmServiceGID_Type(OctetString):
-    """Custom type ibSmServiceGID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(16, 16),
-    )
-    fixed_length = 16
-
-
-_IbSmServiceGID_Type.__name__ = "OctetString"
+_IbSmServiceGID_Type = IbSmGid
 _IbSmServiceGID_Object = MibTableColumn
 ibSmServiceGID = _IbSmServiceGID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 1, 1, 3),
@@ -5724,18 +5664,7 @@ if mibBuilder.loadTexts:
     ibSmServiceGID.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceGID.setDescription("The 128-bit multicast GID address.")
-
-
-class _IbSmServicePKey_Type(OctetString):
-    """Custom type ibSmServicePKey based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(2, 2),
-    )
-    fixed_length = 2
-
-
-_IbSmServicePKey_Type.__name__ = "OctetString"
+_IbSmServicePKey_Type = IbSmPKey
 _IbSmServicePKey_Object = MibTableColumn
 ibSmServicePKey = _IbSmServicePKey_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 1, 1, 4),
@@ -5854,18 +5783,7 @@ if mibBuilder.loadTexts:
     ibSmServiceAssocSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceAssocSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmServiceAssocKey_Type(OctetString):
-    """Custom type ibSmServiceAssocKey based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(16, 16),
-    )
-    fixed_length = 16
-
-
-_IbSmServiceAssocKey_Type.__name__ = "OctetString"
+_IbSmServiceAssocKey_Type = IbSmServiceKey
 _IbSmServiceAssocKey_Object = MibTableColumn
 ibSmServiceAssocKey = _IbSmServiceAssocKey_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 2, 1, 2),
@@ -5945,18 +5863,7 @@ if mibBuilder.loadTexts:
     ibSmSwSLtoVLMapSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmSwSLtoVLMapSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmSwSLtoVLMapNodeGUID_Type(OctetString):
-    """Custom type ibSmSwSLtoVLMapNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmSwSLtoVLMapNodeGUID_Type.__name__ = "OctetString"
+_IbSmSwSLtoVLMapNodeGUID_Type = IbGuid
 _IbSmSwSLtoVLMapNodeGUID_Object = MibTableColumn
 ibSmSwSLtoVLMapNodeGUID = _IbSmSwSLtoVLMapNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 14, 1, 1, 2),
@@ -6381,18 +6288,7 @@ if mibBuilder.loadTexts:
     ibSmCaSLtoVLMapSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmCaSLtoVLMapSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmCaSLtoVLMapNodeGUID_Type(OctetString):
-    """Custom type ibSmCaSLtoVLMapNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmCaSLtoVLMapNodeGUID_Type.__name__ = "OctetString"
+_IbSmCaSLtoVLMapNodeGUID_Type = IbGuid
 _IbSmCaSLtoVLMapNodeGUID_Object = MibTableColumn
 ibSmCaSLtoVLMapNodeGUID = _IbSmCaSLtoVLMapNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 15, 1, 1, 2),
@@ -6797,18 +6693,7 @@ if mibBuilder.loadTexts:
     ibSmVLArbitrationSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmVLArbitrationSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmVLArbitrationNodeGUID_Type(OctetString):
-    """Custom type ibSmVLArbitrationNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmVLArbitrationNodeGUID_Type.__name__ = "OctetString"
+_IbSmVLArbitrationNodeGUID_Type = IbGuid
 _IbSmVLArbitrationNodeGUID_Object = MibTableColumn
 ibSmVLArbitrationNodeGUID = _IbSmVLArbitrationNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 16, 1, 1, 2),
@@ -6937,6 +6822,10 @@ ibSmMIBGroups = _IbSmMIBGroups_ObjectIdentity(
 mibBuilder.exportSymbols(
     "IB-SM-MIB",
     **{"IbSmSubnetPrefix": IbSmSubnetPrefix,
+       "IbSmPKey": IbSmPKey,
+       "IbSmGid": IbSmGid,
+       "IbSmServiceId": IbSmServiceId,
+       "IbSmServiceKey": IbSmServiceKey,
        "ibSmMIB": ibSmMIB,
        "ibSmMIBObjects": ibSmMIBObjects,
        "ibSmConfigInfo": ibSmConfigInfo,

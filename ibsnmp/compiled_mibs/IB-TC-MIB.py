@@ -236,7 +236,7 @@ class IbMulticastLid(TextualConvention, Unsigned32):
 
 class IbGuid(TextualConvention, OctetString):
     status = "current"
-    displayHint = "1x:"
+    displayHint = "1x"
     subtypeSpec = OctetString.subtypeSpec
     subtypeSpec += ConstraintsUnion(
         ValueSizeConstraint(8, 8),
@@ -244,7 +244,7 @@ class IbGuid(TextualConvention, OctetString):
     fixed_length = 8
 
     if mibBuilder.loadTexts:
-        description = "A 64-bit globally unique identifier (node, port or system image GUID), most significant octet first."
+        description = "A 64-bit globally unique identifier (node, port or system image GUID), most significant octet first, shown as 16 hex digits."
 
 
 class IbSmaPortList(TextualConvention, OctetString):
