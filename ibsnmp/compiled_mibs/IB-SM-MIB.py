@@ -165,7 +165,7 @@ class IbSmGid(TextualConvention, OctetString):
         description = "A 128-bit global identifier, unicast (GID) or multicast (MGID), most significant octet first."
 
 
-class IbSmServiceId(TextualConvention, OctetString):
+class IbSmServiceIdentifier(TextualConvention, OctetString):
     status = "current"
     subtypeSpec = OctetString.subtypeSpec
     subtypeSpec += ConstraintsUnion(
@@ -177,7 +177,7 @@ class IbSmServiceId(TextualConvention, OctetString):
         description = "A 64-bit service ID, most significant octet first."
 
 
-class IbSmServiceKey(TextualConvention, OctetString):
+class IbSmServiceKeyValue(TextualConvention, OctetString):
     status = "current"
     subtypeSpec = OctetString.subtypeSpec
     subtypeSpec += ConstraintsUnion(
@@ -5642,7 +5642,7 @@ if mibBuilder.loadTexts:
     ibSmServiceSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-_IbSmServiceID_Type = IbSmServiceId
+_IbSmServiceID_Type = IbSmServiceIdentifier
 _IbSmServiceID_Object = MibTableColumn
 ibSmServiceID = _IbSmServiceID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 1, 1, 2),
@@ -5783,7 +5783,7 @@ if mibBuilder.loadTexts:
     ibSmServiceAssocSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmServiceAssocSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-_IbSmServiceAssocKey_Type = IbSmServiceKey
+_IbSmServiceAssocKey_Type = IbSmServiceKeyValue
 _IbSmServiceAssocKey_Object = MibTableColumn
 ibSmServiceAssocKey = _IbSmServiceAssocKey_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 13, 2, 1, 2),
@@ -6824,8 +6824,8 @@ mibBuilder.exportSymbols(
     **{"IbSmSubnetPrefix": IbSmSubnetPrefix,
        "IbSmPKey": IbSmPKey,
        "IbSmGid": IbSmGid,
-       "IbSmServiceId": IbSmServiceId,
-       "IbSmServiceKey": IbSmServiceKey,
+       "IbSmServiceIdentifier": IbSmServiceIdentifier,
+       "IbSmServiceKeyValue": IbSmServiceKeyValue,
        "ibSmMIB": ibSmMIB,
        "ibSmMIBObjects": ibSmMIBObjects,
        "ibSmConfigInfo": ibSmConfigInfo,
