@@ -23,7 +23,8 @@ would not compare like with like. Rounds alternate which goes first;
 medians are printed: scrapes/s (a scrape: one context read whole),
 varbinds/s, their ratio exporter/snmpbulkwalk, and the agent's CPU seconds
 (/proc/<pid>/stat, user + system) per varbind for each, with the date and
-the load average. Every process listens on 127.0.0.1 only and is stopped
+the load average. Last, the exporter loads the modules of every node's
+context (switches and CAs) to show what that costs. Every process listens on 127.0.0.1 only and is stopped
 before the script exits.
 """
 
@@ -101,11 +102,11 @@ def module_walk(module: str) -> list[str]:
     return [line.strip()[2:] for line in walk.splitlines() if line.strip().startswith("- ")]
 
 
-def write_targets(fabric: str, agent: str, work: Path) -> list[str]:
-    """Per-node modules for every switch; the switches' GUIDs."""
+def write_targets(fabric: str, agent: str, work: Path, kinds: str = "switch") -> list[str]:
+    """Per-node modules for every node of these kinds; their GUIDs."""
     config, targets = work / "snmp.yml", work / "targets.json"
     subprocess.run(
-        [str(VENV_BIN / "ibsnmp"), "fabric", "targets", "--fabric", fabric, "--kinds", "switch",
+        [str(VENV_BIN / "ibsnmp"), "fabric", "targets", "--fabric", fabric, "--kinds", kinds,
          "--agent", agent, "--snmp-yml", str(SHIPPED), "--config-out", str(config),
          "--targets-out", str(targets)], check=True, stdout=subprocess.DEVNULL)
     return [group["labels"]["node_guid"] for group in json.loads(targets.read_text())]
@@ -153,6 +154,33 @@ def bulkwalk(agent: str, oids: Sequence[str]) -> Callable[[str], int]:
     return walk
 
 
+def start_exporter(procs: Processes, config: Path) -> tuple[str, int, float]:
+    """The exporter on a free port: (its URL, pid, seconds until it answers)."""
+    port = free_tcp_port()
+    started = time.monotonic()
+    proc = procs.start("snmp_exporter", [EXPORTER, f"--config.file={config}",
+                                         f"--web.listen-address={LOCALHOST}:{port}"])
+    url = f"http://{LOCALHOST}:{port}"
+    wait_for_http(url, 300)
+    return url, proc.pid, time.monotonic() - started
+
+
+def every_node_load(procs: Processes, fabric: str, agent: str, module: str,
+                    work: Path) -> None:
+    """What the per-node scheme costs the exporter when every node's
+    context gets its modules (ib_if and ib_pma each): file size, load time,
+    RSS; and one scrape of a CA's context through it."""
+    work.mkdir()
+    guids = write_targets(fabric, agent, work, kinds="switch,ca,router")
+    size = (work / "snmp.yml").stat().st_size
+    url, pid, load = start_exporter(procs, work / "snmp.yml")
+    varbinds = exporter_scrape(url, agent, module)(guids[0])
+    print(f"every node's context: {len(guids)} nodes, {2 * len(guids)} per-node modules, "
+          f"snmp.yml {size / 1e6:.1f} MB, exporter answering after {load:.1f} s, "
+          f"RSS {vm_status(pid).get('VmRSS', 0) / 1024:.0f} MB; a scrape of {guids[0]}: "
+          f"{varbinds} varbinds", flush=True)
+
+
 def timed_round(side: Side, read: Callable[[str], int], guids: Sequence[str],
                 agent_pid: int) -> None:
     cpu_before = cpu_seconds(agent_pid)
@@ -169,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fabric", default=LARGE_FABRIC)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--module", default="ib_if")
+    parser.add_argument("--no-every-node", dest="every_node", action="store_false",
+                        help="skip loading modules for every node's context (~1.4 GB at 10k)")
     args = parser.parse_args(argv)
 
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}, load average "
@@ -178,16 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         agent_proc, port, startup = start_ibsnmp(procs, args.fabric, timeout=180)
         agent = f"{LOCALHOST}:{port}"
         guids = write_targets(args.fabric, agent, Path(tmp))
-        http_port = free_tcp_port()
-        started = time.monotonic()
-        exporter_proc = procs.start("snmp_exporter", [
-            EXPORTER, f"--config.file={tmp}/snmp.yml",
-            f"--web.listen-address={LOCALHOST}:{http_port}"])
-        exporter = f"http://{LOCALHOST}:{http_port}"
-        wait_for_http(exporter, 120)
+        exporter, exporter_pid, load = start_exporter(procs, Path(tmp) / "snmp.yml")
         print(f"fabric {args.fabric}: agent up in {startup:.1f} s; {len(guids)} switch contexts, "
-              f"module {args.module} ({len(oids)} OIDs walked); exporter loaded "
-              f"{len(guids)} per-node modules in {time.monotonic() - started:.1f} s", flush=True)
+              f"module {args.module} ({len(oids)} OIDs walked); exporter answering "
+              f"{load:.1f} s after start with {len(guids)} x 2 per-node modules", flush=True)
 
         sides = (Side("snmp_exporter"), Side("snmpbulkwalk"))
         reads = (exporter_scrape(exporter, agent, args.module), bulkwalk(agent, oids))
@@ -205,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                                  f"{sides[1].varbinds[-1]}")
             print(f"  round {round_number + 1}: " + ", ".join(
                 f"{s.name} {s.seconds[-1]:.2f} s" for s in sides), flush=True)
-        exporter_rss = vm_status(exporter_proc.pid).get("VmRSS", 0) / 1024
+        exporter_rss = vm_status(exporter_pid).get("VmRSS", 0) / 1024
+        if args.every_node:
+            every_node_load(procs, args.fabric, agent, args.module, Path(tmp) / "all")
 
     contexts = len(guids)
     print(f"\n{sides[0].varbinds[0]} varbinds a round, {STREAMS} streams, median of "

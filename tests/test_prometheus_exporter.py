@@ -243,6 +243,7 @@ class Setup:
     agent: RunningAgent
     exporters: dict[str, Exporter]  # by SNMP version, "2c" and "3"
     nodes: list[dict[str, str]]  # file_sd labels
+    targets: Path  # the file_sd list (the same for both versions)
 
     def node(self, kind: str) -> str:
         return next(n["node_guid"] for n in self.nodes if n["node_kind"] == kind)
@@ -267,7 +268,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 config, targets = write_targets(folder, *extra, agent=agent.address)
                 exporters[version] = start_exporter(config)
             nodes = [g["labels"] for g in json.loads(targets.read_text())]
-            yield Setup(agent, exporters, nodes)
+            yield Setup(agent, exporters, nodes, targets)
         finally:
             for exporter in exporters.values():
                 stop(exporter.process)
@@ -419,3 +420,69 @@ def test_ib_sm_ports_carry_the_node_description(setup: Setup, version: str) -> N
     read = snmpget(setup.agent, auth, [f"ibSmPortInfoLID.{index_of(s.labels, index)}"
                                        for s in lids])
     assert [s.value for s in lids] == [float(value) for value in read]
+
+
+# -- Prometheus itself with the shipped scrape configuration -----------------------------------
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def prometheus_query(url: str, query: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": query}), timeout=10) as answer:
+        body = json.load(answer)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+@pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="Debian's prometheus is not installed")
+def test_prometheus_with_the_shipped_scrape_config_gets_labeled_rates(
+        setup: Setup, tmp_path: Path) -> None:
+    exporter = setup.exporters["2c"].url.removeprefix("http://")
+    config = (EXAMPLES / "prometheus.yml").read_text()
+    for shipped, local in (("/etc/prometheus/ibsnmp-targets.json", str(setup.targets)),
+                           ("127.0.0.1:9116", exporter),
+                           ("ib-agent.example.org:161", setup.agent.address),
+                           ("scrape_interval: 60s", "scrape_interval: 2s"),
+                           ("scrape_timeout: 30s", "scrape_timeout: 2s")):
+        assert shipped in config
+        config = config.replace(shipped, local)
+    (tmp_path / "prometheus.yml").write_text(config)
+    port = free_tcp_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path / "prometheus.log").open("w") as log:
+        process = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # Three scrapes of every target make a rate over the last two.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            try:
+                counts = prometheus_query(url, "count_over_time(up[20s])")
+            except OSError:
+                continue
+            if len(counts) == 2 * len(setup.nodes) + 2 and all(
+                    int(c["value"][1]) >= 3 for c in counts):
+                break
+        up = prometheus_query(url, "up")
+        assert len(up) == 2 * len(setup.nodes) + 2, up
+        assert all(sample["value"][1] == "1" for sample in up), up
+        rates = prometheus_query(url, "rate(ifHCInOctets[20s])")
+        names = {node["node_guid"]: node["node_name"] for node in setup.nodes}
+        assert {r["metric"]["node_guid"] for r in rates} == set(names)
+        for series in rates:
+            labels = series["metric"]
+            assert labels["job"] == "ib_if" and labels["instance"] == labels["node_guid"]
+            assert labels["node_name"] == names[labels["node_guid"]]
+            assert labels["ifName"]
+            assert float(series["value"][1]) >= 0
+        # An empty ifAlias (a port without a far end) is no label in Prometheus.
+        linked = [series for series in rates if series["metric"].get("ifAlias")]
+        assert linked and any(float(series["value"][1]) > 0 for series in linked), rates
+        described = prometheus_query(url, "ibSmPortInfoLID")
+        assert described and all(s["metric"].get("ibSmNodeInfoDescription") for s in described)
+    finally:
+        stop(process)
