@@ -1,7 +1,8 @@
 """The fast responder answers as pysnmp does: every context of three fabrics, both paths.
 
 Each context is walked with GETBULK from 1.3.6.1 (across the system group,
-the InfiniBand subtree and the agent's own MIBs to endOfMibView), each
+IF-MIB's two subtrees around the snmp group, the InfiniBand subtree and the
+agent's own MIBs to endOfMibView), each
 request sent to pysnmp and to the fast responder of the same engine and
 the two answers compared octet for octet (sysUpTime and the snmp group
 counters, which tick or count between the two, by type only). Big tables
@@ -26,6 +27,7 @@ from fast_diff import COMMUNITY, KEYS_COMMUNITY, TwoPaths, assert_same_response,
 from wire import V1, V2C, community_request
 
 from ibsnmp.agent.views import key_subtrees
+from ibsnmp.mib.subtrees import IF_MIB_IFMIB, IF_MIB_INTERFACES
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.sysfs import SysfsProvider
 from ibsnmp.providers.topology import TopologyProvider
@@ -35,6 +37,16 @@ Oid = tuple[int, ...]
 TOPOLOGY = Path(__file__).resolve().parent / "data" / "edr_hdr_router.topo"
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
 INFINIBAND = (1, 3, 6, 1, 3, 117)
+IF_NUMBER = IF_MIB_INTERFACES + (1, 0)
+IF_X_ENTRY = IF_MIB_IFMIB + (1, 1, 1)
+# Where the IF-MIB subtrees meet pysnmp's tree: their roots and ends, the
+# gaps between them, empty tables, the last columns of ifTable and ifXTable.
+IF_MIB_EDGES: list[Oid] = [
+    IF_MIB_INTERFACES, IF_NUMBER, IF_MIB_INTERFACES + (2, 1, 22), IF_MIB_INTERFACES + (2, 1, 22, 999),
+    (1, 3, 6, 1, 2, 1, 3), (1, 3, 6, 1, 2, 1, 11, 99), (1, 3, 6, 1, 2, 1, 30, 1), IF_MIB_IFMIB,
+    IF_X_ENTRY + (18,), IF_X_ENTRY + (19, 2**31), IF_MIB_IFMIB + (1, 2, 1), IF_MIB_IFMIB + (1, 4),
+    IF_MIB_IFMIB + (1, 5, 0), IF_MIB_IFMIB + (2,), (1, 3, 6, 1, 2, 1, 32), (1, 3, 6, 1, 3, 116, 1),
+]
 COLUMN_SAMPLE = 80  # instances of one column walked before jumping to the next
 COLUMN_DEPTH = 10  # arcs of 1.3.6.1.3.117.<mib>.<group>.<table>.<entry> + column
 
@@ -100,6 +112,7 @@ def _requests(seen: list[tuple[Oid, int]], community: bytes, rng: random.Random)
     last = oids[-1]
     odd = [(1, 3, 6, 1, 3, 117, 99), (1, 3, 6, 1, 6, 3, 18, 1, 1, 1, 2), (2, 5, 1), (0, 0, 0),
            (1, 3, 6, 1, 3, 117), last, last + (0,), SYS_DESCR[:-1]] + list(key_subtrees())
+    odd += IF_MIB_EDGES
     for oid in sample + odd:
         neighbour = rng.choice(oids)
         for version in (V1, V2C):
@@ -122,6 +135,9 @@ def test_every_context_answers_as_pysnmp(paths: TwoPaths) -> None:
     for context in contexts:
         seen = _walk(paths, _community(context))
         assert len(seen) > 100, context
+        # Through both IF-MIB subtrees: ifNumber and every node's interfaces.
+        assert any(oid == IF_NUMBER for oid, _ in seen), context
+        assert any(oid[: len(IF_X_ENTRY)] == IF_X_ENTRY for oid, _ in seen), context
         for data in _requests(seen, _community(context), rng):
             _both(paths, data)
 

@@ -221,10 +221,11 @@ def _services(settings: AgentSettings, provider: Provider, publisher=None):  # t
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
         # Targets first, so no event of the provider's first moments is missed.
-        async with notifications(agent.engine.engine, settings.trap_targets,
-                                 provider) as service:
+        async with notifications(agent.engine.engine, settings.trap_targets, provider,
+                                 if_mib=settings.traps.if_mib) as service:
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
-            agent.reload_hooks.append(lambda new: service.apply(new.trap_targets))
+            agent.reload_hooks.append(
+                lambda new: service.apply(new.trap_targets, new.traps.if_mib))
             await provider.start()
             try:
                 async with publishing(publisher):
@@ -307,8 +308,14 @@ def _run(args: argparse.Namespace) -> int:
     summary += f", {len(fabric.nodes)} nodes"
     from ibsnmp.agent.system import configured_objects, with_saved_values
 
+    from ibsnmp.fabric.interface_history import InterfaceHistory
+
+    # IF-MIB's change times, from every snapshot the provider swaps in.
+    interfaces = InterfaceHistory()
+    interfaces.follow(provider.inner)
     # What the config file sets stays read-only; the rest starts as saved.
-    mib = build_mib(state, read_only_system=configured_objects(settings.system))
+    mib = build_mib(state, read_only_system=configured_objects(settings.system),
+                    interfaces=interfaces)
     settings = dataclasses.replace(
         settings, system=with_saved_values(settings.system, state.config.system))
 
