@@ -161,3 +161,36 @@ def test_the_varbind_room_of_a_message_is_the_most_that_fits() -> None:
                     continue
                 assert response_size(1, community, request_id, room) <= max_size
                 assert response_size(1, community, request_id, room + 1) > max_size
+
+
+def _oid_value(octets: bytes) -> tuple[bytes, int, int]:
+    return octets, 0, len(octets)
+
+
+def test_an_endless_sub_identifier_is_refused_by_its_length() -> None:
+    # A v2c GET of OID 2b0601 + ff x 65000 + 7f held the agent 0.33 s per packet
+    # when every octet shifted a growing integer: the value octets alone now decide.
+    octets = bytes.fromhex("2b0601") + b"\xff" * 65000 + b"\x7f"
+    with pytest.raises(HeaderError, match="too long"):
+        ber.read_oid(*_oid_value(octets))
+
+
+@pytest.mark.parametrize("octets", [
+    bytes.fromhex("2b06") + b"\x90\x80\x80\x80\x00",  # 2^32: one past the largest arc
+    bytes.fromhex("2b06") + b"\xff" * 5 + b"\x7f",  # far past it, inside the length bound
+    bytes.fromhex("9080808050"),  # 2.(2^32) packed into the first sub-identifier
+])
+def test_an_arc_above_2_32_minus_1_is_refused(octets: bytes) -> None:
+    with pytest.raises(HeaderError, match="too large"):
+        ber.read_oid(*_oid_value(octets))
+
+
+def test_the_largest_arcs_and_the_longest_oid_are_read() -> None:
+    largest = bytes.fromhex("2b06") + b"\x8f\xff\xff\xff\x7f"
+    assert ber.read_oid(*_oid_value(largest)) == (1, 3, 6, 4294967295)
+    packed = b"\x90\x80\x80\x80\x4f"  # 2.(2^32-1): the first sub-identifier is 2^32+79
+    assert ber.read_oid(*_oid_value(packed)) == (2, 4294967295)
+    longest = b"\x2b" + b"\x8f\xff\xff\xff\x7f" * 126
+    assert len(ber.read_oid(*_oid_value(longest))) == 128
+    with pytest.raises(HeaderError, match="too long"):
+        ber.read_oid(*_oid_value(longest + b"\x01"))

@@ -24,6 +24,8 @@ OCTET_TAGS = frozenset({OCTET_STRING, IP_ADDRESS, OPAQUE})
 MAX_LENGTH_OCTETS = 4  # a 4 GB element is more than any datagram
 MAX_OID_ARCS = 128  # RFC 2578 3.5: at most 128 sub-identifiers
 MAX_ARC = 0xFFFFFFFF  # each at most 2^32-1
+# 128 arcs of at most 5 octets each: longer value octets cannot be a valid OID.
+MAX_OID_OCTETS = MAX_OID_ARCS * 5
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -78,23 +80,32 @@ def read_integer(data: bytes, start: int, end: int, low: int, high: int) -> int:
 
 
 def read_oid(data: bytes, start: int, end: int) -> Oid:
-    """An OBJECT IDENTIFIER's value octets as arcs (RFC 2578 limits, minimal octets)."""
+    """An OBJECT IDENTIFIER's value octets as arcs (RFC 2578 limits, minimal octets).
+
+    Linear in the length: an arc is refused as soon as it passes the
+    largest allowed value, so a 64 KB sub-identifier costs one pass over
+    its octets, never a big-number shift per octet.
+    """
     if start >= end or data[end - 1] & 0x80:
         raise HeaderError("bad OBJECT IDENTIFIER")
+    if end - start > MAX_OID_OCTETS:
+        raise HeaderError("OBJECT IDENTIFIER too long")
     arcs: list[int] = []
     arc = 0
     fresh = True
+    # The first sub-identifier packs two arcs (X * 40 + Y, Y up to 2^32-1 under 2).
+    limit = MAX_ARC + 80
     for octet in data[start:end]:
         if fresh and octet == 0x80:
             raise HeaderError("OBJECT IDENTIFIER arc with a leading zero octet")
         arc = (arc << 7) | (octet & 0x7F)
+        if arc > limit:
+            raise HeaderError("OBJECT IDENTIFIER arc too large")
         if octet & 0x80:
             fresh = False
             continue
-        if arc > MAX_ARC:
-            raise HeaderError("OBJECT IDENTIFIER arc too large")
         arcs.append(arc)
-        arc, fresh = 0, True
+        arc, fresh, limit = 0, True, MAX_ARC
     first = arcs[0]
     if first < 40:
         head = (0, first)
@@ -102,8 +113,6 @@ def read_oid(data: bytes, start: int, end: int) -> Oid:
         head = (1, first - 40)
     else:
         head = (2, first - 80)
-        if head[1] > MAX_ARC:
-            raise HeaderError("OBJECT IDENTIFIER arc too large")
     oid = head + tuple(arcs[1:])
     if len(oid) > MAX_OID_ARCS:
         raise HeaderError("OBJECT IDENTIFIER too long")
