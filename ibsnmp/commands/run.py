@@ -221,11 +221,10 @@ def _services(settings: AgentSettings, provider: Provider, publisher=None):  # t
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
         # Targets first, so no event of the provider's first moments is missed.
-        async with notifications(agent.engine.engine, settings.trap_targets, provider,
-                                 if_mib=settings.traps.if_mib) as service:
+        async with notifications(agent.engine.engine, settings.trap_targets,
+                                 provider) as service:
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
-            agent.reload_hooks.append(
-                lambda new: service.apply(new.trap_targets, new.traps.if_mib))
+            agent.reload_hooks.append(lambda new: service.apply(new.trap_targets))
             await provider.start()
             try:
                 async with publishing(publisher):
