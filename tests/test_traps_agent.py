@@ -19,24 +19,13 @@ import pytest
 from e2e import PROJECT_ROOT, free_udp_port, state_dir_args
 from pyasn1.codec.ber import decoder, encoder
 from pysnmp.proto import api
-from trapd import ENGINE_ID, USER, TrapReceiver
+from trapd import AGENT_USERS, ENGINE_ID, USER, TrapReceiver
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.traps.mapping import NOTIFICATION_OF
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 3
-USERS = f"""
-[[community]]
-name = "public"
-
-[[user]]
-name = "{USER[0]}"
-auth = "SHA256"
-auth_key = "{USER[1]}"
-priv = "AES"
-priv_key = "{USER[2]}"
-"""
 # One trap of each kind, far enough apart (0.4 s real) that the order is
 # fixed: the threshold watcher (traps 129/130) polls every 0.1 s. Times
 # count from the provider's creation; the first event (30 = 6 s real) comes
@@ -196,7 +185,8 @@ def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
                                                      receiver: TrapReceiver) -> None:
     fabric = build_fabric(SPEC, seed=SEED)
     by_name = {n.description.split()[0]: n for n in fabric.nodes.values()}
-    config = (f'engine_id = "0x{ENGINE_ID}"\n' + USERS
+    # The IBA traps alone (IF-MIB's linkDown / linkUp: test_traps_link_events).
+    config = (f'engine_id = "0x{ENGINE_ID}"\n[traps]\nif_mib = false\n' + AGENT_USERS
               + trap_target(receiver.address, "2c")
               + trap_target(receiver.address, "1")
               + trap_target(receiver.address, "2c", "inform")
@@ -238,7 +228,7 @@ def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
 
 
 def test_bad_trap_target_config_fails_at_start(tmp_path: Path) -> None:
-    config = write(tmp_path, "bad.toml", USERS + '[[trap_target]]\naddress = "127.0.0.1"\n'
+    config = write(tmp_path, "bad.toml", AGENT_USERS + '[[trap_target]]\naddress = "127.0.0.1"\n'
                    'version = "3"\nuser = "nobody"\n')
     result = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--config", config,
                              "--listen", f"127.0.0.1:{free_udp_port()}",
@@ -303,7 +293,7 @@ def p95(values: Sequence[float]) -> float:
 def test_down_receivers_do_not_slow_gets(tmp_path: Path) -> None:
     closed = free_udp_port()  # nothing listens: ICMP port unreachable
     flood = write(tmp_path, "flood.toml", FLOOD)
-    config = (USERS
+    config = (AGENT_USERS
               + trap_target(f"127.0.0.1:{closed}", "2c", "inform", timeout=0.5, retries=2,
                             queue_size=100)
               + trap_target("192.0.2.1:162", "2c", "inform", queue_size=100)  # TEST-NET-1
@@ -311,7 +301,7 @@ def test_down_receivers_do_not_slow_gets(tmp_path: Path) -> None:
               + trap_target(f"127.0.0.1:{closed}", "2c", "trap", queue_size=100))
     results = {}
     outputs = {}
-    for label, args in (("without targets", ("--config", write(tmp_path, "plain.toml", USERS))),
+    for label, args in (("without targets", ("--config", write(tmp_path, "plain.toml", AGENT_USERS))),
                         ("with down targets", ("--config", write(tmp_path, "down.toml", config)))):
         with run_agent(*args, "--scenario", flood) as agent:
             time.sleep(0.5)  # the flood is on

@@ -31,6 +31,18 @@ SEP = " ^^ "
 FORMAT = SEP.join([MARK + " %P", "%a", "%N", "%w", "%q", "%v"]) + "\n"
 USER = ("trapuser", "trap-auth-pass", "trap-priv-pass")  # SHA-256 / AES
 ENGINE_ID = "8000000001020304"  # the in-process originator's, for v3 traps
+# An agent's config (TOML) with the community and the v3 user USER that trap targets use.
+AGENT_USERS = f"""
+[[community]]
+name = "public"
+
+[[user]]
+name = "{USER[0]}"
+auth = "SHA256"
+auth_key = "{USER[1]}"
+priv = "AES"
+priv_key = "{USER[2]}"
+"""
 
 
 @dataclass(frozen=True)

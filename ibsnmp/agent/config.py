@@ -47,6 +47,7 @@ MAX_VARBINDS_CEILING = 65_535
 # octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
 DEFAULT_WALK_CACHE = 262_144
 LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "fast_path", "walk_cache")
+TRAPS_KEYS = ("if_mib",)
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
 
@@ -137,6 +138,15 @@ class TrapTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class TrapSettings:
+    """What is sent to every trap target ([traps]): `if_mib` adds IF-MIB
+    linkDown / linkUp (RFC 2863) for a port that goes down or comes up,
+    beside the IBA traps."""
+
+    if_mib: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     """Everything the engine needs, after config file and flags are merged."""
 
@@ -147,6 +157,7 @@ class AgentSettings:
     trap_targets: tuple[TrapTarget, ...] = ()
     engine_id: bytes | None = None  # None: pysnmp makes one per start
     limits: Limits = Limits()
+    traps: TrapSettings = TrapSettings()
     # Default endpoints the agent may start without (IPv6 disabled on the host).
     optional_listen: tuple[Endpoint, ...] = ()
     engine_boots: int | None = None  # snmpEngineBoots from the state directory
@@ -163,6 +174,7 @@ class FileConfig:
     trap_targets: tuple[TrapTarget, ...] = ()
     engine_id: bytes | None = None
     limits: Limits = Limits()
+    traps: TrapSettings = TrapSettings()
 
 
 def load_config(path: str | Path) -> FileConfig:
@@ -191,7 +203,7 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
         return ConfigError(f"{source}: {key}: {problem}")
 
     _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
-                       "limits"), "", fail)
+                       "limits", "traps"), "", fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -205,7 +217,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
         else None
     return FileConfig(listen=listen, system=system, communities=communities, users=users,
                       trap_targets=targets, engine_id=engine_id,
-                      limits=_parse_limits(data.get("limits", {}), fail))
+                      limits=_parse_limits(data.get("limits", {}), fail),
+                      traps=_parse_traps(data.get("traps", {}), fail))
 
 
 def merge_settings(
@@ -269,7 +282,7 @@ def merge_settings(
         targets += parse_trap_targets(entries, file.users, flag_fail, key="--trap-target")
     return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users,
                          trap_targets=targets, engine_id=file.engine_id, limits=file.limits,
-                         optional_listen=optional)
+                         optional_listen=optional, traps=file.traps)
 
 
 # -- validation helpers ----------------------------------------------------------
@@ -416,6 +429,12 @@ def _parse_limits(value: Any, fail) -> Limits:
                          default=DEFAULT_WALK_CACHE)
     return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate,
                   fast_path=fast_path, walk_cache=walk_cache)
+
+
+def _parse_traps(value: Any, fail) -> TrapSettings:
+    _expect(value, dict, "traps", fail)
+    _check_keys(value, TRAPS_KEYS, "traps.", fail)
+    return TrapSettings(if_mib=_expect(value.get("if_mib", True), bool, "traps.if_mib", fail))
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:

@@ -35,6 +35,8 @@ def describe_changes(old: AgentSettings, new: AgentSettings) -> list[str]:
                       {t.label: t for t in new.trap_targets})
     if old.limits != new.limits:
         changes.append(f"limits {old.limits} -> {new.limits}")
+    if old.traps != new.traps:
+        changes.append(f"traps {old.traps} -> {new.traps}")
     return changes
 
 

@@ -104,9 +104,10 @@ class MappingError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class NotificationSpec:
-    """One NOTIFICATION-TYPE as compiled, with its objects resolved."""
+    """One NOTIFICATION-TYPE as compiled, with its objects resolved; `trap`
+    is the IBA trap it carries (None: a standard one, IF-MIB's linkDown)."""
 
-    trap: IbaTrap
+    trap: IbaTrap | None
     name: str
     oid: Oid
     objects: tuple[ObjectDef, ...]
@@ -192,7 +193,7 @@ def resolve_trap(text: str) -> IbaTrap:
     if text.startswith("ibSmaNotifications.") and text.rpartition(".")[2].isdigit():
         sub_id = int(text.rpartition(".")[2])
         for spec in specs().values():
-            if spec.oid[-1] == sub_id:
+            if spec.oid[-1] == sub_id and spec.trap is not None:
                 return spec.trap
     match = _NAME.fullmatch(text)
     if match:

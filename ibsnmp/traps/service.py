@@ -2,11 +2,15 @@
 
 The provider gets one listener for the agent's whole life; it forwards to
 the originator in force, so a configuration reload can replace the targets
-(a new originator) without touching the provider.
+(a new originator) without touching the provider. Every snapshot the
+provider swaps in is also compared with the one before: a port whose link
+went down or came up raises IF-MIB linkDown / linkUp (link_events.py)
+unless `[traps] if_mib = false`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,8 +19,11 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.agent.config import TrapTarget
 from ibsnmp.events import TrapEvent
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.providers.base import Provider
 
+from .link_events import PortStatusWatch, link_notification
+from .mapping import Notification
 from .originator import TrapOriginator
 
 log = logging.getLogger("ibsnmp.traps")
@@ -25,21 +32,47 @@ log = logging.getLogger("ibsnmp.traps")
 class NotificationService:
     """The originator in force for the configured targets (None without targets)."""
 
-    def __init__(self, engine: SnmpEngine, provider: Provider) -> None:
+    def __init__(self, engine: SnmpEngine, provider: Provider, *, if_mib: bool = True) -> None:
         self._engine = engine
         self._provider = provider
         self.originator: TrapOriginator | None = None
         self.targets: tuple[TrapTarget, ...] = ()
+        self.if_mib = if_mib
+        self._links: PortStatusWatch | None = None  # while IF-MIB notifications are sent
+        self._loop: asyncio.AbstractEventLoop | None = None
         provider.add_listener(self._forward)
+        add_swap_listener = getattr(provider, "add_swap_listener", None)
+        if add_swap_listener is not None:  # a provider that never swaps has no link changes
+            add_swap_listener(self._compare_links)
 
     def _forward(self, event: TrapEvent) -> None:
         if self.originator is not None:
             self.originator.notify(event)
 
-    async def apply(self, targets: tuple[TrapTarget, ...]) -> None:
-        """Send to `targets` from now on; what waited for the old ones is dropped (logged)."""
+    def _compare_links(self, fabric: Fabric) -> None:
+        """A swapped-in snapshot: its link changes are found now, and sent
+        once the provider's current step is done, after the IBA traps it
+        emits for the same change (a provider swaps, then emits)."""
+        links, loop = self._links, self._loop
+        if links is None or loop is None:
+            return
+        found = [n for n in map(link_notification, links.changes(fabric)) if n is not None]
+        if found:
+            loop.call_soon_threadsafe(self._submit, found)
+
+    def _submit(self, notifications: list[Notification]) -> None:
+        if self.originator is not None:
+            for notification in notifications:
+                self.originator.submit(notification)
+
+    async def apply(self, targets: tuple[TrapTarget, ...], if_mib: bool | None = None) -> None:
+        """Send to `targets` from now on (IF-MIB link notifications too unless
+        `if_mib` is false; None: as before); what waited for the old ones is
+        dropped (logged)."""
         await self.close()
         self.targets = targets
+        if if_mib is not None:
+            self.if_mib = if_mib
         if not targets:
             return
         originator = TrapOriginator(
@@ -51,8 +84,12 @@ class NotificationService:
             log.info("SNMPv3 traps are sent with engine ID 0x%s",
                      bytes(self._engine.snmpEngineID).hex())
         self.originator = originator
+        if self.if_mib:
+            self._loop = asyncio.get_running_loop()
+            self._links = PortStatusWatch(self._provider.snapshot)
 
     async def close(self) -> None:
+        self._links = None
         originator, self.originator = self.originator, None
         if originator is not None:
             await originator.stop()
@@ -60,10 +97,12 @@ class NotificationService:
 
 @asynccontextmanager
 async def notifications(engine: SnmpEngine, targets: tuple[TrapTarget, ...],
-                        provider: Provider) -> AsyncIterator[NotificationService]:
+                        provider: Provider, *,
+                        if_mib: bool = True) -> AsyncIterator[NotificationService]:
     """Send a notification to every target for every event `provider` emits,
+    and IF-MIB linkDown / linkUp for its ports (unless `if_mib` is false),
     for as long as the context lasts."""
-    service = NotificationService(engine, provider)
+    service = NotificationService(engine, provider, if_mib=if_mib)
     await service.apply(targets)
     try:
         yield service

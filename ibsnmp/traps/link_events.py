@@ -1,0 +1,130 @@
+"""IF-MIB linkDown / linkUp (RFC 2863) for the InfiniBand ports of every
+snapshot a provider swaps in, beside the IBA traps.
+
+RFC 2863's rule on ifOperStatus (fabric.interfaces.oper_status: up when
+the port is Active, dormant while Initialize or Armed, down otherwise):
+linkDown when an interface's status enters down from any other state but
+notPresent, linkUp when it leaves down for any other state but notPresent.
+A port that trains and waits for the subnet manager (down -> dormant)
+therefore raises linkUp with ifOperStatus dormant(5), and one Active port
+that falls back to Initialize (up -> dormant) raises nothing; a port seen
+for the first time or gone with its node raises nothing (no transition).
+
+Each notification speaks for the node whose port changed, as its IBA traps
+do (its context for SNMPv3, its agent address for SNMPv1), and carries the
+port's row of that node's own ifTable: ifIndex.<n>, ifAdminStatus.<n>,
+ifOperStatus.<n> with n = the port number (fabric.interfaces).
+
+Comparing stays cheap: a node whose object is the one seen before is
+skipped, and within a changed node a port whose object is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import NamedTuple
+
+from ibsnmp.fabric.interfaces import (
+    IfOperStatus,
+    admin_status,
+    if_index,
+    interface_ports,
+    oper_status,
+)
+from ibsnmp.fabric.model import Fabric, Node, Port
+from ibsnmp.mib.loader import definitions
+
+from .mapping import Notification, NotificationSpec, Oid
+
+# IF-MIB (RFC 2863) snmpTraps.3 and .4; their OBJECTS, in clause order.
+LINK_DOWN: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5, 3)
+LINK_UP: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5, 4)
+LINK_OBJECTS = ("ifIndex", "ifAdminStatus", "ifOperStatus")
+# The context of a node describes the node alone: its ifIndex is the port number.
+OWN_CONTEXT_POSITION = 0
+
+
+class LinkChange(NamedTuple):
+    """A port whose IF-MIB oper status changed: `port` as it is now."""
+
+    node_guid: int
+    port: Port
+    before: IfOperStatus
+    after: IfOperStatus
+
+    @property
+    def notification_name(self) -> str | None:
+        """linkDown, linkUp, or None when RFC 2863 asks for neither."""
+        absent = IfOperStatus.NOT_PRESENT
+        if self.after is IfOperStatus.DOWN and self.before not in (IfOperStatus.DOWN, absent):
+            return "linkDown"
+        if self.before is IfOperStatus.DOWN and self.after not in (IfOperStatus.DOWN, absent):
+            return "linkUp"
+        return None
+
+
+@cache
+def link_specs() -> dict[str, NotificationSpec]:
+    """linkDown and linkUp, their objects typed by the compiled IF-MIB."""
+    mib = definitions()
+    objects = tuple(mib.base_scalar("IF-MIB", name) for name in LINK_OBJECTS)
+    return {name: NotificationSpec(None, name, oid, objects)
+            for name, oid in (("linkDown", LINK_DOWN), ("linkUp", LINK_UP))}
+
+
+def link_notification(change: LinkChange) -> Notification | None:
+    """The notification `change` raises, or None."""
+    name = change.notification_name
+    if name is None:
+        return None
+    spec = link_specs()[name]
+    index = if_index(OWN_CONTEXT_POSITION, change.port.num)
+    values = (index, admin_status(change.port), change.after)
+    varbinds = tuple((obj.oid + (index,), obj.syntax.clone(int(value)))
+                     for obj, value in zip(spec.objects, values))
+    return Notification(spec, change.node_guid, varbinds)
+
+
+class _NodeSeen(NamedTuple):
+    node: Node
+    ports: dict[int, tuple[Port, IfOperStatus]]
+
+
+class PortStatusWatch:
+    """The IF-MIB oper status of every interface of the last snapshot;
+    `changes(fabric)` tells which ports changed since and remembers `fabric`."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self._nodes: dict[int, _NodeSeen] = {guid: _seen(node)
+                                             for guid, node in fabric.nodes.items()}
+        self._node_map: Mapping[int, Node] = fabric.nodes
+
+    def changes(self, fabric: Fabric) -> list[LinkChange]:
+        if fabric.nodes is self._node_map:
+            return []
+        self._node_map = fabric.nodes
+        found: list[LinkChange] = []
+        seen = self._nodes
+        for guid, node in fabric.nodes.items():
+            before = seen.get(guid)
+            if before is None or before.node is not node:
+                now = seen[guid] = _seen(node)
+                if before is not None:
+                    found.extend(_port_changes(guid, before, now))
+        if len(seen) > len(fabric.nodes):
+            for guid in [guid for guid in seen if guid not in fabric.nodes]:
+                del seen[guid]
+        return found
+
+
+def _seen(node: Node) -> _NodeSeen:
+    return _NodeSeen(node, {port.num: (port, oper_status(port))
+                            for port in interface_ports(node)})
+
+
+def _port_changes(guid: int, before: _NodeSeen, now: _NodeSeen) -> Iterator[LinkChange]:
+    for num, (port, status) in now.ports.items():
+        old = before.ports.get(num)
+        if old is not None and old[0] is not port and old[1] is not status:
+            yield LinkChange(guid, port, old[1], status)

@@ -1,0 +1,216 @@
+"""IF-MIB linkDown / linkUp beside IBA trap 128: which port changes raise
+them (RFC 2863's rule), their varbinds, and snmptrapd printing them with
+the stock IF-MIB names in every notification form; `[traps] if_mib =
+false` leaves only the IBA traps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e import ibsnmp_agent
+from pysnmp.smi import builder
+from trapd import AGENT_USERS, ENGINE_ID, USER, Received, TrapReceiver
+
+from ibsnmp.agent.config import ConfigError, parse_config
+from ibsnmp.fabric.changes import with_port_state
+from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.fabric.iba import PortState
+from ibsnmp.fabric.interfaces import IfOperStatus
+from ibsnmp.fabric.model import Fabric, Port, PortRef
+from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.traps.link_events import (
+    LINK_DOWN,
+    LINK_OBJECTS,
+    LINK_UP,
+    LinkChange,
+    PortStatusWatch,
+    link_notification,
+)
+
+SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
+SEED = 3
+IF_ENTRY = (1, 3, 6, 1, 2, 1, 2, 2, 1)
+
+
+@pytest.fixture(scope="module")
+def fabric() -> Fabric:
+    return build_fabric(SPEC, seed=SEED)
+
+
+def leaf_to_host(fabric: Fabric) -> tuple[Port, Port]:
+    """leaf01's first active port cabled to a host other than the local
+    node (whose notifications would go out in the default context)."""
+    leaf = next(n for n in fabric.nodes.values() if n.description == "leaf01")
+    for port in leaf.data_ports:
+        remote = port.remote
+        if port.info.is_active and remote is not None and remote.guid != fabric.local_node_guid \
+                and fabric.nodes[remote.guid].is_ca:
+            return port, fabric.port_at(remote)
+    raise AssertionError("leaf01 has no active port to a host")
+
+
+# -- the rule and the varbinds ------------------------------------------------------------
+
+
+def test_the_compiled_if_mib_names_these_notifications() -> None:
+    mibs = builder.MibBuilder()
+    mibs.add_mib_sources(builder.DirMibSource(str(COMPILED_MIB_DIR)))
+    mibs.load_modules("IF-MIB")
+    down, up = mibs.import_symbols("IF-MIB", "linkDown", "linkUp")
+    for notification, oid in ((down, LINK_DOWN), (up, LINK_UP)):
+        assert tuple(notification.getName()) == oid
+        assert tuple(name for _, name in notification.getObjects()) == LINK_OBJECTS
+
+
+def test_a_link_down_and_up_changes_both_ends(fabric: Fabric) -> None:
+    leaf_port, host_port = leaf_to_host(fabric)
+    watch = PortStatusWatch(fabric)
+    down, _ = with_port_state(fabric, leaf_port.ref, PortState.DOWN, at=10.0)
+    changes = watch.changes(down)
+    assert {(c.node_guid, c.port.num, c.before, c.after) for c in changes} == {
+        (leaf_port.node_guid, leaf_port.num, IfOperStatus.UP, IfOperStatus.DOWN),
+        (host_port.node_guid, host_port.num, IfOperStatus.UP, IfOperStatus.DOWN)}
+    assert {c.notification_name for c in changes} == {"linkDown"}
+    assert watch.changes(down) == []  # the same snapshot again: nothing new
+    up, _ = with_port_state(down, leaf_port.ref, PortState.ACTIVE, at=20.0)
+    changes = watch.changes(up)
+    assert len(changes) == 2 and {c.notification_name for c in changes} == {"linkUp"}
+
+    (leaf_down,) = (c for c in watch_changes(fabric, down) if c.node_guid == leaf_port.node_guid)
+    notification = link_notification(leaf_down)
+    assert notification is not None and notification.oid == LINK_DOWN
+    n = leaf_port.num
+    assert [(oid, int(value)) for oid, value in notification.varbinds] == [
+        (IF_ENTRY + (1, n), n), (IF_ENTRY + (7, n), 1), (IF_ENTRY + (8, n), 2)]
+    assert notification.node_guid == leaf_port.node_guid
+
+
+def watch_changes(before: Fabric, after: Fabric) -> list[LinkChange]:
+    return PortStatusWatch(before).changes(after)
+
+
+def test_rfc_2863_rule_on_dormant(fabric: Fabric) -> None:
+    leaf_port, _ = leaf_to_host(fabric)
+    down, _ = with_port_state(fabric, leaf_port.ref, PortState.DOWN, at=10.0)
+    training, _ = with_port_state(down, leaf_port.ref, PortState.INIT, at=11.0)
+    # down -> dormant (waiting for the SM) leaves down: linkUp, ifOperStatus dormant(5).
+    changes = watch_changes(down, training)
+    assert {(c.after, c.notification_name) for c in changes} == {(IfOperStatus.DORMANT, "linkUp")}
+    notification = link_notification(changes[0])
+    assert notification is not None and int(notification.varbinds[2][1]) == 5
+    # up -> dormant does not enter down: nothing.
+    back, _ = with_port_state(fabric, leaf_port.ref, PortState.INIT, at=12.0)
+    changes = watch_changes(fabric, back)
+    assert changes and all(link_notification(c) is None for c in changes)
+
+
+def test_if_mib_switch_in_the_config() -> None:
+    assert parse_config({}).traps.if_mib is True
+    assert parse_config({"traps": {"if_mib": False}}).traps.if_mib is False
+    with pytest.raises(ConfigError, match=r"traps\.if_mib: expected true or false"):
+        parse_config({"traps": {"if_mib": "no"}})
+    with pytest.raises(ConfigError, match=r"traps\.ifmib: unknown key"):
+        parse_config({"traps": {"ifmib": False}})
+
+
+# -- through ibsnmp run and snmptrapd -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapReceiver]:
+    with TrapReceiver(tmp_path_factory.mktemp("trapd")) as running:
+        yield running
+
+
+USERS = f'engine_id = "0x{ENGINE_ID}"\n' + AGENT_USERS
+
+
+def targets(address: str, forms: tuple[tuple[str, str], ...]) -> str:
+    text = ""
+    for version, kind in forms:
+        text += f'\n[[trap_target]]\naddress = "{address}"\nversion = "{version}"\nkind = "{kind}"\n'
+        if version == "3":
+            text += f'user = "{USER[0]}"\n'
+    return text
+
+
+def flap(port: Port) -> str:
+    """leaf01's port down 6 s after the provider starts (time_scale 0.2:
+    after the agent is up), up again 1 s later."""
+    return (f'[scenario]\ntime_scale = 0.2\n\n[[event]]\nat = 30\n'
+            f'action = "port-down"\nnode = "leaf01"\nport = {port.num}\nup_after = 5\n')
+
+
+def run_flap(tmp_path: Path, receiver: TrapReceiver, config: str, port: Port,
+             count: int) -> list[Received]:
+    (tmp_path / "ibsnmp.toml").write_text(config)
+    (tmp_path / "flap.toml").write_text(flap(port))
+    since = len(receiver.received())
+    with ibsnmp_agent("--config", str(tmp_path / "ibsnmp.toml"), "--scenario",
+                      str(tmp_path / "flap.toml"), fabric=SPEC, seed=SEED):
+        got = receiver.wait_for(count, timeout=30, since=since)
+        time.sleep(1.0)  # anything beyond `count` would arrive by now
+        return receiver.received()[since:] if len(got) >= count else got
+
+
+def if_index_of(received: Received) -> str:
+    """The n of the IF-MIB::ifIndex.<n> varbind."""
+    (name,) = (name for name, _ in received.varbinds if name.startswith("IF-MIB::ifIndex."))
+    return name.rpartition(".")[2]
+
+
+def of(received: list[Received], security: str) -> list[Received]:
+    return [r for r in received if r.security == security]
+
+
+FORMS = (("2c", "trap"), ("1", "trap"), ("2c", "inform"), ("3", "trap"))
+
+
+def test_snmptrapd_prints_link_down_and_up_beside_trap_128(
+        tmp_path: Path, receiver: TrapReceiver, fabric: Fabric) -> None:
+    leaf_port, host_port = leaf_to_host(fabric)
+    # Per form: down (2 linkDown + one 128 from the switch), up (2 linkUp + one 128).
+    got = run_flap(tmp_path, receiver, USERS + targets(receiver.address, FORMS), leaf_port,
+                   6 * len(FORMS))
+    assert len(got) == 6 * len(FORMS), got
+    leaf, host = f"{leaf_port.node_guid:016x}", f"{host_port.node_guid:016x}"
+    ends = {leaf: leaf_port.num, host: host_port.num}
+    for security in ("TRAP2, SNMP v2c, community public", "INFORM, SNMP v2c, community public"):
+        stream = of(got, security)
+        names = [r.trap_oid for r in stream]
+        # Trap 128 first, then the linkDowns of the same change; the same when it comes up.
+        assert [name.split("::")[1] for name in names] == [
+            "ibSmaPortLinkStateChange", "linkDown", "linkDown",
+            "ibSmaPortLinkStateChange", "linkUp", "linkUp"], names
+        numbers = sorted(ends.values())
+        for name, oper in (("linkDown", "down(2)"), ("linkUp", "up(1)")):
+            sent = [r for r in stream if r.trap_oid == f"OID: IF-MIB::{name}"]
+            assert sorted(int(if_index_of(r)) for r in sent) == numbers
+            for r in sent:
+                n = if_index_of(r)
+                assert r.varbinds[2:] == (
+                    (f"IF-MIB::ifIndex.{n}", f"INTEGER: {n}"),
+                    (f"IF-MIB::ifAdminStatus.{n}", "INTEGER: up(1)"),
+                    (f"IF-MIB::ifOperStatus.{n}", f"INTEGER: {oper}"))
+    # SNMPv3: each from its node's context.
+    v3 = [r for r in got if r.version == "v3" and "IF-MIB::link" in r.trap_oid]
+    assert len(v3) == 4
+    for r in v3:
+        assert if_index_of(r) == str(ends[r.context or ""])
+    # SNMPv1 (RFC 3584): generic-trap linkDown(2) / linkUp(3), enterprise snmpTraps.
+    v1 = [r for r in got if r.version == "v1" and r.generic in ("2", "3")]
+    assert sorted(r.generic for r in v1) == ["2", "2", "3", "3"]
+    assert {r.enterprise for r in v1} == {"SNMPv2-MIB::snmpTraps"}, v1
+    assert {r.specific for r in v1} == {"0"}
+    assert all(r.varbinds[0][0].startswith("IF-MIB::ifIndex.") for r in v1)
+
+
+def test_if_mib_false_sends_only_the_iba_traps(tmp_path: Path, receiver: TrapReceiver,
+                                                fabric: Fabric) -> None:
+    leaf_port, _ = leaf_to_host(fabric)
+    config = USERS + "\n[traps]\nif_mib = false\n" + targets(receiver.address, (("2c", "trap"),))
+    got = run_flap(tmp_path, receiver, config, leaf_port, 2)
+    assert [r.trap_oid for r in got] == ["OID: SMA-MIB::ibSmaPortLinkStateChange"] * 2
