@@ -289,6 +289,23 @@ def test_counters_match_perfquery(live: Live) -> None:
         assert ours[mib] > 0
 
 
+def test_interface_counters_are_perfquery_extended_values(live: Live) -> None:
+    lid = str(lid_of(live, S2))
+    before = labelled_values(run_diag(live.fabric, "perfquery", "-x", lid, "1"))
+    done = live.fabric.run([sys.executable, str(LIVE_PROBE), "1", f"{S2:x}", "1"])
+    after = labelled_values(run_diag(live.fabric, "perfquery", "-x", lid, "1"))
+    assert done.returncode == 0, done.stderr
+    ours = json.loads(done.stdout)["interface"]
+    assert ours is not None  # ibsim's PMA keeps PortCountersExtended
+    for field, diag, scale in (("out_octets", "PortXmitData", 4), ("in_octets", "PortRcvData", 4),
+                               ("out_ucast_pkts", "PortUnicastXmitPkts", 1),
+                               ("in_ucast_pkts", "PortUnicastRcvPkts", 1),
+                               ("out_mcast_pkts", "PortMulticastXmitPkts", 1),
+                               ("in_mcast_pkts", "PortMulticastRcvPkts", 1)):
+        assert int(before[diag]) * scale <= ours[field] <= int(after[diag]) * scale, field
+    assert ours["out_octets"] > 0
+
+
 @pytest.mark.parametrize("guid", [None, S1, H6])
 def test_every_table_answers_a_whole_walk(live: Live, guid: int | None) -> None:
     community = "public" if guid is None else f"public@{guid:016x}"

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from mib_walk import walk
 
+from ibsnmp.fabric.counters import InterfaceCounters, interface_counters_of
 from ibsnmp.fabric.iba import Mtu, PortPhysState, PortState, SmState
 from ibsnmp.fabric.model import PortRef
 from ibsnmp.live.snapshot import build_fabric, counter_values, link_state
-from ibsnmp.mad.attributes import NODE_INFO, PORT_INFO, SM_INFO, SWITCH_INFO, Attribute
+from ibsnmp.mad.attributes import (
+    NODE_INFO,
+    PORT_COUNTERS,
+    PORT_COUNTERS_EXTENDED,
+    PORT_INFO,
+    SM_INFO,
+    SWITCH_INFO,
+    Attribute,
+)
+from ibsnmp.mad.counters import ALL_EXTENDED, DATA_EXTENDED, merge_counters
 from ibsnmp.mad.discovery import DiscoveredNode, PortTables, Subnet
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
@@ -100,6 +110,44 @@ def test_polled_port_info_and_counters_replace_the_sweeps() -> None:
         "port_xmit_data": 9, "symbol_error_counter": 2}
     # A port no PMA answered for has no counters at all, not zeros.
     assert dict(fabric.nodes[SWITCH].port(2).counters.values) == {}  # type: ignore[union-attr]
+
+
+def _answer(attribute: Attribute, **values: int) -> dict[str, FieldValue]:
+    """What decode_reply gives for an attribute carrying `values` (the rest 0)."""
+    layout = attribute.layout
+    return layout.decode(bytes(layout.encode({f.name: values.get(f.name, 0) for f in layout.fields})))
+
+
+BIG = 3 << 40  # past any 32-bit counter
+
+
+def _interface(basic: dict[str, FieldValue], extended: dict[str, FieldValue] | None,
+               kept: frozenset[str] = ALL_EXTENDED) -> InterfaceCounters | None:
+    merged, wide = merge_counters(basic, extended, kept)
+    measured = counter_values(merged, wide)
+    return interface_counters_of(measured.values, measured.wide)
+
+
+def test_port_counters_alone_give_no_interface_counters() -> None:
+    basic = _answer(PORT_COUNTERS, PortXmitData=0xFFFFFFFF, PortRcvData=7, PortXmitPkts=9, PortRcvPkts=9)
+    assert _interface(basic, None) is None  # saturated 32-bit counters: no Counter64 from them
+
+
+def test_port_counters_extended_give_all_six() -> None:
+    basic = _answer(PORT_COUNTERS, PortXmitData=0xFFFFFFFF, PortRcvData=7, SymbolErrorCounter=4)
+    extended = _answer(PORT_COUNTERS_EXTENDED, PortXmitData=BIG, PortRcvData=7, PortXmitPkts=10, PortRcvPkts=5,
+                       PortUnicastXmitPkts=8, PortUnicastRcvPkts=4, PortMulticastXmitPkts=2,
+                       PortMulticastRcvPkts=1)
+    assert _interface(basic, extended) == InterfaceCounters(28, BIG * 4, 4, 8, 1, 2)
+    merged, wide = merge_counters(basic, extended)
+    assert merged["SymbolErrorCounter"] == 4 and merged["PortXmitData"] == BIG
+
+
+def test_a_data_only_pma_has_octets_but_no_unicast_or_multicast() -> None:
+    # A NoIETF PMA answers PortCountersExtended with the last four fields unused.
+    basic = _answer(PORT_COUNTERS, PortXmitData=5, PortRcvData=6)
+    extended = _answer(PORT_COUNTERS_EXTENDED, PortXmitData=BIG, PortRcvData=6, PortXmitPkts=3, PortRcvPkts=2)
+    assert _interface(basic, extended, DATA_EXTENDED) == InterfaceCounters(24, BIG * 4, None, None, None, None)
 
 
 def test_a_node_description_that_did_not_answer_is_served_as_no_instance() -> None:

@@ -8,7 +8,7 @@ port's) with the port in the attribute modifier; a node without a LID yet
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ibsnmp.fabric.model import Fabric, PortRef
@@ -30,6 +30,8 @@ class Refresh:
     port_infos: dict[PortRef, Values] = field(default_factory=dict)
     switch_infos: dict[int, Values] = field(default_factory=dict)
     counters: dict[PortRef, Counters] = field(default_factory=dict)
+    # The PerfMgt names of each port's counters read from PortCountersExtended (64-bit).
+    wide: dict[PortRef, frozenset[str]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
 
@@ -93,7 +95,7 @@ def _ask_node(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, lid:
              lambda info: result.switch_infos.__setitem__(guid, info))
 
 
-def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: set[int],
+def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Mapping[int, frozenset[str]],
             *, ports: bool = True, counters: bool = True) -> Refresh:
     """PortInfo of every port and SwitchInfo of every switch of `fabric`, then
     the counters of every PMA port (blocking: run it in a worker thread)."""
@@ -110,8 +112,10 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: se
     window.drain()
     if counters:
         targets = counter_targets(fabric)
-        values, failures = poll_counters(window, targets, extended_lids)
+        wide: dict[tuple[int, int], frozenset[str]] = {}
+        values, failures = poll_counters(window, targets, extended_lids, wide)
         result.counters = {targets[key]: read for key, read in values.items()}
+        result.wide = {targets[key]: names for key, names in wide.items()}
         result.failures.update((f"counters {lid}/{port}", why)
                                for (lid, port), why in failures.items())
     return result

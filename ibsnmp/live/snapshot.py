@@ -12,8 +12,9 @@ is where they enter.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeVar
@@ -96,11 +97,19 @@ class SaRecords:
     services: tuple[ServiceRecord, ...] = ()
 
 
-def counter_values(counters: Counters) -> MeasuredCounters:
-    """A PMA's answer (PortCounters merged with PortCountersExtended) as the model keeps it."""
+def counter_values(counters: Counters, wide: Collection[str] = ()) -> MeasuredCounters:
+    """A PMA's answer (PortCounters merged with PortCountersExtended) as the
+    model keeps it; `wide`: the PerfMgt names read from PortCountersExtended."""
     return MeasuredCounters(MappingProxyType({
         COUNTER_NAMES[name]: int(value)  # type: ignore[arg-type]
-        for name, value in counters.items() if name in COUNTER_NAMES}))
+        for name, value in counters.items() if name in COUNTER_NAMES}),
+        _wide_names(frozenset(wide)) if wide else frozenset())
+
+
+@functools.lru_cache(maxsize=8)
+def _wide_names(wide: frozenset[str]) -> frozenset[str]:
+    """The model's names of PerfMgt fields: one set shared by every port alike."""
+    return frozenset(COUNTER_NAMES[name] for name in wide if name in COUNTER_NAMES)
 
 
 def _int(values: Mapping[str, FieldValue], name: str) -> int:

@@ -91,7 +91,7 @@ class LiveError(RuntimeError):
 class _Sweep:
     subnet: Subnet
     local_guid: int
-    extended_lids: set[int]
+    extended_lids: dict[int, frozenset[str]]
     counters: dict[PortRef, MeasuredCounters]
 
 
@@ -312,12 +312,12 @@ class LiveProvider(ProviderCore):
             local = next(iter(subnet.nodes))  # the route-less node answers first
             fabric = build_fabric(subnet, local)
             extended = extended_counter_lids(window, active_lids(fabric))
-            counters = refresh(window, fabric, subnet, extended, ports=False).counters
+            read = refresh(window, fabric, subnet, extended, ports=False)
         if subnet.unanswered:
             log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                       subnet.unanswered[0])
         return _Sweep(subnet, local, extended,
-                      {ref: counter_values(c) for ref, c in counters.items()})
+                      {ref: counter_values(c, read.wide.get(ref, ())) for ref, c in read.counters.items()})
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
@@ -373,7 +373,7 @@ class LiveProvider(ProviderCore):
         answered = {ref.guid for ref in result.port_infos}
         if any(guid not in answered for guid in self._fabric.nodes):
             changed = True  # a node stopped answering: the subnet changed shape
-        self._counters.update((ref, counter_values(c)) for ref, c in result.counters.items())
+        self._counters.update((ref, counter_values(c, result.wide.get(ref, ()))) for ref, c in result.counters.items())
         if result.failures:
             log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
                       next(iter(result.failures.items())))
