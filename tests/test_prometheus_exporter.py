@@ -486,3 +486,13 @@ def test_prometheus_with_the_shipped_scrape_config_gets_labeled_rates(
         assert described and all(s["metric"].get("ibSmNodeInfoDescription") for s in described)
     finally:
         stop(process)
+
+
+def test_an_unknown_node_kind_is_refused(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ibsnmp", "fabric", "targets", "--fabric", SMALL_FABRIC,
+         "--agent", "127.0.0.1:161", "--snmp-yml", str(EXAMPLES / "snmp.yml"), "--kinds",
+         "switches", "--config-out", str(tmp_path / "a"), "--targets-out", str(tmp_path / "b")],
+        capture_output=True, text=True, cwd=PROJECT_ROOT, check=False)
+    assert result.returncode == 2 and "unknown node kinds ['switches']" in result.stderr
+    assert not (tmp_path / "a").exists()

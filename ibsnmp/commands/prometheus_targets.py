@@ -158,6 +158,9 @@ def write_targets(fabric: Fabric, *, agent: str, shipped: Path, auth_file: Path 
                   kinds: Iterable[str] = NODE_KINDS) -> tuple[int, int]:
     """Write both files; (nodes, per-node modules written). The configuration holds
     the auth's secrets: it is written mode 0600."""
+    unknown = sorted(set(kinds) - set(NODE_KINDS))
+    if unknown:
+        raise TargetsError(f"unknown node kinds {unknown}; known: {list(NODE_KINDS)}")
     auth = read_auth(auth_file)
     try:
         text = shipped.read_text(encoding="utf-8")
