@@ -8,9 +8,8 @@ One agent serves a simulated fabric (default 10,026 nodes, the size of the
 other benches). `ibsnmp fabric targets --kinds switch` writes the per-node
 modules of examples/prometheus/snmp.yml; the exporter loads them. A round
 reads the module (default ib_if) in every switch's context, one request
-stream per context, 4 streams at a time (Prometheus' default
-scrape concurrency per exporter is higher; 4 is the brief's "as Prometheus
-does" for a scrape pool of one job on 2 cores):
+stream per context, 4 contexts at a time, as a Prometheus server scraping
+several targets through one exporter does:
 
 - exporter: HTTP GET /snmp?module=<module>@<guid>&target=<agent>; varbinds
   are the exporter's own count (snmp_scrape_pdus_returned);
@@ -24,8 +23,8 @@ medians are printed: scrapes/s (a scrape: one context read whole),
 varbinds/s, their ratio exporter/snmpbulkwalk, and the agent's CPU seconds
 (/proc/<pid>/stat, user + system) per varbind for each, with the date and
 the load average. Last, the exporter loads the modules of every node's
-context (switches and CAs) to show what that costs. Every process listens on 127.0.0.1 only and is stopped
-before the script exits.
+context (switches and CAs) to show what that costs. Every process listens
+on 127.0.0.1 only and is stopped before the script exits.
 """
 
 from __future__ import annotations
