@@ -75,6 +75,7 @@ class FakeNode:
     vendor_id: int | None = None
     device_id: int | None = None
     revision: int | None = None
+    firmware_version: str | None = None
 
     @property
     def description(self) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import sysfs_trees as trees
 from e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
 from fast_diff import TwoPaths, assert_same_response
 from wire import community_request, decode_response
@@ -17,7 +19,10 @@ from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import NodeType
 from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.naming import node_name, node_summary
+from ibsnmp.mqtt.codec import decode_state, encode_state, record_of
 from ibsnmp.providers.simulated import SimulatedProvider
+from ibsnmp.providers.sysfs import build_fabric as sysfs_fabric
+from ibsnmp.providers.sysfs_read import SysfsReader
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 1
@@ -81,6 +86,18 @@ def test_sys_descr_names_only_what_was_read(fabric: Fabric) -> None:
     bare = dataclasses.replace(first(fabric, NodeType.CA), vendor_id=None, revision=None,
                                model_name="")
     assert node_summary(bare) == f"InfiniBand channel adapter, device 0x{bare.device_id:04x}"
+
+
+def test_a_sysfs_host_names_its_firmware_also_through_mqtt(tmp_path: Path) -> None:
+    trees.mlx5_two_port(tmp_path)
+    host, _ = sysfs_fabric(SysfsReader(tmp_path).read(full=True))
+    assert host is not None
+    node = host.nodes[trees.MLX_NODE_GUID]
+    assert node_name(node) == "node01"  # NodeDescription "node01 HCA-1"
+    assert node_summary(node) == ("InfiniBand channel adapter MT4123, vendor 0x0002c9, "
+                                  "device 0x101b, revision 0x00, firmware 20.31.1014")
+    record = decode_state(encode_state(record_of(host, node, 1.0, 0.0)), node.guid)
+    assert node_summary(record.node) == node_summary(node)
 
 
 def test_object_ids_per_kind_are_distinct_and_under_the_agents_arc() -> None:

@@ -346,6 +346,9 @@ class Node:
     # The operating system's name of the device (sysfs `mlx5_0`) where the
     # provider read one; IF-MIB names the node's interfaces after it.
     device_name: str | None = None
+    # The device's firmware version (sysfs `fw_ver`, "20.31.1014") where the
+    # provider read one: a node's sysDescr names it.
+    firmware_version: str | None = None
 
     @property
     def label(self) -> str:

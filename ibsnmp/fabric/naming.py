@@ -34,15 +34,17 @@ def node_name(node: Node) -> str:
 
 def node_summary(node: Node) -> str:
     """What the node is, from what was read of it: kind, model, vendor,
-    device, revision ("InfiniBand switch Quantum (MT54000), vendor
-    0x0002c9, device 0xd2f0, revision 0x00")."""
+    device, revision, firmware ("InfiniBand switch Quantum (MT54000),
+    vendor 0x0002c9, device 0xd2f0, revision 0x00, firmware 27.2010.1202")."""
     text = f"InfiniBand {KIND_NAMES.get(node.node_type, 'node')}"
     model = _display_text(node.model_name).strip()
     if model:
         text += f" {model}"
     parts = [f"{label} {value}" for label, value in (
         ("vendor", _hex(node.vendor_id, 6)), ("device", _hex(node.device_id, 4)),
-        ("revision", _hex(node.revision, 2))) if value is not None]
+        ("revision", _hex(node.revision, 2)),
+        ("firmware", _display_text(node.firmware_version or "").strip() or None))
+        if value is not None]
     if parts:
         text += ", " + ", ".join(parts)
     return text[:MAX_DISPLAY_STRING]

@@ -20,8 +20,9 @@ How the files become the model (IBA encodings):
   size of the management port's P_Key table; LocalPortNum the first
   InfiniBand port that is Active (else the first InfiniBand port, else port
   1): the port an SM reaches the CA through.  BaseVersion and ClassVersion
-  are not shown: absent.  hca_type becomes the node's model name; fw_ver
-  and board_id are logged at start (no object of the five MIBs holds them).
+  are not shown: absent.  hca_type becomes the node's model name and
+  fw_ver its firmware version (both in the sysDescr of its context);
+  board_id is logged at start.
 - PortInfo: PortState (5, ACTIVE_DEFER, is Active), PortPhysicalState, LID,
   MasterSMLID, MasterSMSL, LMC, CapabilityMask as read; LinkWidthActive,
   LinkSpeedActive and LinkSpeedExtActive from `rate` (FDR10 is QDR; an
@@ -216,6 +217,7 @@ def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
         ca=ca,
         model_name=d.hca_type or "",
         device_name=d.name,
+        firmware_version=d.fw_ver,
     )
 
 
