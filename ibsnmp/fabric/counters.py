@@ -47,6 +47,7 @@ __all__ = [
     "EXTENDED_NAMES",
     "interface_counters",
     "interface_counters_of",
+    "interface_counts_of",
     "ERROR_NAMES",
     "CLEARABLE",
     "traffic_profile",
@@ -231,21 +232,25 @@ def interface_counters_of(values: Mapping[str, int], wide: Collection[str]) -> I
     """IF-MIB's counters from PortCountersExtended-style values (the
     EXTENDED_NAMES), taking only the names in `wide` (read from a 64-bit
     source); None when none of them is."""
-    def count(name: str, scale: int = 1) -> int | None:
-        if name not in wide:
-            return None
-        value = values.get(name)
-        return None if value is None else (value * scale) & MASK64
-
-    counters = InterfaceCounters(
-        count("port_rcv_data", 4), count("port_xmit_data", 4),
-        count("unicast_rcv_pkts"), count("unicast_xmit_pkts"),
-        count("multicast_rcv_pkts"), count("multicast_xmit_pkts"),
-    )
-    return None if counters == _NO_INTERFACE_COUNTERS else counters
+    counts = interface_counts_of(values, wide)
+    return None if counts is None else InterfaceCounters(*counts)
 
 
-_NO_INTERFACE_COUNTERS = InterfaceCounters(None, None, None, None, None, None)
+def interface_counts_of(values: Mapping[str, int], wide: Collection[str]) -> tuple[int | None, ...] | None:
+    """interface_counters_of as a plain tuple in InterfaceCounters' order
+    (what a comparison of many ports wants)."""
+    if not wide:
+        return None
+    get = values.get
+    counts = tuple(None if name not in wide or (value := get(name)) is None else (value * scale) & MASK64
+                   for name, scale in _INTERFACE_SOURCES)
+    return None if counts == _NO_COUNTS else counts
+
+
+# InterfaceCounters' fields in order: the extended counter each comes from, and its unit in octets.
+_INTERFACE_SOURCES = (("port_rcv_data", 4), ("port_xmit_data", 4), ("unicast_rcv_pkts", 1),
+                      ("unicast_xmit_pkts", 1), ("multicast_rcv_pkts", 1), ("multicast_xmit_pkts", 1))
+_NO_COUNTS = (None,) * 6
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from operator import attrgetter
 from typing import NamedTuple, Protocol
 
-from .counters import InterfaceCounters, interface_counters_of
+from .counters import interface_counts_of
 from .interfaces import IfOperStatus, interface_ports, oper_status
 from .model import Fabric, Node, Port, PortHistory, PortRef
 
@@ -33,15 +32,13 @@ __all__ = ["InterfaceHistory"]
 
 # PortCounters fields whose clear clears an IF-MIB counter (counters.extended_at).
 _TRAFFIC_CLEARS = frozenset({"port_xmit_data", "port_rcv_data", "port_xmit_pkts", "port_rcv_pkts"})
-_COUNTS = attrgetter("in_octets", "out_octets", "in_ucast_pkts", "out_ucast_pkts", "in_mcast_pkts",
-                     "out_mcast_pkts")
 _INF = float("inf")
 
 
 class _PortSeen(NamedTuple):
     port: Port  # the object last compared: the same one again is unchanged
     status: IfOperStatus
-    counters: InterfaceCounters | None  # measured ports only
+    counts: tuple[int | None, ...] | None  # measured ports only (counters.interface_counts_of)
 
 
 class _NodeSeen(NamedTuple):
@@ -164,7 +161,7 @@ class InterfaceHistory:
                 if when is None or when <= self._changed.get(ref, 0.0):
                     when = now
                 self._changed[ref] = when
-            if _went_backwards(old.counters, seen.counters):
+            if _went_backwards(old.counts, seen.counts):
                 self._discontinuity[ref] = now
         if len(ports) != len(old_ports) or any(num not in ports for num in old_ports):
             for num in old_ports:
@@ -176,8 +173,8 @@ class InterfaceHistory:
     @staticmethod
     def _port_seen(port: Port) -> _PortSeen:
         measured = port.counters
-        counters = interface_counters_of(measured.values, measured.wide) if measured is not None else None
-        return _PortSeen(port, oper_status(port), counters)
+        counts = interface_counts_of(measured.values, measured.wide) if measured is not None else None
+        return _PortSeen(port, oper_status(port), counts)
 
     def _forget(self, ref: PortRef) -> None:
         self._changed.pop(ref, None)
@@ -213,9 +210,9 @@ class InterfaceHistory:
         return node is not None and ref.port in node.ports
 
 
-def _went_backwards(before: InterfaceCounters | None, after: InterfaceCounters | None) -> bool:
+def _went_backwards(before: tuple[int | None, ...] | None, after: tuple[int | None, ...] | None) -> bool:
     """A count lower than before: the counter was cleared (a 64-bit count
     wrapping is centuries away at any link's rate)."""
     if before is None or after is None or before == after:
         return False
-    return any(a is not None and b is not None and b < a for a, b in zip(_COUNTS(before), _COUNTS(after)))
+    return any(a is not None and b is not None and b < a for a, b in zip(before, after))
