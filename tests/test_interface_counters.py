@@ -24,6 +24,8 @@ from ibsnmp.fabric.counters import (
     traffic_profile,
 )
 from ibsnmp.fabric.iba import PortState
+from ibsnmp.fabric.ibnetdiscover import export
+from ibsnmp.fabric.ibnetdiscover_read import read_topology
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, Port
 
 TIMES = [0, 0.5, 7, 333, 3600, 86_400, 30 * 86_400]
@@ -197,3 +199,9 @@ def test_data_only_extended_set_has_octets_but_no_unicast(fabric: Fabric) -> Non
 def test_a_port_without_a_pma_has_none(fabric: Fabric) -> None:
     fresh, port = _measured_port(fabric, {}, frozenset())
     assert interface_counters(fresh, port, 0.0) is None
+
+
+def test_a_topology_dump_has_no_counters(fabric: Fabric) -> None:
+    dumped = read_topology(export(fabric))
+    assert all(interface_counters(dumped, port, 60.0) is None
+               for node in dumped.nodes.values() for port in node.ports)
