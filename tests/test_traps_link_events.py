@@ -5,22 +5,26 @@ false` leaves only the IBA traps."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sysfs_trees as trees
 from e2e import ibsnmp_agent
+from pysnmp.entity.engine import SnmpEngine
 from pysnmp.smi import builder
 from trapd import AGENT_USERS, ENGINE_ID, USER, Received, TrapReceiver
 
-from ibsnmp.agent.config import ConfigError, parse_config
+from ibsnmp.agent.config import ConfigError, TrapTarget, parse_config, parse_trap_address
 from ibsnmp.fabric.changes import with_port_state
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interfaces import IfOperStatus
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.providers.sysfs import SysfsProvider
 from ibsnmp.traps.link_events import (
     LINK_DOWN,
     LINK_OBJECTS,
@@ -29,6 +33,7 @@ from ibsnmp.traps.link_events import (
     PortStatusWatch,
     link_notification,
 )
+from ibsnmp.traps.service import NotificationService
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 3
@@ -214,3 +219,40 @@ def test_if_mib_false_sends_only_the_iba_traps(tmp_path: Path, receiver: TrapRec
     config = USERS + "\n[traps]\nif_mib = false\n" + targets(receiver.address, (("2c", "trap"),))
     got = run_flap(tmp_path, receiver, config, leaf_port, 2)
     assert [r.trap_oid for r in got] == ["OID: SMA-MIB::ibSmaPortLinkStateChange"] * 2
+
+
+async def test_a_sysfs_hosts_port_raises_them_without_an_iba_trap(
+        tmp_path: Path, receiver: TrapReceiver) -> None:
+    """A CA's port raises no trap 128 (a switch's trap), but its interface
+    goes down and up: IF-MIB says so, as the agent's service sends it."""
+    trees.mlx5_two_port(tmp_path)
+    provider = SysfsProvider(tmp_path, poll_interval=1.0)
+    engine = SnmpEngine()
+    service = NotificationService(engine, provider)
+    await service.apply((TrapTarget(parse_trap_address(receiver.address)),))
+    assert service.originator is not None
+    (sender,) = service.originator.senders
+    since = len(receiver.received())
+
+    async def poll_after(state: str, phys: str, sent: int) -> None:
+        trees.set_file(tmp_path, "mlx5_0/ports/2/state", state)
+        trees.set_file(tmp_path, "mlx5_0/ports/2/phys_state", phys)
+        assert provider.poll() == ()  # no IBA trap for a CA's port
+        deadline = time.monotonic() + 10
+        while sender.stats.sent < sent and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    try:
+        await poll_after("1: DOWN", "3: Disabled", 1)
+        await poll_after("4: ACTIVE", "5: LinkUp", 2)
+    finally:
+        await service.close()
+        engine.close_dispatcher()
+    got = receiver.wait_for(2, since=since)
+    assert [(r.trap_oid, r.varbinds[2:]) for r in got] == [
+        ("OID: IF-MIB::linkDown", (("IF-MIB::ifIndex.2", "INTEGER: 2"),
+                                   ("IF-MIB::ifAdminStatus.2", "INTEGER: down(2)"),
+                                   ("IF-MIB::ifOperStatus.2", "INTEGER: down(2)"))),
+        ("OID: IF-MIB::linkUp", (("IF-MIB::ifIndex.2", "INTEGER: 2"),
+                                 ("IF-MIB::ifAdminStatus.2", "INTEGER: up(1)"),
+                                 ("IF-MIB::ifOperStatus.2", "INTEGER: up(1)")))]
