@@ -24,6 +24,10 @@ CONFIG = f"""
 [[community]]
 name = "public"
 
+[[community]]
+name = "private"
+access = "write"
+
 [[user]]
 name = "{USER[0]}"
 auth = "SHA256"
@@ -101,6 +105,16 @@ def test_snmpv3_reads_a_node_context(agent: RunningAgent, fabric: Fabric) -> Non
                                "IF-MIB::ifName"))
     assert [value for _, value in varbinds(out)] == [
         f"STRING: {switch.description}/{p.num}" for p in interface_ports(switch)]
+
+
+def test_if_mib_objects_are_not_writable(agent: RunningAgent, fabric: Fabric) -> None:
+    community = f"private@{context_name(a_switch(fabric).guid)}"
+    for name, kind, value in (("IF-MIB::ifAdminStatus.1", "i", "2"), ("IF-MIB::ifAlias.1", "s", "x")):
+        done = agent.snmp("snmpset", "-v2c", "-c", community, name, kind, value)
+        assert done.returncode != 0 and "notWritable" in done.stderr, (name, done.stderr)
+    status = agent.snmp("snmpget", "-v2c", "-c", "public@" + context_name(a_switch(fabric).guid),
+                        "-Oqv", "IF-MIB::ifAdminStatus.1")
+    assert assert_ok(status).strip() == "up"
 
 
 def walked_oids(output: str) -> list[tuple[int, ...]]:
