@@ -126,7 +126,15 @@ def test_net_snmp_prints_a_served_guid_as_16_hex_digits() -> None:
                                     "SMA-MIB::ibSmaNodeGuid.0"))
         rows = assert_ok(agent.snmp("snmpbulkwalk", "-v2c", "-c", "public", "-On",
                                     "IB-SM-MIB::ibSmNodeInfoNodeGUID"))
+        # GUID value columns the drafts declared inline (ERRATA.md, rule 6).
+        local = fabric.local_node
+        node_row = ".".join(str(b) for b in (fabric.subnet_prefix.to_bytes(8, "big")
+                                             + local.guid.to_bytes(8, "big")))
+        values = assert_ok(agent.snmp("snmpget", "-v2c", "-c", "public", "-Oqv",
+                                      "IB-CA-MIB::ibCaNodeGuid.1",
+                                      f"IB-SM-MIB::ibSmNodeInfoPortGUID.{node_row}"))
     assert node.split(" = ", 1)[1].strip() == f"STRING: {fabric.local_node.guid:016x}"
+    assert values.split() == [f"{local.guid:016x}", f"{local.port_guid:016x}"]
     served = varbinds(rows)
     assert len(served) == len(fabric.nodes)
     for oid, value in served:

@@ -44,9 +44,11 @@ if 'mibBuilder' not in globals():
 
 # Import SMI symbols from the MIBs this MIB depends on
 
-(IbPhysPort,
+(IbGuid,
+ IbPhysPort,
  infinibandMIB) = mibBuilder.importSymbols(
     "IB-TC-MIB",
+    "IbGuid",
     "IbPhysPort",
     "infinibandMIB")
 
@@ -205,18 +207,7 @@ if mibBuilder.loadTexts:
     ibCaType.setReference("InfiniBand Architecture Release 1.2 Vol. 1. Section 17.1.")
 if mibBuilder.loadTexts:
     ibCaType.setDescription("Type of Channel Adapter: either a Host Channel Adapter (HCA), or a Target Channel Adapter (TCA). The key difference between an HCA and a TCA is that the HCA supports the IBA Verbs layer, while the TCA uses an implementation dependent interface to the transport layer. If the type of CA cannot be determined, the unknown(1) value is returned.")
-
-
-class _IbCaNodeGuid_Type(OctetString):
-    """Custom type ibCaNodeGuid based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbCaNodeGuid_Type.__name__ = "OctetString"
+_IbCaNodeGuid_Type = IbGuid
 _IbCaNodeGuid_Object = MibTableColumn
 ibCaNodeGuid = _IbCaNodeGuid_Object(
     (1, 3, 6, 1, 3, 117, 4, 1, 1, 1, 1, 3),
@@ -515,18 +506,7 @@ if mibBuilder.loadTexts:
     ibCaPortIndex.setStatus("current")
 if mibBuilder.loadTexts:
     ibCaPortIndex.setDescription("Index that identifies the InfiniBand data port. The IBA defines a range of valid data ports from 1 to N, where N can have a maximum value of 254 for an IBA switch.")
-
-
-class _IbCaPortGuid_Type(OctetString):
-    """Custom type ibCaPortGuid based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbCaPortGuid_Type.__name__ = "OctetString"
+_IbCaPortGuid_Type = IbGuid
 _IbCaPortGuid_Object = MibTableColumn
 ibCaPortGuid = _IbCaPortGuid_Object(
     (1, 3, 6, 1, 3, 117, 4, 1, 3, 1, 1, 2),

@@ -229,18 +229,7 @@ if mibBuilder.loadTexts:
     ibSmConfigSubnetPrefix.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmConfigSubnetPrefix.setDescription("Subnet prefix of this IB subnet.")
-
-
-class _IbSmConfigGUID_Type(OctetString):
-    """Custom type ibSmConfigGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmConfigGUID_Type.__name__ = "OctetString"
+_IbSmConfigGUID_Type = IbGuid
 _IbSmConfigGUID_Object = MibTableColumn
 ibSmConfigGUID = _IbSmConfigGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 1, 1, 1, 2),
@@ -602,18 +591,7 @@ if mibBuilder.loadTexts:
     ibSmNodeInfoNumPorts.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmNodeInfoNumPorts.setDescription("Number of physical ports on this node.")
-
-
-class _IbSmNodeInfoSystemImageGUID_Type(OctetString):
-    """Custom type ibSmNodeInfoSystemImageGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmNodeInfoSystemImageGUID_Type.__name__ = "OctetString"
+_IbSmNodeInfoSystemImageGUID_Type = IbGuid
 _IbSmNodeInfoSystemImageGUID_Object = MibTableColumn
 ibSmNodeInfoSystemImageGUID = _IbSmNodeInfoSystemImageGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 1, 7),
@@ -624,18 +602,7 @@ if mibBuilder.loadTexts:
     ibSmNodeInfoSystemImageGUID.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmNodeInfoSystemImageGUID.setDescription("GUID associating this node with other nodes controlled by common supervisory code. Provides a means for system software to indicate the availability of multiple paths to the same destination via multiple nodes. Set to zero if indication of node association is not desired. The SystemImageGUID may be the NodeGUID of one of the associated nodes if that node is not field-replaceable.")
-
-
-class _IbSmNodeInfoPortGUID_Type(OctetString):
-    """Custom type ibSmNodeInfoPortGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmNodeInfoPortGUID_Type.__name__ = "OctetString"
+_IbSmNodeInfoPortGUID_Type = IbGuid
 _IbSmNodeInfoPortGUID_Object = MibTableColumn
 ibSmNodeInfoPortGUID = _IbSmNodeInfoPortGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 1, 8),
@@ -2147,18 +2114,7 @@ if mibBuilder.loadTexts:
     ibSmPartitionConfigAction.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmPartitionConfigAction.setDescription("Used to specify an action to perform on a specified IB Subnet Partition.")
-
-
-class _IbSmPartitionConfigMemberNodeGUID_Type(OctetString):
-    """Custom type ibSmPartitionConfigMemberNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmPartitionConfigMemberNodeGUID_Type.__name__ = "OctetString"
+_IbSmPartitionConfigMemberNodeGUID_Type = IbGuid
 _IbSmPartitionConfigMemberNodeGUID_Object = MibScalar
 ibSmPartitionConfigMemberNodeGUID = _IbSmPartitionConfigMemberNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 5, 2, 4),
@@ -2810,18 +2766,7 @@ if mibBuilder.loadTexts:
     ibSmLinkFromPortNum.setStatus("current")
 if mibBuilder.loadTexts:
     ibSmLinkFromPortNum.setDescription("From Port Number")
-
-
-class _IbSmLinkToNodeGUID_Type(OctetString):
-    """Custom type ibSmLinkToNodeGUID based on OctetString"""
-    subtypeSpec = OctetString.subtypeSpec
-    subtypeSpec += ConstraintsUnion(
-        ValueSizeConstraint(8, 8),
-    )
-    fixed_length = 8
-
-
-_IbSmLinkToNodeGUID_Type.__name__ = "OctetString"
+_IbSmLinkToNodeGUID_Type = IbGuid
 _IbSmLinkToNodeGUID_Object = MibTableColumn
 ibSmLinkToNodeGUID = _IbSmLinkToNodeGUID_Object(
     (1, 3, 6, 1, 3, 117, 7, 1, 9, 1, 1, 4),
