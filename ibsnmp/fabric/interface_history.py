@@ -41,11 +41,6 @@ class _PortSeen(NamedTuple):
     counts: tuple[int | None, ...] | None  # measured ports only (counters.interface_counts_of)
 
 
-class _NodeSeen(NamedTuple):
-    node: Node
-    ports: dict[int, _PortSeen]
-
-
 class SwappingProvider(Protocol):
     """What `follow` needs of a provider (providers.base.ProviderCore has it)."""
 
@@ -67,7 +62,8 @@ class InterfaceHistory:
         self._clock = clock
         self._start = clock()
         self._lock = threading.Lock()  # a provider may swap from a worker thread
-        self._nodes: dict[int, _NodeSeen] = {}
+        self._objects: dict[int, Node] = {}  # node GUID -> the Node object last compared
+        self._nodes: dict[int, dict[int, _PortSeen]] = {}  # node GUID -> its interfaces by port number
         self._node_map: Mapping[int, Node] | None = None  # fabric.nodes last compared
         self._port_history: Mapping[PortRef, PortHistory] | None = None
         self._changed: dict[PortRef, float] = {}
@@ -88,7 +84,7 @@ class InterfaceHistory:
 
     def __len__(self) -> int:
         """How many interfaces it remembers: those of the last snapshot."""
-        return sum(len(seen.ports) for seen in self._nodes.values())
+        return sum(len(ports) for ports in self._nodes.values())
 
     @property
     def table_last_change(self) -> float | None:
@@ -114,21 +110,24 @@ class InterfaceHistory:
                 self._node_map = fabric.nodes
 
     def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float]) -> None:
-        seen = self._nodes
+        seen, objects = self._nodes, self._objects
         nodes = fabric.nodes
-        for guid, node in nodes.items():
+        last = objects.get
+        for guid in [guid for guid, node in nodes.items() if last(guid) is not node]:
+            node = objects[guid] = nodes[guid]
             before = seen.get(guid)
             if before is None:
                 seen[guid] = self._first_sight(node, None if baseline else now)
-            elif before.node is not node:
-                self._compare_node(guid, before, node, now, dated)
+            else:
+                seen[guid] = self._compare_node(guid, before, node, now, dated)
         if len(seen) > len(nodes):  # every node of `nodes` is in `seen`: the rest left
             for guid in [guid for guid in seen if guid not in nodes]:
-                for num in seen.pop(guid).ports:
+                del objects[guid]
+                for num in seen.pop(guid):
                     self._forget(PortRef(guid, num))
             self._table_changed = now
 
-    def _first_sight(self, node: Node, now: float | None) -> _NodeSeen:
+    def _first_sight(self, node: Node, now: float | None) -> dict[int, _PortSeen]:
         """A node seen for the first time: at start, a baseline; later, its
         interfaces are new (changed and discontinuous now)."""
         ports = {port.num: self._port_seen(port) for port in interface_ports(node)}
@@ -137,11 +136,11 @@ class InterfaceHistory:
                 ref = PortRef(node.guid, num)
                 self._changed[ref] = self._discontinuity[ref] = now
             self._table_changed = now
-        return _NodeSeen(node, ports)
+        return ports
 
-    def _compare_node(self, guid: int, before: _NodeSeen, node: Node, now: float,
-                      dated: Mapping[PortRef, float]) -> None:
-        old_ports = before.ports
+    def _compare_node(self, guid: int, old_ports: dict[int, _PortSeen], node: Node, now: float,
+                      dated: Mapping[PortRef, float]) -> dict[int, _PortSeen]:
+        """The node's interfaces now, each compared with what was seen of it."""
         ports: dict[int, _PortSeen] = {}
         for port in interface_ports(node):
             old = old_ports.get(port.num)
@@ -168,7 +167,7 @@ class InterfaceHistory:
                 if num not in ports:
                     self._forget(PortRef(guid, num))
             self._table_changed = now
-        self._nodes[guid] = _NodeSeen(node, ports)
+        return ports
 
     @staticmethod
     def _port_seen(port: Port) -> _PortSeen:
@@ -206,8 +205,8 @@ class InterfaceHistory:
         return dated
 
     def _is_interface(self, ref: PortRef) -> bool:
-        node = self._nodes.get(ref.guid)
-        return node is not None and ref.port in node.ports
+        ports = self._nodes.get(ref.guid)
+        return ports is not None and ref.port in ports
 
 
 def _went_backwards(before: tuple[int | None, ...] | None, after: tuple[int | None, ...] | None) -> bool:
