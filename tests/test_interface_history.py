@@ -192,3 +192,19 @@ def test_an_equal_but_new_port_object_is_no_change(fabric: Fabric) -> None:
     nodes[ref.guid] = dataclasses.replace(node, ports=tuple(_unchanged(p) for p in node.ports))
     history.observe(dataclasses.replace(fabric, nodes=MappingProxyType(nodes)), 1.0)
     assert history.last_change(ref) is None and history.table_last_change is None
+
+
+def test_a_failing_swap_listener_stops_neither_the_swap_nor_the_others(caplog: pytest.LogCaptureFixture) -> None:
+    provider = SimulatedProvider(SPEC, seed=5)
+    seen: list[Fabric] = []
+
+    def broken(fabric: Fabric) -> None:
+        raise RuntimeError("a listener's bug")
+
+    provider.add_swap_listener(broken)
+    provider.add_swap_listener(seen.append)
+    ref = _host_port(provider.snapshot)
+    new, _ = with_port_state(provider.snapshot, ref, PortState.DOWN, at=1.0)
+    provider._fabric = new
+    assert provider.snapshot is new and seen == [new]
+    assert "snapshot listener failed" in caplog.text
