@@ -25,6 +25,23 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 MIB_DIRS = net_snmp_mib_dirs()
 START_TIMEOUT_S = 30.0
 
+# The configuration most end-to-end tests run with: a read community and an
+# SNMPv3 authPriv user (SHA-256, AES), and the net-snmp options of that user.
+V3_USER = ("monitor", "monitor-auth-pass", "monitor-priv-pass")
+READ_CONFIG = f"""
+[[community]]
+name = "public"
+
+[[user]]
+name = "{V3_USER[0]}"
+auth = "SHA256"
+auth_key = "{V3_USER[1]}"
+priv = "AES"
+priv_key = "{V3_USER[2]}"
+"""
+V3_AUTH_PRIV = ["-v3", "-l", "authPriv", "-u", V3_USER[0], "-a", "SHA-256", "-A", V3_USER[1],
+                "-x", "AES", "-X", V3_USER[2]]
+
 
 def free_udp_port(host: str = "127.0.0.1") -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

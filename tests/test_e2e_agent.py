@@ -10,7 +10,17 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from e2e import RunningAgent, assert_ok, ibsnmp_agent, net_snmp, object_name, varbinds
+from e2e import (
+    READ_CONFIG,
+    V3_AUTH_PRIV,
+    V3_USER,
+    RunningAgent,
+    assert_ok,
+    ibsnmp_agent,
+    net_snmp,
+    object_name,
+    varbinds,
+)
 
 from ibsnmp.agent.views import KEY_OBJECTS
 from ibsnmp.mib.targets import context_name, sm_node_guids
@@ -20,26 +30,14 @@ from ibsnmp.mib.loader import definitions
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 3
-USER = ("monitor", "monitor-auth-pass", "monitor-priv-pass")
-CONFIG = f"""
-[[community]]
-name = "public"
-
-[[user]]
-name = "{USER[0]}"
-auth = "SHA256"
-auth_key = "{USER[1]}"
-priv = "AES"
-priv_key = "{USER[2]}"
-"""
+USER = V3_USER
+CONFIG = READ_CONFIG
 MODULE_SUBTREES = {
     "SMA-MIB": "SMA-MIB::ibSmaMIB",
     "IB-CA-MIB": "IB-CA-MIB::ibCaMIB",
     "PMA-MIB": "PMA-MIB::ibPmaMIB",
     "IBCONNECTION-MIB": "IBCONNECTION-MIB::ibConnMIB",
 }
-V3_AUTH_PRIV = ["-v3", "-l", "authPriv", "-u", USER[0], "-a", "SHA-256", "-A", USER[1],
-                "-x", "AES", "-X", USER[2]]
 
 
 @pytest.fixture(scope="module")

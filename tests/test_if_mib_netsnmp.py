@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.interfaces import interface_ports, oper_status
@@ -19,24 +19,11 @@ from ibsnmp.mib.targets import context_name
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2"
 SEED = 5
-USER = ("monitor", "monitor-auth-pass", "monitor-priv-pass")
-CONFIG = f"""
-[[community]]
-name = "public"
-
+CONFIG = READ_CONFIG + """
 [[community]]
 name = "private"
 access = "write"
-
-[[user]]
-name = "{USER[0]}"
-auth = "SHA256"
-auth_key = "{USER[1]}"
-priv = "AES"
-priv_key = "{USER[2]}"
 """
-V3_AUTH_PRIV = ["-v3", "-l", "authPriv", "-u", USER[0], "-a", "SHA-256", "-A", USER[1],
-                "-x", "AES", "-X", USER[2]]
 # The order a walk of the whole agent meets the groups in.
 GROUPS = (("system", (1, 3, 6, 1, 2, 1, 1)), ("interfaces", (1, 3, 6, 1, 2, 1, 2)),
           ("snmp", (1, 3, 6, 1, 2, 1, 11)), ("ifMIB", (1, 3, 6, 1, 2, 1, 31)),
