@@ -61,7 +61,7 @@ __all__ = [
 
 VERSION = 1
 # Bigger than any real node's record (a 254-port switch with counters is
-# about 200 kB); a larger message is refused unread.
+# about 630 kB with its 64-bit counters); a larger message is refused unread.
 MAX_PAYLOAD_BYTES = 1 << 20
 
 _MAX_PORTS = 255
