@@ -6,6 +6,7 @@ false` leaves only the IBA traps."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,15 @@ from pysnmp.entity.engine import SnmpEngine
 from pysnmp.smi import builder
 from trapd import AGENT_USERS, ENGINE_ID, USER, Received, TrapReceiver
 
-from ibsnmp.agent.config import ConfigError, TrapTarget, parse_config, parse_trap_address
+from ibsnmp.agent.config import (
+    AgentSettings,
+    ConfigError,
+    TrapSettings,
+    TrapTarget,
+    parse_config,
+    parse_trap_address,
+)
+from ibsnmp.agent.reload import describe_changes
 from ibsnmp.fabric.changes import with_port_state
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import PortState
@@ -32,6 +41,7 @@ from ibsnmp.traps.link_events import (
     LinkChange,
     PortStatusWatch,
     link_notification,
+    notification_if_index,
 )
 from ibsnmp.traps.service import NotificationService
 
@@ -112,6 +122,20 @@ def test_rfc_2863_rule_on_dormant(fabric: Fabric) -> None:
     assert changes and all(link_notification(c) is None for c in changes)
 
 
+def test_the_local_node_numbers_its_ports_as_the_default_context_does(tmp_path: Path) -> None:
+    trees.two_hcas(tmp_path)
+    host = SysfsProvider(tmp_path).snapshot
+    assert sorted(host.host_node_guids) == [trees.MLX_NODE_GUID, trees.MLX1_NODE_GUID]
+    first, second = host.nodes[trees.MLX_NODE_GUID], host.nodes[trees.MLX1_NODE_GUID]
+    assert host.local_node_guid == first.guid
+    # Not the local node: its own context, ifIndex = port number.
+    assert notification_if_index(host, second, 1) == 1
+    # The local node speaks in the default context: the second CA by GUID is 257.
+    assert notification_if_index(dataclasses.replace(host, local_node_guid=second.guid),
+                                 second, 1) == 257
+    assert notification_if_index(host, first, 1) == 1
+
+
 def test_if_mib_switch_in_the_config() -> None:
     assert parse_config({}).traps.if_mib is True
     assert parse_config({"traps": {"if_mib": False}}).traps.if_mib is False
@@ -119,6 +143,10 @@ def test_if_mib_switch_in_the_config() -> None:
         parse_config({"traps": {"if_mib": "no"}})
     with pytest.raises(ConfigError, match=r"traps\.ifmib: unknown key"):
         parse_config({"traps": {"ifmib": False}})
+    # A reload applies it, and says so.
+    on, off = AgentSettings(), AgentSettings(traps=TrapSettings(if_mib=False))
+    assert describe_changes(on, off) == [
+        "traps TrapSettings(if_mib=True) -> TrapSettings(if_mib=False)"]
 
 
 # -- through ibsnmp run and snmptrapd -------------------------------------------------------

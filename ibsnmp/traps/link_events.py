@@ -12,8 +12,10 @@ for the first time or gone with its node raises nothing (no transition).
 
 Each notification speaks for the node whose port changed, as its IBA traps
 do (its context for SNMPv3, its agent address for SNMPv1), and carries the
-port's row of that node's own ifTable: ifIndex.<n>, ifAdminStatus.<n>,
-ifOperStatus.<n> with n = the port number (fabric.interfaces).
+port's ifTable row in that context: ifIndex.<n>, ifAdminStatus.<n>,
+ifOperStatus.<n>. n is the port number in a node's own context; the local
+node's notifications speak in the default context, where a host with
+several CAs numbers them all (fabric.interfaces.context_interfaces).
 
 Comparing stays cheap: a node whose object is the one seen before is
 skipped, and within a changed node a port whose object is unchanged.
@@ -28,6 +30,7 @@ from typing import NamedTuple
 from ibsnmp.fabric.interfaces import (
     IfOperStatus,
     admin_status,
+    context_interfaces,
     if_index,
     interface_ports,
     oper_status,
@@ -46,12 +49,14 @@ OWN_CONTEXT_POSITION = 0
 
 
 class LinkChange(NamedTuple):
-    """A port whose IF-MIB oper status changed: `port` as it is now."""
+    """A port whose IF-MIB oper status changed: `port` as it is now,
+    `if_index` its ifIndex in the context its notifications speak in."""
 
     node_guid: int
     port: Port
     before: IfOperStatus
     after: IfOperStatus
+    if_index: int
 
     @property
     def notification_name(self) -> str | None:
@@ -79,7 +84,7 @@ def link_notification(change: LinkChange) -> Notification | None:
     if name is None:
         return None
     spec = link_specs()[name]
-    index = if_index(OWN_CONTEXT_POSITION, change.port.num)
+    index = change.if_index
     values = (index, admin_status(change.port), change.after)
     varbinds = tuple((obj.oid + (index,), obj.syntax.clone(int(value)))
                      for obj, value in zip(spec.objects, values))
@@ -111,7 +116,7 @@ class PortStatusWatch:
             if before is None or before.node is not node:
                 now = seen[guid] = _seen(node)
                 if before is not None:
-                    found.extend(_port_changes(guid, before, now))
+                    found.extend(_port_changes(fabric, before, now))
         if len(seen) > len(fabric.nodes):
             for guid in [guid for guid in seen if guid not in fabric.nodes]:
                 del seen[guid]
@@ -123,8 +128,20 @@ def _seen(node: Node) -> _NodeSeen:
                             for port in interface_ports(node)})
 
 
-def _port_changes(guid: int, before: _NodeSeen, now: _NodeSeen) -> Iterator[LinkChange]:
+def _port_changes(fabric: Fabric, before: _NodeSeen, now: _NodeSeen) -> Iterator[LinkChange]:
     for num, (port, status) in now.ports.items():
         old = before.ports.get(num)
         if old is not None and old[0] is not port and old[1] is not status:
-            yield LinkChange(guid, port, old[1], status)
+            yield LinkChange(now.node.guid, port, old[1], status,
+                             notification_if_index(fabric, now.node, num))
+
+
+def notification_if_index(fabric: Fabric, node: Node, port_num: int) -> int:
+    """The port's ifIndex in the context the node's notifications speak in:
+    its own (the port number), or the default context for the local node,
+    which numbers the ports of every CA of the host (as ContextTargets do)."""
+    if node.guid == fabric.local_node_guid and fabric.host_node_guids:
+        for index, member, port in context_interfaces(fabric, node, fabric.host_node_guids):
+            if member.guid == node.guid and port.num == port_num:
+                return index
+    return if_index(OWN_CONTEXT_POSITION, port_num)
