@@ -6,8 +6,10 @@ here say what each switch and host has.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
@@ -128,3 +130,22 @@ def test_a_walk_of_everything_is_in_order(agent: RunningAgent, fabric: Fabric, t
     assert group_order(oids) == [label for label, _ in GROUPS]
     hc = [oid for oid in oids if oid[:10] == (1, 3, 6, 1, 2, 1, 31, 1, 1, 1) and 6 <= oid[10] <= 13]
     assert bool(hc) is (version == "2c")  # SNMPv1 steps over Counter64 (RFC 2576)
+
+
+def test_link_traps_off_shows_in_if_link_up_down_trap_enable(tmp_path: Path, fabric: Fabric) -> None:
+    config = tmp_path / "ibsnmp.toml"
+    config.write_text(READ_CONFIG + "\n[traps]\nif_mib = false\n")
+    community = f"public@{context_name(a_switch(fabric).guid)}"
+    with ibsnmp_agent("--config", str(config), fabric=SPEC, seed=SEED) as running:
+        def trap_enable() -> str:
+            done = running.snmp("snmpget", "-v2c", "-c", community, "-Oqv",
+                                "IF-MIB::ifLinkUpDownTrapEnable.1")
+            return assert_ok(done).strip()
+
+        assert trap_enable() == "disabled"
+        config.write_text(READ_CONFIG)  # a reload turns them on again
+        running.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while trap_enable() != "enabled" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert trap_enable() == "enabled"

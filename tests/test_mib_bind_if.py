@@ -217,7 +217,7 @@ def test_a_history_dates_changes_in_centiseconds(fabric: Fabric) -> None:
 
 
 def test_link_traps_off_shows_disabled(fabric: Fabric) -> None:
-    mib = InfinibandMib([if_mib_binding(link_traps=False)])
+    mib = InfinibandMib([if_mib_binding(link_traps=lambda: False)])
     found = walk(mib, ContextTarget(fabric, leaf(fabric), False, ELAPSED))
     assert set(map(int, column(found, "ifLinkUpDownTrapEnable").values())) == {2}
 

@@ -313,8 +313,9 @@ def _run(args: argparse.Namespace) -> int:
     interfaces = InterfaceHistory()
     interfaces.follow(provider.inner)
     # What the config file sets stays read-only; the rest starts as saved.
+    link_traps = _LinkTraps(settings.traps.if_mib)
     mib = build_mib(state, read_only_system=configured_objects(settings.system),
-                    interfaces=interfaces)
+                    interfaces=interfaces, link_traps=link_traps.enabled)
     settings = dataclasses.replace(
         settings, system=with_saved_values(settings.system, state.config.system))
 
@@ -339,9 +340,28 @@ def _run(args: argparse.Namespace) -> int:
         from ibsnmp.mqtt.options import AggregatorContexts
 
         contexts = AggregatorContexts(provider)
+
+    def started(agent) -> None:  # type: ignore[no-untyped-def]
+        agent.reload_hooks.append(link_traps.reload)
+        announce(agent)
+
     return run(settings, contexts, mib, fabric_summary=summary,
-               on_started=announce, services=_services(settings, provider, publisher),
+               on_started=started, services=_services(settings, provider, publisher),
                reload=reload)
+
+
+class _LinkTraps:
+    """`[traps] if_mib` as it stands (a reload may change it), for
+    IF-MIB's ifLinkUpDownTrapEnable."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+
+    def enabled(self) -> bool:
+        return self._enabled
+
+    async def reload(self, new: AgentSettings) -> None:
+        self._enabled = new.traps.if_mib
 
 
 def _reloader(args: argparse.Namespace, configured: AgentSettings,

@@ -152,10 +152,17 @@ def _empty_table(entry: str) -> TableBinding:
                                  if mib.readable(c.name)})
 
 
-def if_mib_binding(history: InterfaceEvents | None = None, link_traps: bool = True) -> ModuleBinding:
+def link_traps_on() -> bool:
+    """linkDown and linkUp are sent (the default)."""
+    return True
+
+
+def if_mib_binding(history: InterfaceEvents | None = None,
+                   link_traps: Callable[[], bool] = link_traps_on) -> ModuleBinding:
     """IF-MIB over the model; `history` gives the change times (without
-    one they read 0), `link_traps` is what ifLinkUpDownTrapEnable shows
-    (the agent's `[traps] if_mib`)."""
+    one they read 0), `link_traps()` whether linkDown/linkUp are sent (the
+    agent's `[traps] if_mib`, asked at each read so a reload shows), what
+    ifLinkUpDownTrapEnable shows."""
 
     def last_change(row: _IfRow, target: ContextTarget) -> int:
         return 0 if history is None else _ticks(history.last_change(row.port.ref))
@@ -166,7 +173,8 @@ def if_mib_binding(history: InterfaceEvents | None = None, link_traps: bool = Tr
     def table_last_change(target: ContextTarget) -> int:
         return 0 if history is None else _ticks(history.table_last_change)
 
-    trap_enable = ENABLED if link_traps else DISABLED
+    def trap_enable(row: _IfRow, target: ContextTarget) -> int:
+        return ENABLED if link_traps() else DISABLED
     return ModuleBinding(
         module="IF-MIB",
         scalars=(
@@ -225,7 +233,8 @@ def if_mib_binding(history: InterfaceEvents | None = None, link_traps: bool = Tr
                     "ifHCOutUcastPkts": _counter("out_ucast_pkts", MASK64),
                     "ifHCOutMulticastPkts": _counter("out_mcast_pkts", MASK64),
                     "ifHCOutBroadcastPkts": _none,
-                    "ifLinkUpDownTrapEnable": lambda row, target: trap_enable,
+                    # A reload may change it without a new snapshot: never kept.
+                    "ifLinkUpDownTrapEnable": reads_time(trap_enable),
                     "ifHighSpeed": lambda row, target: row.mbps,
                     "ifPromiscuousMode": lambda row, target: truth(False),
                     "ifConnectorPresent": lambda row, target: truth(True),
