@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -12,7 +13,9 @@ import sysfs_trees as trees
 
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.fabric import to_json
 from ibsnmp.fabric.counters import (
+    EXTENDED_NAMES,
     InterfaceCounters,
     MeasuredProfile,
     interface_counters,
@@ -158,6 +161,14 @@ def test_without_the_extended_set_no_interface_counters(tmp_path: Path) -> None:
     assert interface_counters(fabric, one, 0.0) is None  # 32-bit PortCounters may have saturated
     assert port_counters(fabric, one, 0.0).port_rcv_data == trees.ACTIVE_COUNTERS["port_rcv_data"]  # type: ignore[union-attr]
     assert interface_counters(fabric, two, 0.0) is not None  # port 2 keeps its files
+
+
+def test_json_export_names_the_wide_counters(tmp_path: Path) -> None:
+    trees.mlx5_two_port(tmp_path)
+    data = json.loads(to_json(SysfsProvider(tmp_path).snapshot))
+    counters = data["nodes"][0]["ports"][0]["counters"]
+    assert counters["wide"] == sorted(EXTENDED_NAMES)
+    assert counters["values"]["port_xmit_data"] == trees.ACTIVE_COUNTERS["port_xmit_data"]
 
 
 def test_no_pma_no_interface_counters(tmp_path: Path) -> None:

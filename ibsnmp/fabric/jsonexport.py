@@ -66,6 +66,8 @@ def _plain(value: Any, name: str = "") -> Any:
         return [_plain(item, item_name) for item in value]
     if kind is bytes:
         return value.hex()
+    if kind is frozenset:  # e.g. the names of measured counters read 64 bits wide
+        return sorted(_plain(item) for item in value)
     if isinstance(value, IntFlag):
         return int(value)
     if isinstance(value, Enum):
