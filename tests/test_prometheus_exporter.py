@@ -496,3 +496,16 @@ def test_an_unknown_node_kind_is_refused(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=PROJECT_ROOT, check=False)
     assert result.returncode == 2 and "unknown node kinds ['switches']" in result.stderr
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("version", ["2c", "3"])
+def test_targets_from_the_agent_equal_the_fabrics(setup: Setup, tmp_path: Path,
+                                                   version: str) -> None:
+    extra = ["--from-agent"]
+    if version == "3":
+        (tmp_path / "v3.toml").write_text(V3_AUTH)
+        extra += ["--auth", str(tmp_path / "v3.toml")]
+    config, targets = write_targets(tmp_path, *extra, agent=setup.agent.address)
+    assert json.loads(targets.read_text()) == json.loads(setup.targets.read_text())
+    assert set(module_bodies(config.read_text())) == set(module_bodies(
+        (setup.targets.parent / "snmp.yml").read_text()))

@@ -151,24 +151,35 @@ def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
                          help="modules copied for every node's context (default ib_if,ib_pma)")
     targets.add_argument("--kinds", default="switch,ca,router", metavar="KINDS",
                          help="node kinds that get targets (default switch,ca,router)")
+    targets.add_argument("--from-agent", action="store_true",
+                         help="read the nodes from the agent at --agent (its IB-SM-MIB NodeInfo "
+                              "table, with the --auth credentials) instead of a fabric")
     targets.set_defaults(handler=_targets)
 
 
 def _targets(args: argparse.Namespace) -> int:
-    from .prometheus_targets import TargetsError, write_targets
+    from . import prometheus_targets as pt
 
-    fabric = _build(args)
-    if fabric is None:
-        return 2
-    per_node = [name for name in args.per_node.split(",") if name]
     try:
-        nodes, modules = write_targets(
-            fabric, agent=args.agent, shipped=args.snmp_yml, auth_file=args.auth,
-            config_out=args.config_out, targets_out=args.targets_out, per_node=per_node,
-            kinds=args.kinds.split(","))
-    except (TargetsError, OSError) as exc:
+        kinds = pt.check_kinds(args.kinds.split(","))
+        auth = pt.read_auth(args.auth)
+        if args.from_agent:
+            from .agent_nodes import read_agent_nodes
+
+            nodes = read_agent_nodes(args.agent, auth)
+        else:
+            fabric = _build(args)
+            if fabric is None:
+                return 2
+            nodes = pt.node_targets(fabric)
+        nodes = pt.of_kinds(nodes, kinds)
+        modules = pt.write_targets(
+            nodes, agent=args.agent, shipped=args.snmp_yml, auth=auth,
+            config_out=args.config_out, targets_out=args.targets_out,
+            per_node=[name for name in args.per_node.split(",") if name])
+    except (pt.TargetsError, OSError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return 2
-    print(f"{nodes} nodes: {modules} per-node modules in {args.config_out}, "
+    print(f"{len(nodes)} nodes: {modules} per-node modules in {args.config_out}, "
           f"targets in {args.targets_out}")
     return 0

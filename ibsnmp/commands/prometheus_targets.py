@@ -13,6 +13,9 @@ come out:
 - a file_sd target list: one group per node, the agent's address as its
   target and labels `node_name`, `node_guid`, `node_kind`, from which a
   scrape job's relabeling derives `__param_module` (`ib_if@<guid>`).
+
+The nodes come from a fabric (simulated or an ibnetdiscover dump) or from
+the agent itself (agent_nodes.py).
 """
 
 from __future__ import annotations
@@ -63,11 +66,14 @@ class ScrapeAuth:
         return own
 
 
-def node_targets(fabric: Fabric, kinds: Iterable[str] = NODE_KINDS) -> list[NodeTarget]:
-    """The fabric's nodes of the given kinds, by GUID."""
-    wanted = set(kinds)
-    nodes = (NodeTarget(f"{node.guid:016x}", node.label, node.node_type.name.lower())
-             for _guid, node in sorted(fabric.nodes.items()))
+def node_targets(fabric: Fabric) -> list[NodeTarget]:
+    """Every node of the fabric, by GUID."""
+    return [NodeTarget(f"{node.guid:016x}", node.label, node.node_type.name.lower())
+            for _guid, node in sorted(fabric.nodes.items())]
+
+
+def of_kinds(nodes: Iterable[NodeTarget], kinds: Iterable[str]) -> list[NodeTarget]:
+    wanted = set(check_kinds(kinds))
     return [node for node in nodes if node.kind in wanted]
 
 
@@ -152,16 +158,11 @@ def file_sd_targets(nodes: Sequence[NodeTarget], agent: str) -> str:
     return "[\n" + ",\n".join(json.dumps(group) for group in groups) + "\n]\n"
 
 
-def write_targets(fabric: Fabric, *, agent: str, shipped: Path, auth_file: Path | None,
+def write_targets(nodes: Sequence[NodeTarget], *, agent: str, shipped: Path, auth: ScrapeAuth,
                   config_out: Path, targets_out: Path,
-                  per_node: Sequence[str] = PER_NODE_MODULES,
-                  kinds: Iterable[str] = NODE_KINDS) -> tuple[int, int]:
-    """Write both files; (nodes, per-node modules written). The configuration holds
-    the auth's secrets: it is written mode 0600."""
-    unknown = sorted(set(kinds) - set(NODE_KINDS))
-    if unknown:
-        raise TargetsError(f"unknown node kinds {unknown}; known: {list(NODE_KINDS)}")
-    auth = read_auth(auth_file)
+                  per_node: Sequence[str] = PER_NODE_MODULES) -> int:
+    """Write both files; the number of per-node modules written. The
+    configuration holds the auth's secrets: it is written mode 0600."""
     try:
         text = shipped.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -169,9 +170,16 @@ def write_targets(fabric: Fabric, *, agent: str, shipped: Path, auth_file: Path 
     missing = sorted(set(per_node) - set(module_bodies(text)))
     if missing:
         raise TargetsError(f"{shipped} has no module {', '.join(missing)}")
-    nodes = node_targets(fabric, kinds)
     config = exporter_config(text, auth, nodes, per_node)
     write_atomically(config_out, config.encode("utf-8"))
     write_atomically(targets_out, file_sd_targets(nodes, agent).encode("utf-8"))
     targets_out.chmod(0o644)
-    return len(nodes), len(nodes) * len(per_node)
+    return len(nodes) * len(per_node)
+
+
+def check_kinds(kinds: Iterable[str]) -> list[str]:
+    kinds = list(kinds)
+    unknown = sorted(set(kinds) - set(NODE_KINDS))
+    if unknown:
+        raise TargetsError(f"unknown node kinds {unknown}; known: {list(NODE_KINDS)}")
+    return kinds
