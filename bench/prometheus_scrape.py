@@ -22,8 +22,10 @@ would not compare like with like. Rounds alternate which goes first;
 medians are printed: scrapes/s (a scrape: one context read whole),
 varbinds/s, their ratio exporter/snmpbulkwalk, and the agent's CPU seconds
 (/proc/<pid>/stat, user + system) per varbind for each, with the date and
-the load average. Last, the exporter loads the modules of every node's
-context (switches and CAs) to show what that costs. Every process listens
+the load average. Then one scrape of each fabric-wide module (ib_sm_nodes,
+ib_sm_ports) in the default context: time, varbinds, agent CPU. Last, the
+exporter loads the modules of every node's context (switches and CAs) to
+show what that costs. Every process listens
 on 127.0.0.1 only and is stopped before the script exits.
 """
 
@@ -180,6 +182,24 @@ def every_node_load(procs: Processes, fabric: str, agent: str, module: str,
           f"{varbinds} varbinds", flush=True)
 
 
+def fabric_wide(exporter: str, agent: str, agent_pid: int) -> None:
+    """One scrape of each fabric-wide module in the default context."""
+    for module in ("ib_sm_nodes", "ib_sm_ports"):
+        cpu_before = cpu_seconds(agent_pid)
+        start = time.monotonic()
+        query = urllib.parse.urlencode({"module": module, "target": agent})
+        with urllib.request.urlopen(f"{exporter}/snmp?{query}", timeout=600) as answer:
+            text = answer.read().decode()
+        seconds = time.monotonic() - start
+        found = PDUS_RETURNED.search(text)
+        if found is None:
+            raise BenchError(f"scrape of {module} failed:\n{text[:500]}")
+        samples = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+        print(f"{module} (default context): {seconds:.1f} s, {int(found[1]):,} varbinds, "
+              f"{samples:,} samples, {len(text) / 1e6:.1f} MB, agent CPU "
+              f"{cpu_seconds(agent_pid) - cpu_before:.1f} s", flush=True)
+
+
 def timed_round(side: Side, read: Callable[[str], int], guids: Sequence[str],
                 agent_pid: int) -> None:
     cpu_before = cpu_seconds(agent_pid)
@@ -229,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  round {round_number + 1}: " + ", ".join(
                 f"{s.name} {s.seconds[-1]:.2f} s" for s in sides), flush=True)
         exporter_rss = vm_status(exporter_pid).get("VmRSS", 0) / 1024
+        fabric_wide(exporter, agent, agent_proc.pid)
         if args.every_node:
             every_node_load(procs, args.fabric, agent, args.module, Path(tmp) / "all")
 
