@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 from pysnmp.proto import rfc1902, rfc1905
+from pysnmp.smi.builder import DirMibSource
 from test_agent_support import LOCAL_GUID, FakeMib, agent_settings, make_backend
 
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.read_view import SECRET_SUBTREES
 from ibsnmp.mib.api import INFINIBAND_MIB, Oid
+from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
 from ibsnmp.mib.subtrees import IF_MIB_IFMIB, IF_MIB_INTERFACES, SERVED_SUBTREES, Subtrees
 
 SYSTEM = (1, 3, 6, 1, 2, 1, 1)
@@ -107,7 +109,11 @@ def test_pysnmp_s_tree_has_nothing_inside_the_served_subtrees() -> None:
     resolver, mib = make_backend()
     engine = build_engine(agent_settings(), resolver, mib, fabric_summary="unit")
     base = engine.engine.message_dispatcher.mib_instrum_controller
-    assert "RFC1213-MIB" not in engine.engine.get_mib_builder().mibSymbols
+    builder = engine.engine.get_mib_builder()
+    assert "RFC1213-MIB" not in builder.mibSymbols
+    # Even with IF-MIB loaded (notifications import it): objects, no instances.
+    builder.add_mib_sources(DirMibSource(str(COMPILED_MIB_DIR)))
+    builder.load_modules("IF-MIB")
     for root in SERVED_SUBTREES.roots:
         ((name, value),) = base.read_next_variables((root, None), acFun=allow_all,
                                                      snmpEngine=engine.engine)
