@@ -233,3 +233,14 @@ def test_writable_if_mib_objects_are_not_writable(fabric: Fabric) -> None:
             mib.prepare_write(target, [(oid(name) + (1,), value)])
         assert caught.value.status == "notWritable", name
     assert mib.get(target, oid("ifInErrors") + (1,)) is NO_SUCH_INSTANCE
+
+
+def test_a_long_far_end_name_fits_if_alias(mib: InfinibandMib, fabric: Fabric) -> None:
+    switch = leaf(fabric)
+    port = switch.port(1)
+    peer = fabric.nodes[port.remote.guid]
+    long_name = dataclasses.replace(peer, description="h" * 64)  # NodeDescription's 64 octets
+    changed = dataclasses.replace(fabric, nodes={**fabric.nodes, peer.guid: long_name}, _cache={})
+    alias = str(column(walk(mib, ContextTarget(changed, switch, False, ELAPSED)), "ifAlias")[1])
+    suffix = f"/{port.remote.port}"
+    assert len(alias) == 64 and alias == "h" * (64 - len(suffix)) + suffix

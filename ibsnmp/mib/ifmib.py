@@ -46,12 +46,13 @@ from ..fabric.model import Node, Port, PortRef
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
 from .facts import truth
-from .loader import definitions
+from .loader import definitions, size_range
 
 MAX_GAUGE32 = 4_294_967_295  # ifSpeed above this reads this (RFC 2863)
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
 ENABLED, DISABLED = 1, 2  # ifLinkUpDownTrapEnable
+ALIAS_OCTETS = size_range(definitions().objects["ifAlias"].syntax)[1]  # 64
 
 
 class InterfaceEvents(Protocol):
@@ -89,7 +90,7 @@ class _IfRow:
         self.port = port
         self.if_index = if_index
         self.name = interface_name(node, port.num).encode("ascii")
-        self.alias = far_end_name(fabric, port).encode("ascii")
+        self.alias = _fit(far_end_name(fabric, port), ALIAS_OCTETS).encode("ascii")
         self.mbps = _speed(port, fdr10)
         self._at: float | None = None
         self._counters: InterfaceCounters | None = None
@@ -99,6 +100,15 @@ class _IfRow:
             self._counters = interface_counters(self.fabric, self.port, elapsed)
             self._at = elapsed
         return self._counters
+
+
+def _fit(name: str, size: int) -> str:
+    """`name` (`<node>/<port>`) in at most `size` characters: a long node
+    part is cut, the port number kept."""
+    if len(name) <= size:
+        return name
+    node, _, port = name.rpartition("/")
+    return f"{node[: size - len(port) - 1]}/{port}"
 
 
 def _speed(port: Port, fdr10: bool) -> int | None:
