@@ -183,8 +183,12 @@ def test_the_originator_socket_answers_informs_and_no_request(tmp_path: Path) ->
         trap_port = receiver.getsockname()[1]
         scenario = tmp_path / "scenario.toml"
         scenario.write_text(SCENARIO)
+        # One notification per port-down: trap 128 alone (no IF-MIB linkDowns).
         config = write(tmp_path, f"""
 engine_id = "0x80001f8804696273"
+
+[traps]
+if_mib = false
 
 [[community]]
 name = "public"
