@@ -118,3 +118,28 @@ def test_pysnmp_s_tree_has_nothing_inside_the_served_subtrees() -> None:
         ((name, value),) = base.read_next_variables((root, None), acFun=allow_all,
                                                      snmpEngine=engine.engine)
         assert not SERVED_SUBTREES.holds(tuple(name)), (root, name)
+
+
+class CountingBase:
+    """pysnmp's controller, counting the GETNEXTs it is asked."""
+
+    def __init__(self, base: Any) -> None:
+        self._base = base
+        self.nexts = 0
+
+    def read_next_variables(self, *varbinds: Any, **context: Any) -> Any:
+        self.nexts += 1
+        return self._base.read_next_variables(*varbinds, **context)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
+def test_a_walk_inside_a_subtree_asks_pysnmp_nothing(view: ContextView) -> None:
+    counting = CountingBase(view._base)
+    inside = ContextView(counting, view._mib, view._target)  # type: ignore[arg-type]
+    ((name, _),) = inside.read_next_variables((IF_MIB_IFMIB, None), acFun=allow_all)
+    ((name, _),) = inside.read_next_variables((tuple(name), None), acFun=allow_all)
+    assert tuple(name) == IF_NAME + (2,) and counting.nexts == 0
+    inside.read_next_variables((tuple(name), None), acFun=allow_all)  # leaves ifMIB
+    assert counting.nexts == 1
