@@ -402,6 +402,15 @@ def test_ib_sm_nodes_labels_equal_snmpget(setup: Setup, version: str) -> None:
         assert GUID_LABEL.match(guid), sample
         assert sample.labels["ibSmNodeInfoDescription"] == named[guid[2:].lower()], sample
         assert sample.value == int(node_type), sample
+    # GUID values: an info series each, the GUID as a label, all 8 octets.
+    for column in ("ibSmNodeInfoPortGUID", "ibSmNodeInfoSystemImageGUID"):
+        guids = scrape.named(column)
+        assert len(guids) == len(samples), column
+        read = snmpget(setup.agent, auth, [f"{column}.{index_of(s.labels, index)}"
+                                           for s in guids])
+        for sample, value in zip(guids, read):
+            assert GUID_LABEL.match(sample.labels[column]), sample
+            assert sample.labels[column][2:].lower() == re.sub(r"[^0-9a-f]", "", value.lower())
 
 
 @pytest.mark.parametrize("version", ["2c", "3"])
