@@ -418,9 +418,14 @@ def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
         until("S-1 port 5 served disabled", phys, lambda v: int(v) == MIB_DISABLED)
         assert smpquery(live, "portinfo", s1, "5")["PhysLinkState"] == "Disabled"
         until("the link served gone", links, lambda n: n == 2 * 10)
-        got = live.traps.wait_for(1, timeout=WAIT_S, since=since)
+        got = live.traps.wait_for(2, timeout=WAIT_S, since=since)
         assert got[0].trap_oid.endswith("SMA-MIB::ibSmaPortLinkStateChange")
         assert s1 in [value.split()[-1] for _, value in got[0].varbinds], got[0]
+        # Then IF-MIB's linkDown from S-1's port 5 (disabled: admin down too).
+        (link_down,) = [r for r in got if r.trap_oid == "OID: IF-MIB::linkDown"]
+        assert link_down.varbinds[2:] == (("IF-MIB::ifIndex.5", "INTEGER: 5"),
+                                          ("IF-MIB::ifAdminStatus.5", "INTEGER: down(2)"),
+                                          ("IF-MIB::ifOperStatus.5", "INTEGER: down(2)"))
     finally:
         run_diag(live.fabric, "ibportstate", s1, "5", "enable")
     # Enabled, the port polls for its peer (ibsim trains it no further): served as read.
