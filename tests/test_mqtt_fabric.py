@@ -153,6 +153,25 @@ def test_an_event_reaches_the_trap_receiver_once(tmp_path, stack, broker, hosts)
     assert len(receiver.received()) == 1
 
 
+def test_a_hosts_port_going_down_raises_if_mib_link_down_at_the_aggregator(
+        tmp_path, stack, broker, hosts) -> None:
+    receiver = TrapReceiver(tmp_path / "trapd").start()
+    stack.callback(receiver.stop)
+    _publisher(stack, tmp_path, hosts[1], broker, "host-b")
+    aggregator = _aggregator(stack, tmp_path, broker, "--trap-target", f"127.0.0.1:{receiver.port}")
+    _joined(aggregator, B)
+    trees.set_file(hosts[1], "mlx5_0/ports/2/state", "1: DOWN\n")
+    trees.set_file(hosts[1], "mlx5_0/ports/2/phys_state", "2: Polling\n")
+    (received,) = receiver.wait_for(1, timeout=20)
+    # A CA's port: no IBA trap, IF-MIB's linkDown from host-b's node.
+    assert received.trap_oid == "OID: IF-MIB::linkDown"
+    assert received.varbinds[2:] == (("IF-MIB::ifIndex.2", "INTEGER: 2"),
+                                     ("IF-MIB::ifAdminStatus.2", "INTEGER: up(1)"),
+                                     ("IF-MIB::ifOperStatus.2", "INTEGER: down(2)"))
+    time.sleep(1.5)
+    assert len(receiver.received()) == 1  # once, whatever publishing the state again
+
+
 def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(tmp_path, stack, broker, hosts) -> None:
     _publisher(stack, tmp_path, hosts[0], broker, "host-a")
     b = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
