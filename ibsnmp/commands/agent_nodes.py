@@ -52,13 +52,15 @@ async def _walk_column(address: tuple[str, int], auth: ScrapeAuth, column: int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from pysnmp.hlapi.v3arch.asyncio import (ContextData, ObjectIdentity, ObjectType,
-                                                 SnmpEngine, UdpTransportTarget, bulk_walk_cmd)
+                                                 SnmpEngine, Udp6TransportTarget,
+                                                 UdpTransportTarget, bulk_walk_cmd)
 
     root = NODE_INFO_ENTRY + (column,)
     engine = SnmpEngine()
     found: dict[tuple[int, ...], Any] = {}
     try:
-        target = await UdpTransportTarget.create(address, timeout=timeout, retries=2)
+        kind = Udp6TransportTarget if ":" in address[0] else UdpTransportTarget
+        target = await kind.create(address, timeout=timeout, retries=2)
         async for error, status, _index, varbinds in bulk_walk_cmd(
                 engine, _credentials(auth), target, ContextData(), 0, MAX_REPETITIONS,
                 ObjectType(ObjectIdentity(root)), lexicographicMode=False):
