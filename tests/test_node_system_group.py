@@ -14,7 +14,7 @@ from e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
 from fast_diff import TwoPaths, assert_same_response
 from wire import community_request, decode_response
 
-from ibsnmp.agent.node_system import AGENT_OBJECT_ID, NODE_OBJECT_IDS
+from ibsnmp.mib.node_identity import AGENT_OBJECT_ID, NODE_OBJECT_IDS
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import NodeType
 from ibsnmp.fabric.model import Fabric, Node

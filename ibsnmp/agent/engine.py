@@ -21,6 +21,7 @@ from pysnmp.smi import error as smi_error
 
 from ibsnmp import __version__
 from ibsnmp.mib.api import ContextResolver, VirtualMib
+from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
 
 from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
@@ -29,7 +30,7 @@ from .context_hooks import ContextDirectory, NodeContextVacm, NodeSnmpContext, i
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
 from .fast_v3 import FastV3, responder_over
-from .node_system import AGENT_OBJECT_ID, install_node_system_group
+from .node_system import install_node_system_group
 from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin

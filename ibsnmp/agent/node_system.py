@@ -1,19 +1,13 @@
 """A node's own system group in its SNMP context.
 
 In a node's context (its GUID as contextName, or `community@<guid>`)
-sysName, sysDescr and sysObjectID describe that node, as a manager that
-discovers the fabric node by node expects; the default context keeps the
-agent's own values (and sysUpTime, sysContact, sysLocation are the agent's
-everywhere). pysnmp's three instances are replaced by ones whose value
-depends on `context["contextTarget"]`, which ContextView puts into every
-read of pysnmp's tree: the fast responder reads the same instances through
-the same view, so both paths answer alike.
-
-sysObjectID per node kind, under the agent's own arc (ibSmaMIB,
-1.3.6.1.3.117.3, is the agent's sysObjectID): ibSmaMIB.4.<IBA NodeType>,
-i.e. .4.1 a channel adapter, .4.2 a switch, .4.3 a router. NodeType
-numbers are IBA's (NodeInfo.NodeType), so the values never move; arcs 1-3
-of ibSmaMIB are the module's own (objects, notifications, conformance).
+sysName, sysDescr and sysObjectID describe that node (mib.node_identity),
+as a manager that discovers the fabric node by node expects; the default
+context keeps the agent's own values (and sysUpTime, sysContact,
+sysLocation are the agent's everywhere). pysnmp's three instances are
+replaced by ones whose value depends on `context["contextTarget"]`, which
+ContextView puts into every read of pysnmp's tree: the fast responder
+reads the same instances through the same view, so both paths answer alike.
 """
 
 from __future__ import annotations
@@ -23,22 +17,10 @@ from typing import Any
 
 from pysnmp.entity.engine import SnmpEngine
 
-from ibsnmp.fabric.iba import NodeType
-from ibsnmp.fabric.model import Node
-from ibsnmp.fabric.naming import node_name, node_summary
-from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
+from ibsnmp.mib.api import ContextTarget
+from ibsnmp.mib.node_identity import NODE_VALUES
 
-# SMA-MIB module identity: what this agent is (the default context's sysObjectID).
-AGENT_OBJECT_ID: Oid = INFINIBAND_MIB + (3,)
-NODE_KINDS_ARC: Oid = AGENT_OBJECT_ID + (4,)
-NODE_OBJECT_IDS: dict[NodeType, Oid] = {kind: NODE_KINDS_ARC + (int(kind),) for kind in NodeType}
-
-NodeValue = Callable[[Node], Any]
-NODE_VALUES: dict[str, NodeValue] = {
-    "sysName": node_name,
-    "sysDescr": node_summary,
-    "sysObjectID": lambda node: NODE_OBJECT_IDS[node.node_type],
-}
+NodeValue = Callable[[Any], Any]  # a fabric Node -> its value
 
 
 def node_target(context: dict[str, Any]) -> ContextTarget | None:
