@@ -221,10 +221,11 @@ def _services(settings: AgentSettings, provider: Provider, publisher=None):  # t
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
         # Targets first, so no event of the provider's first moments is missed.
-        async with notifications(agent.engine.engine, settings.trap_targets,
-                                 provider) as service:
+        async with notifications(agent.engine.engine, settings.trap_targets, provider,
+                                 if_mib=settings.traps.if_mib) as service:
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
-            agent.reload_hooks.append(lambda new: service.apply(new.trap_targets))
+            agent.reload_hooks.append(
+                lambda new: service.apply(new.trap_targets, new.traps.if_mib))
             await provider.start()
             try:
                 async with publishing(publisher):
