@@ -33,6 +33,7 @@ from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interfaces import IfOperStatus
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.sysfs import SysfsProvider
 from ibsnmp.traps.link_events import (
     LINK_DOWN,
@@ -284,3 +285,33 @@ async def test_a_sysfs_hosts_port_raises_them_without_an_iba_trap(
         ("OID: IF-MIB::linkUp", (("IF-MIB::ifIndex.2", "INTEGER: 2"),
                                  ("IF-MIB::ifAdminStatus.2", "INTEGER: up(1)"),
                                  ("IF-MIB::ifOperStatus.2", "INTEGER: up(1)")))]
+
+
+async def test_steps_applied_back_to_back_keep_each_change_with_its_iba_trap(
+        tmp_path: Path, receiver: TrapReceiver, fabric: Fabric) -> None:
+    """Scenario steps that fell due together run without a pause between
+    them: each change's linkDowns still follow its trap 128 and come
+    before the next change's."""
+    leaf_port, _ = leaf_to_host(fabric)
+    (tmp_path / "flap.toml").write_text(flap(leaf_port))
+    provider = SimulatedProvider(SPEC, SEED, tmp_path / "flap.toml", watch_interval=0)
+    engine = SnmpEngine()
+    service = NotificationService(engine, provider)
+    await service.apply((TrapTarget(parse_trap_address(receiver.address)),))
+    assert service.originator is not None
+    (sender,) = service.originator.senders
+    since = len(receiver.received())
+    try:
+        down, up = provider.steps
+        provider.apply(down)
+        provider.apply(up)
+        deadline = time.monotonic() + 10
+        while sender.stats.sent < 6 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+    finally:
+        await service.close()
+        engine.close_dispatcher()
+    got = receiver.wait_for(6, since=since)
+    assert [r.trap_oid.split("::")[1] for r in got] == [
+        "ibSmaPortLinkStateChange", "linkDown", "linkDown",
+        "ibSmaPortLinkStateChange", "linkUp", "linkUp"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,6 +41,9 @@ class NotificationService:
         self.if_mib = if_mib
         self._links: PortStatusWatch | None = None  # while IF-MIB notifications are sent
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Link notifications found at a swap, not sent yet (a provider may swap in a thread).
+        self._pending: list[Notification] = []
+        self._pending_lock = threading.Lock()
         provider.add_listener(self._forward)
         add_swap_listener = getattr(provider, "add_swap_listener", None)
         if add_swap_listener is not None:  # a provider that never swaps has no link changes
@@ -50,19 +54,25 @@ class NotificationService:
             self.originator.notify(event)
 
     def _compare_links(self, fabric: Fabric) -> None:
-        """A swapped-in snapshot: its link changes are found now, and sent
-        once the provider's current step is done, after the IBA traps it
-        emits for the same change (a provider swaps, then emits)."""
+        """A swapped-in snapshot: its link changes are found now and sent
+        after the IBA traps the provider emits for the same change (a
+        provider swaps, then emits): once its current step is done, or at
+        its next swap if that comes first."""
         links, loop = self._links, self._loop
         if links is None or loop is None:
             return
+        self._send_pending()
         found = [n for n in map(link_notification, links.changes(fabric)) if n is not None]
         if found:
-            loop.call_soon_threadsafe(self._submit, found)
+            with self._pending_lock:
+                self._pending.extend(found)
+            loop.call_soon_threadsafe(self._send_pending)
 
-    def _submit(self, notifications: list[Notification]) -> None:
+    def _send_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, []
         if self.originator is not None:
-            for notification in notifications:
+            for notification in pending:
                 self.originator.submit(notification)
 
     async def apply(self, targets: tuple[TrapTarget, ...], if_mib: bool | None = None) -> None:
