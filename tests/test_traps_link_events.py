@@ -10,6 +10,7 @@ import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sysfs_trees as trees
@@ -250,33 +251,45 @@ def test_if_mib_false_sends_only_the_iba_traps(tmp_path: Path, receiver: TrapRec
     assert [r.trap_oid for r in got] == ["OID: SMA-MIB::ibSmaPortLinkStateChange"] * 2
 
 
+class ServiceSending:
+    """The agent's notification service over `provider`, sending v2c traps
+    to `receiver`; `until_sent(n)` waits (yielding to the loop) until n went out."""
+
+    def __init__(self, provider: Any, receiver: TrapReceiver) -> None:
+        self.engine = SnmpEngine()
+        self.service = NotificationService(self.engine, provider)
+        self.target = TrapTarget(parse_trap_address(receiver.address))
+
+    async def __aenter__(self) -> ServiceSending:
+        await self.service.apply((self.target,))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.service.close()
+        self.engine.close_dispatcher()
+
+    async def until_sent(self, count: int, timeout: float = 10.0) -> None:
+        assert self.service.originator is not None
+        (sender,) = self.service.originator.senders
+        deadline = time.monotonic() + timeout
+        while sender.stats.sent < count and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+
 async def test_a_sysfs_hosts_port_raises_them_without_an_iba_trap(
         tmp_path: Path, receiver: TrapReceiver) -> None:
     """A CA's port raises no trap 128 (a switch's trap), but its interface
     goes down and up: IF-MIB says so, as the agent's service sends it."""
     trees.mlx5_two_port(tmp_path)
     provider = SysfsProvider(tmp_path, poll_interval=1.0)
-    engine = SnmpEngine()
-    service = NotificationService(engine, provider)
-    await service.apply((TrapTarget(parse_trap_address(receiver.address)),))
-    assert service.originator is not None
-    (sender,) = service.originator.senders
     since = len(receiver.received())
-
-    async def poll_after(state: str, phys: str, sent: int) -> None:
-        trees.set_file(tmp_path, "mlx5_0/ports/2/state", state)
-        trees.set_file(tmp_path, "mlx5_0/ports/2/phys_state", phys)
-        assert provider.poll() == ()  # no IBA trap for a CA's port
-        deadline = time.monotonic() + 10
-        while sender.stats.sent < sent and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-
-    try:
-        await poll_after("1: DOWN", "3: Disabled", 1)
-        await poll_after("4: ACTIVE", "5: LinkUp", 2)
-    finally:
-        await service.close()
-        engine.close_dispatcher()
+    async with ServiceSending(provider, receiver) as sending:
+        for sent, (state, phys) in enumerate((("1: DOWN", "3: Disabled"),
+                                              ("4: ACTIVE", "5: LinkUp")), start=1):
+            trees.set_file(tmp_path, "mlx5_0/ports/2/state", state)
+            trees.set_file(tmp_path, "mlx5_0/ports/2/phys_state", phys)
+            assert provider.poll() == ()  # no IBA trap for a CA's port
+            await sending.until_sent(sent)
     got = receiver.wait_for(2, since=since)
     assert [(r.trap_oid, r.varbinds[2:]) for r in got] == [
         ("OID: IF-MIB::linkDown", (("IF-MIB::ifIndex.2", "INTEGER: 2"),
@@ -295,22 +308,12 @@ async def test_steps_applied_back_to_back_keep_each_change_with_its_iba_trap(
     leaf_port, _ = leaf_to_host(fabric)
     (tmp_path / "flap.toml").write_text(flap(leaf_port))
     provider = SimulatedProvider(SPEC, SEED, tmp_path / "flap.toml", watch_interval=0)
-    engine = SnmpEngine()
-    service = NotificationService(engine, provider)
-    await service.apply((TrapTarget(parse_trap_address(receiver.address)),))
-    assert service.originator is not None
-    (sender,) = service.originator.senders
     since = len(receiver.received())
-    try:
+    async with ServiceSending(provider, receiver) as sending:
         down, up = provider.steps
         provider.apply(down)
         provider.apply(up)
-        deadline = time.monotonic() + 10
-        while sender.stats.sent < 6 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-    finally:
-        await service.close()
-        engine.close_dispatcher()
+        await sending.until_sent(6)
     got = receiver.wait_for(6, since=since)
     assert [r.trap_oid.split("::")[1] for r in got] == [
         "ibSmaPortLinkStateChange", "linkDown", "linkDown",
