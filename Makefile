@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap \
-  podman-compose ibsim-utils opensm infiniband-diags libibumad3 prometheus-snmp-exporter
+  podman-compose ibsim-utils opensm infiniband-diags libibumad3 prometheus-snmp-exporter prometheus
 STAMP := $(VENV)/.installed
 
 .PHONY: test run bench setup debian-packages mibs check-mibs clean

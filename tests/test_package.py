@@ -32,9 +32,14 @@ def test_wheel_holds_compiled_modules_and_sources(wheelhouse: Path) -> None:
     for module in DRAFT_MODULES + ("IB-TC-MIB",):
         assert f"ibsnmp/compiled_mibs/{module}.py" in names
         assert f"ibsnmp/mibs/{module}" in names
-    for base in ("SNMPv2-SMI", "SNMPv2-TC", "SNMPv2-CONF", "SNMPv2-MIB"):
+    for base in ("SNMPv2-SMI", "SNMPv2-TC", "SNMPv2-CONF", "SNMPv2-MIB", "IF-MIB",
+                 "IANAifType-MIB"):
         assert f"ibsnmp/mibs/base/{base}" in names
+    for compiled in ("IF-MIB", "IANAifType-MIB"):
+        assert f"ibsnmp/compiled_mibs/{compiled}.py" in names
     assert "ibsnmp/mibs/ERRATA.md" in names
+    # `ibsnmp fabric targets` copies the shipped snmp_exporter modules by default.
+    assert {"ibsnmp/prometheus/snmp.yml", "ibsnmp/prometheus/generator.yml"} <= names
 
 
 def test_sdist_holds_compiled_modules_and_sources(tmp_path: Path) -> None:

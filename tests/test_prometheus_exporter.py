@@ -27,7 +27,7 @@ from ibsnmp.commands.prometheus_targets import (ScrapeAuth, TargetsError, export
 from e2e import MIB_DIRS, PROJECT_ROOT, RunningAgent, assert_ok, ibsnmp_agent, stop
 from mosquitto import free_tcp_port
 
-EXAMPLES = PROJECT_ROOT / "examples" / "prometheus"
+EXAMPLES = PROJECT_ROOT / "examples" / "prometheus"  # links to ibsnmp/prometheus
 EXPORTER = "prometheus-snmp-exporter"
 GENERATOR = "prometheus-snmp-generator"
 SMALL_FABRIC = "fat-tree:spines=2,leaves=2,hosts=2"
@@ -69,7 +69,7 @@ def test_shipped_snmp_yml_is_the_generators_output(tmp_path: Path) -> None:
     regenerated = (tmp_path / "snmp.yml").read_text()
     assert regenerated == (EXAMPLES / "snmp.yml").read_text(), (
         "examples/prometheus/snmp.yml differs from the generator's output: regenerate it with "
-        "`cd examples/prometheus && MIBDIRS=$(ibsnmp mibs path) prometheus-snmp-generator generate`")
+        "`cd ibsnmp/prometheus && MIBDIRS=$(ibsnmp mibs path) prometheus-snmp-generator generate`")
     assert set(module_bodies(regenerated)) == {"ib_if", "ib_pma", "ib_sm_nodes", "ib_sm_ports"}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.spec import SpecError
+from ibsnmp.prometheus import SHIPPED_SNMP_YML
 
 from .run import add_fabric_arguments
 
@@ -138,8 +139,9 @@ def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
     _add_topology_arguments(targets)
     targets.add_argument("--agent", required=True, metavar="HOST:PORT",
                          help="the agent's address as the exporter reaches it")
-    targets.add_argument("--snmp-yml", required=True, type=Path, metavar="FILE",
-                         help="the shipped snmp.yml (examples/prometheus/snmp.yml)")
+    targets.add_argument("--snmp-yml", type=Path, metavar="FILE", default=SHIPPED_SNMP_YML,
+                         help="the modules to copy per node (default: the snmp.yml shipped "
+                              "with ibsnmp, examples/prometheus/snmp.yml)")
     targets.add_argument("--auth", type=Path, metavar="FILE",
                          help="TOML: version = 2|3 and an [auth] table with snmp_exporter's "
                               "keys (default: v2c, community public)")
