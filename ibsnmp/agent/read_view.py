@@ -11,11 +11,17 @@ from .views import View, key_subtrees
 
 Oid = tuple[int, ...]
 
-# Everything under internet (1.3.6.1) is readable, except the tables that
-# hold the agent's own secrets or security set-up: community strings
-# (SNMP-COMMUNITY-MIB) and pysnmp's USM key and pass-phrase tables.
+# Everything under internet (1.3.6.1) is readable, except the agent's own
+# secrets and security set-up, for every principal: who may read what, under
+# which name, and where notifications go are the configuration an attacker
+# maps first. Counters (usmStats, snmpEngine, snmpUnknownContexts) stay.
 VIEW_ROOT: Oid = (1, 3, 6, 1)
 SECRET_SUBTREES: tuple[Oid, ...] = (
+    (1, 3, 6, 1, 6, 3, 12, 1, 2),     # SNMP-TARGET-MIB snmpTargetAddrTable: receivers
+    (1, 3, 6, 1, 6, 3, 12, 1, 3),     # SNMP-TARGET-MIB snmpTargetParamsTable: their names
+    (1, 3, 6, 1, 6, 3, 13, 1),        # SNMP-NOTIFICATION-MIB tables: notify tags, filters
+    (1, 3, 6, 1, 6, 3, 15, 1, 2),     # SNMP-USER-BASED-SM-MIB usmUser: user names, protocols
+    (1, 3, 6, 1, 6, 3, 16, 1),        # SNMP-VIEW-BASED-ACM-MIB: groups, access, views
     (1, 3, 6, 1, 6, 3, 18),           # SNMP-COMMUNITY-MIB: community strings
     (1, 3, 6, 1, 4, 1, 20408, 3, 1),  # PYSNMP-USM-MIB: USM keys, pass phrases
 )

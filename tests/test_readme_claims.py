@@ -1,0 +1,125 @@
+"""The README's claims about views and sizes, each checked against a running agent.
+
+One test per claim, named after it; the README's wording is quoted in the
+docstring so a change to either shows up beside the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from wire import community_request, decode_response, exchange
+
+from ibsnmp.agent.read_view import SECRET_SUBTREES
+from ibsnmp.mib.loader import definitions
+
+WRITER_AUTH = "writer-auth-pass"
+CONFIG = READ_CONFIG + f"""
+[[community]]
+name = "rw-community"
+access = "write"
+
+[[user]]
+name = "operator"
+auth = "SHA256"
+auth_key = "{WRITER_AUTH}"
+access = "write"
+
+[[trap_target]]
+address = "127.0.0.1:9"
+version = "2c"
+community = "public"
+
+[[trap_target]]
+address = "127.0.0.1:9"
+version = "3"
+user = "monitor"
+"""
+PRINCIPALS = {
+    "public": ["-v2c", "-c", "public"],
+    "v3 reader": V3_AUTH_PRIV,
+    "v2c writer": ["-v2c", "-c", "rw-community"],
+    "v3 writer": ["-v3", "-l", "authNoPriv", "-u", "operator", "-a", "SHA-256",
+                  "-A", WRITER_AUTH],
+}
+SNMP_MODULES = ".1.3.6.1.6.3"
+USM_USER_TABLE = (1, 3, 6, 1, 6, 3, 15, 1, 2, 2)
+VACM_OBJECTS = (1, 3, 6, 1, 6, 3, 16, 1)
+USM_STATS = (1, 3, 6, 1, 6, 3, 15, 1, 1)
+SMA_PORT_M_KEY = definitions().objects["ibSmaPortMKey"].oid
+# The largest message the agent sends (the largest UDP payload over IPv4).
+MAX_MESSAGE_SIZE = 65_507
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
+    config = tmp_path_factory.mktemp("config") / "ibsnmp.toml"
+    config.write_text(CONFIG)
+    config.chmod(0o600)
+    with ibsnmp_agent("--config", str(config)) as running:
+        yield running
+
+
+def walk(agent: RunningAgent, principal: str, oid: str) -> list[tuple[tuple[int, ...], str]]:
+    output = assert_ok(agent.snmp("snmpwalk", "-On", *PRINCIPALS[principal], oid))
+    return [(tuple(int(arc) for arc in name.strip(".").split(".")), value)
+            for name, value in varbinds(output) if not value.startswith("No more variables")]
+
+
+def inside(oid: tuple[int, ...], subtree: tuple[int, ...]) -> bool:
+    return oid[: len(subtree)] == subtree
+
+
+@pytest.mark.parametrize("principal", list(PRINCIPALS))
+def test_the_read_view_leaves_out_the_security_configuration(agent: RunningAgent,
+                                                             principal: str) -> None:
+    """README: "The read view of every community and user leaves out the
+    agent's security configuration ... the counters beside them stay readable"."""
+    rows = walk(agent, principal, SNMP_MODULES)
+    names = [oid for oid, _ in rows]
+    assert not [oid for oid in names if inside(oid, USM_USER_TABLE) or inside(oid, VACM_OBJECTS)]
+    assert not [oid for oid in names if any(inside(oid, s) for s in SECRET_SUBTREES)]
+    text = " ".join(value for _, value in rows)
+    for user in ("monitor", "operator"):
+        assert user not in text
+    assert any(inside(oid, USM_STATS) for oid in names)
+
+
+@pytest.mark.parametrize("principal", ["public", "v3 reader"])
+def test_a_get_inside_the_security_configuration_is_no_such_object(agent: RunningAgent,
+                                                                   principal: str) -> None:
+    """README: the same view answers GETs: usmUserStatus of "monitor" is not there."""
+    user = ".".join(str(ord(c)) for c in "monitor")
+    engine_id = walk(agent, principal, ".1.3.6.1.6.3.10.2.1.1")[0][1]
+    octets = bytes.fromhex(engine_id.split(":", 1)[1].replace(" ", ""))
+    index = f"{len(octets)}.{'.'.join(map(str, octets))}.7.{user}"
+    status = f".1.3.6.1.6.3.15.1.2.2.1.13.{index}"
+    output = assert_ok(agent.snmp("snmpget", *PRINCIPALS[principal], status))
+    assert "No Such Object" in output
+
+
+@pytest.mark.parametrize("principal,reads_keys", [("public", False), ("v3 reader", False),
+                                                  ("v2c writer", True), ("v3 writer", True)])
+def test_read_only_principals_do_not_read_the_iba_keys_writers_do(agent: RunningAgent,
+                                                                  principal: str,
+                                                                  reads_keys: bool) -> None:
+    """README: "the read view of read-only communities and users leaves them out
+    ... Communities and users with `access = "write"` read them"."""
+    instance = "." + ".".join(map(str, SMA_PORT_M_KEY + (0,)))
+    output = assert_ok(agent.snmp("snmpget", *PRINCIPALS[principal], instance))
+    assert ("No Such" not in output) == reads_keys, output
+
+
+def test_a_getbulk_brings_back_at_most_the_maximum_message_size(agent: RunningAgent) -> None:
+    """README: "a 36-octet GETBULK (max-repetitions 10000) brings back up to
+    65,507 octets"."""
+    request = community_request("bulk", [(1, 3, 6, 1)], max_repetitions=10_000, request_id=1)
+    answer = exchange(agent.address, request, timeout=5.0)
+    assert answer is not None
+    assert len(request) == 36
+    # The fabric is large enough to fill the message: the bound is the claim.
+    assert 60_000 < len(answer) <= MAX_MESSAGE_SIZE
+    _, error_status, _, bound = decode_response(answer)
+    assert error_status == 0 and len(bound) > 1_000
