@@ -260,10 +260,10 @@ def test_two_sources_for_one_secret_exit_2(files: Path) -> None:
 def test_missing_secret_file_and_variable_exit_2(files: Path) -> None:
     missing = files / "missing"
     stderr = start_failure("--write-community-file", str(missing))
-    assert (f"ibsnmp: command line: --write-community-file: cannot read {missing}: "
+    assert ("ibsnmp: command line: --write-community-file: cannot read the file it names: "
             "No such file or directory") in stderr
     config = secret_file(files / "unset.toml", '[[user]]\nname = "u"\nauth = "SHA256"\n'
                                                'auth_key_env = "TEST_UNSET_VARIABLE"\n')
     stderr = start_failure("--config", str(config))
-    assert (f"ibsnmp: {config}: user[0].auth_key_env: environment variable "
-            "TEST_UNSET_VARIABLE is not set") in stderr
+    assert (f"ibsnmp: {config}: user[0].auth_key_env: the environment variable it names "
+            "is not set") in stderr

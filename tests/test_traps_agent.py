@@ -235,7 +235,7 @@ def test_bad_trap_target_config_fails_at_start(tmp_path: Path) -> None:
                              "--state-dir", str(tmp_path / "state")],
                             capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     assert result.returncode == 2
-    assert "trap_target[0] (127.0.0.1:162).user: no [[user]] named 'nobody'" in result.stderr
+    assert "trap_target[0].user: names no [[user]]" in result.stderr
 
 
 # -- a receiver that is down does not slow GETs ------------------------------------------

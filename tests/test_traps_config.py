@@ -85,7 +85,7 @@ def test_trap_target_flag_adds_v2c_traps() -> None:
                               trap_targets=["[::1]", "127.0.0.2:2162"])
     assert [str(t.address) for t in settings.trap_targets] == \
         ["127.0.0.1:1162", "[::1]:162", "127.0.0.2:2162"]
-    with pytest.raises(ConfigError, match="command line: --trap-target: .*not an IP address"):
+    with pytest.raises(ConfigError, match="command line: --trap-target: not a receiver address"):
         merge_settings(None, trap_targets=["local_host"])
 
 
@@ -99,43 +99,40 @@ def test_a_receiver_may_be_named_by_host_name() -> None:
     # Resolved when the configuration loads (the first address), as trap2sink does.
     assert parse_trap_address("localhost:1162") in (Endpoint("127.0.0.1", 1162, False),
                                                     Endpoint("::1", 1162, True))
-    with pytest.raises(ListenSyntaxError, match="cannot resolve 'no-such-host.invalid'"):
+    with pytest.raises(ListenSyntaxError, match="cannot resolve its host name"):
         parse_trap_address("no-such-host.invalid")
 
 
 @pytest.mark.parametrize("entry,message", [
     ('version = "2c"', "t.toml: trap_target[0].address: missing"),
-    ('address = "host.invalid:162"', "trap_target[0].address: 'host.invalid:162': "
-                                     "cannot resolve 'host.invalid'"),
-    ('address = "host_1:162"', "trap_target[0].address: 'host_1:162': "
-                               "'host_1' is not an IP address"),
-    ('address = "10.0.0.1:0"', "trap_target[0].address: '10.0.0.1:0': a receiver's port "
-                               "cannot be 0"),
-    ('address = "10.0.0.1"\nversion = "2"', "trap_target[0] (10.0.0.1:162).version: expected "
+    ('address = "host.invalid:162"', "trap_target[0].address: cannot resolve its host name"),
+    ('address = "host_1:162"', "trap_target[0].address: not a receiver address (HOST[:PORT]"),
+    ('address = "10.0.0.1:0"', "trap_target[0].address: a receiver's port cannot be 0"),
+    ('address = "10.0.0.1"\nversion = "2"', "trap_target[0].version: expected "
                                             '"1", "2c" or "3"'),
-    ('address = "10.0.0.1"\nkind = "notify"', "trap_target[0] (10.0.0.1:162).kind: expected "
+    ('address = "10.0.0.1"\nkind = "notify"', "trap_target[0].kind: expected "
                                               '"trap" or "inform"'),
     ('address = "10.0.0.1"\nversion = "1"\nkind = "inform"',
-     "trap_target[0] (10.0.0.1:162).kind: SNMPv1 has no informs"),
-    ('address = "10.0.0.1"\ntimeout = 2', "trap_target[0] (10.0.0.1:162).timeout: only "
+     "trap_target[0].kind: SNMPv1 has no informs"),
+    ('address = "10.0.0.1"\ntimeout = 2', "trap_target[0].timeout: only "
                                           "informs are retried"),
     ('address = "10.0.0.1"\nkind = "inform"\nretries = -1',
-     "trap_target[0] (10.0.0.1:162).retries: must not be negative"),
+     "trap_target[0].retries: must not be negative"),
     ('address = "10.0.0.1"\nkind = "inform"\ntimeout = 0',
-     "trap_target[0] (10.0.0.1:162).timeout: must be at least 0.01"),
+     "trap_target[0].timeout: must be at least 0.01"),
     ('address = "10.0.0.1"\nkind = "inform"\nretries = 1.5',
-     "trap_target[0] (10.0.0.1:162).retries: expected an integer, got a float"),
-    ('address = "10.0.0.1"\nqueue_size = 0', "trap_target[0] (10.0.0.1:162).queue_size: must "
+     "trap_target[0].retries: expected an integer, got a float"),
+    ('address = "10.0.0.1"\nqueue_size = 0', "trap_target[0].queue_size: must "
                                              "be at least 1"),
     ('address = "10.0.0.1"\nqueue_size = true', "queue_size: expected an integer, got a "
                                                 "boolean"),
     ('address = "10.0.0.1"\nrate_limit = 0', "rate_limit: must be at least 0.001"),
     ('address = "10.0.0.1"\nrate_limit = "fast"', "rate_limit: expected a number, got a string"),
-    ('address = "10.0.0.1"\nversion = "3"', "trap_target[0] (10.0.0.1:162).user: missing"),
+    ('address = "10.0.0.1"\nversion = "3"', "trap_target[0].user: missing"),
     ('address = "10.0.0.1"\nversion = "3"\nuser = "nobody"',
-     "trap_target[0] (10.0.0.1:162).user: no [[user]] named 'nobody'"),
+     "trap_target[0].user: names no [[user]]"),
     ('address = "10.0.0.1"\nversion = "3"\nuser = "reader"',
-     "trap_target[0] (10.0.0.1:162).user: user 'reader' has no priv: notifications are sent "
+     "trap_target[0].user: the [[user]] it names has no priv: notifications are sent "
      "authPriv"),
     ('address = "10.0.0.1"\nversion = "3"\nuser = "ops"\ncommunity = "x"',
      ".community: SNMPv3 uses user, not community"),
@@ -144,7 +141,7 @@ def test_a_receiver_may_be_named_by_host_name() -> None:
     ('address = "10.0.0.1"\nagent_address = "10.0.0.2"',
      ".agent_address: only SNMPv1 traps carry an agent-addr"),
     ('address = "10.0.0.1"\nversion = "1"\nagent_address = "::1"',
-     ".agent_address: '::1' is not an IPv4 address"),
+     ".agent_address: not an IPv4 address"),
     ('address = "10.0.0.1"\nport = 162', "trap_target[0].port: unknown key"),
 ])
 def test_errors_name_the_key(entry: str, message: str) -> None:

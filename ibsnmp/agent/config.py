@@ -357,7 +357,7 @@ def _parse_system(value: Any, fail) -> SystemInfo:
 def _parse_access(table: Mapping[str, Any], key: str, fail) -> Access:
     access = _expect(table.get("access", "read"), str, key, fail)
     if access not in ("read", "write"):
-        raise fail(key, f'expected "read" or "write", got {access!r}')
+        raise fail(key, 'expected "read" or "write"')
     return access  # type: ignore[return-value]
 
 
@@ -404,13 +404,22 @@ def _parse_source(value: Any, key: str, fail) -> tuple[IPNetwork, ...]:
         _expect(item, str, item_key, fail)
         try:
             network = ipaddress.ip_network(item.strip(), strict=True)
-        except ValueError as exc:
-            raise fail(item_key, f"not a network such as \"10.0.0.0/8\" or \"fd00::/8\": {exc}") \
-                from None
+        except ValueError:
+            raise fail(item_key, _network_problem(item)) from None
         if network in networks:
-            raise fail(item_key, f"{item!r} is listed twice")
+            raise fail(item_key, f"listed twice (also {key}[{networks.index(network)}])")
         networks.append(network)
     return tuple(networks)
+
+
+def _network_problem(text: str) -> str:
+    """Why `text` is no network, without quoting it (ipaddress's messages do)."""
+    expected = 'a network such as "10.0.0.0/8" or "fd00::/8"'
+    try:
+        ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        return f"not {expected}"
+    return f"not a network as it has host bits set (expected {expected})"
 
 
 def _parse_limits(value: Any, fail) -> Limits:
@@ -452,7 +461,7 @@ def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...
     normal = proto.upper().replace("-", "")
     if normal not in allowed:
         expected = ", ".join(allowed)
-        raise fail(f"{at}.{name}", f"unknown protocol {proto!r} (expected one of: {expected})")
+        raise fail(f"{at}.{name}", f"unknown protocol (expected one of: {expected})")
     return normal
 
 
@@ -473,9 +482,8 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
         if not 1 <= len(name.encode("utf-8")) <= 32:
             raise fail(f"{at}.name", "must be 1 to 32 octets (SnmpAdminString)")
         if name in seen:
-            raise fail(f"{at}.name", f"user {name!r} is configured twice")
+            raise fail(f"{at}.name", "the same user name is configured twice")
         seen.add(name)
-        at = f"user[{i}] ({name})"
         if "auth" not in entry:
             raise fail(f"{at}.auth", "missing (one of: " + ", ".join(AUTH_PROTOCOLS) + ")")
         auth = _parse_protocol(entry, "auth", AUTH_PROTOCOLS, at, fail)
@@ -497,6 +505,8 @@ def _parse_users(value: Any, fail) -> tuple[User, ...]:
 # -- notification targets ---------------------------------------------------------
 
 
+_RECEIVER_USAGE = ("HOST[:PORT] with HOST an IPv4 address or a host name, or [IPV6][:PORT]; "
+                   "PORT 1 to 65535, 162 by default")
 HOST_NAME = re.compile(r"^(?=.{1,253}$)(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
                        r"(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?$")
 
@@ -519,10 +529,10 @@ def parse_trap_address(text: str) -> Endpoint:
         endpoint = parse_endpoint(with_port)
     except ListenSyntaxError as exc:
         # Quote what the user wrote, and receivers' examples with port 162.
-        problem = str(exc).replace(repr(with_port), repr(text)).replace(":1161", ":1162")
-        raise ListenSyntaxError(problem) from None
+        # The parser's message quotes the value: say what is expected instead.
+        raise ListenSyntaxError(f"not a receiver address ({_RECEIVER_USAGE})") from None
     if endpoint.port == 0:
-        raise ListenSyntaxError(f"{text!r}: a receiver's port cannot be 0")
+        raise ListenSyntaxError("a receiver's port cannot be 0")
     return endpoint
 
 
@@ -540,7 +550,7 @@ def _resolve(name: str, text: str) -> str:
         infos = socket.getaddrinfo(name, None, type=socket.SOCK_DGRAM)
     except (socket.gaierror, UnicodeError) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
-        raise ListenSyntaxError(f"{text!r}: cannot resolve {name!r} ({why})") from None
+        raise ListenSyntaxError(f"cannot resolve its host name ({why})") from None
     family, address = infos[0][0], str(infos[0][4][0])
     return f"[{address}]" if family == socket.AF_INET6 else address
 
@@ -591,14 +601,13 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
             address = parse_trap_address(_expect(entry["address"], str, address_key, fail))
         except ListenSyntaxError as exc:
             raise fail(address_key, str(exc)) from None
-        at = f"{at} ({address})"
         version = _expect(entry.get("version", "2c"), str, f"{at}.version", fail)
         version = version.lower().removeprefix("v")
         if version not in ("1", "2c", "3"):
-            raise fail(f"{at}.version", f'expected "1", "2c" or "3", got {version!r}')
+            raise fail(f"{at}.version", 'expected "1", "2c" or "3"')
         kind = _expect(entry.get("kind", "trap"), str, f"{at}.kind", fail)
         if kind not in ("trap", "inform"):
-            raise fail(f"{at}.kind", f'expected "trap" or "inform", got {kind!r}')
+            raise fail(f"{at}.kind", 'expected "trap" or "inform"')
         if kind == "inform" and version == "1":
             raise fail(f"{at}.kind", "SNMPv1 has no informs (use version 2c or 3)")
         for name in ("timeout", "retries"):
@@ -612,10 +621,10 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
                 raise fail(f"{at}.user", "missing (the name of a [[user]] with authPriv)")
             user = _expect(entry["user"], str, f"{at}.user", fail)
             if user not in by_name:
-                raise fail(f"{at}.user", f"no [[user]] named {user!r}")
+                raise fail(f"{at}.user", "names no [[user]]")
             if by_name[user].priv is None:
-                raise fail(f"{at}.user", f"user {user!r} has no priv: notifications are "
-                                         f"sent authPriv")
+                raise fail(f"{at}.user", "the [[user]] it names has no priv: notifications "
+                                         "are sent authPriv")
         else:
             if "user" in entry:
                 raise fail(f"{at}.user", f"SNMPv{version} uses community, not user")
@@ -633,7 +642,8 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
             try:
                 ipaddress.IPv4Address(agent_address)
             except ValueError:
-                raise fail(f"{at}.agent_address", f"{agent_address!r} is not an IPv4 address")
+                raise fail(f"{at}.agent_address", "not an IPv4 address such as 192.0.2.1") \
+                    from None
         rate = entry.get("rate_limit")
         if rate is not None:
             rate = _number(entry, "rate_limit", at, fail, integer=False, minimum=0.001,

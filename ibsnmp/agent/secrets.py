@@ -56,15 +56,26 @@ def resolve_secret(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> 
     return resolved
 
 
+# A secret typed into a `*_file` or `*_env` key would be echoed by naming the
+# file or variable: errors name the key only.
+_FILE = "the file it names"
+
+
+def _variable(variable: str, key: str) -> str:
+    """A flag's own variable is a key and named; a variable a key holds is not."""
+    return f"environment variable {variable}" if variable == key else \
+        "the environment variable it names"
+
+
 def read_secret_file(path: Path, key: str, fail: Fail) -> str:
     """One secret: the file's text without its trailing newline."""
     text = _read_text(path, key, fail)
     secret = text[:-1] if text.endswith("\n") else text
     secret = secret[:-1] if secret.endswith("\r") else secret
     if not secret:
-        raise fail(key, f"{path} is empty")
+        raise fail(key, f"{_FILE} is empty")
     if "\n" in secret:
-        raise fail(key, f"{path} holds more than one line (one secret expected)")
+        raise fail(key, f"{_FILE} holds more than one line (one secret expected)")
     return secret
 
 
@@ -74,16 +85,16 @@ def read_secret_lines(path: Path, key: str, fail: Fail) -> list[str]:
     secrets = [line.strip() for line in text.splitlines()]
     secrets = [line for line in secrets if line and not line.startswith("#")]
     if not secrets:
-        raise fail(key, f"{path} holds no secret (only blank or # lines)")
+        raise fail(key, f"{_FILE} holds no secret (only blank or # lines)")
     return secrets
 
 
 def read_secret_env(variable: str, key: str, fail: Fail) -> str:
     value = os.environ.get(variable)
     if value is None:
-        raise fail(key, f"environment variable {variable} is not set")
+        raise fail(key, f"{_variable(variable, key)} is not set")
     if not value:
-        raise fail(key, f"environment variable {variable} is empty")
+        raise fail(key, f"{_variable(variable, key)} is empty")
     return value
 
 
@@ -93,11 +104,11 @@ def _read_text(path: Path, key: str, fail: Fail) -> str:
             mode = os.fstat(file.fileno()).st_mode
             raw = file.read()
     except OSError as exc:
-        raise fail(key, f"cannot read {path}: {exc.strerror or exc}") from None
+        raise fail(key, f"cannot read {_FILE}: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise fail(key, f"{path} is not UTF-8 text") from None
+        raise fail(key, f"{_FILE} is not UTF-8 text") from None
     if mode & stat.S_IROTH:
         log.warning("%s holds a secret and is readable by others (mode %04o); "
                     "chmod o-r it", path, stat.S_IMODE(mode))

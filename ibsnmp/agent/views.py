@@ -45,7 +45,7 @@ def parse_view(entry: Mapping[str, Any], access: str, key: str,
     view = entry["view"]
     if view not in VIEWS:
         expected = " or ".join(f'"{name}"' for name in VIEWS)
-        raise fail(key, f"expected {expected}, got {view!r}")
+        raise fail(key, f"expected {expected}")
     return view  # type: ignore[no-any-return]
 
 
