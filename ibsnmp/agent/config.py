@@ -46,7 +46,12 @@ MAX_VARBINDS_CEILING = 65_535
 # Walk steps the fast responder keeps encoded (agent.walk_cache): about 200
 # octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
 DEFAULT_WALK_CACHE = 262_144
-LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "fast_path", "walk_cache")
+# Requests per second from all sources together unless [limits] says otherwise:
+# above what the agent answers at all (a tight GET loop gets ~3,000/s answered),
+# so no manager notices it; it stops many sources from adding up past that.
+DEFAULT_REQUESTS_PER_SECOND = 5_000.0
+LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "requests_per_second",
+              "fast_path", "walk_cache")
 TRAPS_KEYS = ("if_mib",)
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
@@ -84,13 +89,15 @@ class Limits:
 
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
     v1/v2c, dropped for v3); `requests_per_second_per_source` (None: no
-    limit) drops a source's requests beyond that rate. `fast_path` answers
+    limit) drops a source's requests beyond that rate, `requests_per_second`
+    (0: no limit) those of all sources together. `fast_path` answers
     v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads);
     `walk_cache` is how many walk steps it keeps encoded (0: none).
     """
 
     max_varbinds: int = DEFAULT_MAX_VARBINDS
     requests_per_second_per_source: float | None = None
+    requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND
     fast_path: bool = True
     walk_cache: int = DEFAULT_WALK_CACHE
 
@@ -433,11 +440,13 @@ def _parse_limits(value: Any, fail) -> Limits:
     if "requests_per_second_per_source" in value:
         rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
                        minimum=0.001, default=None)
+    aggregate = _number(value, "requests_per_second", "limits", fail, integer=False,
+                        minimum=0, default=DEFAULT_REQUESTS_PER_SECOND)
     fast_path = _expect(value.get("fast_path", True), bool, "limits.fast_path", fail)
     walk_cache = _number(value, "walk_cache", "limits", fail, integer=True, minimum=0,
                          default=DEFAULT_WALK_CACHE)
     return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate,
-                  fast_path=fast_path, walk_cache=walk_cache)
+                  requests_per_second=aggregate, fast_path=fast_path, walk_cache=walk_cache)
 
 
 def _parse_traps(value: Any, fail) -> TrapSettings:

@@ -241,9 +241,10 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     context = NodeSnmpContext(engine, directory, mib)
     fast_reads = engine.message_dispatcher.fast_reads = FastReads(
         engine, directory, mib, settings.limits.walk_cache)
-    engine.message_dispatcher.fast_v3 = FastV3(
+    fast_v3 = engine.message_dispatcher.fast_v3 = FastV3(
         engine, settings.users, responder_over(fast_reads, directory.resolve),
         directory.is_known_node)
+    engine.message_dispatcher.prefilter.report_unauthenticated = fast_v3.report
     responders = (
         GetResponder(engine, context),
         NextResponder(engine, context),
@@ -263,6 +264,8 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
         directory.is_known_node,
         notification_communities=[t.community for t in settings.trap_targets
                                   if t.version != "3"])
+    if dispatcher.fast_v3 is not None:  # a reload: the Reports stay cheap
+        dispatcher.prefilter.report_unauthenticated = dispatcher.fast_v3.report
     dispatcher.use_fast_reads = settings.limits.fast_path
     for index, community in enumerate(settings.communities):
         # The securityName is an index, never the (secret) community string.

@@ -1,10 +1,12 @@
-"""Requests per second per source address: token buckets in a bounded table.
+"""Requests per second: per source address, and over all sources together.
 
 Each source has a bucket of `rate` tokens per second holding at most one
 second's worth (at least one), so a manager may burst as long as it keeps
 to the rate on average. The table keeps the most recently seen sources
 only (`max_sources`): a flood from many (spoofed) addresses evicts the
 oldest buckets, which costs an evicted source nothing but a full bucket.
+That is why a per-source limit alone cannot bound the agent's work: the
+aggregate bucket (`RequestLimits`) caps what all sources get together.
 """
 
 from __future__ import annotations
@@ -52,3 +54,66 @@ class SourceRateLimiter:
             return True
         self.dropped += 1
         return False
+
+
+class AggregateRateLimiter:
+    """One bucket for every source together: `allow()` for one more request of any."""
+
+    __slots__ = ("rate", "capacity", "dropped", "_tokens", "_last", "_clock")
+
+    def __init__(self, rate: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        self.rate = rate
+        self.capacity = max(1.0, rate)
+        self.dropped = 0
+        self._clock = clock
+        self._tokens = self.capacity
+        self._last = clock()
+
+    def allow(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        self.dropped += 1
+        return False
+
+
+class RequestLimits:
+    """The per-source limit, then the aggregate one; `dropped` counts what either refused.
+
+    A source over its own rate takes nothing from the aggregate bucket, so
+    one flooding source cannot use up what the others share.
+    """
+
+    __slots__ = ("per_source", "aggregate")
+
+    def __init__(self, per_source: float | None, aggregate: float | None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_source = SourceRateLimiter(per_source, clock=clock) if per_source else None
+        self.aggregate = AggregateRateLimiter(aggregate, clock=clock) if aggregate else None
+
+    def __bool__(self) -> bool:
+        return self.per_source is not None or self.aggregate is not None
+
+    @property
+    def dropped(self) -> int:
+        return sum(limiter.dropped for limiter in (self.per_source, self.aggregate)
+                   if limiter is not None)
+
+    def allow(self, source: str) -> bool:
+        if self.per_source is not None and not self.per_source.allow(source):
+            return False
+        return self.aggregate is None or self.aggregate.allow()
+
+    def describe(self) -> str:
+        """The limits in force, as the log names them."""
+        parts = []
+        if self.per_source is not None:
+            parts.append(f"{self.per_source.rate:g} per second per source")
+        if self.aggregate is not None:
+            parts.append(f"{self.aggregate.rate:g} per second in all")
+        return " and ".join(parts)

@@ -17,16 +17,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .header import HeaderError
+from .header import GET, GET_BULK, GET_NEXT, INFORM, INTEGER, SET, HeaderError, read_tlv
 from .usm_crypto import SaltCounter, decrypt, digest_matches, encrypt, message_digest
 from .usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, AuthProtocol, PrivProtocol, auth_key,
                        priv_key)
-from .usm_message import (FLAG_AUTH, FLAG_PRIV, Outgoing, ScopedPdu, V3Request, encode_v3,
-                          overhead, parse_scoped_pdu, parse_v3)
+from .usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing, ScopedPdu, V3Request,
+                          encode_report_pdu, encode_scoped_pdu, encode_v3, overhead,
+                          parse_scoped_pdu, parse_v3)
 
-AUTH_NO_PRIV, AUTH_PRIV = 2, 3
+NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = 1, 2, 3
 MAX_BOOTS = 2147483647  # RFC 3414 2.2.2: latched, nothing authenticated is in time
 TIME_WINDOW = 150  # seconds, RFC 3414 2.2.3
+# RFC 3411 SnmpEngineID: 5 to 32 octets; anything else asks for discovery.
+ENGINE_ID_LENGTHS = range(5, 33)
+MAX_USER_NAME = 32  # RFC 3414 SnmpAdminString (SIZE(0..32)); longer: a parse error
+# RFC 3411's Confirmed Class: what a reportable message may carry.
+CONFIRMED_PDUS = frozenset({GET, GET_NEXT, GET_BULK, SET, INFORM})
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 class Refusal(enum.Enum):
@@ -153,6 +160,99 @@ def accept(data: bytes, engine_id: bytes, users: dict[bytes, UsmUser],
         # as a decryption error, a plaintext one as a parse error.
         return Refusal.DECRYPTION_ERROR if level == AUTH_PRIV else Refusal.MALFORMED
     return Accepted(request, user, level, scoped)
+
+
+@dataclass(frozen=True, slots=True)
+class Unauthenticated:
+    """A request refused before any key vouched for it: what its Report needs."""
+
+    refusal: Refusal
+    request: V3Request
+    request_id: int  # 0 when the scoped PDU is encrypted (it cannot be read)
+    # The request's own contextEngineID and contextName, echoed by a
+    # discovery Report; None: this engine's ID and the default context.
+    context: tuple[bytes, bytes] | None
+    answered: bool  # False: counted and dropped, no Report
+
+
+def refuse_unauthenticated(data: bytes, engine_id: bytes, user_names: frozenset[bytes],
+                           users: dict[bytes, UsmUser]) -> Unauthenticated | None:
+    """RFC 3414 3.2 steps 3-6 for a request no key has vouched for yet.
+
+    The refusals that need no key (discovery, a foreign engine ID, an
+    unknown user, a level the user has no key for) and a wrong digest, as
+    the agent's pysnmp USM answers them (same Report, same counter), at a
+    fraction of its cost. None for everything else: an authentic message,
+    a user this path has no key for (DES), noAuthNoPriv from a known user,
+    or anything it cannot read, which pysnmp then decides.
+    A request without the reportable flag is counted and gets no Report
+    (RFC 3412 7.1.3b).
+    """
+    try:
+        request = parse_v3(data)
+        level = request.level
+    except (HeaderError, ValueError):
+        return None
+    if len(request.user) > MAX_USER_NAME:
+        return None
+    scoped: ScopedPdu | None = None
+    request_id = 0
+    if level < AUTH_PRIV:
+        try:
+            scoped = parse_scoped_pdu(request.data)
+            request_id = _confirmed_request_id(scoped.pdu)
+        except HeaderError:
+            return None
+
+    def refuse(refusal: Refusal, context: tuple[bytes, bytes] | None = None,
+               answered: bool = True) -> Unauthenticated:
+        reportable = bool(request.flags & FLAG_REPORTABLE)
+        return Unauthenticated(refusal, request, request_id, context, answered and reportable)
+
+    if request.engine_id != engine_id:  # step 3
+        if len(request.engine_id) in ENGINE_ID_LENGTHS:
+            return refuse(Refusal.UNKNOWN_ENGINE_ID)
+        # Discovery: only a noAuthNoPriv one is answered, in the request's own context.
+        if scoped is None or level != NO_AUTH_NO_PRIV:
+            return refuse(Refusal.UNKNOWN_ENGINE_ID, answered=False)
+        return refuse(Refusal.UNKNOWN_ENGINE_ID,
+                      (scoped.context_engine_id or engine_id, scoped.context_name))
+    if request.user not in user_names:  # step 4
+        return refuse(Refusal.UNKNOWN_USER)
+    user = users.get(request.user)
+    if user is None or level == NO_AUTH_NO_PRIV:
+        return None
+    if level > user.level:  # step 5
+        return refuse(Refusal.UNSUPPORTED_LEVEL)
+    mac = request.mac(data)  # step 6
+    if len(mac) != user.auth.mac_length or not digest_matches(
+            user.auth, user.auth_key, request.without_mac(data), mac):
+        return refuse(Refusal.WRONG_DIGEST)
+    return None
+
+
+def _confirmed_request_id(pdu: bytes) -> int:
+    """The request-id of a Confirmed Class PDU (the rest is the prefilter's to check)."""
+    element = read_tlv(pdu, 0, len(pdu))
+    if element.tag not in CONFIRMED_PDUS:
+        raise HeaderError("not a confirmed PDU")
+    request_id = read_tlv(pdu, element.start, element.end)
+    if request_id.tag != INTEGER or not 1 <= request_id.end - request_id.start <= 4:
+        raise HeaderError("bad request-id")
+    return int.from_bytes(pdu[request_id.start:request_id.end], "big", signed=True)
+
+
+def encode_report(refused: Unauthenticated, engine_id: bytes, clock: EngineClock,
+                  max_size: int, counter: tuple[int, ...], count: int) -> bytes:
+    """The unauthenticated Report (msgFlags 0) about `refused`, counting `count`."""
+    request = refused.request
+    out = Outgoing(message_id=request.message_id, max_size=max_size, flags=0,
+                   engine_id=engine_id, boots=clock.boots(), engine_time=clock.time(),
+                   user=request.user, mac_length=0, priv_params=b"")
+    context_engine_id, context_name = refused.context or (engine_id, b"")
+    pdu = encode_report_pdu(refused.request_id, counter, count)
+    message, _ = encode_v3(out, encode_scoped_pdu(context_engine_id, context_name, pdu))
+    return message
 
 
 class Sealer:

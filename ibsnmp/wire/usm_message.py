@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ber import element as encode_element
-from .ber import integer_octets, length_octets
-from .header import (INTEGER, OCTET_STRING, SEQUENCE, USM, V3, HeaderError, Tlv, read_tlv)
+from .ber import COUNTER32, OBJECT_IDENTIFIER, integer_octets, length_octets, oid_octets
+from .header import (INTEGER, OCTET_STRING, REPORT, SEQUENCE, USM, V3, HeaderError, Tlv,
+                     read_tlv)
 
 FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
 MAX_MESSAGE_ID = 2147483647  # RFC 3412: msgID and msgMaxSize are INTEGER (0..2147483647)
@@ -141,6 +142,15 @@ def parse_scoped_pdu(plaintext: bytes) -> ScopedPdu:
 def encode_unsigned(value: int) -> bytes:
     """A non-negative INTEGER element, shortest form."""
     return encode_element(INTEGER, integer_octets(value))
+
+
+def encode_report_pdu(request_id: int, counter: tuple[int, ...], count: int) -> bytes:
+    """A Report-PDU naming one Counter32 and its value (RFC 3412 7.1.3c), as pysnmp writes it."""
+    element = encode_element
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(counter))
+                      + element(COUNTER32, integer_octets(count)))
+    return element(REPORT, element(INTEGER, integer_octets(request_id))
+                   + encode_unsigned(0) + encode_unsigned(0) + element(SEQUENCE, varbind))
 
 
 def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes) -> bytes:
