@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
 LOG_FORMATS = ("text", "json")
@@ -42,3 +43,15 @@ def configure_logging(verbose: bool = False, log_format: str = "text") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+def print_banner(lines: Iterable[str], log_format: str) -> None:
+    """The start-up banner: plain lines for a terminal; log records in JSON mode,
+    so that every line a collector reads from standard output parses."""
+    if log_format != "json":
+        for line in lines:
+            print(line, flush=True)
+        return
+    log = logging.getLogger("ibsnmp.run")
+    for line in lines:
+        log.info("%s", line.strip())

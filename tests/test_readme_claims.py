@@ -6,10 +6,17 @@ docstring so a change to either shows up beside the other.
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from e2e import (PROJECT_ROOT, READ_CONFIG, START_TIMEOUT_S, V3_AUTH_PRIV, RunningAgent,
+                 assert_ok, free_udp_port, ibsnmp_agent, net_snmp, stop, varbinds)
 from wire import community_request, decode_response, exchange
 
 from ibsnmp.agent.read_view import SECRET_SUBTREES
@@ -123,3 +130,41 @@ def test_a_getbulk_brings_back_at_most_the_maximum_message_size(agent: RunningAg
     assert 60_000 < len(answer) <= MAX_MESSAGE_SIZE
     _, error_status, _, bound = decode_response(answer)
     assert error_status == 0 and len(bound) > 1_000
+
+
+def test_json_log_format_writes_one_record_per_line(tmp_path: Path) -> None:
+    """README: "`--log-format text|json` writes one record per line to standard
+    output: ... JSON objects (`time`, `level`, `logger`, `message`)": the
+    start-up banner included."""
+    config = tmp_path / "ibsnmp.toml"
+    config.write_text(CONFIG)
+    config.chmod(0o600)
+    port = free_udp_port()
+    command = [sys.executable, "-m", "ibsnmp", "run", "--listen", f"127.0.0.1:{port}",
+               "--config", str(config), "--state-dir", str(tmp_path / "state"),
+               "--log-format", "json"]
+    with (tmp_path / "stderr").open("w") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                   cwd=PROJECT_ROOT)
+    try:
+        assert process.stdout is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not any("ibsnmp: serving" in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, lines
+            lines.append(process.stdout.readline())
+        answered = net_snmp("snmpget", "-v2c", "-c", "public", f"127.0.0.1:{port}",
+                            "SNMPv2-MIB::sysUpTime.0")
+        assert answered.returncode == 0, answered.stderr
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        rest = process.stdout.read()  # through the buffer readline() filled
+    finally:
+        stop(process)
+    lines += rest.splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    assert all(set(record) >= {"time", "level", "logger", "message"} for record in records)
+    messages = [record["message"] for record in records]
+    for banner in ("ibsnmp: serving", "try: snmpbulkwalk -v2c -c COMMUNITY",
+                   "notifications to"):
+        assert any(message.startswith(banner) for message in messages), "\n".join(messages)

@@ -15,7 +15,7 @@ from pathlib import Path
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
 from ibsnmp.agent.config import AgentSettings, ConfigError
 from ibsnmp.fabric.spec import SpecError
-from ibsnmp.logsetup import LOG_FORMATS, configure_logging
+from ibsnmp.logsetup import LOG_FORMATS, configure_logging, print_banner
 from ibsnmp.providers.base import Provider
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
@@ -324,13 +324,13 @@ def _run(args: argparse.Namespace) -> int:
         endpoint = agent.endpoints[0]
         community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
         switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
-        print(f"ibsnmp: serving {summary}", flush=True)
-        print(f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117", flush=True)
+        lines = [f"ibsnmp: serving {summary}",
+                 f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117"]
         if switch is not None:
-            print(f"  a switch: snmpbulkwalk -v2c -c {community}@{switch.guid:016x} "
-                  f"{endpoint} SMA-MIB::ibSmaMIB", flush=True)
-        for target in settings.trap_targets:
-            print(f"  notifications to {target.label}", flush=True)
+            lines.append(f"  a switch: snmpbulkwalk -v2c -c {community}@{switch.guid:016x} "
+                         f"{endpoint} SMA-MIB::ibSmaMIB")
+        lines += [f"  notifications to {target.label}" for target in settings.trap_targets]
+        print_banner(lines, args.log_format)
 
     from ibsnmp.providers.topology import rereading
 
