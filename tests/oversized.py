@@ -13,14 +13,16 @@ FLOOD_VARBINDS = 9142
 _VARBIND = bytes.fromhex("3005 06012b 0500")  # SEQUENCE { OID 1.3, NULL }
 
 
-def v3_plaintext_get(user: bytes, varbinds: int = 1, *, flags: int = 0x04) -> bytes:
-    """An SNMPv3 noAuthNoPriv GET of `varbinds` x 1.3 by `user` (reportable by default)."""
+def v3_plaintext_get(user: bytes, varbinds: int = 1, *, flags: int = 0x04,
+                     varbind: bytes = _VARBIND) -> bytes:
+    """An SNMPv3 noAuthNoPriv GET of `varbinds` x `varbind` (1.3) by `user` (reportable
+    by default)."""
     usm = tlv(0x30, tlv(0x04, b"") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x04, user)
               + tlv(0x04, b"") + tlv(0x04, b""))
     header = tlv(0x30, tlv(0x02, b"\x01") + tlv(0x02, b"\x00\xff\xe3") + tlv(0x04, bytes((flags,)))
                  + tlv(0x02, b"\x03"))
     pdu = (tlv(0x02, b"\x07") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00")
-           + tlv(0x30, _VARBIND * varbinds))
+           + tlv(0x30, varbind * varbinds))
     scoped = tlv(0x30, tlv(0x04, b"") + tlv(0x04, b"") + tlv(0xA0, pdu))
     return tlv(0x30, tlv(0x02, b"\x03") + header + tlv(0x04, usm) + scoped)
 

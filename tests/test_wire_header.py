@@ -34,16 +34,15 @@ def test_community_header() -> None:
     assert isinstance(header, CommunityMessage)
     assert (header.version, header.community, header.pdu.tag) == (V2C, b"pub@0002c903000a1b2c",
                                                                   GET_BULK)
-    assert header.pdu.count_varbinds(data, 10) == 3
+    assert [v.oid for v in header.pdu.read_varbinds(data)] == [(1, 3, 6, 1, 2, 1, 1, 1, 0)] * 3
     assert data[header.pdu.request_id.head:header.pdu.request_id.end] == bytes.fromhex("0201fb")
 
 
-def test_varbinds_are_counted_only_up_to_the_limit() -> None:
+def test_every_varbind_of_a_large_request_is_read() -> None:
     data = oversized_get(b"public")
     header = read_header(data)
     assert isinstance(header, CommunityMessage)
-    assert header.pdu.count_varbinds(data, 256) == 257  # stops there
-    assert header.pdu.count_varbinds(data, 10**6) == FLOOD_VARBINDS
+    assert len(header.pdu.read_varbinds(data)) == FLOOD_VARBINDS
 
 
 def test_v3_header() -> None:
@@ -89,18 +88,23 @@ def test_too_big_answer(version: int) -> None:
 
 
 
-@pytest.mark.parametrize("varbinds_hex", ["020100", "3005060100", "308500000000000000",
-                                          "3081"])
-def test_malformed_varbinds_are_refused_when_counted(varbinds_hex: str) -> None:
-    varbinds = bytes.fromhex("3005 06012b 0500") + bytes.fromhex(varbinds_hex)
+def get_of(varbinds: bytes) -> bytes:
+    """A v2c GET whose varbind list holds `varbinds`, octets as given."""
     pdu = (encode_element(0x02, b"\x01") + encode_element(0x02, b"\x00")
            + encode_element(0x02, b"\x00") + encode_element(0x30, varbinds))
-    data = encode_element(0x30, encode_element(0x02, b"\x01") + encode_element(0x04, b"public")
+    return encode_element(0x30, encode_element(0x02, b"\x01") + encode_element(0x04, b"public")
                           + encode_element(GET, pdu))
+
+
+@pytest.mark.parametrize("varbinds_hex", ["020100", "3005060100", "308500000000000000",
+                                          "3081"])
+def test_malformed_varbinds_are_refused_when_read(varbinds_hex: str) -> None:
+    varbinds = bytes.fromhex("3005 06012b 0500") + bytes.fromhex(varbinds_hex)
+    data = get_of(varbinds)
     header = read_header(data)
     assert isinstance(header, CommunityMessage)
     with pytest.raises(HeaderError):
-        header.pdu.count_varbinds(data, 10)
+        header.pdu.read_varbinds(data)
 
 
 def test_a_too_big_answer_needs_a_whole_message() -> None:
@@ -109,9 +113,13 @@ def test_a_too_big_answer_needs_a_whole_message() -> None:
     good = community_request("get", ["1.3.6.1.2.1.1.1.0"] * 4)
     bad = good.replace(bytes.fromhex("06082b06010201010100"), bytes.fromhex("060c2b06010201010100"), 1)
     assert bad != good
-    assert too_big_response(good, read_header(good))
+    header, bad_header = read_header(good), read_header(bad)
+    assert isinstance(header, CommunityMessage) and isinstance(bad_header, CommunityMessage)
+    assert too_big_response(good, header)
     with pytest.raises(HeaderError):
-        too_big_response(bad, read_header(bad))
+        bad_header.pdu.read_varbinds(bad)
+    with pytest.raises(HeaderError):
+        too_big_response(bad, bad_header)
 
 
 def test_octets_after_the_message_are_a_parse_error() -> None:
@@ -119,3 +127,42 @@ def test_octets_after_the_message_are_a_parse_error() -> None:
     assert read_header(good)
     with pytest.raises(HeaderError, match="after the message"):
         read_header(good + b"\x05\x00")
+
+
+def test_reading_stops_one_past_the_limit() -> None:
+    data = oversized_get(b"public")
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    assert len(header.pdu.read_varbinds(data, 256)) == 257
+    assert len(header.pdu.read_varbinds(data, 10**6)) == FLOOD_VARBINDS
+
+
+NULL_LISTS = {
+    "1.3": ("06012b", True),
+    "sysDescr.0": ("06082b06010201010100", True),
+    "arc 2^32-1": ("06062b8fffffff7f", True),
+    "arc 2^32+127": ("06062b908080807f", False),
+    "arc of six octets": ("06072b818080808001", False),
+    "leading 0x80": ("06032b8001", False),
+    "ends mid-arc": ("06022b81", False),
+    "value not NULL": ("06012b020100", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NULL_LISTS))
+def test_a_null_list_is_checked_whole(name: str) -> None:
+    """Every OID the strict reader refuses the regular expressions refuse too."""
+    body_hex, valid = NULL_LISTS[name]
+    body = bytes.fromhex(body_hex)
+    if not body.endswith(b"\x02\x01\x00"):
+        body += b"\x05\x00"
+    varbinds = bytes.fromhex("3005 06012b 0500") * 300 + encode_element(0x30, body)
+    data = get_of(varbinds)
+    header = read_header(data)
+    assert isinstance(header, CommunityMessage)
+    assert header.pdu.is_null_list(data) is valid
+    if valid:
+        assert len(header.pdu.read_varbinds(data)) == 301
+    elif name != "value not NULL":  # an INTEGER value is well formed, just not NULL
+        with pytest.raises(HeaderError):
+            header.pdu.read_varbinds(data)

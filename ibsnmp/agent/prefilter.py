@@ -3,20 +3,30 @@
 pysnmp decodes a whole message, every varbind of it, before it looks at the
 community: a 64 KB datagram of 9,000 varbinds and a wrong community costs
 half a second of CPU, so a few such packets a second starve every manager.
-`Prefilter.check` reads only the header (ibsnmp.wire.header) and drops,
-before any decoding:
+`Prefilter.check` reads the header (ibsnmp.wire.header) and drops, before
+any varbind is decoded:
 
-- what cannot be parsed (snmpInASNParseErrs) or is of an unknown version
-  (snmpInBadVersions), as pysnmp would count it;
+- what the strict reader refuses (snmpInASNParseErrs, as RFC 3412 and
+  net-snmp count it) or is of an unknown version (snmpInBadVersions);
 - v1/v2c messages with an unknown community, `community@<node GUID>` of an
   unknown node, or a community used from outside its `source` networks
   (snmpInBadCommunityNames, as net-snmp counts a community/source mismatch);
 - PDUs no application here takes (snmpUnknownPDUHandlers): on the listening
   sockets, anything but a request; on the notification originator's own
   sockets, anything but an answer to an inform (in SNMPv3, anything
-  reportable), so a socket that sends notifications never serves a request;
-- requests over `max_varbinds`: a v1/v2c one (community accepted) gets a
-  tooBig Response built from its header (counted in snmpOutTooBigs); an
+  reportable), so a socket that sends notifications never serves a request.
+
+Then, for a message its community may send (and any plaintext SNMPv3
+one), the varbind list is read by the same strict reader, up to
+`max_varbinds` + 1 varbinds (0.3 ms at most): a message that fails is a
+parse error, dropped unanswered, so nothing the project's reader refuses
+reaches pysnmp or is answered here. A list longer than that is not read
+varbind by varbind:
+
+- requests over `max_varbinds`: a v1/v2c one (community accepted) whose
+  varbinds are all `{ OID, NULL }` (checked whole, in C) gets a
+  tooBig Response built from its header (counted in snmpOutTooBigs), any
+  other is dropped (snmpSilentDrops), as is such an inform's answer; an
   SNMPv3 one, whose answer would need the whole USM processing, is dropped
   (snmpSilentDrops, or usmStatsUnknownUserNames for an unknown user);
 - with a per-source rate limit, a source's requests beyond it (counted in
@@ -53,7 +63,7 @@ from ibsnmp.wire.header import (
 )
 
 from .config import Community, Limits
-from .ratelimit import RequestLimits
+from .ratelimit import SourceRateLimiter
 from .transport import NOTIFICATION_DOMAINS
 
 log = logging.getLogger(__name__)
@@ -112,12 +122,8 @@ class Prefilter:
         self._user_names = frozenset(name.encode("utf-8") for name in user_names)
         self._max_varbinds = limits.max_varbinds
         self._is_known_node = is_known_node
-        limiter = RequestLimits(limits.requests_per_second_per_source,
-                                limits.requests_per_second, clock=clock)
-        self.limiter = limiter if limiter else None
-        # SNMPv3 requests refused before any key vouches for them, answered
-        # here (agent.fast_v3.FastV3.report): set by the engine.
-        self.report_unauthenticated: Callable[[bytes], Verdict | None] | None = None
+        rate = limits.requests_per_second_per_source
+        self.limiter = SourceRateLimiter(rate, clock=clock) if rate else None
         self._clock = clock
         self._last_limited = float("-inf")
 
@@ -137,10 +143,7 @@ class Prefilter:
             if isinstance(header, CommunityMessage):
                 return self._check_community(header, notification, address, data)
             if isinstance(header, V3Message):
-                verdict = self._check_v3(header, notification, data)
-                if verdict is None and not notification and self.report_unauthenticated:
-                    return self.report_unauthenticated(data)
-                return verdict
+                return self._check_v3(header, notification, data)
         except HeaderError:
             return Verdict((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
@@ -151,14 +154,20 @@ class Prefilter:
         if notification:
             if message.community not in self._notification_communities:
                 return Verdict((BAD_COMMUNITY,))
-            return None if message.pdu.tag == RESPONSE else Verdict((NO_HANDLER,))
+            if message.pdu.tag != RESPONSE:
+                return Verdict((NO_HANDLER,))
+            if len(message.pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
+                return Verdict((SILENT_DROP,))
+            return None
         community = self._community(message.community)
         if community is None or not _allowed_from(community, address):
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
-        if message.pdu.count_varbinds(data, self._max_varbinds) <= self._max_varbinds:
+        if len(message.pdu.read_varbinds(data, self._max_varbinds)) <= self._max_varbinds:
             return None
+        if not message.pdu.is_null_list(data):
+            return Verdict((SILENT_DROP,))  # not read whole: answered by nothing
         reply = too_big_response(data, message)
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
             return Verdict((SILENT_DROP,))
@@ -188,7 +197,7 @@ class Prefilter:
             return Verdict((NO_HANDLER,))
         if pdu is None:
             return None  # encrypted: pysnmp authenticates before it decrypts
-        if pdu.count_varbinds(data, self._max_varbinds) <= self._max_varbinds:
+        if len(pdu.read_varbinds(data, self._max_varbinds)) <= self._max_varbinds:
             return None
         if message.user_name is not None and message.user_name not in self._user_names:
             return Verdict((UNKNOWN_USER,))
@@ -198,8 +207,8 @@ class Prefilter:
         now = self._clock()
         if now - self._last_limited > BURST_GAP_S:
             assert self.limiter is not None
-            log.warning("dropping requests beyond %s from %s (and maybe other "
-                        "sources); %d dropped since start", self.limiter.describe(),
+            log.warning("dropping requests beyond %g per second from %s (and maybe other "
+                        "sources); %d dropped since start", self.limiter.rate,
                         source_address(address), self.limiter.dropped)
         self._last_limited = now
 

@@ -10,6 +10,8 @@ here equals the one pysnmp would send, octet for octet.
 
 from __future__ import annotations
 
+import re
+
 Oid = tuple[int, ...]
 
 INTEGER, OCTET_STRING, NULL, OBJECT_IDENTIFIER, SEQUENCE = 0x02, 0x04, 0x05, 0x06, 0x30
@@ -27,8 +29,14 @@ MAX_ARC = 0xFFFFFFFF  # each at most 2^32-1
 # 128 arcs of at most 5 octets each: longer value octets cannot be a valid OID.
 MAX_OID_OCTETS = MAX_OID_ARCS * 5
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-
-
+UINT32_MAX, UINT64_MAX = (1 << 32) - 1, (1 << 64) - 1
+MAX_OCTET_STRING = 65535  # OCTET STRING (SIZE (0..65535)), RFC 2578 7.1.2
+IP_ADDRESS_OCTETS = 4
+SNMP_V1 = 0  # the message version of SNMPv1: no Counter64, no exception values
+# Value ranges and most octets of the integer types (Counter64: 9 octets, a leading 0).
+_INTEGER_VALUES = {INTEGER: (INT32_MIN, INT32_MAX, 5), COUNTER32: (0, UINT32_MAX, 5),
+                   GAUGE32: (0, UINT32_MAX, 5), TIMETICKS: (0, UINT32_MAX, 5),
+                   COUNTER64: (0, UINT64_MAX, 9)}
 
 
 class HeaderError(ValueError):
@@ -69,9 +77,10 @@ def expect(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
     return start, end
 
 
-def read_integer(data: bytes, start: int, end: int, low: int, high: int) -> int:
+def read_integer(data: bytes, start: int, end: int, low: int, high: int,
+                 most_octets: int = 5) -> int:
     """An INTEGER's value octets, which must hold a number from `low` to `high`."""
-    if not 1 <= end - start <= 5:
+    if not 1 <= end - start <= most_octets:
         raise HeaderError("bad INTEGER length")
     value = int.from_bytes(data[start:end], "big", signed=True)
     if not low <= value <= high:
@@ -90,22 +99,13 @@ def read_oid(data: bytes, start: int, end: int) -> Oid:
         raise HeaderError("bad OBJECT IDENTIFIER")
     if end - start > MAX_OID_OCTETS:
         raise HeaderError("OBJECT IDENTIFIER too long")
-    arcs: list[int] = []
-    arc = 0
-    fresh = True
-    # The first sub-identifier packs two arcs (X * 40 + Y, Y up to 2^32-1 under 2).
-    limit = MAX_ARC + 80
-    for octet in data[start:end]:
-        if fresh and octet == 0x80:
-            raise HeaderError("OBJECT IDENTIFIER arc with a leading zero octet")
-        arc = (arc << 7) | (octet & 0x7F)
-        if arc > limit:
-            raise HeaderError("OBJECT IDENTIFIER arc too large")
-        if octet & 0x80:
-            fresh = False
-            continue
-        arcs.append(arc)
-        arc, fresh, limit = 0, True, MAX_ARC
+    chunk = data[start:end]
+    if chunk.isascii():
+        arcs: list[int] | bytes = chunk  # every sub-identifier one octet: checked in C
+    elif _OID_SYNTAX.fullmatch(chunk):
+        arcs = _arcs(chunk)  # the syntax holds every arc under 2^32: no check per octet
+    else:
+        arcs = _checked_arcs(chunk)  # refuses, or a first arc of 2^32..2^32+79
     first = arcs[0]
     if first < 40:
         head = (0, first)
@@ -117,6 +117,74 @@ def read_oid(data: bytes, start: int, end: int) -> Oid:
     if len(oid) > MAX_OID_ARCS:
         raise HeaderError("OBJECT IDENTIFIER too long")
     return oid
+
+
+def read_value(data: bytes, tag: int, start: int, end: int, version: int) -> None:
+    """Check a varbind value element of `tag` against its SNMP type (RFC 2578, 3416).
+
+    Only the primitive SNMP types are values (a constructed OCTET STRING,
+    tag 0x24, is none); SNMPv1 (`version` 0) has no Counter64 and no
+    exception values. Each check is bounded before any octet is read.
+    """
+    size = end - start
+    ranged = _INTEGER_VALUES.get(tag)
+    if ranged is not None:
+        if tag == COUNTER64 and version == SNMP_V1:
+            raise HeaderError("Counter64 in SNMPv1")
+        low, high, most_octets = ranged
+        read_integer(data, start, end, low, high, most_octets)
+    elif tag == OCTET_STRING or tag == OPAQUE:
+        if size > MAX_OCTET_STRING:
+            raise HeaderError("OCTET STRING too long")
+    elif tag == IP_ADDRESS:
+        if size != IP_ADDRESS_OCTETS:
+            raise HeaderError("IpAddress not of four octets")
+    elif tag == OBJECT_IDENTIFIER:
+        read_oid(data, start, end)
+    elif tag == NULL or (tag in EXCEPTIONS and version != SNMP_V1):
+        if size:
+            raise HeaderError("NULL with a value")
+    else:
+        raise HeaderError(f"not an SNMP value: tag 0x{tag:02x}")
+
+
+# Sub-identifiers of at most 2^32-1 in minimal octets: no leading 0x80, at most
+# five octets, five only when the first adds no more than four bits.
+_OID_SYNTAX = re.compile(
+    rb"(?:[\x00-\x7f]|[\x81-\xff][\x80-\xff]{0,2}[\x00-\x7f]|[\x81-\x8f][\x80-\xff]{3}[\x00-\x7f])+")
+
+
+def _arcs(chunk: bytes) -> list[int]:
+    arcs: list[int] = []
+    arc = 0
+    for octet in chunk:
+        if octet & 0x80:
+            arc = (arc << 7) | (octet & 0x7F)
+        else:
+            arcs.append((arc << 7) | octet)
+            arc = 0
+    return arcs
+
+
+def _checked_arcs(chunk: bytes) -> list[int]:
+    """The arcs, each refused as soon as it passes its limit (at most 640 octets)."""
+    arcs: list[int] = []
+    arc = 0
+    fresh = True
+    # The first sub-identifier packs two arcs (X * 40 + Y, Y up to 2^32-1 under 2).
+    limit = MAX_ARC + 80
+    for octet in chunk:
+        if fresh and octet == 0x80:
+            raise HeaderError("OBJECT IDENTIFIER arc with a leading zero octet")
+        arc = (arc << 7) | (octet & 0x7F)
+        if arc > limit:
+            raise HeaderError("OBJECT IDENTIFIER arc too large")
+        if octet & 0x80:
+            fresh = False
+            continue
+        arcs.append(arc)
+        arc, fresh, limit = 0, True, MAX_ARC
+    return arcs
 
 
 # -- writing ------------------------------------------------------------------------

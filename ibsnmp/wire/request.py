@@ -7,11 +7,9 @@ GETBULK) and the varbind OIDs. It accepts only what it can answer exactly
 as pysnmp would: GetRequest, GetNextRequest and GetBulkRequest PDUs whose
 every element is whole and fills its container, whose integers fit their
 ASN.1 ranges, whose OIDs keep RFC 2578's limits and whose varbind values
-are NULL. Anything else raises HeaderError: the caller leaves such a
-datagram to pysnmp, which answers or drops it as it always has.
-
-`read_community` gets the community alone, so an unknown community is
-turned away before any varbind is decoded.
+are NULL. It reads through the one strict reader (ibsnmp.wire.header),
+so what it refuses as malformed the prefilter has dropped already; what
+it refuses as another kind of PDU (a SET, a Response) goes to pysnmp.
 """
 
 from __future__ import annotations
@@ -20,23 +18,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .ber import (
-    HeaderError,
-    INT32_MAX,
-    INT32_MIN,
     INTEGER,
-    OBJECT_IDENTIFIER,
     OCTET_STRING,
     SEQUENCE,
+    HeaderError,
     Oid,
     element,
-    expect,
     integer_octets,
     length_octets,
     read_element,
-    read_integer,
-    read_oid,
 )
-from .header import GET, GET_BULK, GET_NEXT, RESPONSE, V1, V2C
+from .header import (
+    GET,
+    GET_BULK,
+    GET_NEXT,
+    RESPONSE,
+    V1,
+    V2C,
+    CommunityMessage,
+    PduHeader,
+    Varbind,
+    read_header,
+    read_pdu,
+)
 
 READS = {V1: frozenset({GET, GET_NEXT}), V2C: frozenset({GET, GET_NEXT, GET_BULK})}
 _NULL = b"\x05\x00"
@@ -57,63 +61,44 @@ class Request:
     oid_elements: tuple[bytes, ...]
 
 
-def read_community(data: bytes) -> tuple[int, bytes, int]:
-    """(version, community, offset of the PDU) of a v1/v2c message."""
-    _, start, end = _message(data)
-    vstart, vend = expect(data, start, end, INTEGER)
-    version = read_integer(data, vstart, vend, V1, V2C)
-    cstart, cend = expect(data, vend, end, OCTET_STRING)
-    return version, data[cstart:cend], cend
-
-
-def _message(data: bytes) -> tuple[int, int, int]:
-    tag, start, end = read_element(data, 0, len(data))
-    if tag != SEQUENCE or end != len(data):
-        raise HeaderError("not one whole SEQUENCE")
-    return tag, start, end
-
-
 def decode_request(data: bytes) -> Request:
     """The read request in `data`; HeaderError if it is not one (see the module)."""
-    version, community, pos = read_community(data)
-    return decode_pdu(data, pos, len(data), version, community)
+    message = read_header(data)
+    if not isinstance(message, CommunityMessage):
+        raise HeaderError("not an SNMPv1 or SNMPv2c message")
+    return request_of(data, message.pdu, message.pdu.read_varbinds(data), message.version,
+                      message.community)
 
 
 def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes = b"") -> Request:
     """The read request PDU from `pos` to `end` (an SNMPv3 scoped PDU's too: V2C)."""
-    pdu_type, start, pdu_end = read_element(data, pos, end)
-    if pdu_type not in READS[version]:
-        raise HeaderError(f"not a read request: PDU type 0x{pdu_type:02x}")
-    if pdu_end != end:
-        raise HeaderError("octets after the PDU")
-    rstart, rend = expect(data, start, pdu_end, INTEGER)
-    request_id = read_integer(data, rstart, rend, INT32_MIN, INT32_MAX)
-    fstart, fend = expect(data, rend, pdu_end, INTEGER)
-    sstart, send = expect(data, fend, pdu_end, INTEGER)
-    if pdu_type == GET_BULK:
-        non_repeaters = max(read_integer(data, fstart, fend, INT32_MIN, INT32_MAX), 0)
-        max_repetitions = max(read_integer(data, sstart, send, INT32_MIN, INT32_MAX), 0)
+    pdu = read_pdu(data, pos, end, version)
+    return request_of(data, pdu, pdu.read_varbinds(data), version, community)
+
+
+def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], version: int,
+               community: bytes) -> Request:
+    """The read request of a PDU the strict reader (ibsnmp.wire.header) has read whole."""
+    if pdu.tag not in READS[version] or pdu.request_id is None:
+        raise HeaderError(f"not a read request: PDU type 0x{pdu.tag:02x}")
+    request_id = int.from_bytes(data[pdu.request_id.start:pdu.request_id.end], "big", signed=True)
+    # The two integers after the request-id, already read within their ranges.
+    _, fstart, fend = read_element(data, pdu.request_id.end, pdu.varbinds.head)
+    _, sstart, send = read_element(data, fend, pdu.varbinds.head)
+    first = int.from_bytes(data[fstart:fend], "big", signed=True)
+    second = int.from_bytes(data[sstart:send], "big", signed=True)
+    if pdu.tag == GET_BULK:
+        non_repeaters, max_repetitions = max(first, 0), max(second, 0)
+    elif first or second:
+        raise HeaderError("a request's error fields are not zero")  # they mean nothing
     else:
-        # A request's error fields mean nothing; answer only the plain zeros.
-        read_integer(data, fstart, fend, 0, 0)
-        read_integer(data, sstart, send, 0, 0)
         non_repeaters = max_repetitions = 0
-    lstart, lend = expect(data, send, pdu_end, SEQUENCE)
-    if lend != pdu_end:
-        raise HeaderError("octets after the varbind list")
-    oids: list[Oid] = []
-    elements: list[bytes] = []
-    pos = lstart
-    while pos < lend:
-        bstart, bend = expect(data, pos, lend, SEQUENCE)
-        ostart, oend = expect(data, bstart, bend, OBJECT_IDENTIFIER)
-        oids.append(read_oid(data, ostart, oend))
-        elements.append(data[bstart:oend])
-        if data[oend:bend] != _NULL:
+    for found in varbinds:
+        if data[found.oid_end:found.value_end] != _NULL:
             raise HeaderError("a varbind value is not NULL")
-        pos = bend
-    return Request(version, community, pdu_type, request_id, non_repeaters, max_repetitions,
-                   tuple(oids), tuple(elements))
+    return Request(version, community, pdu.tag, request_id, non_repeaters, max_repetitions,
+                   tuple(found.oid for found in varbinds),
+                   tuple(data[found.start:found.oid_end] for found in varbinds))
 
 
 # -- the response -------------------------------------------------------------------
