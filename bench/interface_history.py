@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""ibsnmp benchmark: what InterfaceHistory.observe() costs per snapshot swap.
+"""ibsnmp benchmark: what the swap listeners (InterfaceHistory.observe() and
+the linkDown/linkUp watch) cost per snapshot swap.
 
     .venv/bin/python bench/interface_history.py            # 200 swaps a case
     .venv/bin/python bench/interface_history.py --quick    # 40
@@ -10,7 +11,9 @@ aggregator holds them (the simulated PortCountersExtended of each port).
 Timed (medians of the swaps):
 
 - one node changed: an aggregator rebuild after one node's state message
-  (the node and its ports are new objects, the other 10,025 are shared);
+  (the node and its ports are new objects, the other 10,025 are shared),
+  compared whole (a swap that does not say what changed) and as the
+  aggregator's swap says it (the one node's GUID), for both listeners;
 - one switch changed: the same for a 157-port leaf;
 - every node changed: a live poll, which rebuilds every port;
 - the same snapshot again: nothing to compare;
@@ -34,6 +37,7 @@ from ibsnmp.fabric.counters import extended_counters
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.model import Fabric, Node
+from ibsnmp.traps.link_events import PortStatusWatch
 
 SPEC = "fat-tree:spines=18,leaves=72,hosts=138"
 
@@ -47,20 +51,25 @@ def with_nodes(fabric: Fabric, nodes: dict[int, Node]) -> Fabric:
     return dataclasses.replace(fabric, nodes=MappingProxyType(dict(nodes)), _cache={})
 
 
-def timed(history: InterfaceHistory, fabric: Fabric, at: float) -> float:
+def timed(history: InterfaceHistory, fabric: Fabric, at: float, changed: set[int] | None = None) -> float:
     started = time.perf_counter()
-    history.observe(fabric, at)
+    history.observe(fabric, at, changed)
     return time.perf_counter() - started
 
 
-def one_changed(history: InterfaceHistory, simulated: Fabric, nodes: dict[int, Node], guids: list[int],
-                swaps: int) -> float:
-    times = []
+def one_changed(history: InterfaceHistory, watch: PortStatusWatch, simulated: Fabric, nodes: dict[int, Node],
+                guids: list[int], swaps: int, named: bool) -> tuple[float, float]:
+    """Median seconds per swap of the history and of the link watch."""
+    times, watch_times = [], []
     for i in range(swaps):
         guid = guids[i % len(guids)]
         nodes[guid] = measured_node(simulated, simulated.nodes[guid], 200.0 + i)
-        times.append(timed(history, with_nodes(simulated, nodes), 200.0 + i))
-    return statistics.median(times)
+        fabric, changed = with_nodes(simulated, nodes), {guid} if named else None
+        times.append(timed(history, fabric, 200.0 + i, changed))
+        started = time.perf_counter()
+        watch.changes(fabric, changed)
+        watch_times.append(time.perf_counter() - started)
+    return statistics.median(times), statistics.median(watch_times)
 
 
 def main() -> None:
@@ -71,12 +80,17 @@ def main() -> None:
     nodes = {guid: measured_node(simulated, node, 100.0) for guid, node in simulated.nodes.items()}
     history = InterfaceHistory()
     history.observe(with_nodes(simulated, nodes), 100.0)
+    watch = PortStatusWatch(with_nodes(simulated, nodes))
     print(f"{len(nodes)} nodes, {len(history)} interfaces")
     hosts = [guid for guid, node in nodes.items() if not node.is_switch]
     leaves = [guid for guid, node in nodes.items() if node.is_switch and len(node.ports) > 100]
-    print(f"one node changed:     {one_changed(history, simulated, nodes, hosts[::37], swaps) * 1e3:8.3f} ms")
-    print(f"one switch changed:   {one_changed(history, simulated, nodes, leaves, swaps // 4) * 1e3:8.3f} ms "
-          f"({len(nodes[leaves[0]].ports)} ports)")
+    print(" " * 50 + "   history  link watch")
+    for what, guids, count in (("one node changed", hosts[::37], swaps),
+                               (f"one switch changed ({len(nodes[leaves[0]].ports)} ports)", leaves, swaps // 4)):
+        for named in (False, True):
+            took, watch_took = one_changed(history, watch, simulated, nodes, guids, count, named)
+            how = "named by the swap" if named else "compared whole"
+            print(f"{what}, {how}:".ljust(50) + f"{took * 1e3:8.3f} ms {watch_took * 1e3:8.3f} ms")
     every = [timed(history, with_nodes(simulated, {g: measured_node(simulated, n, 1000.0 + i)
                                                   for g, n in simulated.nodes.items()}), 1000.0 + i)
              for i in range(3)]

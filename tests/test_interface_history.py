@@ -15,6 +15,7 @@ from ibsnmp.fabric.counters import EXTENDED_NAMES
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, Port, PortRef
+from ibsnmp.providers.base import Swap
 from ibsnmp.providers.simulated import SimulatedProvider
 
 SPEC = "fat-tree:spines=2,leaves=3,hosts=4,ports=2"
@@ -196,15 +197,74 @@ def test_an_equal_but_new_port_object_is_no_change(fabric: Fabric) -> None:
 
 def test_a_failing_swap_listener_stops_neither_the_swap_nor_the_others(caplog: pytest.LogCaptureFixture) -> None:
     provider = SimulatedProvider(SPEC, seed=5)
-    seen: list[Fabric] = []
+    seen: list[Swap] = []
 
-    def broken(fabric: Fabric) -> None:
+    def broken(swap: Swap) -> None:
         raise RuntimeError("a listener's bug")
 
     provider.add_swap_listener(broken)
     provider.add_swap_listener(seen.append)
-    ref = _host_port(provider.snapshot)
-    new, _ = with_port_state(provider.snapshot, ref, PortState.DOWN, at=1.0)
+    old = provider.snapshot
+    ref = _host_port(old)
+    new, _ = with_port_state(old, ref, PortState.DOWN, at=1.0)
     provider._fabric = new
-    assert provider.snapshot is new and seen == [new]
+    assert provider.snapshot is new and seen == [Swap(old, new, None)]
     assert "snapshot listener failed" in caplog.text
+
+
+def _state_of(history: InterfaceHistory, fabric: Fabric) -> tuple[object, ...]:
+    return (history.table_last_change, len(history),
+            [(history.last_change(ref), history.discontinuity(ref)) for ref in _every_ref(fabric)])
+
+
+def test_a_swap_naming_its_changed_nodes_ends_as_the_full_comparison(fabric: Fabric) -> None:
+    ref = _host_port(fabric)
+    peer = fabric.port_at(ref).remote
+    assert peer is not None
+    wide = frozenset(EXTENDED_NAMES)
+    counted = _with_measured(fabric, ref, _measured(500), wide)
+    went_back = _with_measured(counted, ref, _measured(10), wide)
+    down, _ = with_port_state(went_back, ref, PortState.DOWN, at=3.0)
+    without = dataclasses.replace(
+        down, nodes=MappingProxyType({g: n for g, n in down.nodes.items() if g != ref.guid}), _cache={})
+    swaps = [(counted, {ref.guid}), (went_back, {ref.guid}), (down, {ref.guid, peer.guid}),
+             (without, {ref.guid}), (down, {ref.guid})]
+    clock = Clock()
+    full, told = InterfaceHistory(clock), InterfaceHistory(clock)
+    full.observe(fabric, 0.0)
+    told.observe(fabric, 0.0)
+    for step, (snapshot, changed) in enumerate(swaps, start=1):
+        clock.now += 2
+        full.observe(snapshot, 2.0 * step)
+        told.observe(snapshot, 2.0 * step, changed)
+        assert _state_of(told, fabric) == _state_of(full, fabric), f"after swap {step}"
+    assert told.discontinuity(ref) == pytest.approx(10.0) and told.table_last_change == pytest.approx(10.0)
+
+
+def test_a_swap_naming_one_node_looks_at_no_other(fabric: Fabric) -> None:
+    ref = _host_port(fabric)
+    peer = fabric.port_at(ref).remote
+    assert peer is not None
+    down, _ = with_port_state(fabric, ref, PortState.DOWN, at=3.0)
+    assert down.nodes[peer.guid] is not fabric.nodes[peer.guid]  # the switch differs too
+    clock = Clock()
+    history = InterfaceHistory(clock)
+    history.observe(fabric, 0.0)
+    clock.now += 4
+    history.observe(down, 4.0, {ref.guid})
+    assert history.last_change(ref) == pytest.approx(3.0)
+    assert history.last_change(peer) is None  # not named by the swap: not compared
+
+
+def test_a_swap_after_one_not_seen_is_compared_whole(fabric: Fabric) -> None:
+    ref = _host_port(fabric)
+    peer = fabric.port_at(ref).remote
+    assert peer is not None
+    down, _ = with_port_state(fabric, ref, PortState.DOWN, at=3.0)
+    clock = Clock()
+    history = InterfaceHistory(clock)
+    history.observe(fabric, 0.0)
+    clock.now += 4
+    # It says only the host changed since `down`, but the history last saw `fabric`.
+    history.observe_swap(Swap(down, down, frozenset({ref.guid})), 4.0)
+    assert history.last_change(ref) == pytest.approx(3.0) and history.last_change(peer) == pytest.approx(3.0)

@@ -19,10 +19,12 @@ from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import interface_counters
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.assemble import assemble
 from ibsnmp.mqtt.broker import Backoff, BrokerError, BrokerSettings, parse_broker_url, settings_from_args
 from ibsnmp.mqtt.codec import EventRecord, encode_event, encode_state, record_of
+from ibsnmp.providers.base import Swap
 from ibsnmp.providers.mqtt import MqttAggregator
 from ibsnmp.providers.sysfs import SysfsProvider
 from mosquitto import Mosquitto
@@ -150,6 +152,49 @@ def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkey
     send(1120.0, fabric, fabric.nodes[GOOD])
     assert decoded == [1, 1]
     assert aggregator.check(time.monotonic() + 1).nodes[GOOD].description == "renamed"
+
+
+def test_a_rebuild_tells_its_swap_listeners_the_nodes_it_changed() -> None:
+    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=2)
+    aggregator = MqttAggregator(BrokerSettings("127.0.0.1", 1, False, None, client_id="x"), "fab")
+
+    def send(guid: int, payload: bytes) -> None:
+        aggregator.handle(aiomqtt.Message(topics.node_topic("fab", guid, "state"), payload, 1, False, 1, None))
+
+    def state(guid: int, record_time: float) -> bytes:
+        return encode_state(record_of(fabric, fabric.nodes[guid], record_time, record_time, publisher="p"))
+
+    for guid in fabric.nodes:
+        send(guid, state(guid, 1.0))
+    now = time.monotonic() + 1
+    aggregator.check(now)
+    history = InterfaceHistory()
+    history.follow(aggregator)
+    swaps: list[Swap] = []
+    aggregator.add_swap_listener(swaps.append)
+    host = next(g for g, n in fabric.nodes.items() if not n.is_switch)
+    switch = next(g for g, n in fabric.nodes.items() if n.is_switch)
+    send(host, state(host, 2.0))  # counters moved: one node's update
+    now += 1
+    aggregator.check(now)
+    send(switch, b"")  # its retained state cleared: it leaves (the fabric is rebuilt)
+    now += 1
+    aggregator.check(now)
+    assert [swap.changed for swap in swaps] == [{host}, {switch}]
+    first, second = swaps
+    assert first.new.nodes[host] is not first.old.nodes[host]
+    assert all(first.new.nodes[g] is node for g, node in first.old.nodes.items() if g != host)
+    assert switch not in second.new.nodes
+    assert all(second.new.nodes[g] is node for g, node in second.old.nodes.items() if g != switch)
+    # The history followed the named nodes alone and forgot the switch's ports.
+    assert len(history) == len(_history_of(second.new)) < len(_history_of(first.new))
+    assert history.table_last_change is not None
+
+
+def _history_of(fabric: Fabric) -> InterfaceHistory:
+    history = InterfaceHistory()
+    history.observe(fabric, 0.0)
+    return history
 
 
 def test_links_are_checked_from_both_ends() -> None:

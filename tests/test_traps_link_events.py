@@ -34,6 +34,7 @@ from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interfaces import IfOperStatus
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.providers.base import Swap
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.sysfs import SysfsProvider
 from ibsnmp.traps.link_events import (
@@ -107,6 +108,33 @@ def test_a_link_down_and_up_changes_both_ends(fabric: Fabric) -> None:
 
 def watch_changes(before: Fabric, after: Fabric) -> list[LinkChange]:
     return PortStatusWatch(before).changes(after)
+
+
+def test_a_swap_naming_its_changed_nodes_finds_what_the_full_comparison_finds(fabric: Fabric) -> None:
+    leaf_port, host_port = leaf_to_host(fabric)
+    down, _ = with_port_state(fabric, leaf_port.ref, PortState.DOWN, at=10.0)
+    told = PortStatusWatch(fabric).changes(down, {leaf_port.node_guid, host_port.node_guid})
+    assert _described(told) == _described(watch_changes(fabric, down)) and len(told) == 2
+
+
+def test_a_swap_naming_one_node_looks_at_no_other(fabric: Fabric) -> None:
+    leaf_port, host_port = leaf_to_host(fabric)
+    down, _ = with_port_state(fabric, leaf_port.ref, PortState.DOWN, at=10.0)
+    assert down.nodes[host_port.node_guid] is not fabric.nodes[host_port.node_guid]  # the host differs too
+    changes = PortStatusWatch(fabric).changes(down, {leaf_port.node_guid})
+    assert [(c.node_guid, c.port.num) for c in changes] == [(leaf_port.node_guid, leaf_port.num)]
+
+
+def test_a_swap_after_one_not_seen_is_compared_whole(fabric: Fabric) -> None:
+    leaf_port, _ = leaf_to_host(fabric)
+    down, _ = with_port_state(fabric, leaf_port.ref, PortState.DOWN, at=10.0)
+    # It names the leaf alone since `down`, but the watch last saw `fabric`.
+    changes = PortStatusWatch(fabric).changes_at(Swap(down, down, frozenset({leaf_port.node_guid})))
+    assert len(changes) == 2
+
+
+def _described(changes: list[LinkChange]) -> set[tuple[object, ...]]:
+    return {(c.node_guid, c.port.num, c.before, c.after, c.if_index) for c in changes}
 
 
 def test_rfc_2863_rule_on_dormant(fabric: Fabric) -> None:

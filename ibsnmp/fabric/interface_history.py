@@ -8,9 +8,11 @@ Times are seconds since the history started (the agent's start, sysUpTime
 0); None means nothing happened since then (the MIB's zero).
 
 Comparing must stay cheap: a live poll swaps a snapshot every few seconds
-and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A node
-whose object is the one seen before is skipped, and within a changed node
-a port whose object is unchanged; only measured counters are compared
+and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A swap
+that names the nodes it changed (providers.base.Swap) is compared on those
+alone; otherwise a node whose object is the one seen before is skipped.
+Within a changed node a port whose object is unchanged is skipped; only
+measured counters are compared
 (the simulated ones never go backwards except by a clear, which the
 snapshot's port history dates exactly, as it dates the scenario's link
 changes).  Memory holds the nodes of the last snapshot and nothing of the
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from typing import NamedTuple, Protocol
+
+from ibsnmp.providers.base import Swap, nodes_to_compare
 
 from .counters import interface_counts_of
 from .interfaces import IfOperStatus, interface_ports, oper_status
@@ -49,7 +53,7 @@ class SwappingProvider(Protocol):
 
     def elapsed(self) -> float: ...
 
-    def add_swap_listener(self, listener: Callable[[Fabric], None]) -> None: ...
+    def add_swap_listener(self, listener: Callable[[Swap], None]) -> None: ...
 
 
 class InterfaceHistory:
@@ -95,36 +99,48 @@ class InterfaceHistory:
 
     def follow(self, provider: SwappingProvider) -> None:
         """Observe `provider`'s snapshot now and every one it swaps in."""
-        provider.add_swap_listener(lambda fabric: self.observe(fabric, provider.elapsed()))
         self.observe(provider.snapshot, provider.elapsed())
+        provider.add_swap_listener(lambda swap: self.observe_swap(swap, provider.elapsed()))
 
-    def observe(self, fabric: Fabric, elapsed: float) -> None:
+    def observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None = None) -> None:
         """A new snapshot, whose counters are read at `elapsed` seconds
-        after the provider's epoch (which dates its port history)."""
+        after the provider's epoch (which dates its port history);
+        `changed`: the GUIDs of the only nodes that may differ from the
+        snapshot observed before (None: any)."""
         with self._lock:
-            now = self._clock() - self._start
-            baseline = self._node_map is None
-            dated = self._dated_events(fabric, now - elapsed, baseline)
-            if fabric.nodes is not self._node_map:
-                self._compare_nodes(fabric, now, baseline, dated)
-                self._node_map = fabric.nodes
+            self._observe(fabric, elapsed, changed)
 
-    def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float]) -> None:
+    def observe_swap(self, swap: Swap, elapsed: float) -> None:
+        """A provider's swap: only its changed nodes are compared, if the
+        snapshot it replaces is the one observed last."""
+        with self._lock:
+            self._observe(swap.new, elapsed, swap.changed_since(self._node_map))
+
+    def _observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None) -> None:
+        now = self._clock() - self._start
+        baseline = self._node_map is None
+        dated = self._dated_events(fabric, now - elapsed, baseline)
+        if fabric.nodes is not self._node_map:
+            self._compare_nodes(fabric, now, baseline, dated, None if baseline else changed)
+            self._node_map = fabric.nodes
+
+    def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float],
+                       changed: Set[int] | None) -> None:
         seen, objects = self._nodes, self._objects
         nodes = fabric.nodes
-        last = objects.get
-        for guid in [guid for guid, node in nodes.items() if last(guid) is not node]:
+        fresh, gone = nodes_to_compare(nodes, objects, changed)
+        for guid in fresh:
             node = objects[guid] = nodes[guid]
             before = seen.get(guid)
             if before is None:
                 seen[guid] = self._first_sight(node, None if baseline else now)
             else:
                 seen[guid] = self._compare_node(guid, before, node, now, dated)
-        if len(seen) > len(nodes):  # every node of `nodes` is in `seen`: the rest left
-            for guid in [guid for guid in seen if guid not in nodes]:
-                del objects[guid]
-                for num in seen.pop(guid):
-                    self._forget(PortRef(guid, num))
+        for guid in gone:
+            del objects[guid]
+            for num in seen.pop(guid):
+                self._forget(PortRef(guid, num))
+        if gone:
             self._table_changed = now
 
     def _first_sight(self, node: Node, now: float | None) -> dict[int, _PortSeen]:

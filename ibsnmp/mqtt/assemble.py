@@ -23,7 +23,7 @@ from ibsnmp.fabric.model import Fabric, Link, Node, PortRef, SmConfig, SmInfo
 
 from .codec import NodeRecord
 
-__all__ = ["LinkMismatch", "Assembly", "assemble"]
+__all__ = ["LinkMismatch", "Assembly", "Built", "assemble"]
 
 
 class LinkMismatch(NamedTuple):
@@ -32,6 +32,17 @@ class LinkMismatch(NamedTuple):
     end: PortRef
     peer: PortRef
     peer_says: PortRef | None
+
+
+class Built(NamedTuple):
+    """A snapshot the Assembly made: `changed` holds the GUIDs of the nodes
+    put or removed since the one before (every other node is the same
+    object in both), `mismatches` the disagreeing link ends if the fabric
+    was rebuilt."""
+
+    fabric: Fabric
+    mismatches: tuple[LinkMismatch, ...]
+    changed: frozenset[int]
 
 
 def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tuple[LinkMismatch, ...]]:
@@ -109,7 +120,8 @@ class Assembly:
         self._shapes: dict[int, tuple[object, ...]] = {}
         self._sm_nodes: set[int] = set()
         self._reshaped = True
-        self._changed: set[int] = set()
+        self._changed: set[int] = set()  # put since the last build
+        self._removed: set[int] = set()  # removed since the last build
         self.fabric, _ = assemble({}, spec)
 
     def __contains__(self, guid: int) -> bool:
@@ -135,10 +147,10 @@ class Assembly:
         if self._records.pop(guid, None) is not None:
             del self._shapes[guid]
             self._reshaped = True
+            self._removed.add(guid)
 
-    def build(self) -> tuple[Fabric, tuple[LinkMismatch, ...]]:
-        """The snapshot of what was put and removed (and the disagreeing
-        link ends if the fabric was rebuilt)."""
+    def build(self) -> Built:
+        """The snapshot of what was put and removed."""
         mismatches: tuple[LinkMismatch, ...] = ()
         if self._reshaped:
             self.fabric, mismatches = assemble(self._records, self.spec)
@@ -156,6 +168,9 @@ class Assembly:
                                  old.sm_config, old.partitions, old.multicast_groups, old.services,
                                  old.connections, old.local_node_guid, spec=self.spec,
                                  computes_routes=False)
+        # A rebuild too takes each node from its record: one not put is the object it was.
+        changed = frozenset(self._changed | self._removed)
         self._reshaped = False
         self._changed.clear()
-        return self.fabric, mismatches
+        self._removed.clear()
+        return Built(self.fabric, mismatches, changed)

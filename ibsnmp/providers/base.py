@@ -6,14 +6,48 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Set
+from typing import NamedTuple, Protocol
 
 from ibsnmp.events import TrapEvent
-from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.model import Fabric, Node
+
+
+class Swap(NamedTuple):
+    """One snapshot replacing another. `changed`: the GUIDs of the nodes
+    the swap added, removed or replaced (each other node is the same
+    object in both); None when the provider cannot tell (any may differ).
+    It lets a listener's cost follow the change, not the fabric."""
+
+    old: Fabric
+    new: Fabric
+    changed: Set[int] | None
+
+    def changed_since(self, seen: Mapping[int, Node] | None) -> Set[int] | None:
+        """What a listener that last saw the node map `seen` must look at:
+        `changed` if that is the old snapshot's, else None (everything)."""
+        return self.changed if seen is self.old.nodes else None
+
+
+def nodes_to_compare(nodes: Mapping[int, Node], seen: Mapping[int, Node],
+                     changed: Set[int] | None) -> tuple[list[int], list[int]]:
+    """GUIDs whose node in `nodes` is not the object in `seen` (new or
+    replaced), and GUIDs of `seen` that are gone from `nodes`; only those
+    in `changed` are looked at (all when None)."""
+    last = seen.get
+    if changed is not None:
+        present = [guid for guid in changed if guid in nodes]
+        gone = [guid for guid in changed if guid not in nodes and guid in seen]
+        return [guid for guid in present if last(guid) is not nodes[guid]], gone
+    fresh = [guid for guid, node in nodes.items() if last(guid) is not node]
+    arrived = sum(1 for guid in fresh if guid not in seen)
+    # Every GUID of `nodes` is seen or has arrived: more seen than that means some left.
+    gone = [guid for guid in seen if guid not in nodes] if len(seen) + arrived > len(nodes) else []
+    return fresh, gone
+
 
 EventListener = Callable[[TrapEvent], None]
-SwapListener = Callable[[Fabric], None]
+SwapListener = Callable[[Swap], None]
 
 log = logging.getLogger("ibsnmp.providers")
 
@@ -42,7 +76,8 @@ class ProviderCore:
     """What the providers share: the snapshot served now, the epoch that
     elapsed time counts from, and the listeners events go to. A subclass
     sets `_fabric` before it is read and swaps it with one assignment,
-    which tells the swap listeners (add_swap_listener)."""
+    which tells the swap listeners (add_swap_listener) that any node may
+    have changed; `_swap_in` tells them which did."""
 
     _served: Fabric
     _swap_listeners: tuple[SwapListener, ...] = ()
@@ -57,10 +92,19 @@ class ProviderCore:
 
     @_fabric.setter
     def _fabric(self, fabric: Fabric) -> None:
+        self._swap_in(fabric, None)
+
+    def _swap_in(self, fabric: Fabric, changed: Set[int] | None) -> None:
+        """Serve `fabric`; `changed`: the GUIDs of the nodes added, removed
+        or replaced since the snapshot served before (None: unknown)."""
+        old = getattr(self, "_served", None)
         self._served = fabric
+        if old is None:  # the first snapshot: nobody has seen one before
+            return
+        swap = Swap(old, fabric, changed)
         for listener in self._swap_listeners:
             try:
-                listener(fabric)
+                listener(swap)
             except Exception:  # a listener's bug must not stop the provider
                 log.exception("snapshot listener failed")
 
@@ -69,8 +113,9 @@ class ProviderCore:
         return self._served
 
     def add_swap_listener(self, listener: SwapListener) -> None:
-        """Call `listener` with every snapshot swapped in from now on
-        (synchronously, from whatever swaps it: keep it quick)."""
+        """Call `listener` with every swap of the snapshot from now on
+        (synchronously, from whatever swaps it: keep it quick, and look
+        only at `swap.changed` when it is known)."""
         self._swap_listeners = (*self._swap_listeners, listener)
 
     @property

@@ -294,8 +294,8 @@ class MqttAggregator(ProviderCore):
 
     def _rebuild(self) -> None:
         started = time.perf_counter()
-        fabric, mismatches = self._assembly.build()
-        self._fabric = fabric
+        fabric, mismatches, changed = self._assembly.build()
+        self._swap_in(fabric, changed)  # one node's update: its listeners look at that node alone
         # Said once the snapshot shows it: a line read means served (or not).
         news, self._news = self._news, []
         for level, text in news:

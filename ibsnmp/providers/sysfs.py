@@ -409,7 +409,9 @@ class SysfsProvider(ProviderCore):
             return ()
         old, old_names = self._fabric, self._names
         events = changes(old, fabric, {**old_names, **names})
-        self._fabric, self._names, self._readings = fabric, names, readings
+        self._names, self._readings = names, readings
+        # Every node read is built anew: the swap changes the host's own nodes, all of them.
+        self._swap_in(fabric, old.nodes.keys() | fabric.nodes.keys())
         crossings = self._watcher.poll(fabric, self.elapsed())
         events += tuple(c.event(fabric) for c in crossings)
         for event in events:

@@ -17,13 +17,15 @@ ifOperStatus.<n>. n is the port number in a node's own context; the local
 node's notifications speak in the default context, where a host with
 several CAs numbers them all (fabric.interfaces.context_interfaces).
 
-Comparing stays cheap: a node whose object is the one seen before is
-skipped, and within a changed node a port whose object is unchanged.
+Comparing stays cheap: a swap that names the nodes it changed
+(providers.base.Swap) is compared on those alone; otherwise a node whose
+object is the one seen before is skipped. Within a changed node a port
+whose object is unchanged is skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from functools import cache
 from typing import NamedTuple
 
@@ -37,6 +39,7 @@ from ibsnmp.fabric.interfaces import (
 )
 from ibsnmp.fabric.model import Fabric, Node, Port
 from ibsnmp.mib.loader import definitions
+from ibsnmp.providers.base import Swap, nodes_to_compare
 
 from .mapping import Notification, NotificationSpec, Oid
 
@@ -91,9 +94,7 @@ def link_notification(change: LinkChange) -> Notification | None:
     return Notification(spec, change.node_guid, varbinds)
 
 
-class _NodeSeen(NamedTuple):
-    node: Node
-    ports: dict[int, tuple[Port, IfOperStatus]]
+_PortsSeen = dict[int, tuple[Port, IfOperStatus]]  # port number -> the port and its status
 
 
 class PortStatusWatch:
@@ -101,39 +102,44 @@ class PortStatusWatch:
     `changes(fabric)` tells which ports changed since and remembers `fabric`."""
 
     def __init__(self, fabric: Fabric) -> None:
-        self._nodes: dict[int, _NodeSeen] = {guid: _seen(node)
-                                             for guid, node in fabric.nodes.items()}
+        self._objects: dict[int, Node] = dict(fabric.nodes)  # node GUID -> the Node object last compared
+        self._ports: dict[int, _PortsSeen] = {guid: _seen(node) for guid, node in fabric.nodes.items()}
         self._node_map: Mapping[int, Node] = fabric.nodes
 
-    def changes(self, fabric: Fabric) -> list[LinkChange]:
+    def changes(self, fabric: Fabric, changed: Set[int] | None = None) -> list[LinkChange]:
+        """`changed`: the GUIDs of the only nodes that may differ from the
+        last snapshot (None: any)."""
         if fabric.nodes is self._node_map:
             return []
         self._node_map = fabric.nodes
         found: list[LinkChange] = []
-        seen = self._nodes
-        for guid, node in fabric.nodes.items():
-            before = seen.get(guid)
-            if before is None or before.node is not node:
-                now = seen[guid] = _seen(node)
-                if before is not None:
-                    found.extend(_port_changes(fabric, before, now))
-        if len(seen) > len(fabric.nodes):
-            for guid in [guid for guid in seen if guid not in fabric.nodes]:
-                del seen[guid]
+        objects, ports = self._objects, self._ports
+        fresh, gone = nodes_to_compare(fabric.nodes, objects, changed)
+        for guid in fresh:
+            node = objects[guid] = fabric.nodes[guid]
+            before = ports.get(guid)
+            now = ports[guid] = _seen(node)
+            if before is not None:
+                found.extend(_port_changes(fabric, node, before, now))
+        for guid in gone:
+            del objects[guid], ports[guid]
         return found
 
+    def changes_at(self, swap: Swap) -> list[LinkChange]:
+        """The changes of a provider's swap: only its changed nodes are
+        compared, if the snapshot it replaces is the one seen last."""
+        return self.changes(swap.new, swap.changed_since(self._node_map))
 
-def _seen(node: Node) -> _NodeSeen:
-    return _NodeSeen(node, {port.num: (port, oper_status(port))
-                            for port in interface_ports(node)})
+
+def _seen(node: Node) -> _PortsSeen:
+    return {port.num: (port, oper_status(port)) for port in interface_ports(node)}
 
 
-def _port_changes(fabric: Fabric, before: _NodeSeen, now: _NodeSeen) -> Iterator[LinkChange]:
-    for num, (port, status) in now.ports.items():
-        old = before.ports.get(num)
+def _port_changes(fabric: Fabric, node: Node, before: _PortsSeen, now: _PortsSeen) -> Iterator[LinkChange]:
+    for num, (port, status) in now.items():
+        old = before.get(num)
         if old is not None and old[0] is not port and old[1] is not status:
-            yield LinkChange(now.node.guid, port, old[1], status,
-                             notification_if_index(fabric, now.node, num))
+            yield LinkChange(node.guid, port, old[1], status, notification_if_index(fabric, node, num))
 
 
 def notification_if_index(fabric: Fabric, node: Node, port_num: int) -> int:

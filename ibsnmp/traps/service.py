@@ -20,8 +20,7 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.agent.config import TrapTarget
 from ibsnmp.events import TrapEvent
-from ibsnmp.fabric.model import Fabric
-from ibsnmp.providers.base import Provider
+from ibsnmp.providers.base import Provider, Swap
 
 from .link_events import PortStatusWatch, link_notification
 from .mapping import Notification
@@ -53,7 +52,7 @@ class NotificationService:
         if self.originator is not None:
             self.originator.notify(event)
 
-    def _compare_links(self, fabric: Fabric) -> None:
+    def _compare_links(self, swap: Swap) -> None:
         """A swapped-in snapshot: its link changes are found now and sent
         after the IBA traps the provider emits for the same change (a
         provider swaps, then emits): once its current step is done, or at
@@ -62,7 +61,7 @@ class NotificationService:
         if links is None or loop is None:
             return
         self._send_pending()
-        found = [n for n in map(link_notification, links.changes(fabric)) if n is not None]
+        found = [n for n in map(link_notification, links.changes_at(swap)) if n is not None]
         if found:
             with self._pending_lock:
                 self._pending.extend(found)
