@@ -9,17 +9,25 @@ and what SETs configured, as net-snmp's snmpd keeps both in /var/lib/snmp:
 - else `$XDG_STATE_HOME/ibsnmp` (`~/.local/state/ibsnmp` by default).
 
 The directory is created with mode 0700: the files in it decide replay
-protection (snmpEngineBoots) and the agent's configuration.
+protection (snmpEngineBoots) and the agent's configuration. Temporaries a
+killed agent left while replacing one of them are removed at start.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ibsnmp.atomicfile import remove_stale_temporaries
+
+log = logging.getLogger("ibsnmp.statedir")
+
 SYSTEM_STATE_DIR = Path("/var/lib/ibsnmp")
 APP_NAME = "ibsnmp"
+# The files the agent keeps here: ibsnmp-engine.json, ibsnmp-state.json.
+STATE_FILES = r"ibsnmp-[a-z]+\.json"
 
 
 class StateDirError(Exception):
@@ -56,4 +64,11 @@ def prepare_state_dir(path: Path) -> Path:
         raise StateDirError(f"{path}: not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
         raise StateDirError(f"{path}: not writable")
+    try:
+        removed = remove_stale_temporaries(path, STATE_FILES)
+    except OSError as exc:
+        raise StateDirError(f"{path}: cannot list: {exc.strerror or exc}") from None
+    if removed:
+        log.info("removed %d temporary file(s) an interrupted write left in %s: %s",
+                 len(removed), path, ", ".join(p.name for p in removed))
     return path

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from ibsnmp.agent.engine_state import (
     next_engine_state,
     start_engine,
 )
+from ibsnmp.sa.store import STATE_FILE_NAME
 from ibsnmp.statedir import StateDirError, default_state_dir, prepare_state_dir
 
 SNMP_ENGINE_BOOTS = ".1.3.6.1.6.3.10.2.1.2.0"
@@ -69,6 +71,34 @@ def test_state_dir_is_created_private_and_must_be_usable(tmp_path: Path) -> None
         prepare_state_dir(blocker / "state")
     with pytest.raises(StateDirError, match="not a directory"):
         prepare_state_dir(blocker)
+
+
+def test_a_start_removes_the_temporaries_a_killed_agent_left(tmp_path: Path) -> None:
+    """`kill -9` between writing `.NAME.XXXXXXXX.tmp` and renaming it over NAME
+    leaves it behind; the next start removes those, and nothing else."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    stale = []
+    for name in (STATE_FILE_NAME, ENGINE_FILE_NAME):
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=state)
+        os.close(fd)
+        stale.append(Path(temporary).name)
+    lookalikes = [f".{STATE_FILE_NAME}.tmp", f"{STATE_FILE_NAME}.abcd_123.tmp",
+                  f".{STATE_FILE_NAME}.abcd_1234.tmp", ".other.json.abcd_123.tmp",
+                  f".{STATE_FILE_NAME}.ABCD_123.tmp"]
+    an_hour_ago = time.time() - 3600
+    for name in stale + lookalikes:
+        (state / name).touch()
+        os.utime(state / name, (an_hour_ago, an_hour_ago))
+    # Named as ours but newer than the agent: another process may be writing it.
+    writing = state / f".{STATE_FILE_NAME}.wxyz_789.tmp"
+    writing.touch()
+    os.utime(writing, (time.time() + 3600, time.time() + 3600))
+    with ibsnmp_agent("--state-dir", str(state), fabric="single") as agent:
+        assert "removed 2 temporary file(s) an interrupted write left" in agent.banner
+    left = {path.name for path in state.iterdir()}
+    assert not left & set(stale)
+    assert left >= {*lookalikes, writing.name, ENGINE_FILE_NAME}
 
 
 # -- the engine file ----------------------------------------------------------------------
