@@ -30,6 +30,7 @@ from ibsnmp.agent.prefilter import (
 )
 from ibsnmp.agent.ratelimit import SourceRateLimiter
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS, bind_all
+from ibsnmp.wire.ber import element as tlv
 
 LISTEN = udp.DOMAIN_NAME + (1,)
 LISTEN6 = udp6.DOMAIN_NAME + (2,)
@@ -137,6 +138,19 @@ def test_over_the_varbind_limit() -> None:
     assert check(LISTEN, LOCAL, v3_plaintext_get(b"alice", 3)) is None
     assert check(LISTEN, LOCAL, v3_plaintext_get(b"alice", 4)) == Verdict((SILENT_DROP,))
     assert check(LISTEN, LOCAL, v3_plaintext_get(b"mallory", 4)) == Verdict((UNKNOWN_USER,))
+
+
+def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
+    check = prefilter(max_varbinds=3).check
+    values = [api_v2c.Null()] * 3 + [api_v2c.Integer(1)]
+    # Well formed, but not every value NULL: not read whole, so not answered.
+    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, values=values)) \
+        == Verdict((SILENT_DROP,))
+    # A NULL of indefinite length among the first four: a parse error, as under the limit.
+    varbinds = bytes.fromhex("3005 06012b 0500") * 3 + bytes.fromhex("3007 06012b 05800000")
+    pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)
+    bad = tlv(0x30, tlv(0x02, b"\x01") + tlv(0x04, b"public") + tlv(0xA0, pdu))
+    assert check(LISTEN, LOCAL, bad) == Verdict((PARSE_ERROR,))
 
 
 def test_rate_limit_drops_the_excess_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:

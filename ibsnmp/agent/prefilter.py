@@ -166,9 +166,10 @@ class Prefilter:
             return Verdict((NO_HANDLER,))
         if len(message.pdu.read_varbinds(data, self._max_varbinds)) <= self._max_varbinds:
             return None
-        if not message.pdu.is_null_list(data):
-            return Verdict((SILENT_DROP,))  # not read whole: answered by nothing
-        reply = too_big_response(data, message)
+        try:
+            reply = too_big_response(data, message)
+        except HeaderError:  # not all { OID, NULL }: not read whole, answered by nothing
+            return Verdict((SILENT_DROP,))
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
             return Verdict((SILENT_DROP,))
         return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)

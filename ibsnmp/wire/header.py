@@ -157,7 +157,7 @@ class PduHeader:
     def is_null_list(self, data: bytes) -> bool:
         """Whether the list is whole and every varbind `{ OID, NULL }` in short
         form, each OID within RFC 2578's limits: what a manager's large GET
-        holds, checked in C by two regular expressions (0.3 ms for 64 KB,
+        holds, checked in C by two regular expressions (under 1 ms for 64 KB,
         where reading it varbind by varbind takes 10 ms).
         """
         start, end = self.varbinds.start, self.varbinds.end
@@ -173,9 +173,11 @@ _NULL_VARBINDS = re.compile(rb"(?:" + rb"|".join(
     % (n - 1) for n in range(1, 124)) + rb")*+")
 # In such a list every octet outside the OIDs is under 0x80, so a sub-identifier
 # starts after any such octet. Refused: one starting with 0x80 (not minimal),
-# one of six octets or more, one of five whose first octet adds more than four
-# bits (over 2^32-1; the first sub-identifier's 2^32..2^32+79 are refused too).
-_BAD_ARC = re.compile(rb"[\x00-\x7f]\x80|[\x80-\xff]{5}|[\x00-\x7f][\x90-\xff][\x80-\xff]{3}")
+# one of five octets whose first adds more than four bits (over 2^32-1; the
+# first sub-identifier's 2^32..2^32+79 are refused too), one of six or more.
+# Written to start at an octet of 0x80 or more: the search skips the others in C.
+_BAD_ARC = re.compile(rb"[\x80-\xff](?:(?<=[\x00-\x7f]\x80)|(?<=[\x00-\x7f][\x90-\xff])"
+                      rb"[\x80-\xff]{3}|[\x80-\xff]{4})")
 
 
 def read_pdu(data: bytes, pos: int, limit: int, version: int) -> PduHeader:

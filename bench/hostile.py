@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""ibsnmp benchmark: the agent's CPU per hostile packet, beside a wrong-community GET.
+
+    .venv/bin/python bench/hostile.py            # about a minute on 2 cores
+    .venv/bin/python bench/hostile.py --rounds 50
+
+Every packet of the attack's findings (tests/test_hostile_packets.py) and
+64 KB worst cases are sent to one `ibsnmp run` on 127.0.0.1, in rounds of
+a few packets followed by one GET of sysDescr.0 (answered once the agent
+has handled the packets before it, so the socket buffer never overflows).
+CPU is user + system time from /proc/<pid>/stat, minus the same GETs
+alone, divided by the packets the agent counted (the counter each kind
+moves), so a datagram the kernel dropped is not counted as cheap. The
+reference is a v2c GET with a wrong community, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from common import (  # noqa: E402
+    LOCALHOST,
+    Processes,
+    SnmpClient,
+    cpu_seconds,
+    parse_oid,
+    start_ibsnmp,
+    wait_until_answers,
+)
+from oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
+from test_hostile_packets import MALFORMED, READ, VARBIND, WRITE, oid_varbind, request  # noqa: E402
+
+FABRIC = "fat-tree:spines=2,leaves=2,hosts=2"
+SYS_DESCR = parse_oid("1.3.6.1.2.1.1.1.0")
+COUNTERS = {
+    "parse error": parse_oid("1.3.6.1.2.1.11.6.0"),  # snmpInASNParseErrs
+    "bad community": parse_oid("1.3.6.1.2.1.11.4.0"),  # snmpInBadCommunityNames
+    "tooBig": parse_oid("1.3.6.1.2.1.11.20.0"),  # snmpOutTooBigs
+    "answered": parse_oid("1.3.6.1.2.1.11.28.0"),  # snmpOutGetResponses
+    "unknown user": parse_oid("1.3.6.1.6.3.15.1.1.3.0"),  # usmStatsUnknownUserNames
+    "silent drop": parse_oid("1.3.6.1.2.1.11.31.0"),  # snmpSilentDrops
+}
+BUDGET_MS = 1.0
+MAX_DATAGRAM = 65507  # the largest UDP/IPv4 payload
+LARGE = 10_000  # octets: rounds of such packets hold two, small ones twenty
+# The longest OID RFC 2578 allows that the reader still accepts: 128 arcs, 5 octets each.
+LONGEST_OID = (1, 3) + (2**32 - 1,) * 126
+
+
+def worst_cases() -> dict[str, tuple[bytes, str]]:
+    """64 KB packets that cost the most to read whole, and what each moves."""
+    # Its last value, an INTEGER 2^31, is bad; over the varbind limit and not all
+    # { OID, NULL }, it is dropped without being read varbind by varbind.
+    last_bad = request(VARBIND * (FLOOD_VARBINDS - 2)
+                       + bytes.fromhex("3008 06012b 02050080000000"))
+    longest = oid_varbind(LONGEST_OID)
+    fitting = (MAX_DATAGRAM - 40) // len(longest)
+    return {
+        "v2c GET wrong community (reference)": (oversized_get(b"wrong", 1), "bad community"),
+        "64 KB wrong community": (oversized_get(b"wrong"), "bad community"),
+        "64 KB 9,142 varbinds, tooBig": (oversized_get(READ), "tooBig"),
+        "64 KB, last value bad": (last_bad, "silent drop"),
+        f"64 KB {fitting} longest OIDs, answered": (request(longest * fitting), "answered"),
+        "64 KB v3 plaintext, unknown user": (
+            v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown user"),
+    }
+
+
+def issue_packets() -> dict[str, tuple[bytes, str]]:
+    return {f"issue: {name}": (packet, "parse error") for name, packet in MALFORMED.items()}
+
+
+def counted(client: SnmpClient, counter: str) -> int:
+    return int(client.request("get", [COUNTERS[counter]])[0][2] or 0)
+
+
+def cpu_per_packet(pid: int, port: int, packet: bytes, counter: str,
+                   rounds: int) -> tuple[float, int, int]:
+    """(CPU seconds per packet, packets the agent counted, packets sent)."""
+    burst = 2 if len(packet) > LARGE else 20
+    with SnmpClient(port, timeout=10.0, retries=0) as client, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        start = cpu_seconds(pid)
+        for _ in range(rounds):
+            client.request("get", [SYS_DESCR])
+        gets_alone = cpu_seconds(pid) - start
+        before = counted(client, counter)
+        start = cpu_seconds(pid)
+        for _ in range(rounds):
+            for _ in range(burst):
+                sender.sendto(packet, (LOCALHOST, port))
+            client.request("get", [SYS_DESCR])
+        spent = cpu_seconds(pid) - start
+        after = counted(client, counter)
+    moved = after - before
+    if counter == "answered":
+        moved -= rounds + 1  # the probe GETs and the counter GET are answered too
+    return max(0.0, spent - gets_alone) / max(moved, 1), moved, rounds * burst
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=100,
+                        help="rounds per packet kind (default %(default)s)")
+    args = parser.parse_args()
+    kinds = {**worst_cases(), **issue_packets()}
+    results: list[tuple[str, int, float, int, int]] = []
+    with Processes() as procs:
+        proc, port, _ = start_ibsnmp(procs, FABRIC, extra=(
+            "--community", READ.decode(), "--write-community", WRITE.decode()))
+        wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
+        for name, (packet, counter) in kinds.items():
+            cpu, moved, sent = cpu_per_packet(proc.pid, port, packet, counter, args.rounds)
+            results.append((name, len(packet), cpu, moved, sent))
+            print(f"{name}: {cpu * 1000:.3f} ms CPU per packet ({len(packet):,} octets, "
+                  f"{moved} of {sent} counted as {counter})", flush=True)
+    reference = results[0][2]
+    print("\nsummary (CPU per packet; x: times the wrong-community reference)")
+    print(f"  {'packet':48} {'octets':>7} {'ms':>8} {'x':>7}")
+    over = []
+    for name, size, cpu, _, _ in results:
+        ratio = cpu / reference if reference else float("nan")
+        print(f"  {name:48} {size:>7,} {cpu * 1000:>8.3f} {ratio:>7.1f}")
+        if cpu * 1000 > BUDGET_MS:
+            over.append(name)
+    print(f"  budget {BUDGET_MS:g} ms per packet: "
+          + ("met by every packet" if not over else "NOT met by " + ", ".join(over)))
+    return 0 if not over else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
