@@ -63,8 +63,8 @@ class TwoPaths:
         self.fast_answered = False
         answer = self.dispatcher.fast_reads.answer
 
-        def recording(data: bytes, community_of: Any) -> bytes | None:
-            reply = answer(data, community_of)
+        def recording(data: bytes, community_of: Any, read: Any = None) -> bytes | None:
+            reply = answer(data, community_of, read)
             self.fast_answered = reply is not None
             return reply
 

@@ -273,3 +273,17 @@ def test_a_request_reaching_pysnmp_on_a_notification_socket_is_refused() -> None
     v2c_mp = engine.message_processing_subsystems[1]
     assert not v2c_mp._cache._Cache__stateReferenceIndex
     assert engine.security_models[2]._cache.is_empty()
+
+
+def test_a_passed_request_is_handed_on_read_whole_once() -> None:
+    check = prefilter()
+    data = community_request("get", [SYS_DESCR] * 2)
+    assert check.check(LISTEN, LOCAL, data) is None
+    assert check.passed_request(bytes(bytearray(data))) is None  # equal octets, another datagram
+    assert check.check(LISTEN, LOCAL, data) is None
+    passed = check.passed_request(data)
+    assert passed is not None
+    message, varbinds = passed
+    assert message.community == b"public" and [v.oid for v in varbinds] == [
+        (1, 3, 6, 1, 2, 1, 1, 1, 0)] * 2
+    assert check.passed_request(data) is None  # once

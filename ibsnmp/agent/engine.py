@@ -136,7 +136,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                     return b""
                 if self.use_fast_reads and self.fast_reads is not None \
                         and not is_notification_domain(transportDomain):
-                    reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context)
+                    reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context,
+                                                   self.prefilter.passed_request(wholeMsg))
                     if reply is None and self.fast_v3 is not None:
                         reply = self.fast_v3.answer(wholeMsg)
                     if reply is not None:

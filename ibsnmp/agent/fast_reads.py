@@ -57,7 +57,7 @@ from ibsnmp.wire.ber import (
     read_element,
     read_oid,
 )
-from ibsnmp.wire.header import GET, GET_NEXT, V1
+from ibsnmp.wire.header import GET, GET_NEXT, V1, CommunityMessage, Varbind
 from ibsnmp.wire.request import (
     Request,
     decode_request,
@@ -120,10 +120,12 @@ class FastReads:
         self.walks = WalkCache(walk_cache)  # GETNEXT steps inside the subtrees, kept encoded
         self.failures = 0  # requests a bug made it leave to pysnmp
 
-    def answer(self, data: bytes, community_of: CommunityLookup) -> bytes | None:
-        """The Response to `data`, or None when pysnmp is to handle it."""
+    def answer(self, data: bytes, community_of: CommunityLookup,
+               read: tuple[CommunityMessage, tuple[Varbind, ...]] | None = None) -> bytes | None:
+        """The Response to `data`, or None when pysnmp is to handle it; `read`: the
+        message as the prefilter read it (Prefilter.passed_request), not read again."""
         try:
-            request = decode_request(data)
+            request = decode_request(data, read)
         except HeaderError:
             return None
         found = community_of(request.community)

@@ -58,6 +58,7 @@ from ibsnmp.wire.header import (
     HeaderError,
     OtherVersion,
     V3Message,
+    Varbind,
     read_header,
     too_big_response,
 )
@@ -126,6 +127,8 @@ class Prefilter:
         self.limiter = SourceRateLimiter(rate, clock=clock) if rate else None
         self._clock = clock
         self._last_limited = float("-inf")
+        # The v1/v2c request last passed, read whole: the fast path reads no octet again.
+        self._passed: tuple[bytes, CommunityMessage, tuple[Varbind, ...]] | None = None
 
     @property
     def rate_limited(self) -> int:
@@ -164,7 +167,9 @@ class Prefilter:
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
-        if len(message.pdu.read_varbinds(data, self._max_varbinds)) <= self._max_varbinds:
+        varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
+        if len(varbinds) <= self._max_varbinds:
+            self._passed = (data, message, varbinds)
             return None
         try:
             reply = too_big_response(data, message)
@@ -174,6 +179,13 @@ class Prefilter:
             return Verdict((SILENT_DROP,))
         return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
                        + IN_REQUEST[message.pdu.tag], reply)
+
+    def passed_request(self, data: bytes) -> tuple[CommunityMessage, tuple[Varbind, ...]] | None:
+        """The v1/v2c request `check` has just passed, read whole, if `data` is it (once)."""
+        passed, self._passed = self._passed, None
+        if passed is None or passed[0] is not data:
+            return None
+        return passed[1], passed[2]
 
     def _community(self, name: bytes) -> Community | None:
         found = self.community_context(name)

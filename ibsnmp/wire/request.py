@@ -61,13 +61,20 @@ class Request:
     oid_elements: tuple[bytes, ...]
 
 
-def decode_request(data: bytes) -> Request:
-    """The read request in `data`; HeaderError if it is not one (see the module)."""
-    message = read_header(data)
-    if not isinstance(message, CommunityMessage):
-        raise HeaderError("not an SNMPv1 or SNMPv2c message")
-    return request_of(data, message.pdu, message.pdu.read_varbinds(data), message.version,
-                      message.community)
+def decode_request(data: bytes,
+                   read: tuple[CommunityMessage, tuple[Varbind, ...]] | None = None) -> Request:
+    """The read request in `data`; HeaderError if it is not one (see the module).
+
+    `read`: the header and varbinds the strict reader has read from `data`
+    already (agent.prefilter), so the message is read once.
+    """
+    if read is None:
+        message = read_header(data)
+        if not isinstance(message, CommunityMessage):
+            raise HeaderError("not an SNMPv1 or SNMPv2c message")
+        read = message, message.pdu.read_varbinds(data)
+    message, varbinds = read
+    return request_of(data, message.pdu, varbinds, message.version, message.community)
 
 
 def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes = b"") -> Request:
