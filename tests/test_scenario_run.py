@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,20 @@ async def test_all_ten_run_accelerated() -> None:
     assert e[259].switch_lid == by_name["leaf02"].ports[0].lid and e[259].data_valid == 0xFF
     assert e[259].lid == by_name["host005"].ports[0].lid and e[259].port == 1
     assert e[257].lid2 == by_name["host011"].ports[0].lid and e[257].sl == 0
+
+
+LINK_FLAPS = ROOT / "examples" / "link-flaps.toml"
+
+
+async def test_link_flaps_raises_what_its_comments_promise() -> None:
+    """Five flaps between two switches: 20 trap 128s (each end, down and up);
+    30 bursts of 3 link-integrity errors against a threshold of 8: 10 trap
+    129s; one saturating overrun burst: one 130; six wrong P_Keys: six 257s."""
+    scale = 0.02
+    provider = SimulatedProvider(DEFAULT_SPEC, 1, scenario=LINK_FLAPS, time_scale=scale)
+    got = await _run(provider, 95 * scale, until=37)
+    counts = Counter(int(event.trap) for _, event, _ in got)
+    assert counts == {128: 20, 129: 10, 130: 1, 257: 6}
+    names = {n.guid: n.description.split()[0] for n in provider.snapshot.nodes.values()}
+    flaps = Counter(names[event.node_guid] for _, event, _ in got if int(event.trap) == 128)
+    assert flaps == {"leaf03": 10, "spine02": 10}
