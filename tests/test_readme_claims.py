@@ -20,13 +20,24 @@ from e2e import (PROJECT_ROOT, READ_CONFIG, START_TIMEOUT_S, V3_AUTH_PRIV, Runni
 from wire import community_request, decode_response, exchange
 
 from ibsnmp.agent.read_view import SECRET_SUBTREES
+from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mib.loader import definitions
 
+FABRIC = "fat-tree:spines=2,leaves=2,hosts=2"
 WRITER_AUTH = "writer-auth-pass"
 CONFIG = READ_CONFIG + f"""
 [[community]]
 name = "rw-community"
 access = "write"
+
+[[community]]
+name = "rw-no-keys"
+access = "write"
+view = "no-keys"
+
+[[community]]
+name = "ro-keys"
+view = "with-keys"
 
 [[user]]
 name = "operator"
@@ -50,12 +61,16 @@ PRINCIPALS = {
     "v2c writer": ["-v2c", "-c", "rw-community"],
     "v3 writer": ["-v3", "-l", "authNoPriv", "-u", "operator", "-a", "SHA-256",
                   "-A", WRITER_AUTH],
+    "writer with no-keys": ["-v2c", "-c", "rw-no-keys"],
+    "reader with-keys": ["-v2c", "-c", "ro-keys"],
 }
 SNMP_MODULES = ".1.3.6.1.6.3"
 USM_USER_TABLE = (1, 3, 6, 1, 6, 3, 15, 1, 2, 2)
 VACM_OBJECTS = (1, 3, 6, 1, 6, 3, 16, 1)
 USM_STATS = (1, 3, 6, 1, 6, 3, 15, 1, 1)
 SMA_PORT_M_KEY = definitions().objects["ibSmaPortMKey"].oid
+SM_CONFIG_SM_KEY = definitions().objects["ibSmConfigSMKey"].oid
+FE80_PREFIX = "254.128.0.0.0.0.0.0"  # the simulated subnet prefix: ibSmConfigTable's index
 # The largest message the agent sends (the largest UDP payload over IPv4).
 MAX_MESSAGE_SIZE = 65_507
 
@@ -65,7 +80,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
     config = tmp_path_factory.mktemp("config") / "ibsnmp.toml"
     config.write_text(CONFIG)
     config.chmod(0o600)
-    with ibsnmp_agent("--config", str(config)) as running:
+    with ibsnmp_agent("--config", str(config), fabric=FABRIC) as running:
         yield running
 
 
@@ -108,7 +123,9 @@ def test_a_get_inside_the_security_configuration_is_no_such_object(agent: Runnin
 
 
 @pytest.mark.parametrize("principal,reads_keys", [("public", False), ("v3 reader", False),
-                                                  ("v2c writer", True), ("v3 writer", True)])
+                                                  ("v2c writer", True), ("v3 writer", True),
+                                                  ("writer with no-keys", False),
+                                                  ("reader with-keys", True)])
 def test_read_only_principals_do_not_read_the_iba_keys_writers_do(agent: RunningAgent,
                                                                   principal: str,
                                                                   reads_keys: bool) -> None:
@@ -117,6 +134,42 @@ def test_read_only_principals_do_not_read_the_iba_keys_writers_do(agent: Running
     instance = "." + ".".join(map(str, SMA_PORT_M_KEY + (0,)))
     output = assert_ok(agent.snmp("snmpget", *PRINCIPALS[principal], instance))
     assert ("No Such" not in output) == reads_keys, output
+
+
+def dotted(oid: tuple[int, ...]) -> str:
+    return "." + ".".join(map(str, oid))
+
+
+def test_view_no_keys_hides_the_keys_from_a_writer_which_may_still_set_them(
+        agent: RunningAgent) -> None:
+    """README: "`view = "no-keys"` hides them from a writer (which may still set them)"."""
+    instance = f"{dotted(SM_CONFIG_SM_KEY)}.{FE80_PREFIX}"
+    no_keys = PRINCIPALS["writer with no-keys"]
+    assert "No Such Object" in assert_ok(agent.snmp("snmpget", *no_keys, instance))
+    assert_ok(agent.snmp("snmpset", *no_keys, instance, "x", "0102030405060708"))
+    seen = assert_ok(agent.snmp("snmpget", *PRINCIPALS["v2c writer"], instance))
+    assert "01 02 03 04 05 06 07 08" in seen
+
+
+def test_view_with_keys_gives_a_read_only_monitor_the_keys_not_write_access(
+        agent: RunningAgent) -> None:
+    """README: "`view = "with-keys"` gives a read-only monitor the keys"; access stays read."""
+    instance = f"{dotted(SM_CONFIG_SM_KEY)}.{FE80_PREFIX}"
+    result = agent.snmp("snmpset", *PRINCIPALS["reader with-keys"], instance, "x",
+                        "0807060504030201")
+    assert result.returncode != 0 and "noAccess" in result.stdout + result.stderr
+
+
+def test_community_at_a_guid_has_the_rights_of_the_community(agent: RunningAgent) -> None:
+    """README: "`public@<guid>` has the rights of `public`": no keys, no security tables."""
+    switch = next(n for n in build_fabric(FABRIC, seed=1).nodes.values() if n.is_switch)
+    guid = f"{switch.guid:016x}"
+    at_guid = ["-v2c", "-c", f"public@{guid}"]
+    key = assert_ok(agent.snmp("snmpget", *at_guid, dotted(SMA_PORT_M_KEY + (0,))))
+    assert "No Such Object" in key
+    output = assert_ok(agent.snmp("snmpwalk", "-On", *at_guid, SNMP_MODULES))
+    names = [tuple(int(arc) for arc in name.strip(".").split(".")) for name, _ in varbinds(output)]
+    assert names and not [oid for oid in names if any(inside(oid, s) for s in SECRET_SUBTREES)]
 
 
 def test_a_getbulk_brings_back_at_most_the_maximum_message_size(agent: RunningAgent) -> None:
