@@ -172,6 +172,32 @@ def test_community_at_a_guid_has_the_rights_of_the_community(agent: RunningAgent
     assert names and not [oid for oid in names if any(inside(oid, s) for s in SECRET_SUBTREES)]
 
 
+@pytest.mark.parametrize("name", ["ibSmaPortMKeyLeasePeriod", "ibSmaPortMKeyProtectBits",
+                                  "ibSmaPortMKeyViolations"])
+def test_m_key_lease_protection_and_violations_stay_readable(agent: RunningAgent,
+                                                             name: str) -> None:
+    """README: "M_Key lease periods, protection bits and violation counters are
+    not keys and stay readable"."""
+    instance = dotted(definitions().objects[name].oid + (0,))
+    output = assert_ok(agent.snmp("snmpget", *PRINCIPALS["public"], instance))
+    ((_, value),) = varbinds(output)
+    assert value.split(":")[0] in ("INTEGER", "Gauge32"), value
+
+
+@pytest.mark.parametrize("options,error", [
+    (PRINCIPALS["public"], "noAccess"),
+    (PRINCIPALS["v3 reader"], "noAccess"),
+    (PRINCIPALS["reader with-keys"], "noAccess"),
+    (["-v1", "-c", "public"], "noSuchName"),
+])
+def test_a_set_from_a_read_only_principal_gets_no_access(agent: RunningAgent,
+                                                         options: list[str], error: str) -> None:
+    """README: "Access is read-only unless a community or user has `access =
+    "write"`: a SET from anyone else gets noAccess (noSuchName in SNMPv1)"."""
+    result = agent.snmp("snmpset", *options, "SNMPv2-MIB::sysContact.0", "s", "nobody")
+    assert result.returncode != 0 and error in result.stdout + result.stderr, result
+
+
 def test_a_getbulk_brings_back_at_most_the_maximum_message_size(agent: RunningAgent) -> None:
     """README: "a 36-octet GETBULK (max-repetitions 10000) brings back up to
     65,507 octets"."""
