@@ -244,7 +244,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         engine, directory, mib, settings.limits.walk_cache)
     fast_v3 = engine.message_dispatcher.fast_v3 = FastV3(
         engine, settings.users, responder_over(fast_reads, directory.resolve),
-        directory.is_known_node)
+        directory.is_known_node, counts=fast_reads.counts)
     engine.message_dispatcher.prefilter.report_unauthenticated = fast_v3.report
     responders = (
         GetResponder(engine, context),

@@ -25,6 +25,14 @@ class PendingCounts:
         self._instances = dict(instances)
         self._pending: dict[str, int] = {}
 
+    def include(self, instances: Mapping[str, Any]) -> None:
+        """Keep these counters here too (agent.fast_v3's USM statistics)."""
+        self._instances.update(instances)
+
+    def value(self, name: str) -> int:
+        """The counter as a reader will see it, pending additions written."""
+        return (int(self._instances[name].syntax) + self._pending.get(name, 0)) & 0xFFFFFFFF
+
     def add(self, name: str, amount: int) -> None:
         if name not in self._instances:
             raise KeyError(f"{name} is not a counter kept here")

@@ -64,7 +64,7 @@ from ibsnmp.wire.header import (
 )
 
 from .config import Community, Limits
-from .ratelimit import SourceRateLimiter
+from .ratelimit import RequestLimits
 from .transport import NOTIFICATION_DOMAINS
 
 log = logging.getLogger(__name__)
@@ -123,8 +123,12 @@ class Prefilter:
         self._user_names = frozenset(name.encode("utf-8") for name in user_names)
         self._max_varbinds = limits.max_varbinds
         self._is_known_node = is_known_node
-        rate = limits.requests_per_second_per_source
-        self.limiter = SourceRateLimiter(rate, clock=clock) if rate else None
+        limiter = RequestLimits(limits.requests_per_second_per_source,
+                                limits.requests_per_second, clock=clock)
+        self.limiter = limiter if limiter else None
+        # SNMPv3 requests refused before any key vouches for them, answered
+        # here (agent.fast_v3.FastV3.report): set by the engine.
+        self.report_unauthenticated: Callable[[bytes], Verdict | None] | None = None
         self._clock = clock
         self._last_limited = float("-inf")
         # The v1/v2c request last passed, read whole: the fast path reads no octet again.
@@ -146,7 +150,10 @@ class Prefilter:
             if isinstance(header, CommunityMessage):
                 return self._check_community(header, notification, address, data)
             if isinstance(header, V3Message):
-                return self._check_v3(header, notification, data)
+                verdict = self._check_v3(header, notification, data)
+                if verdict is None and not notification and self.report_unauthenticated:
+                    return self.report_unauthenticated(data)
+                return verdict
         except HeaderError:
             return Verdict((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
@@ -220,8 +227,8 @@ class Prefilter:
         now = self._clock()
         if now - self._last_limited > BURST_GAP_S:
             assert self.limiter is not None
-            log.warning("dropping requests beyond %g per second from %s (and maybe other "
-                        "sources); %d dropped since start", self.limiter.rate,
+            log.warning("dropping requests beyond %s from %s (and maybe other "
+                        "sources); %d dropped since start", self.limiter.describe(),
                         source_address(address), self.limiter.dropped)
         self._last_limited = now
 

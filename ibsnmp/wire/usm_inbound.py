@@ -22,8 +22,7 @@ from .usm_crypto import SaltCounter, decrypt, digest_matches, encrypt, message_d
 from .usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, AuthProtocol, PrivProtocol, auth_key,
                        priv_key)
 from .usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing, ScopedPdu, V3Request,
-                          encode_report_pdu, encode_scoped_pdu, encode_v3, overhead,
-                          parse_scoped_pdu, parse_v3)
+                          encode_v3, overhead, parse_scoped_pdu, parse_v3)
 
 NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = 1, 2, 3
 MAX_BOOTS = 2147483647  # RFC 3414 2.2.2: latched, nothing authenticated is in time
@@ -203,31 +202,35 @@ def refuse_unauthenticated(data: bytes, engine_id: bytes, user_names: frozenset[
             request_id = _confirmed_request_id(scoped.pdu)
         except HeaderError:
             return None
-
-    def refuse(refusal: Refusal, context: tuple[bytes, bytes] | None = None,
-               answered: bool = True) -> Unauthenticated:
-        reportable = bool(request.flags & FLAG_REPORTABLE)
-        return Unauthenticated(refusal, request, request_id, context, answered and reportable)
-
-    if request.engine_id != engine_id:  # step 3
-        if len(request.engine_id) in ENGINE_ID_LENGTHS:
-            return refuse(Refusal.UNKNOWN_ENGINE_ID)
+    reportable = bool(request.flags & FLAG_REPORTABLE)
+    refusal = _refusal(request, level, data, engine_id, user_names, users)
+    if refusal is None:
+        return None
+    context = None
+    if refusal is Refusal.UNKNOWN_ENGINE_ID and len(request.engine_id) not in ENGINE_ID_LENGTHS:
         # Discovery: only a noAuthNoPriv one is answered, in the request's own context.
         if scoped is None or level != NO_AUTH_NO_PRIV:
-            return refuse(Refusal.UNKNOWN_ENGINE_ID, answered=False)
-        return refuse(Refusal.UNKNOWN_ENGINE_ID,
-                      (scoped.context_engine_id or engine_id, scoped.context_name))
+            reportable = False
+        else:
+            context = (scoped.context_engine_id or engine_id, scoped.context_name)
+    return Unauthenticated(refusal, request, request_id, context, reportable)
+
+
+def _refusal(request: V3Request, level: int, data: bytes, engine_id: bytes,
+             user_names: frozenset[bytes], users: dict[bytes, UsmUser]) -> Refusal | None:
+    if request.engine_id != engine_id:  # step 3
+        return Refusal.UNKNOWN_ENGINE_ID
     if request.user not in user_names:  # step 4
-        return refuse(Refusal.UNKNOWN_USER)
+        return Refusal.UNKNOWN_USER
     user = users.get(request.user)
     if user is None or level == NO_AUTH_NO_PRIV:
         return None
     if level > user.level:  # step 5
-        return refuse(Refusal.UNSUPPORTED_LEVEL)
+        return Refusal.UNSUPPORTED_LEVEL
     mac = request.mac(data)  # step 6
     if len(mac) != user.auth.mac_length or not digest_matches(
             user.auth, user.auth_key, request.without_mac(data), mac):
-        return refuse(Refusal.WRONG_DIGEST)
+        return Refusal.WRONG_DIGEST
     return None
 
 
@@ -240,19 +243,6 @@ def _confirmed_request_id(pdu: bytes) -> int:
     if request_id.tag != INTEGER or not 1 <= request_id.end - request_id.start <= 4:
         raise HeaderError("bad request-id")
     return int.from_bytes(pdu[request_id.start:request_id.end], "big", signed=True)
-
-
-def encode_report(refused: Unauthenticated, engine_id: bytes, clock: EngineClock,
-                  max_size: int, counter: tuple[int, ...], count: int) -> bytes:
-    """The unauthenticated Report (msgFlags 0) about `refused`, counting `count`."""
-    request = refused.request
-    out = Outgoing(message_id=request.message_id, max_size=max_size, flags=0,
-                   engine_id=engine_id, boots=clock.boots(), engine_time=clock.time(),
-                   user=request.user, mac_length=0, priv_params=b"")
-    context_engine_id, context_name = refused.context or (engine_id, b"")
-    pdu = encode_report_pdu(refused.request_id, counter, count)
-    message, _ = encode_v3(out, encode_scoped_pdu(context_engine_id, context_name, pdu))
-    return message
 
 
 class Sealer:

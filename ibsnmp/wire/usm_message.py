@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ber import element as encode_element
-from .ber import COUNTER32, OBJECT_IDENTIFIER, integer_octets, length_octets, oid_octets
-from .header import (INTEGER, OCTET_STRING, REPORT, SEQUENCE, USM, V3, HeaderError, Tlv,
-                     read_tlv)
+from .ber import COUNTER32, integer_octets, length_octets, read_element
+from .header import INTEGER, OCTET_STRING, REPORT, SEQUENCE, USM, V3, HeaderError, Tlv
 
 FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
 MAX_MESSAGE_ID = 2147483647  # RFC 3412: msgID and msgMaxSize are INTEGER (0..2147483647)
@@ -21,24 +20,25 @@ MIN_MAX_SIZE = 484
 _INTEGER_OCTETS = 5
 
 
-def _element(data: bytes, pos: int, limit: int, tag: int) -> Tlv:
-    tlv = read_tlv(data, pos, limit)
-    if tlv.tag != tag:
-        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{tlv.tag:02x}")
-    return tlv
+def _span(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
+    """(first value octet, end) of the element at `pos`, which must have `tag`.
+
+    Spans, not Tlv objects: this reader runs for every SNMPv3 datagram,
+    refused ones included, and an object per element was most of its cost.
+    """
+    found, start, end = read_element(data, pos, limit)
+    if found != tag:
+        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
+    return start, end
 
 
-def _unsigned(data: bytes, tlv: Tlv, maximum: int = MAX_MESSAGE_ID) -> int:
-    if not 1 <= tlv.end - tlv.start <= _INTEGER_OCTETS:
+def _unsigned(data: bytes, start: int, end: int, maximum: int = MAX_MESSAGE_ID) -> int:
+    if not 1 <= end - start <= _INTEGER_OCTETS:
         raise HeaderError("bad INTEGER length")
-    value = int.from_bytes(data[tlv.start:tlv.end], "big", signed=True)
+    value = int.from_bytes(data[start:end], "big", signed=True)
     if not 0 <= value <= maximum:
         raise HeaderError("INTEGER out of range")
     return value
-
-
-def _octets(data: bytes, tlv: Tlv) -> bytes:
-    return data[tlv.start:tlv.end]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,50 +74,54 @@ class V3Request:
 
 def parse_v3(data: bytes) -> V3Request:
     """An SNMPv3 USM message; HeaderError if it is not a well-formed one."""
-    message = _element(data, 0, len(data), SEQUENCE)
-    if message.end != len(data):
+    span = _span
+    start, message_end = span(data, 0, len(data), SEQUENCE)
+    if message_end != len(data):
         raise HeaderError("octets after the message")
-    version = _element(data, message.start, message.end, INTEGER)
-    if _unsigned(data, version) != V3:
+    version = span(data, start, message_end, INTEGER)
+    if _unsigned(data, *version) != V3:
         raise HeaderError("not SNMPv3")
-    header = _element(data, version.end, message.end, SEQUENCE)
-    msg_id = _element(data, header.start, header.end, INTEGER)
-    max_size = _element(data, msg_id.end, header.end, INTEGER)
-    flags = _element(data, max_size.end, header.end, OCTET_STRING)
-    if flags.end - flags.start != 1:
+    header_start, header_end = span(data, version[1], message_end, SEQUENCE)
+    msg_id = span(data, header_start, header_end, INTEGER)
+    max_size = span(data, msg_id[1], header_end, INTEGER)
+    flags_start, flags_end = span(data, max_size[1], header_end, OCTET_STRING)
+    if flags_end - flags_start != 1:
         raise HeaderError("msgFlags is not one octet")
-    model = _element(data, flags.end, header.end, INTEGER)
-    if model.end != header.end:
+    model = span(data, flags_end, header_end, INTEGER)
+    if model[1] != header_end:
         raise HeaderError("octets after msgSecurityModel")
-    if _unsigned(data, model) != USM:
+    if _unsigned(data, *model) != USM:
         raise HeaderError("not USM")
-    max_size_value = _unsigned(data, max_size)
+    max_size_value = _unsigned(data, *max_size)
     if max_size_value < MIN_MAX_SIZE:
         raise HeaderError("msgMaxSize below 484")
-    params = _element(data, header.end, message.end, OCTET_STRING)
-    flag_octet = data[flags.start]
-    data_tlv = _element(data, params.end, message.end,
-                        OCTET_STRING if flag_octet & FLAG_PRIV else SEQUENCE)
-    if data_tlv.end != message.end:
+    params_start, params_end = span(data, header_end, message_end, OCTET_STRING)
+    flag_octet = data[flags_start]
+    encrypted = flag_octet & FLAG_PRIV
+    data_start, data_end = span(data, params_end, message_end,
+                                OCTET_STRING if encrypted else SEQUENCE)
+    if data_end != message_end:
         raise HeaderError("octets after msgData")
-    usm = _element(data, params.start, params.end, SEQUENCE)
-    if usm.end != params.end:
+    usm_start, usm_end = span(data, params_start, params_end, SEQUENCE)
+    if usm_end != params_end:
         raise HeaderError("octets after the security parameters")
-    engine_id = _element(data, usm.start, usm.end, OCTET_STRING)
-    boots = _element(data, engine_id.end, usm.end, INTEGER)
-    engine_time = _element(data, boots.end, usm.end, INTEGER)
-    user = _element(data, engine_time.end, usm.end, OCTET_STRING)
-    auth = _element(data, user.end, usm.end, OCTET_STRING)
-    priv = _element(data, auth.end, usm.end, OCTET_STRING)
-    if priv.end != usm.end:
+    engine_id = span(data, usm_start, usm_end, OCTET_STRING)
+    boots = span(data, engine_id[1], usm_end, INTEGER)
+    engine_time = span(data, boots[1], usm_end, INTEGER)
+    user = span(data, engine_time[1], usm_end, OCTET_STRING)
+    auth_start, auth_end = span(data, user[1], usm_end, OCTET_STRING)
+    priv = span(data, auth_end, usm_end, OCTET_STRING)
+    if priv[1] != usm_end:
         raise HeaderError("octets after msgPrivacyParameters")
-    body = (_octets(data, data_tlv) if flag_octet & FLAG_PRIV
-            else data[data_tlv.head:data_tlv.end])
+    # The message as sent from msgData's tag on: the ScopedPDU element, or
+    # the ciphertext (an OCTET STRING's value) when encrypted.
+    body = data[data_start:data_end] if encrypted else data[params_end:data_end]
     return V3Request(
-        message_id=_unsigned(data, msg_id), max_size=max_size_value, flags=flag_octet,
-        engine_id=_octets(data, engine_id), boots=_unsigned(data, boots),
-        engine_time=_unsigned(data, engine_time), user=_octets(data, user), auth_params=auth,
-        priv_params=_octets(data, priv), data=body)
+        message_id=_unsigned(data, *msg_id), max_size=max_size_value, flags=flag_octet,
+        engine_id=data[engine_id[0]:engine_id[1]], boots=_unsigned(data, *boots),
+        engine_time=_unsigned(data, *engine_time), user=data[user[0]:user[1]],
+        auth_params=Tlv(OCTET_STRING, user[1], auth_start, auth_end),
+        priv_params=data[priv[0]:priv[1]], data=body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +133,14 @@ class ScopedPdu:
 
 def parse_scoped_pdu(plaintext: bytes) -> ScopedPdu:
     """A ScopedPDU; octets after it are ignored (a cipher's padding may follow it)."""
-    scoped = _element(plaintext, 0, len(plaintext), SEQUENCE)
-    engine = _element(plaintext, scoped.start, scoped.end, OCTET_STRING)
-    name = _element(plaintext, engine.end, scoped.end, OCTET_STRING)
-    pdu = read_tlv(plaintext, name.end, scoped.end)
-    if pdu.end != scoped.end:
+    start, end = _span(plaintext, 0, len(plaintext), SEQUENCE)
+    engine_start, engine_end = _span(plaintext, start, end, OCTET_STRING)
+    name_start, name_end = _span(plaintext, engine_end, end, OCTET_STRING)
+    _, _, pdu_end = read_element(plaintext, name_end, end)
+    if pdu_end != end:
         raise HeaderError("octets after the PDU")
-    return ScopedPdu(_octets(plaintext, engine), _octets(plaintext, name),
-                     plaintext[pdu.head:pdu.end])
+    return ScopedPdu(plaintext[engine_start:engine_end], plaintext[name_start:name_end],
+                     plaintext[name_end:end])
 
 
 def encode_unsigned(value: int) -> bytes:
@@ -144,13 +148,7 @@ def encode_unsigned(value: int) -> bytes:
     return encode_element(INTEGER, integer_octets(value))
 
 
-def encode_report_pdu(request_id: int, counter: tuple[int, ...], count: int) -> bytes:
-    """A Report-PDU naming one Counter32 and its value (RFC 3412 7.1.3c), as pysnmp writes it."""
-    element = encode_element
-    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(counter))
-                      + element(COUNTER32, integer_octets(count)))
-    return element(REPORT, element(INTEGER, integer_octets(request_id))
-                   + encode_unsigned(0) + encode_unsigned(0) + element(SEQUENCE, varbind))
+_VERSION = encode_unsigned(V3)
 
 
 def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes) -> bytes:
@@ -185,7 +183,7 @@ def _before_data(out: Outgoing) -> tuple[bytes, int]:
     mac = element(OCTET_STRING, bytes(out.mac_length))
     priv = element(OCTET_STRING, out.priv_params)
     params = element(OCTET_STRING, element(SEQUENCE, before_mac + mac + priv))
-    prefix = encode_unsigned(V3) + global_data + params
+    prefix = _VERSION + global_data + params
     return prefix, len(prefix) - len(priv)
 
 
@@ -210,3 +208,43 @@ def overhead(out: Outgoing, data_length: int) -> int:
         body += 1 + length_octets(data_length)
     inner = len(prefix) + body
     return 1 + length_octets(inner) + inner - data_length
+
+
+_EMPTY_AUTH_AND_PRIV = encode_element(OCTET_STRING, b"") * 2
+_NO_ERROR = encode_unsigned(0) * 2  # error-status, error-index
+
+
+class ReportWriter:
+    """Unauthenticated Reports (msgFlags 0) of one engine, octet for octet as pysnmp writes them.
+
+    A Report answers datagrams anyone can send, so what it costs is what
+    the agent offers a credential-less sender: the parts every Report of
+    the engine shares are encoded once here.
+    """
+
+    def __init__(self, engine_id: bytes, max_size: int) -> None:
+        self._header_tail = (encode_unsigned(max_size) + encode_element(OCTET_STRING, b"\x00")
+                             + encode_unsigned(USM))
+        self._engine_id = encode_element(OCTET_STRING, engine_id)
+        self._default_context = self._engine_id + encode_element(OCTET_STRING, b"")
+
+    def write(self, request: V3Request, boots: int, engine_time: int,
+              context: tuple[bytes, bytes] | None, request_id: int, counter: bytes,
+              count: int) -> bytes:
+        """The Report to `request` carrying `counter` (an OBJECT IDENTIFIER element) = `count`.
+
+        `context`: the contextEngineID and contextName to name, None for
+        this engine's ID and the default context.
+        """
+        element = encode_element
+        global_data = element(SEQUENCE, encode_unsigned(request.message_id) + self._header_tail)
+        params = element(OCTET_STRING, element(
+            SEQUENCE, self._engine_id + encode_unsigned(boots) + encode_unsigned(engine_time)
+            + element(OCTET_STRING, request.user) + _EMPTY_AUTH_AND_PRIV))
+        varbinds = element(SEQUENCE, element(SEQUENCE, counter + element(
+            COUNTER32, integer_octets(count))))
+        pdu = element(REPORT, element(INTEGER, integer_octets(request_id)) + _NO_ERROR + varbinds)
+        names = self._default_context if context is None else (
+            element(OCTET_STRING, context[0]) + element(OCTET_STRING, context[1]))
+        return element(SEQUENCE, _VERSION + global_data + params
+                       + element(SEQUENCE, names + pdu))
