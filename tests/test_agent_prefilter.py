@@ -142,10 +142,15 @@ def test_over_the_varbind_limit() -> None:
 
 def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
     check = prefilter(max_varbinds=3).check
-    values = [api_v2c.Null()] * 3 + [api_v2c.Integer(1)]
-    # Well formed, but not every value NULL: not read whole, so not answered.
-    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, values=values)) \
+    # Up to twice the limit, any well-formed list is read whole and gets tooBig.
+    values = [api_v2c.Null()] * 5 + [api_v2c.Integer(1)]
+    verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 6, values=values))
+    assert verdict is not None and verdict.reply is not None
+    # Beyond, a list not all { OID, NULL } is not read whole, so not answered.
+    values = [api_v2c.Null()] * 7 + [api_v2c.Integer(1)]
+    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8, values=values)) \
         == Verdict((SILENT_DROP,))
+    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8)).reply is not None
     # A NULL of indefinite length among the first four: a parse error, as under the limit.
     varbinds = bytes.fromhex("3005 06012b 0500") * 3 + bytes.fromhex("3007 06012b 05800000")
     pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)

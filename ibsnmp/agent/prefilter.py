@@ -18,17 +18,18 @@ any varbind is decoded:
 
 Then, for a message its community may send (and any plaintext SNMPv3
 one), the varbind list is read by the same strict reader, up to
-`max_varbinds` + 1 varbinds (0.3 ms at most): a message that fails is a
-parse error, dropped unanswered, so nothing the project's reader refuses
-reaches pysnmp or is answered here. A list longer than that is not read
-varbind by varbind:
+`max_varbinds` + 1 varbinds (a v1/v2c request: twice as many, about half
+a millisecond): a message that fails is a parse error, dropped unanswered,
+so nothing the project's reader refuses reaches pysnmp or is answered
+here. Longer lists are not read varbind by varbind:
 
-- requests over `max_varbinds`: a v1/v2c one (community accepted) whose
-  varbinds are all `{ OID, NULL }` (checked whole, in C) gets a
-  tooBig Response built from its header (counted in snmpOutTooBigs), any
-  other is dropped (snmpSilentDrops), as is such an inform's answer; an
-  SNMPv3 one, whose answer would need the whole USM processing, is dropped
-  (snmpSilentDrops, or usmStatsUnknownUserNames for an unknown user);
+- requests over `max_varbinds`: a v1/v2c one (community accepted) read
+  whole, or whose varbinds are all `{ OID, NULL }` (checked whole, in C),
+  gets a tooBig Response built from its header (counted in
+  snmpOutTooBigs), any other is dropped (snmpSilentDrops), as is an
+  inform's answer over the limit; an SNMPv3 one, whose answer would need
+  the whole USM processing, is dropped (snmpSilentDrops, or
+  usmStatsUnknownUserNames for an unknown user);
 - with a per-source rate limit, a source's requests beyond it (counted in
   `rate_limited`, logged once per burst).
 
@@ -174,13 +175,15 @@ class Prefilter:
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
-        varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
+        # Read in Python: up to twice the limit (half a millisecond); longer lists
+        # are answered only when all { OID, NULL }, checked in C.
+        varbinds = message.pdu.read_varbinds(data, 2 * self._max_varbinds)
         if len(varbinds) <= self._max_varbinds:
             self._passed = (data, message, varbinds)
             return None
         try:
-            reply = too_big_response(data, message)
-        except HeaderError:  # not all { OID, NULL }: not read whole, answered by nothing
+            reply = too_big_response(data, message, varbinds)
+        except HeaderError:  # not read whole: answered by nothing
             return Verdict((SILENT_DROP,))
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
             return Verdict((SILENT_DROP,))

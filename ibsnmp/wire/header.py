@@ -311,16 +311,18 @@ def _usm_user_name(data: bytes, params: Tlv) -> bytes:
 # -- building an answer from a header -------------------------------------------------
 
 
-def too_big_response(data: bytes, message: CommunityMessage) -> bytes:
-    """The tooBig Response to a v1/v2c request whose varbinds are all `{ OID, NULL }`
-    (`PduHeader.is_null_list`): only a message read whole is answered; HeaderError
-    for any other.
+def too_big_response(data: bytes, message: CommunityMessage,
+                     varbinds: tuple[Varbind, ...] = ()) -> bytes:
+    """The tooBig Response to a v1/v2c request read whole: `varbinds` is what
+    `read_varbinds` returned, all of the list, or the list is all `{ OID, NULL }`
+    (`PduHeader.is_null_list`); HeaderError for any other.
 
     SNMPv2c answers with an empty varbind list (RFC 3416 4.2.1); SNMPv1
     with the request's own varbinds (RFC 1157 4.1.2), copied as octets.
     """
     pdu = message.pdu
-    if pdu.request_id is None or not pdu.is_null_list(data):
+    read_whole = bool(varbinds) and varbinds[-1].value_end == pdu.varbinds.end
+    if pdu.request_id is None or not (read_whole or pdu.is_null_list(data)):
         raise HeaderError("not a request read whole")
     request_id = data[pdu.request_id.head:pdu.request_id.end]
     echoed = data[pdu.varbinds.start:pdu.varbinds.end] if message.version == V1 else b""
