@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from e2e import (PROJECT_ROOT, READ_CONFIG, START_TIMEOUT_S, V3_AUTH_PRIV, RunningAgent,
                  assert_ok, free_udp_port, ibsnmp_agent, net_snmp, stop, varbinds)
+from mosquitto import Mosquitto, Process
 from wire import community_request, decode_response, exchange
 
 from ibsnmp.agent.read_view import SECRET_SUBTREES
@@ -247,3 +248,20 @@ def test_json_log_format_writes_one_record_per_line(tmp_path: Path) -> None:
     for banner in ("ibsnmp: serving", "try: snmpbulkwalk -v2c -c COMMUNITY",
                    "notifications to"):
         assert any(message.startswith(banner) for message in messages), "\n".join(messages)
+
+
+def test_json_log_format_of_publish_writes_one_record_per_line(tmp_path: Path) -> None:
+    """The same claim for `ibsnmp publish`: its start-up line is a record too."""
+    broker = Mosquitto(tmp_path).start()
+    try:
+        publisher = Process(tmp_path / "publish.log", "publish", "--fabric", "single",
+                            "--broker", broker.url, "--log-format", "json")
+        try:
+            publisher.wait_for('"message": "ibsnmp: publishing')
+        finally:
+            publisher.stop()
+    finally:
+        broker.stop()
+    lines = [line for line in publisher.text().splitlines() if line.strip()]
+    assert lines and all(set(json.loads(line)) >= {"time", "level", "logger", "message"}
+                         for line in lines), lines

@@ -12,7 +12,7 @@ import sys
 from ibsnmp.agent.config import ConfigError
 from ibsnmp.fabric.spec import SpecError
 
-from ibsnmp.logsetup import configure_logging
+from ibsnmp.logsetup import configure_logging, print_banner
 
 from .run import EXIT_START_FAILED, _make_provider, add_logging_arguments, add_provider_arguments
 
@@ -42,8 +42,9 @@ def _publish(args: argparse.Namespace) -> int:
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
-    print(f"ibsnmp: publishing {len(provider.snapshot.nodes)} node(s) to {publisher.settings.label} "
-          f"as {publisher.settings.client_id}, fabric {publisher.fabric_id}", flush=True)
+    print_banner([f"ibsnmp: publishing {len(provider.snapshot.nodes)} node(s) to "
+                  f"{publisher.settings.label} as {publisher.settings.client_id}, "
+                  f"fabric {publisher.fabric_id}"], args.log_format)
     return asyncio.run(_serve(provider, publisher))
 
 
