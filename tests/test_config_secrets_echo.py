@@ -99,3 +99,13 @@ def test_a_secret_typed_as_a_file_or_variable_name_is_not_echoed(tmp_path: Path,
     with pytest.raises(ConfigError) as caught:
         load_config(config)
     assert_names_key_not_secret(str(caught.value), f"community[0].{source}")
+
+
+def test_a_secret_left_unquoted_is_not_echoed_by_the_toml_error(tmp_path: Path) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text(f'[[user]]\nname = "ops"\nauth_key = {SECRET}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    message = str(caught.value)
+    assert "TOML syntax" in message and "line 3" in message
+    assert SECRET not in message and "s3cr3t" not in message
