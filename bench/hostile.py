@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +49,8 @@ COUNTERS = {
     "silent drop": parse_oid("1.3.6.1.2.1.11.31.0"),  # snmpSilentDrops
 }
 BUDGET_MS = 1.0
+# The aggregate rate cap would drop the probes among thousands of packets a second.
+NO_RATE_LIMIT = "[limits]\nrequests_per_second = 0\n"
 MAX_DATAGRAM = 65507  # the largest UDP/IPv4 payload
 LARGE = 10_000  # octets: rounds of such packets hold two, small ones twenty
 # The longest OID RFC 2578 allows that the reader still accepts: 128 arcs, 5 octets each.
@@ -113,9 +116,12 @@ def main() -> int:
     args = parser.parse_args()
     kinds = {**worst_cases(), **issue_packets()}
     results: list[tuple[str, int, float, int, int]] = []
-    with Processes() as procs:
+    with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-hostile-") as tmp:
+        config = Path(tmp) / "agent.toml"
+        config.write_text(NO_RATE_LIMIT)
         proc, port, _ = start_ibsnmp(procs, FABRIC, extra=(
-            "--community", READ.decode(), "--write-community", WRITE.decode()))
+            "--config", str(config), "--community", READ.decode(),
+            "--write-community", WRITE.decode()))
         wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
         for name, (packet, counter) in kinds.items():
             cpu, moved, sent = cpu_per_packet(proc.pid, port, packet, counter, args.rounds)

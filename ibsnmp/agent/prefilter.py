@@ -175,14 +175,17 @@ class Prefilter:
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
-        # Read in Python: up to twice the limit (half a millisecond); longer lists
-        # are answered only when all { OID, NULL }, checked in C.
-        varbinds = message.pdu.read_varbinds(data, 2 * self._max_varbinds)
+        varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
         if len(varbinds) <= self._max_varbinds:
             self._passed = (data, message, varbinds)
             return None
+        # Over the limit: all { OID, NULL } (checked in C), or read whole in Python
+        # if no longer than twice the limit (a quarter of a millisecond more).
+        null_list = message.pdu.is_null_list(data)
+        if not null_list:
+            varbinds = message.pdu.read_varbinds(data, 2 * self._max_varbinds, varbinds)
         try:
-            reply = too_big_response(data, message, varbinds)
+            reply = too_big_response(data, message, varbinds, null_list)
         except HeaderError:  # not read whole: answered by nothing
             return Verdict((SILENT_DROP,))
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds

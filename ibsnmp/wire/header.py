@@ -124,16 +124,19 @@ class PduHeader:
     request_id: Tlv | None  # the INTEGER element (absent in a v1 Trap)
     varbinds: Tlv
 
-    def read_varbinds(self, data: bytes, stop_after: int | None = None) -> tuple[Varbind, ...]:
+    def read_varbinds(self, data: bytes, stop_after: int | None = None,
+                      read: tuple[Varbind, ...] = ()) -> tuple[Varbind, ...]:
         """The varbinds of the list, each name and value checked (see the module).
 
         With `stop_after`, no more than `stop_after` + 1 are read: a list
         longer than that is not read whole, and must not be answered or
-        passed on unless `is_null_list` holds for it.
+        passed on unless `is_null_list` holds for it. `read`: the first
+        varbinds, read before; reading goes on after them.
         """
-        found: list[Varbind] = []
+        found: list[Varbind] = list(read)
         append = found.append
-        pos, end, version = self.varbinds.start, self.varbinds.end, self.version
+        pos = read[-1].value_end if read else self.varbinds.start
+        end, version = self.varbinds.end, self.version
         most = len(data) if stop_after is None else stop_after + 1
         while pos < end and len(found) < most:
             tag, start, stop = read_element(data, pos, end)
@@ -312,17 +315,20 @@ def _usm_user_name(data: bytes, params: Tlv) -> bytes:
 
 
 def too_big_response(data: bytes, message: CommunityMessage,
-                     varbinds: tuple[Varbind, ...] = ()) -> bytes:
+                     varbinds: tuple[Varbind, ...] = (), null_list: bool | None = None) -> bytes:
     """The tooBig Response to a v1/v2c request read whole: `varbinds` is what
     `read_varbinds` returned, all of the list, or the list is all `{ OID, NULL }`
-    (`PduHeader.is_null_list`); HeaderError for any other.
+    (`PduHeader.is_null_list`, `null_list` if the caller has asked it already);
+    HeaderError for any other.
 
     SNMPv2c answers with an empty varbind list (RFC 3416 4.2.1); SNMPv1
     with the request's own varbinds (RFC 1157 4.1.2), copied as octets.
     """
     pdu = message.pdu
     read_whole = bool(varbinds) and varbinds[-1].value_end == pdu.varbinds.end
-    if pdu.request_id is None or not (read_whole or pdu.is_null_list(data)):
+    if not read_whole and null_list is None:
+        null_list = pdu.is_null_list(data)
+    if pdu.request_id is None or not (read_whole or null_list):
         raise HeaderError("not a request read whole")
     request_id = data[pdu.request_id.head:pdu.request_id.end]
     echoed = data[pdu.varbinds.start:pdu.varbinds.end] if message.version == V1 else b""
