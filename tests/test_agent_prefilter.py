@@ -151,6 +151,12 @@ def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
     assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8, values=values)) \
         == Verdict((SILENT_DROP,))
     assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8)).reply is not None
+    # A varbind past twice the limit is never read one by one: malformed there, the
+    # message is a silent drop, not a parse error (the cost stays bounded).
+    varbinds = (bytes.fromhex("3006 06012b 020101") * 7 + bytes.fromhex("3007 06012b 05800000"))
+    pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)
+    late = tlv(0x30, tlv(0x02, b"\x01") + tlv(0x04, b"public") + tlv(0xA0, pdu))
+    assert check(LISTEN, LOCAL, late) == Verdict((SILENT_DROP,))
     # A NULL of indefinite length among the first four: a parse error, as under the limit.
     varbinds = bytes.fromhex("3005 06012b 0500") * 3 + bytes.fromhex("3007 06012b 05800000")
     pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)

@@ -8,6 +8,7 @@ from oversized import FLOOD_VARBINDS, oversized_get
 from wire import V1, V2C, community_request, decode_response
 
 from ibsnmp.wire.ber import element as encode_element
+from ibsnmp.wire.ber import read_oid, read_value
 from ibsnmp.wire.header import (
     GET,
     GET_BULK,
@@ -166,3 +167,20 @@ def test_a_null_list_is_checked_whole(name: str) -> None:
     elif name != "value not NULL":  # an INTEGER value is well formed, just not NULL
         with pytest.raises(HeaderError):
             header.pdu.read_varbinds(data)
+
+
+# -- linear in the size: every check is bounded before per-octet work --------------------
+
+
+def test_an_oversized_oid_is_refused_by_its_length_alone() -> None:
+    # 65 KB of one sub-identifier: refused before its first octet is looked at.
+    data = bytes.fromhex("2b0601") + b"\xff" * 65000 + b"\x7f"
+    with pytest.raises(HeaderError, match="OBJECT IDENTIFIER too long"):
+        read_oid(data, 0, len(data))
+
+
+@pytest.mark.parametrize("tag", [0x02, 0x41, 0x42, 0x43, 0x46])
+def test_an_oversized_integer_is_refused_by_its_length_alone(tag: int) -> None:
+    data = b"\x01" * 65000  # never turned into a 520,000-bit number
+    with pytest.raises(HeaderError, match="bad INTEGER length"):
+        read_value(data, tag, 0, len(data), V2C)
