@@ -246,3 +246,55 @@ def test_rejecting_unauthenticated_v3_is_cheap(built: Any) -> None:
           f"(pysnmp {pysnmp * 1e6:.1f} us)")
     assert shortcut * 5 < pysnmp
     assert shortcut < 5 * v2c
+
+
+# -- net-snmp against a running agent --------------------------------------------------
+
+NET_SNMP_CONFIG = """
+[[community]]
+name = "public"
+
+[[user]]
+name = "authonly"
+auth = "SHA"
+auth_key = "authonly-key"
+"""
+USM_STATS = {"usmStatsUnknownUserNames": "3", "usmStatsUnknownEngineIDs": "4",
+             "usmStatsWrongDigests": "5"}
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from e2e import ibsnmp_agent
+
+    config = tmp_path_factory.mktemp("reject") / "agent.toml"
+    config.write_text(NET_SNMP_CONFIG)
+    with ibsnmp_agent("--config", str(config), fabric="single") as agent:
+        yield agent
+
+
+def usm_stats(agent: Any) -> dict[str, int]:
+    oids = [f".1.3.6.1.6.3.15.1.1.{column}.0" for column in USM_STATS.values()]
+    result = agent.snmp("snmpget", "-v2c", "-c", "public", "-Oqv", *oids)
+    assert result.returncode == 0, result.stderr
+    return dict(zip(USM_STATS, map(int, result.stdout.split())))
+
+
+def snmpget_v3(agent: Any, user: str, key: str) -> Any:
+    return agent.snmp("snmpget", "-v3", "-r0", "-t3", "-l", "authNoPriv", "-u", user,
+                      "-a", "SHA", "-A", key, "-Oqv", ".1.3.6.1.2.1.1.5.0")
+
+
+def test_net_snmp_discovers_reads_and_reads_the_reports(running: Any) -> None:
+    """Each snmpget discovers the engine first (a Report the shortcut sends), then:"""
+    before = usm_stats(running)
+    read = snmpget_v3(running, "authonly", "authonly-key")
+    assert read.returncode == 0 and read.stdout.strip(), read.stderr
+    unknown = snmpget_v3(running, "nobody", "authonly-key")
+    assert unknown.returncode != 0 and "Unknown user name" in unknown.stderr
+    wrong = snmpget_v3(running, "authonly", "not-the-key")
+    assert wrong.returncode != 0 and "Authentication failure" in wrong.stderr
+    after = usm_stats(running)
+    assert {name: after[name] - before[name] for name in USM_STATS} == {
+        "usmStatsUnknownUserNames": 1, "usmStatsUnknownEngineIDs": 3,
+        "usmStatsWrongDigests": 1}

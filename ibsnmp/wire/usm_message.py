@@ -26,6 +26,11 @@ def _span(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
     Spans, not Tlv objects: this reader runs for every SNMPv3 datagram,
     refused ones included, and an object per element was most of its cost.
     """
+    if pos + 2 <= limit and data[pos] == tag and data[pos + 1] < 0x80:
+        # The short length form, nearly every element of a request: no call.
+        end = pos + 2 + data[pos + 1]
+        if end <= limit:
+            return pos + 2, end
     found, start, end = read_element(data, pos, limit)
     if found != tag:
         raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
