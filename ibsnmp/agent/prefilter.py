@@ -30,12 +30,15 @@ here. Longer lists are not read varbind by varbind:
   inform's answer over the limit; an SNMPv3 one, whose answer would need
   the whole USM processing, is dropped (snmpSilentDrops, or
   usmStatsUnknownUserNames for an unknown user);
-- with a per-source rate limit, a source's requests beyond it (counted in
-  `rate_limited`, logged once per burst).
+- with a per-source rate limit, a source's requests beyond it, and with
+  the aggregate one, all sources' requests beyond that (agent.ratelimit;
+  counted together in `rate_limited`, logged once per burst).
 
 Everything dropped also counts in snmpInPkts, as every received message does.
-SNMPv3 messages within the limits go on to pysnmp, which authenticates them
-and answers Reports as RFC 3414 says.
+SNMPv3 requests within the limits that no key vouches for (discovery, a
+foreign engine ID, an unknown user, a wrong digest) get their Report from
+`report_unauthenticated` (agent.fast_v3); the others go on to pysnmp,
+which authenticates them and answers the remaining Reports (RFC 3414).
 """
 
 from __future__ import annotations
