@@ -184,3 +184,19 @@ def test_an_oversized_integer_is_refused_by_its_length_alone(tag: int) -> None:
     data = b"\x01" * 65000  # never turned into a 520,000-bit number
     with pytest.raises(HeaderError, match="bad INTEGER length"):
         read_value(data, tag, 0, len(data), V2C)
+
+
+V3_MALFORMED = {
+    "msgMaxSize 483": ("020300ffe3", "02030001e3"),
+    "negative msgAuthoritativeEngineBoots": ("0400020100020100", "04000201ff020100"),
+    "msgSecurityModel 0": ("040104020103", "040104020100"),
+    "USM parameters not a SEQUENCE": ("0410300e", "0410310e"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(V3_MALFORMED))
+def test_malformed_v3_plaintext_is_refused(name: str) -> None:
+    good_hex, bad_hex = V3_MALFORMED[name]
+    assert V3_DISCOVERY.hex().count(good_hex) == 1
+    with pytest.raises(HeaderError):
+        read_header(bytes.fromhex(V3_DISCOVERY.hex().replace(good_hex, bad_hex)))

@@ -109,9 +109,13 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     full traceback per packet, a log flood anyone can trigger remotely.
     They count as snmpInASNParseErrs; the first is logged with its cause.
 
-    Every datagram first passes the `prefilter`'s header checks. pysnmp
-    hands every request to the command responders, whatever socket it came
-    in on: one that reaches pysnmp on a notification originator's socket
+    Every datagram first passes the `prefilter`: the project's strict BER
+    reader (ibsnmp.wire.header) drops what it refuses as a parse error, so
+    pysnmp only sees messages that reader accepts (but for an encrypted
+    scoped PDU, which it reads once decrypted), and the guard here is left
+    for what pysnmp still fails on. pysnmp hands every request to the
+    command responders, whatever socket it came in on: one that reaches
+    pysnmp on a notification originator's socket
     (an encrypted SNMPv3 one, whose PDU type the prefilter cannot see) is
     refused here, counted in snmpUnknownPDUHandlers, its state released.
     """

@@ -91,9 +91,11 @@ def read_integer(data: bytes, start: int, end: int, low: int, high: int,
 def read_oid(data: bytes, start: int, end: int) -> Oid:
     """An OBJECT IDENTIFIER's value octets as arcs (RFC 2578 limits, minimal octets).
 
-    Linear in the length: an arc is refused as soon as it passes the
-    largest allowed value, so a 64 KB sub-identifier costs one pass over
-    its octets, never a big-number shift per octet.
+    Bounded before any octet is read: more than 640 value octets cannot
+    be 128 arcs. Then one pass: octets all under 0x80 are the arcs (checked
+    in C); otherwise a regular expression checks every sub-identifier's
+    octets before they are added up, and only what it refuses is read arc
+    by arc, each refused as soon as it passes the largest allowed value.
     """
     if start >= end or data[end - 1] & 0x80:
         raise HeaderError("bad OBJECT IDENTIFIER")
