@@ -298,3 +298,26 @@ def test_net_snmp_discovers_reads_and_reads_the_reports(running: Any) -> None:
     assert {name: after[name] - before[name] for name in USM_STATS} == {
         "usmStatsUnknownUserNames": 1, "usmStatsUnknownEngineIDs": 3,
         "usmStatsWrongDigests": 1}
+
+
+def test_a_reload_moves_the_users_and_keeps_the_shortcut(built: Any) -> None:
+    """A user added by a reload is no longer unknown; a removed one is."""
+    import dataclasses
+
+    own = engine_id(built)
+    newcomer = User(name="newcomer", auth="SHA", auth_key="newcomer-key")
+    settings = built.settings
+    signed = message(engine=own, user=b"newcomer", flags=R | A, key_of=newcomer)
+    fast_v3 = built.engine.message_dispatcher.fast_v3
+    refused = fast_v3.report(signed)
+    assert refused is not None and refused.reply is not None  # unknown user
+    built.replace_principals(dataclasses.replace(settings, users=(newcomer,)))
+    try:
+        prefilter = built.engine.message_dispatcher.prefilter
+        assert prefilter.report_unauthenticated == fast_v3.report
+        assert fast_v3.report(signed) is None  # authentic: goes on
+        gone = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY)
+        answered, moved = deliver(built, gone)
+        assert answered is not None and moved.get("usmStatsUnknownUserNames") == 1
+    finally:
+        built.replace_principals(settings)

@@ -29,6 +29,12 @@ from net-snmp's snmpd) in four ways, fixed here around its
    others; they are dropped before any state is kept and counted in
    snmpInvalidMsgs ("invalid or inconsistent components in the SNMP
    message", SNMP-MPD-MIB).
+
+What this class answers is also the reference for the Reports that
+agent.fast_v3 sends before pysnmp decodes anything (discovery, foreign
+engine IDs, unknown users, levels without keys, wrong digests):
+tests/test_v3_reject_cost.py compares the two octet for octet. Those
+requests reach this class only when that shortcut is switched off.
 """
 
 from __future__ import annotations
