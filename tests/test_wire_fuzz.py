@@ -16,27 +16,12 @@ import pytest
 
 from e2e import ibsnmp_agent
 from wire import community_request, decode_response, split_address
+from wire_fuzz import CORPUS_AGENT_CONFIG as CONFIG
 from wire_fuzz import is_well_formed_ber, load_corpus, mutants
 
 FUZZ_INPUTS = int(os.environ.get("IBSNMP_FUZZ_INPUTS", "3000"))
 PROBE_TIMEOUT_S = 5.0
 SYS_UPTIME_0 = "1.3.6.1.2.1.1.3.0"
-
-# The corpus's v3 packets were captured from net-snmp with this user.
-CONFIG = """
-engine_id = "0x8000000001020304"
-[[community]]
-name = "public"
-[[community]]
-name = "private"
-access = "write"
-[[user]]
-name = "reader"
-auth = "SHA256"
-auth_key = "readerpass1"
-priv = "AES"
-priv_key = "readerpass2"
-"""
 
 
 def _probe_id(number: int) -> int:

@@ -11,10 +11,26 @@ its input and can be replayed.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 CORPUS_DIR = Path(__file__).parent / "data" / "wire-corpus"
+# The agent configuration the corpus's v3 packets were captured against
+# (net-snmp's clients, user reader): engine ID and user must match.
+CORPUS_AGENT_CONFIG = """
+engine_id = "0x8000000001020304"
+[[community]]
+name = "public"
+[[community]]
+name = "private"
+access = "write"
+[[user]]
+name = "reader"
+auth = "SHA256"
+auth_key = "readerpass1"
+priv = "AES"
+priv_key = "readerpass2"
+"""
 MAX_DATAGRAM = 65507
 # Octets that make BER length and tag parsers take their edge branches.
 EDGE_OCTETS = (0x00, 0x01, 0x7F, 0x80, 0x81, 0x82, 0x84, 0xFE, 0xFF)
@@ -73,8 +89,14 @@ MUTATORS = (_flip_bits, _edge_octet, _long_length, _truncate, _insert, _delete, 
             _splice)
 
 
-def mutants(seeds: dict[str, bytes], count: int, seed: int) -> Iterator[tuple[str, bytes]]:
-    """`count` (label, datagram) pairs; label names the seed and mutant number."""
+def mutants(seeds: dict[str, bytes], count: int, seed: int,
+            finish: Callable[[str, bytes], bytes] | None = None) -> Iterator[tuple[str, bytes]]:
+    """`count` (label, datagram) pairs; label names the seed and mutant number.
+
+    `finish(seed name, mutant)` may touch each mutant up last (bench/fuzz_traffic.py
+    re-signs authenticated SNMPv3 ones); `seeds` is read at every mutant, so
+    a caller may replace a seed's octets while iterating (a v3 seed's engine time).
+    """
     rng = random.Random(seed)
     names = sorted(seeds)
     pool = [seeds[name] for name in names]
@@ -85,7 +107,10 @@ def mutants(seeds: dict[str, bytes], count: int, seed: int) -> Iterator[tuple[st
             if len(data) < 2:
                 break  # nothing left to bend
             rng.choice(MUTATORS)(rng, data, pool)
-        yield f"{name}#{seed}.{number}", bytes(data[:MAX_DATAGRAM])
+        mutant = bytes(data[:MAX_DATAGRAM])
+        if finish is not None:
+            mutant = finish(name, mutant)
+        yield f"{name}#{seed}.{number}", mutant
 
 
 def is_well_formed_ber(data: bytes) -> bool:
