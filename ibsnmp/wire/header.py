@@ -165,7 +165,7 @@ class PduHeader:
         """
         start, end = self.varbinds.start, self.varbinds.end
         return (_NULL_VARBINDS.fullmatch(data, start, end) is not None
-                and _BAD_ARC.search(data, start, end) is None)
+                and not _has_bad_arc(data[start:end]))
 
 
 # One alternative per OID length n (1..123): 30 <n+4> 06 <n> <n octets, the last
@@ -178,9 +178,22 @@ _NULL_VARBINDS = re.compile(rb"(?:" + rb"|".join(
 # starts after any such octet. Refused: one starting with 0x80 (not minimal),
 # one of five octets whose first adds more than four bits (over 2^32-1; the
 # first sub-identifier's 2^32..2^32+79 are refused too), one of six or more.
-# Written to start at an octet of 0x80 or more: the search skips the others in C.
-_BAD_ARC = re.compile(rb"[\x80-\xff](?:(?<=[\x00-\x7f]\x80)|(?<=[\x00-\x7f][\x90-\xff])"
-                      rb"[\x80-\xff]{3}|[\x80-\xff]{4})")
+# Octets become classes (a: under 0x80, z: 0x80, h: 0x81-0x8f, d: 0x90 and up)
+# searched as substrings in C: a regular expression trying every octet of
+# 64 KB of long sub-identifiers took 2.2 ms, this 0.4 ms at most.
+_CLASSES = bytes.maketrans(bytes(range(256)), b"a" * 128 + b"z" + b"h" * 15 + b"d" * 112)
+_HIGH = bytes.maketrans(b"zd", b"hh")  # classes: every octet of 0x80 or more as h
+_LARGE_FIVE = re.compile(rb"ad[zhd]{3}")
+
+
+def _has_bad_arc(octets: bytes) -> bool:
+    classes = octets.translate(_CLASSES)
+    if b"az" in classes:
+        return True
+    highs = classes.translate(_HIGH)
+    if b"hhhh" not in highs:  # no sub-identifier of five octets or more
+        return False
+    return b"hhhhh" in highs or _LARGE_FIVE.search(classes) is not None
 
 
 def read_pdu(data: bytes, pos: int, limit: int, version: int) -> PduHeader:
