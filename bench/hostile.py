@@ -37,6 +37,7 @@ from common import (  # noqa: E402
     start_ibsnmp,
     wait_until_answers,
 )
+from ibsnmp.wire.ber import element, oid_octets  # noqa: E402
 from oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
 from test_hostile_packets import (  # noqa: E402
     MALFORMED,
@@ -81,6 +82,10 @@ def worst_cases() -> dict[str, tuple[bytes, str]]:
         "64 KB 9,142 varbinds, tooBig": (oversized_get(READ), "tooBig"),
         "64 KB, last value bad": (last_bad, "silent drop"),
         f"64 KB {fitting} longest OIDs, answered": (request(longest * fitting), "answered"),
+        "64 KB longest OIDs, last value bad": (request(
+            longest * (fitting - 1) + element(0x30, element(0x06, oid_octets(LONGEST_OID))
+                                              + bytes.fromhex("02050080000000"))),
+            "parse error"),
         # For scale: what a manager's largest well-formed GET costs to answer.
         "GET of 256 x sysDescr.0, answered": (request(NULL_VARBIND_OF_SYS_DESCR * 256),
                                                "answered"),

@@ -35,7 +35,7 @@ def test_community_header() -> None:
     assert isinstance(header, CommunityMessage)
     assert (header.version, header.community, header.pdu.tag) == (V2C, b"pub@0002c903000a1b2c",
                                                                   GET_BULK)
-    assert [v.oid for v in header.pdu.read_varbinds(data)] == [(1, 3, 6, 1, 2, 1, 1, 1, 0)] * 3
+    assert [v.oid(data) for v in header.pdu.read_varbinds(data)] == [(1, 3, 6, 1, 2, 1, 1, 1, 0)] * 3
     assert data[header.pdu.request_id.head:header.pdu.request_id.end] == bytes.fromhex("0201fb")
 
 

@@ -34,7 +34,9 @@ from .ber import (
     TIMETICKS,
     HeaderError,
     Oid,
+    check_oid,
     element,
+    has_bad_arc,
     read_element,
     read_integer,
     read_oid,
@@ -107,12 +109,16 @@ class Varbind(NamedTuple):
     tuple is built several times faster.
     """
 
-    oid: Oid
     start: int  # the varbind's first value octet: its OID element starts here
+    oid_start: int  # the OID's first value octet
     oid_end: int  # one past the OID element; the value element follows
     value_tag: int
     value_start: int
     value_end: int
+
+    def oid(self, data: bytes) -> Oid:
+        """The name's arcs: decoded only when a request is answered here."""
+        return read_oid(data, self.oid_start, self.oid_end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +151,15 @@ class PduHeader:
             otag, ostart, oend = read_element(data, start, stop)
             if otag != OBJECT_IDENTIFIER:
                 raise HeaderError("a varbind name is not an OBJECT IDENTIFIER")
-            oid = read_oid(data, ostart, oend)
+            check_oid(data, ostart, oend)
             if data[oend:stop] == NULL_ELEMENT:  # a request's value: one comparison
-                append(Varbind(oid, start, oend, NULL, stop, stop))
+                append(Varbind(start, ostart, oend, NULL, stop, stop))
             else:
                 vtag, vstart, vend = read_element(data, oend, stop)
                 if vend != stop:
                     raise HeaderError("octets after a varbind value")
                 read_value(data, vtag, vstart, vend, version)
-                append(Varbind(oid, start, oend, vtag, vstart, vend))
+                append(Varbind(start, ostart, oend, vtag, vstart, vend))
             pos = stop
         return tuple(found)
 
@@ -165,7 +171,7 @@ class PduHeader:
         """
         start, end = self.varbinds.start, self.varbinds.end
         return (_NULL_VARBINDS.fullmatch(data, start, end) is not None
-                and not _has_bad_arc(data[start:end]))
+                and not has_bad_arc(data[start:end]))
 
 
 # One alternative per OID length n (1..123): 30 <n+4> 06 <n> <n octets, the last
@@ -178,22 +184,7 @@ _NULL_VARBINDS = re.compile(rb"(?:" + rb"|".join(
 # starts after any such octet. Refused: one starting with 0x80 (not minimal),
 # one of five octets whose first adds more than four bits (over 2^32-1; the
 # first sub-identifier's 2^32..2^32+79 are refused too), one of six or more.
-# Octets become classes (a: under 0x80, z: 0x80, h: 0x81-0x8f, d: 0x90 and up)
-# searched as substrings in C: a regular expression trying every octet of
-# 64 KB of long sub-identifiers took 2.2 ms, this 0.4 ms at most.
-_CLASSES = bytes.maketrans(bytes(range(256)), b"a" * 128 + b"z" + b"h" * 15 + b"d" * 112)
-_HIGH = bytes.maketrans(b"zd", b"hh")  # classes: every octet of 0x80 or more as h
-_LARGE_FIVE = re.compile(rb"ad[zhd]{3}")
-
-
-def _has_bad_arc(octets: bytes) -> bool:
-    classes = octets.translate(_CLASSES)
-    if b"az" in classes:
-        return True
-    highs = classes.translate(_HIGH)
-    if b"hhhh" not in highs:  # no sub-identifier of five octets or more
-        return False
-    return b"hhhhh" in highs or _LARGE_FIVE.search(classes) is not None
+# has_bad_arc (ibsnmp.wire.ber) finds them all without trying every octet.
 
 
 def read_pdu(data: bytes, pos: int, limit: int, version: int) -> PduHeader:
@@ -221,7 +212,7 @@ def read_pdu(data: bytes, pos: int, limit: int, version: int) -> PduHeader:
 
 def _read_trap_v1(data: bytes, pdu: Tlv) -> Tlv:
     enterprise = _expect(data, pdu.start, pdu.end, OBJECT_IDENTIFIER)
-    read_oid(data, enterprise.start, enterprise.end)
+    check_oid(data, enterprise.start, enterprise.end)
     address = _expect(data, enterprise.end, pdu.end, IP_ADDRESS)
     read_value(data, IP_ADDRESS, address.start, address.end, V1)
     generic = _expect(data, address.end, pdu.end, INTEGER)

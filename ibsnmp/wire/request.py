@@ -104,7 +104,7 @@ def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], versi
         if data[found.oid_end:found.value_end] != _NULL:
             raise HeaderError("a varbind value is not NULL")
     return Request(version, community, pdu.tag, request_id, non_repeaters, max_repetitions,
-                   tuple(found.oid for found in varbinds),
+                   tuple(found.oid(data) for found in varbinds),
                    tuple(data[found.start:found.oid_end] for found in varbinds))
 
 
