@@ -8,7 +8,7 @@ from oversized import FLOOD_VARBINDS, oversized_get
 from wire import V1, V2C, community_request, decode_response
 
 from ibsnmp.wire.ber import element as encode_element
-from ibsnmp.wire.ber import read_oid, read_value
+from ibsnmp.wire.ber import oid_octets, read_oid, read_value
 from ibsnmp.wire.header import (
     GET,
     GET_BULK,
@@ -200,3 +200,18 @@ def test_malformed_v3_plaintext_is_refused(name: str) -> None:
     assert V3_DISCOVERY.hex().count(good_hex) == 1
     with pytest.raises(HeaderError):
         read_header(bytes.fromhex(V3_DISCOVERY.hex().replace(good_hex, bad_hex)))
+
+
+@pytest.mark.parametrize("arcs,valid", [
+    ((2, 2**32 - 1), True),  # the first sub-identifier 2^32+79: five octets, first 0x90
+    ((2, 2**32), False),
+    ((1, 3) + (2**32 - 1,) * 126, True),  # 128 arcs of five octets: the longest OID
+    ((1, 3) + (2**32 - 1,) * 127, False),
+])
+def test_oid_limits_at_their_edges(arcs: tuple[int, ...], valid: bool) -> None:
+    octets = oid_octets(arcs)
+    if valid:
+        assert read_oid(octets, 0, len(octets)) == arcs
+    else:
+        with pytest.raises(HeaderError):
+            read_oid(octets, 0, len(octets))
