@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
-from ibsnmp.agent.config import AgentSettings, ConfigError
+from ibsnmp.agent.config import AgentSettings, ConfigError, Limits
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.logsetup import LOG_FORMATS, configure_logging, print_banner
 from ibsnmp.providers.base import Provider
@@ -258,14 +258,17 @@ def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettin
     return replace(settings, engine_id=engine.engine_id, engine_boots=engine.boots)
 
 
-def _open_state(state_dir: Path, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """The write store: the state file (loaded if present), session limits."""
+def _open_state(state_dir: Path, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+                limits: Limits):
+    """The write store: the state file (loaded if present), session and result limits."""
     from ibsnmp.sa.store import AgentState, StateFileError, state_file_for
 
     path = state_file_for(state_dir)
     try:
         state = AgentState.open(path, lifetime=args.session_lifetime,
-                                max_sessions=args.max_sessions)
+                                max_sessions=args.max_sessions,
+                                max_result_rows_per_request=limits.max_result_rows_per_request,
+                                max_result_rows=limits.max_result_rows)
     except StateFileError as exc:
         raise ConfigError(f"state file: {exc}") from None
     log.info("configuration SETs are kept in %s", path)
@@ -284,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
         provider = _make_provider(args)
         state_dir = _state_dir(args)
         settings = _start_engine_state(state_dir, settings)
-        state = _open_state(state_dir, args)
+        state = _open_state(state_dir, args, settings.limits)
         publisher = None
         if args.publish:
             from ibsnmp.mqtt.options import make_publisher

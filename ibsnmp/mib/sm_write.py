@@ -13,7 +13,9 @@ configuration before the SET is acknowledged. Error statuses follow RFC
 - createAndGo/createAndWait on an existing row, active/notInService on a
   missing one, a change to an active request, LID range min >= max, a
   partition action whose operands do not fit the fabric: inconsistentValue;
-- more than --max-sessions open requests, or a query too large to answer:
+- more than --max-sessions open requests, or a query too large to answer
+  (more result rows than [limits] max_result_rows_per_request, or than
+  max_result_rows leaves room for beside the other requests' results):
   resourceUnavailable;
 - a value outside the IBA field an unbounded INTEGER carries: wrongValue.
 
@@ -216,9 +218,12 @@ def _traced_path(session: Session, txn: Transaction, index: int) -> Mapping[str,
 
 
 def _trace_rows(spec: RequestTable, request: Mapping[str, Any], fabric: Any,
-                records: Iterable[query.PathRecord]) -> tuple[dict[str, Any], ...]:
+                records: Iterable[query.PathRecord], limit: int = query.MAX_RECORDS
+                ) -> tuple[dict[str, Any], ...]:
     """The trace rows of the paths, hop by hop, that the trace request's mask keeps.
-    A path the SA answered is followed through the forwarding tables read."""
+    A path the SA answered is followed through the forwarding tables read.
+    TooManyRecords as soon as there are more than `limit` (at most MAX_RECORDS)."""
+    limit = min(limit, query.MAX_RECORDS)
     mask = effective_mask(spec, request)
     wanted = {column: _masked(spec, request, mask, column) for column in spec.bits}
     rows = []
@@ -229,31 +234,38 @@ def _trace_rows(spec: RequestTable, request: Mapping[str, Any], fabric: Any,
             if all(value is None or number(row[column]) == value
                    for column, value in wanted.items()):
                 rows.append(row)
-    if len(rows) > query.MAX_RECORDS:
-        raise query.TooManyRecords(f"{len(rows)} trace records")
+        if len(rows) > limit:
+            raise query.TooManyRecords(f"more than {limit} trace records")
     return tuple(rows)
 
 
-def _results(spec: RequestTable, session: Session, txn: Transaction, target: ContextTarget,
-             index: int) -> tuple[dict[str, Any], ...]:
-    """The result rows of a request becoming active (SetError if it cannot)."""
+def _results(state: AgentState, spec: RequestTable, session: Session, txn: Transaction,
+             target: ContextTarget, index: int) -> tuple[dict[str, Any], ...]:
+    """The result rows of a request becoming active (SetError if it cannot).
+    The draft's result tables cannot say that an answer was cut short, so an
+    answer past the [limits] result rows is refused (resourceUnavailable),
+    and its computation stops at the first row past them."""
     fabric = target.fabric
     request = session.request
+    room = state.result_room(txn.sessions, session.key)
     try:
         if spec.kind == PATH:
-            records = query.path_records(fabric, _path_query(spec, request))
+            records = query.path_records(fabric, _path_query(spec, request), room)
             return tuple(_path_row(r) for r in records)
         if spec.kind == MULTIPATH:
             sources, destinations, independent = _multipath_gids(spec, request, index)
             records = query.multipath_records(
                 fabric, _path_query(spec, request), sources, destinations,
-                independent=independent)
+                independent=independent, limit=room)
             return tuple(_path_row(r) for r in records)
         path_request = _traced_path(session, txn, index)
-        records = query.path_records(fabric, _path_query(PATH_REQUEST, path_request))
-        return _trace_rows(spec, request, fabric, records)
+        # The paths traced are bounded as the path request's own results are.
+        records = query.path_records(fabric, _path_query(PATH_REQUEST, path_request), room)
+        return _trace_rows(spec, request, fabric, records, room)
     except query.TooManyRecords as exc:
-        raise SetError("resourceUnavailable", index, f"query too large: {exc}") from None
+        raise SetError("resourceUnavailable", index,
+                       f"query too large: {exc} (room for {room} result rows: [limits] "
+                       "max_result_rows_per_request, max_result_rows)") from None
 
 
 def _ask_sa(spec: RequestTable, session: Session, txn: Transaction, target: ContextTarget,
@@ -362,8 +374,8 @@ def _plan_request_row(state: AgentState, spec: RequestTable, target: ContextTarg
         if state.sa_runner is not None:
             _ask_sa(spec, session, txn, target, at)
         else:
-            session = dataclasses.replace(session, results=_results(spec, session, txn, target,
-                                                                    at))
+            session = dataclasses.replace(
+                session, results=_results(state, spec, session, txn, target, at))
     txn.put_session(session)
 
 

@@ -441,14 +441,16 @@ def _limited(records: Iterable[PathRecord], limit: int | None) -> list[PathRecor
     return out
 
 
-def path_records(fabric: Fabric, q: PathQuery) -> list[PathRecord]:
+def path_records(fabric: Fabric, q: PathQuery, limit: int = MAX_RECORDS) -> list[PathRecord]:
     """The PathRecords a GetTable(PathRecord) with these constraints returns.
 
     Without a source (SGID/SLID) or destination (DGID/DLID) every end port
     is one; such wildcard queries leave out loopback pairs. NumbPath (1..127)
     caps the records per port pair; 0 or absent: all of them.
-    Raises TooManyRecords past MAX_PAIRS pairs or MAX_RECORDS records.
+    Raises TooManyRecords past MAX_PAIRS pairs or `limit` records (at most
+    MAX_RECORDS), as soon as the record past the limit is found.
     """
+    limit = min(limit, MAX_RECORDS)
     srcs = _ends(fabric, q.sgid, q.slid)
     dsts = _ends(fabric, q.dgid, q.dlid)
     explicit = srcs is not None and dsts is not None
@@ -465,8 +467,8 @@ def path_records(fabric: Fabric, q: PathQuery) -> list[PathRecord]:
                 continue
             pair = _limited(_records(fabric, q, src, dst), q.numb_path)
             out.extend(_numbered(pair))
-            if len(out) > MAX_RECORDS:
-                raise TooManyRecords(f"more than {MAX_RECORDS} records")
+            if len(out) > limit:
+                raise TooManyRecords(f"more than {limit} records")
     return out
 
 
@@ -478,13 +480,15 @@ def _numbered(pair: list[PathRecord]) -> list[PathRecord]:
 
 
 def multipath_records(fabric: Fabric, q: PathQuery, sgids: Sequence[int], dgids: Sequence[int],
-                      *, independent: bool = False) -> list[PathRecord]:
+                      *, independent: bool = False, limit: int = MAX_RECORDS
+                      ) -> list[PathRecord]:
     """The paths a GetMulti(MultiPathRecord) returns between every source
     GID and every destination GID (unknown GIDs match nothing). NumbPath
     caps the total. With `independent` (IndepSel 1) paths that share the
     fewest switches with those already chosen come first; preference is
     then how many switches a path shares with the earlier ones (capped 255),
-    not counting the switches every candidate crosses.
+    not counting the switches every candidate crosses. Raises
+    TooManyRecords past MAX_RECORDS candidates or `limit` records returned.
     """
     candidates: list[PathRecord] = []
     for sgid, dgid in product(dict.fromkeys(sgids), dict.fromkeys(dgids)):
@@ -496,9 +500,10 @@ def multipath_records(fabric: Fabric, q: PathQuery, sgids: Sequence[int], dgids:
         candidates.extend(_numbered(pair))
         if len(candidates) > MAX_RECORDS:
             raise TooManyRecords(f"more than {MAX_RECORDS} records")
-    if independent:
-        candidates = _independent_order(candidates)
-    return _limited(candidates, q.numb_path)
+    chosen = _limited(_independent_order(candidates) if independent else candidates, q.numb_path)
+    if len(chosen) > limit:
+        raise TooManyRecords(f"more than {limit} records")
+    return chosen
 
 
 def _switches(record: PathRecord) -> frozenset[int]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ibsnmp.agent.config import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 from ibsnmp.atomicfile import write_atomically
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
@@ -205,13 +206,17 @@ class AgentState:
     """Configuration (durable) and SA request sessions (in memory).
 
     path: the state file (None: nothing is saved). lifetime: seconds a
-    session lives; max_sessions: how many may be open at once. `version`
+    session lives; max_sessions: how many may be open at once;
+    max_result_rows_per_request and max_result_rows: how many result rows
+    one session and all of them may hold (0: none). `version`
     changes whenever anything a read may show changes (a commit, a session
     expiring); `config_version` when the configuration does.
     """
 
     def __init__(self, config: ConfigState | None = None, *, path: Path | None = None,
                  lifetime: float = DEFAULT_LIFETIME_S, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                 max_result_rows_per_request: int = DEFAULT_MAX_RESULT_ROWS_PER_REQUEST,
+                 max_result_rows: int = DEFAULT_MAX_RESULT_ROWS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if lifetime <= 0:
             raise ValueError(f"session lifetime must be > 0, got {lifetime}")
@@ -221,6 +226,8 @@ class AgentState:
         self.path = path
         self.lifetime = float(lifetime)
         self.max_sessions = max_sessions
+        self.max_result_rows_per_request = max_result_rows_per_request
+        self.max_result_rows = max_result_rows
         self.clock = clock
         self.epoch = clock()
         self.sessions: dict[SessionKey, Session] = {}
@@ -309,13 +316,23 @@ class AgentState:
             for pending in txn.sa_pending:
                 self.sa_runner(*pending)
 
+    def result_room(self, sessions: dict[SessionKey, Session], key: SessionKey) -> int:
+        """How many result rows the session `key` may hold beside the others in `sessions`."""
+        held = sum(len(s.results) for k, s in sessions.items() if k != key)
+        return max(0, min(self.max_result_rows_per_request, self.max_result_rows - held))
+
     def settle(self, session: Session, results: tuple[Any, ...] | None) -> bool:
         """The SA's answer to an active request lands in its row (None: no
-        answer, the row goes notInService). Ignored (False) when the row was
+        answer, or more rows than the result limits leave room for: the row
+        goes notInService, without results). Ignored (False) when the row was
         destroyed, recreated or changed while the SA was asked."""
         current = self.sessions.get(session.key)
         if current != session:
             return False
+        if results is not None and len(results) > self.result_room(self.sessions, session.key):
+            log.warning("an SA answer of %d rows exceeds [limits] max_result_rows_per_request "
+                        "or max_result_rows: the request goes notInService", len(results))
+            results = None
         self.sessions = dict(self.sessions)
         self.sessions[session.key] = (replace(session, results=results) if results is not None
                                       else replace(session, status=_NOT_IN_SERVICE))

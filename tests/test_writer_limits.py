@@ -1,0 +1,99 @@
+"""[limits] max_result_rows_per_request and max_result_rows: the result rows
+a writer's SA requests may make the agent hold, per request and in all.
+
+`ibsnmp run` in a subprocess with a small configuration, net-snmp's snmpset
+and snmptable. A request past either limit is refused with
+resourceUnavailable and leaves no row; destroying a request gives its room
+back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from e2e import RunningAgent, ibsnmp_agent
+from test_set_e2e import CREATE_AND_GO, DESTROY, PREFIX, SEED, SPEC, set_error, set_ok, table
+
+from ibsnmp.agent.config import ConfigError, load_config
+from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.sa import query
+
+REQ = "IB-SM-MIB::ibSmPathReq"
+
+
+def host_lids() -> list[int]:
+    fabric = build_fabric(SPEC, seed=SEED)
+    return sorted(p.lid for n in fabric.nodes.values() if n.is_ca for p in n.ports if p.lid)
+
+
+def rows_from(lid: int) -> int:
+    """How many result rows a request with only SrcLID makes on this fabric."""
+    return len(query.path_records(build_fabric(SPEC, seed=SEED), query.PathQuery(slid=lid)))
+
+
+@contextmanager
+def limited_agent(tmp_path: Path, per_request: int, in_all: int) -> Iterator[RunningAgent]:
+    config = tmp_path / "ibsnmp.toml"
+    config.write_text(f"[limits]\nmax_result_rows_per_request = {per_request}\n"
+                      f"max_result_rows = {in_all}\n")
+    with ibsnmp_agent("--config", str(config), "--community", "public",
+                      "--write-community", "private", fabric=SPEC, seed=SEED) as running:
+        yield running
+
+
+def create(session: int, *columns: str) -> list[str]:
+    """The varbinds of a createAndGo of request `session`; "@" in a column stands for its index."""
+    return [f"{REQ}RowStatus.{PREFIX}.{session}", "i", str(CREATE_AND_GO),
+            *(part.replace("@", f".{PREFIX}.{session}") for part in columns)]
+
+
+def result_sessions(agent: RunningAgent) -> dict[int, int]:
+    """session id -> result rows shown."""
+    counts: dict[int, int] = {}
+    for row in table(agent, "ibSmPathResultTable"):
+        session = int(row["index"].split(".")[8])
+        counts[session] = counts.get(session, 0) + 1
+    return counts
+
+
+def test_a_request_past_the_per_request_limit_is_refused(tmp_path: Path) -> None:
+    src, dst = host_lids()[:2]
+    many = rows_from(src)
+    assert many > 10
+    with limited_agent(tmp_path, per_request=10, in_all=1000) as agent:
+        status, failed = set_error(agent, *create(1, f"{REQ}SrcLID@", "i", str(src)))
+        assert status == "resourceUnavailable" and "ibSmPathReqRowStatus" in failed
+        assert table(agent, "ibSmPathReqTable") == []  # the refused SET left no row
+        set_ok(agent, *create(2, f"{REQ}SrcLID@", "i", str(src),
+                              f"{REQ}DstLID@", "i", str(dst)))
+        assert result_sessions(agent) == {2: 1}
+
+
+def test_requests_past_the_limit_in_all_are_refused_until_one_is_destroyed(
+        tmp_path: Path) -> None:
+    src, dst = host_lids()[:2]
+    many = rows_from(src)
+    with limited_agent(tmp_path, per_request=1000, in_all=many + 5) as agent:
+        set_ok(agent, *create(1, f"{REQ}SrcLID@", "i", str(src)))
+        status, _ = set_error(agent, *create(2, f"{REQ}SrcLID@", "i", str(src)))
+        assert status == "resourceUnavailable"
+        # What is left of the room still takes a small request.
+        set_ok(agent, *create(3, f"{REQ}SrcLID@", "i", str(src),
+                              f"{REQ}DstLID@", "i", str(dst)))
+        assert result_sessions(agent) == {1: many, 3: 1}
+        set_ok(agent, f"{REQ}RowStatus.{PREFIX}.1", "i", str(DESTROY))
+        set_ok(agent, *create(2, f"{REQ}SrcLID@", "i", str(src)))
+        assert result_sessions(agent) == {2: many, 3: 1}
+
+
+def test_the_limits_are_checked_when_the_configuration_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "ibsnmp.toml"
+    path.write_text("[limits]\nmax_result_rows_per_request = 300\nmax_result_rows = 900\n")
+    limits = load_config(path).limits
+    assert (limits.max_result_rows_per_request, limits.max_result_rows) == (300, 900)
+    path.write_text("[limits]\nmax_result_rows = -1\n")
+    with pytest.raises(ConfigError, match="limits.max_result_rows"):
+        load_config(path)
