@@ -86,6 +86,7 @@ class _BoundedCache:
     def __init__(self) -> None:
         self._entries: OrderedDict[Any, _RowIndex] = OrderedDict()
         self._rows = 0
+        self._fabric: Any = None  # the snapshot of the entries kept
 
     def get(self, key: Any, fabric: Any, stamp: Any = None) -> _RowIndex | None:
         found = self._entries.get(key)
@@ -95,6 +96,12 @@ class _BoundedCache:
         return found
 
     def put(self, key: Any, built: _RowIndex) -> None:
+        if built.fabric is not self._fabric:
+            # A new snapshot (a provider update, a configuration SET): indexes of
+            # older ones are never read again, and each would keep its snapshot alive.
+            self._entries.clear()
+            self._rows = 0
+            self._fabric = built.fabric
         old = self._entries.pop(key, None)
         if old is not None:
             self._rows -= len(old.rows)
@@ -160,6 +167,8 @@ class _Table:
             encode = self.codec.encode_prefix
             shards = {encode(values): build for values, build in self.binding.shards(target)}
             found = _ShardIndex(target.fabric, shards)
+            if self._shards and next(reversed(self._shards.values())).fabric is not target.fabric:
+                self._shards.clear()  # another snapshot's: see _BoundedCache.put
             self._shards[key] = found
             if len(self._shards) > ROW_INDEX_CACHE_SIZE:
                 self._shards.popitem(last=False)
