@@ -53,9 +53,9 @@ DEFAULT_REQUESTS_PER_SECOND = 5_000.0
 # Result rows of SA requests (ibSmPath/MultiPath/TraceResultTable) one request
 # and all open requests may hold. A kept result row costs about 1.1 KB and
 # computing a path row about 0.3 ms (measured on a 532-node fat-tree), so one
-# SET computes for at most ~0.6 s and all results hold at most ~18 MB; every
-# path from one LID of a 1,000-port fabric fits in one request.
-DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 2_048
+# SET computes for at most ~0.3 s and all results hold at most ~18 MB; every
+# path from one LID (without LMC) of a 1,000-port fabric fits in one request.
+DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 1_024
 DEFAULT_MAX_RESULT_ROWS = 16_384
 LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "requests_per_second",
               "fast_path", "walk_cache", "max_result_rows_per_request", "max_result_rows")
