@@ -148,10 +148,19 @@ class PduHeader:
             tag, start, stop = read_element(data, pos, end)
             if tag != SEQUENCE:
                 raise HeaderError("a varbind is not a SEQUENCE")
-            otag, ostart, oend = read_element(data, start, stop)
-            if otag != OBJECT_IDENTIFIER:
-                raise HeaderError("a varbind name is not an OBJECT IDENTIFIER")
-            check_oid(data, ostart, oend)
+            # The usual name, a short OID of one-octet sub-identifiers, read inline.
+            if stop - start > 2 and data[start] == OBJECT_IDENTIFIER and data[start + 1] < 0x80:
+                ostart = start + 2
+                oend = ostart + data[start + 1]
+                if oend > stop:
+                    raise HeaderError("element longer than its container")
+                if oend == ostart or not data[ostart:oend].isascii():
+                    check_oid(data, ostart, oend)
+            else:
+                otag, ostart, oend = read_element(data, start, stop)
+                if otag != OBJECT_IDENTIFIER:
+                    raise HeaderError("a varbind name is not an OBJECT IDENTIFIER")
+                check_oid(data, ostart, oend)
             if data[oend:stop] == NULL_ELEMENT:  # a request's value: one comparison
                 append(Varbind(start, ostart, oend, NULL, stop, stop))
             else:
