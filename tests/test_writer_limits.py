@@ -131,3 +131,40 @@ def test_sets_interleaved_with_walks_keep_no_older_snapshot() -> None:
     finally:
         tracemalloc.stop()
     assert grown < 500_000, f"{grown} octets kept after 12 SETs"
+
+
+def test_destroyed_requests_leave_nothing_behind() -> None:
+    """Results created, walked and destroyed: the Python heap is back where
+    it started (what the walks kept for older versions goes too)."""
+    agent = Agent("fat-tree:spines=2,leaves=4,hosts=8,lmc=1")
+    lids = sorted(p.lid for n in agent.fabric.nodes.values() if n.is_ca for p in n.ports if p.lid)
+    results = (1, 3, 6, 1, 3, 117, 7, 1, 10, 2)  # ibSmPathResultTable
+
+    def walk() -> int:
+        target, oid, count = agent.target(), results, 0
+        while (found := agent.mib.get_next(target, oid)) is not None \
+                and found[0][: len(results)] == results:
+            oid, count = found[0], count + 1
+        return count
+
+    def request(column: str, session: int) -> tuple[int, ...]:
+        return instance(f"ibSmPathReq{column}", agent.prefix, session)
+
+    tracemalloc.start()
+    try:
+        walk()
+        start = tracemalloc.get_traced_memory()[0]
+        for session, lid in enumerate(lids, 1):
+            agent.set((request("RowStatus", session), i(CREATE_AND_GO)),
+                      (request("SrcLID", session), i(lid)), (request("NumbPath", session), i(127)))
+        walked = walk()
+        held = tracemalloc.get_traced_memory()[0] - start
+        for session in range(1, len(lids) + 1):
+            agent.set((request("RowStatus", session), i(DESTROY)))
+        assert walk() == 0
+        gc.collect()
+        left = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert walked > 10_000 and held > 1_000_000
+    assert left < held / 20, f"{left} of {held} octets left"
