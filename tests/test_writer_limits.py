@@ -4,7 +4,9 @@ a writer's SA requests may make the agent hold, per request and in all.
 `ibsnmp run` in a subprocess with a small configuration, net-snmp's snmpset
 and snmptable. A request past either limit is refused with
 resourceUnavailable and leaves no row; destroying a request gives its room
-back. And walks interleaved with SETs keep nothing of older snapshots.
+back; with a live SM, an SA answer past them is not kept. And what
+requests, walks and SETs leave behind: nothing of older snapshots, nothing
+of destroyed requests.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from test_set_e2e import CREATE_AND_GO, DESTROY, PREFIX, SEED, SPEC, set_error, 
 from ibsnmp.agent.config import ConfigError, load_config
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.sa import query
+from ibsnmp.sa.sessions import PATH, Session
+from ibsnmp.sa.store import AgentState
 
 REQ = "IB-SM-MIB::ibSmPathReq"
 
@@ -168,3 +172,18 @@ def test_destroyed_requests_leave_nothing_behind() -> None:
         tracemalloc.stop()
     assert walked > 10_000 and held > 1_000_000
     assert left < held / 20, f"{left} of {held} octets left"
+
+
+def test_an_sa_answer_past_the_limits_leaves_the_row_not_in_service() -> None:
+    """With a live SM the SA answers after the SET: an answer with more rows
+    than the limits leave room for is not kept (the row goes notInService)."""
+    state = AgentState(max_result_rows_per_request=3, max_result_rows=5)
+    txn = state.begin()
+    for number in (1, 2):
+        txn.put_session(Session(PATH, (b"p", number), 1, txn.now))
+    state.commit(txn)
+    first, second = (state.sessions[(PATH, (b"p", n))] for n in (1, 2))
+    assert state.settle(first, ({},) * 3)
+    assert state.sessions[first.key].results == ({},) * 3
+    assert state.settle(second, ({},) * 3)  # 3 + 3 > 5 in all
+    assert state.sessions[second.key].status == 2 and state.sessions[second.key].results == ()
