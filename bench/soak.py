@@ -294,7 +294,8 @@ def soak(args: argparse.Namespace, agent, port: int, guid: str, src_lid: int, ds
         thread.start()
     samples: list[tuple[float, float]] = []
     print(f"soak: agent pid {agent.pid} on {address}, {args.minutes:g} min, fuzz "
-          f"{args.fuzz_rate:g}/s, node context {FLAPPING_SWITCH} public@{guid}", flush=True)
+          f"{args.fuzz_rate:g}/s, node context {FLAPPING_SWITCH} public@{guid}"
+          + (f", without {' '.join(args.without)}" if args.without else ""), flush=True)
     print(" min   RSS MB  walks  gets  sets  traps  fuzz sent  load", flush=True)
     for minute in range(int(args.minutes) + 1):
         if minute:
