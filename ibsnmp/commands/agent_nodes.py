@@ -12,11 +12,13 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ibsnmp.fabric.naming import KIND_WORDS
+from ibsnmp.mib.loader import definitions
+
 from .prometheus_targets import NodeTarget, ScrapeAuth, TargetsError
 
-NODE_INFO_ENTRY = (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 1)  # IB-SM-MIB ibSmNodeInfoEntry
-TYPE_COLUMN, DESCRIPTION_COLUMN = 5, 14
-KIND_OF_TYPE = {1: "ca", 2: "switch", 3: "router"}
+TYPE_COLUMN, DESCRIPTION_COLUMN = "ibSmNodeInfoType", "ibSmNodeInfoDescription"
+KIND_OF_TYPE = {int(kind): word for kind, word in KIND_WORDS.items()}  # IbNodeType is IBA's
 PREFIX_AND_GUID = 16  # the row index: subnet prefix and node GUID, 8 octets each
 MAX_REPETITIONS = 50
 
@@ -47,7 +49,7 @@ def _credentials(auth: ScrapeAuth) -> Any:
     return UsmUserData(settings["username"])
 
 
-async def _walk_column(address: tuple[str, int], auth: ScrapeAuth, column: int,
+async def _walk_column(address: tuple[str, int], auth: ScrapeAuth, column: str,
                        timeout: float) -> dict[tuple[int, ...], Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -55,7 +57,7 @@ async def _walk_column(address: tuple[str, int], auth: ScrapeAuth, column: int,
                                                  SnmpEngine, Udp6TransportTarget,
                                                  UdpTransportTarget, bulk_walk_cmd)
 
-    root = NODE_INFO_ENTRY + (column,)
+    root = definitions().objects[column].oid
     engine = SnmpEngine()
     found: dict[tuple[int, ...], Any] = {}
     try:

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from ibsnmp.atomicfile import write_atomically
 from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.naming import KIND_WORDS
 
 PER_NODE_MODULES = ("ib_if", "ib_pma")
-NODE_KINDS = ("switch", "ca", "router")
+NODE_KINDS = tuple(KIND_WORDS.values())
 DEFAULT_AUTH: dict[str, object] = {"version": 2, "auth": {"community": "public"}}
 # The auth settings of snmp_exporter 0.21 an auth file may give; the
 # context name is the targets writer's to set, per node.
@@ -68,7 +69,7 @@ class ScrapeAuth:
 
 def node_targets(fabric: Fabric) -> list[NodeTarget]:
     """Every node of the fabric, by GUID."""
-    return [NodeTarget(f"{node.guid:016x}", node.label, node.node_type.name.lower())
+    return [NodeTarget(f"{node.guid:016x}", node.label, KIND_WORDS[node.node_type])
             for _guid, node in sorted(fabric.nodes.items())]
 
 

@@ -21,6 +21,7 @@ from enum import IntEnum
 
 from .iba import LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState
 from .model import Fabric, Node, Port
+from .naming import display_text
 
 PORTS_PER_POSITION = 256
 IF_TYPE_INFINIBAND = 199  # IANAifType infiniband(199)
@@ -86,8 +87,7 @@ def interface_name(node: Node, port_num: int) -> str:
         base = node.description.strip()
     else:
         base = f"{node.guid:016x}"
-    text = f"{base}/{port_num}"
-    return "".join(c if " " <= c <= "~" else "?" for c in text)
+    return display_text(f"{base}/{port_num}")
 
 
 def far_end_name(fabric: Fabric, port: Port) -> str:

@@ -24,7 +24,7 @@ KIND_WORDS = {NodeType.CA: "ca", NodeType.SWITCH: "switch", NodeType.ROUTER: "ro
 def node_name(node: Node) -> str:
     """The node's name: its host name part for a CA, its description for
     a switch or router, its GUID (16 hex digits) where none was read."""
-    description = _display_text(node.description or "").strip()
+    description = display_text(node.description or "").strip()
     if not description:
         return f"{node.guid:016x}"
     if node.node_type is NodeType.CA:
@@ -37,13 +37,13 @@ def node_summary(node: Node) -> str:
     device, revision, firmware ("InfiniBand switch Quantum (MT54000),
     vendor 0x0002c9, device 0xd2f0, revision 0x00, firmware 27.2010.1202")."""
     text = f"InfiniBand {KIND_NAMES.get(node.node_type, 'node')}"
-    model = _display_text(node.model_name).strip()
+    model = display_text(node.model_name).strip()
     if model:
         text += f" {model}"
     parts = [f"{label} {value}" for label, value in (
         ("vendor", _hex(node.vendor_id, 6)), ("device", _hex(node.device_id, 4)),
         ("revision", _hex(node.revision, 2)),
-        ("firmware", _display_text(node.firmware_version or "").strip() or None))
+        ("firmware", display_text(node.firmware_version or "").strip() or None))
         if value is not None]
     if parts:
         text += ", " + ", ".join(parts)
@@ -54,7 +54,7 @@ def _hex(value: int | None, digits: int) -> str | None:
     return None if value is None else f"0x{value:0{digits}x}"
 
 
-def _display_text(text: str) -> str:
+def display_text(text: str) -> str:
     """`text` as a DisplayString holds it: printable ASCII, at most 255
     octets (a NodeDescription is 64 octets of UTF-8; others become '?')."""
     printable = "".join(c if " " <= c <= "~" else "?" for c in text)
