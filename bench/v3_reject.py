@@ -5,13 +5,14 @@
     .venv/bin/python bench/v3_reject.py --rate 1500 --seconds 5 --rounds 4
     PYTHONPATH=<tree of another commit> .venv/bin/python bench/v3_reject.py  # that tree's agent
 
-One agent (127.0.0.1, a free port, one SNMPv3 user) and, in the same run,
+One agent (127.0.0.1, a free port, two SNMPv3 users) and, in the same run,
 `--rounds` rounds of one phase per kind of rejected datagram: `--rate`
 packets per second for `--seconds` seconds from one source, while a
 manager sends a v2c GET of sysDescr.0 every 50 ms (1 s timeout, no
 retry). Rounds interleave the kinds, so a change in the machine's load
 (it is shared) falls on all of them alike. The kinds, ~50-120 octets
-each, none needing a credential but the wrong-digest one's user name:
+each, none needing a credential but a user name (a replay needs a captured
+request):
 
 - v2c-wrong-community: a GET with a community the agent does not know;
 - v3-discovery: the empty-engine-ID noAuthNoPriv GET every manager sends
@@ -21,7 +22,12 @@ each, none needing a credential but the wrong-digest one's user name:
 - v3-foreign-engine: authNoPriv GET of the configured user to another
   engine ID (usmStatsUnknownEngineIDs Report);
 - v3-wrong-digest: the configured user's GET signed with another key
-  (usmStatsWrongDigests Report).
+  (usmStatsWrongDigests Report); v3-wrong-digest-des: the same for a user
+  with DES privacy;
+- v3-replayed: the user's GET signed with its own key but from an earlier
+  boot (usmStatsNotInTimeWindows Report, signed: what a replay costs);
+- v3-known-user-no-auth: noAuthNoPriv GET naming the user (VACM's
+  authorizationError, unauthenticated).
 
 Per kind, over its phases: the agent's CPU (user + system from
 /proc/<pid>/stat) per datagram it counted in snmpInPkts, less the round's
@@ -34,6 +40,7 @@ target: at most 2x (exit status 1 if a kind misses it).
 from __future__ import annotations
 
 import argparse
+import statistics
 import os
 import socket
 import sys
@@ -61,8 +68,9 @@ from flood import Flooder  # noqa: E402
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, SEQUENCE, element, oid_octets  # noqa: E402
 from ibsnmp.wire.header import GET  # noqa: E402
 from ibsnmp.wire.usm_inbound import localize_users, seal_message  # noqa: E402
+from ibsnmp.wire.header import read_header  # noqa: E402
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_REPORTABLE, Outgoing,  # noqa: E402
-                                     encode_scoped_pdu, encode_v3, parse_v3)
+                                     encode_scoped_pdu, encode_v3)
 
 FABRIC = "single"
 SYS_DESCR = parse_oid("1.3.6.1.2.1.1.1.0")
@@ -70,6 +78,7 @@ SNMP_IN_PKTS = parse_oid("1.3.6.1.2.1.11.1.0")
 GET_INTERVAL_S = 0.05
 TARGET_RATIO = 2.0
 USER, AUTH_KEY = "benchuser", "bench-auth-key"
+DES_USER, DES_AUTH_KEY = "legacy", "legacy-auth-key"
 CONFIG = f"""
 [[community]]
 name = "public"
@@ -78,6 +87,13 @@ name = "public"
 name = "{USER}"
 auth = "SHA256"
 auth_key = "{AUTH_KEY}"
+
+[[user]]
+name = "{DES_USER}"
+auth = "MD5"
+auth_key = "{DES_AUTH_KEY}"
+priv = "DES"
+priv_key = "legacy-priv-key"
 """
 FOREIGN_ENGINE_ID = bytes.fromhex("80000000010203040506")
 
@@ -98,6 +114,7 @@ def get_pdu(request_id: int) -> bytes:
 
 
 def v3_get(engine_id: bytes, user: bytes, flags: int, mac_length: int = 0) -> Outgoing:
+    # Boots 0: a boot before the agent's first (its boots start at 1), as a replay would be.
     return Outgoing(message_id=4711, max_size=65507, flags=flags, engine_id=engine_id, boots=0,
                     engine_time=0, user=user, mac_length=mac_length, priv_params=b"")
 
@@ -116,6 +133,7 @@ def packets(engine_id: bytes) -> dict[str, bytes]:
     auth_flags = FLAG_REPORTABLE | FLAG_AUTH
     mac_length = AUTH_PROTOCOLS["SHA256"].mac_length
     wrong_key = localize_users([User(USER, "SHA256", "not-the-key")], engine_id)
+    right_key = localize_users([User(USER, "SHA256", AUTH_KEY)], engine_id)
     foreign_key = localize_users([User(USER, "SHA256", AUTH_KEY)], FOREIGN_ENGINE_ID)
     user = USER.encode()
     scoped = encode_scoped_pdu(engine_id, b"", get_pdu(4242))
@@ -129,6 +147,16 @@ def packets(engine_id: bytes) -> dict[str, bytes]:
             encode_scoped_pdu(FOREIGN_ENGINE_ID, b"", get_pdu(4242))),
         "v3-wrong-digest": seal_message(v3_get(engine_id, user, auth_flags, mac_length),
                                         wrong_key[user], scoped),
+        # A DES user's (privacy of its own, the digest checked all the same).
+        "v3-wrong-digest-des": seal_message(
+            v3_get(engine_id, DES_USER.encode(), auth_flags, AUTH_PROTOCOLS["MD5"].mac_length),
+            localize_users([User(DES_USER, "MD5", "not-the-key")], engine_id)[
+                DES_USER.encode()], scoped),
+        # A request replayed from an earlier boot: signed right, outside the time window.
+        "v3-replayed": seal_message(v3_get(engine_id, user, auth_flags, mac_length),
+                                    right_key[user], scoped),
+        # The user name alone, noAuthNoPriv: VACM's authorizationError.
+        "v3-known-user-no-auth": plain(v3_get(engine_id, user, FLAG_REPORTABLE), engine_id),
     }
 
 
@@ -137,7 +165,7 @@ def discover(port: int) -> bytes:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.settimeout(5.0)
         sock.sendto(plain(v3_get(b"", b"", FLAG_REPORTABLE), b""), (LOCALHOST, port))
-        return parse_v3(sock.recv(65535)).engine_id
+        return read_header(sock.recv(65535)).engine_id  # type: ignore[union-attr]
 
 
 def in_pkts(port: int) -> int:
@@ -194,6 +222,11 @@ def combined(runs: list[tuple[PhaseResult, float]]) -> tuple[PhaseResult, float]
     return merged, sum(excess for _, excess in runs) / max(counted, 1)
 
 
+def _per_packet(run: tuple[PhaseResult, float]) -> float:
+    result, excess = run
+    return excess / max(result.counted, 1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=1000.0,
@@ -224,19 +257,27 @@ def main() -> int:
         procs.stop(proc)
     results = {name: combined(runs) for name, runs in phases.items()}
     reference = results["v2c-wrong-community"][1]
+    # Per round, each kind against the v2c phase of the same round: the shared
+    # machine's speed drifts between rounds more than it does within one.
+    per_round = {name: statistics.median(
+        _per_packet(run) / max(_per_packet(v2c), 1e-9)
+        for run, v2c in zip(runs, phases["v2c-wrong-community"]))
+        for name, runs in phases.items()}
     print(f"\nsummary ({args.rate:g} datagrams/s from one source, {args.rounds} x "
           f"{args.seconds:g} s per kind)")
     print(f"  {'kind':22} {'counted':>8} {'CPU/packet (us)':>16} {'x v2c':>6} "
-          f"{'GET median (ms)':>16} {'GET p95 (ms)':>13} {'GETs lost':>10}")
+          f"{'median x':>9} {'GET median (ms)':>16} {'GET p95 (ms)':>13} {'GETs lost':>10}")
     ok = True
     for name, (figures, cpu) in results.items():
         ratio = cpu / reference if reference else float("inf")
-        if name.startswith("v3-") and ratio > TARGET_RATIO:
+        if name.startswith("v3-") and per_round[name] > TARGET_RATIO:
             ok = False
         print(f"  {name:22} {figures.counted:>8} {cpu * 1e6:>16.1f} "
-              f"{ratio:>6.2f} {latency_ms(figures.latencies, 0.5):>16.1f} "
+              f"{ratio:>6.2f} {per_round[name]:>9.2f} "
+              f"{latency_ms(figures.latencies, 0.5):>16.1f} "
               f"{latency_ms(figures.latencies, 0.95):>13.1f} {figures.lost:>10}")
-    print(f"  target: every v3 kind at most {TARGET_RATIO:g}x the v2c one: "
+    print("  x v2c: over all rounds; median x: the median of each round's own ratio")
+    print(f"  target: every v3 kind at most {TARGET_RATIO:g}x the v2c one (median x): "
           f"{'met' if ok else 'NOT met'}")
     return 0 if ok else 1
 

@@ -15,8 +15,9 @@ from test_agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backen
 
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
+from ibsnmp.agent.pending_counts import PendingCounts
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
-from ibsnmp.wire.header import GET, GET_BULK, SET
+from ibsnmp.wire.header import GET, GET_BULK, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.request import (
     Request,
     encode_response_pdu,
@@ -25,7 +26,7 @@ from ibsnmp.wire.request import (
 )
 from ibsnmp.wire.usm_inbound import Accepted, accept, localize_users
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     encode_scoped_pdu, parse_v3)
+                                     encode_scoped_pdu)
 from ibsnmp.wire.usm_inbound import seal_message
 
 SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
@@ -61,7 +62,23 @@ def recorder() -> Recorder:
 @pytest.fixture()
 def fast(built: Any, recorder: Recorder) -> FastV3:
     known = {LOCAL_GUID.encode()}
-    return FastV3(built.engine, V3_USERS, recorder, known.__contains__)
+    return FastV3(built.engine, V3_USERS, recorder, known.__contains__,
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+
+
+def answer(fast: FastV3, data: bytes) -> bytes | None:
+    """What the agent sends back for `data` (None: nothing, or left to pysnmp)."""
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    verdict = fast.handle(message, data)
+    return None if verdict is None else verdict.reply
+
+
+def pysnmps(fast: FastV3, data: bytes) -> bool:
+    """Whether `data` is left to pysnmp."""
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    return fast.handle(message, data) is None
 
 
 def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00\x02\x01\x00") -> bytes:
@@ -73,15 +90,15 @@ def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00
 def request(fast: FastV3, user: str, *, level: int = 3, boots: int | None = None,
             engine_time: int | None = None, context_engine_id: bytes | None = None,
             context_name: bytes = b"", pdu: bytes | None = None, max_size: int = 65507,
-            engine_id: bytes | None = None) -> bytes:
+            engine_id: bytes | None = None, users: tuple[Any, ...] = V3_USERS) -> bytes:
     """A request sealed by a manager that knows the engine (as after discovery)."""
-    keys = localize_users(V3_USERS, engine_id or fast.engine_id)[user.encode()]
+    keys = localize_users(users, engine_id or fast.engine_id)[user.encode()]
     flags = FLAG_REPORTABLE | FLAG_AUTH | (FLAG_PRIV if level == 3 else 0)
     out = Outgoing(message_id=4711, max_size=max_size, flags=flags,
                    engine_id=engine_id or fast.engine_id,
                    boots=fast.clock.boots() if boots is None else boots,
                    engine_time=fast.clock.time() if engine_time is None else engine_time,
-                   user=user.encode(), mac_length=keys.auth.mac_length,
+                   user=user.encode(), mac_length=keys.mac.mac_length,
                    priv_params=bytes.fromhex("0011223344556677") if level == 3 else b"")
     scoped = encode_scoped_pdu(fast.engine_id if context_engine_id is None else context_engine_id,
                                context_name, pdu or get_pdu())
@@ -96,13 +113,14 @@ def opened(fast: FastV3, response: bytes) -> Accepted:
 
 
 def test_an_auth_priv_get_is_answered_sealed(fast: FastV3, recorder: Recorder) -> None:
-    response = fast.answer(request(fast, "reader"))
+    response = answer(fast, request(fast, "reader"))
     assert response is not None
-    answer = opened(fast, response)
-    assert answer.level == 3 and answer.request.flags == FLAG_AUTH | FLAG_PRIV
-    assert answer.request.message_id == 4711 and answer.request.user == b"reader"
-    assert answer.scoped.context_engine_id == fast.engine_id
-    assert answer.scoped.pdu[0] == 0xA2 and answer.scoped.pdu.endswith(b"\x04\x04fast")
+    sent = opened(fast, response)
+    assert sent.level == 3 and sent.request.flags == FLAG_AUTH | FLAG_PRIV
+    assert sent.request.message_id == 4711 and sent.request.user_name == b"reader"
+    assert sent.scoped.context_engine_id == fast.engine_id
+    pdu = sent.scoped.pdu
+    assert pdu.tag == 0xA2 and sent.scoped.octets[:pdu.varbinds[1]].endswith(b"\x04\x04fast")
     (call,) = recorder.calls
     assert call[0].pdu_type == GET and call[0].request_id == 77 and call[0].oids == (SYS_NAME,)
     assert call[1] == b"" and call[2] == Principal("read", None)
@@ -111,63 +129,85 @@ def test_an_auth_priv_get_is_answered_sealed(fast: FastV3, recorder: Recorder) -
 def test_the_response_carries_pysnmps_boots_and_time(fast: FastV3, built: Any) -> None:
     boots, engine_time = built.engine.get_mib_builder().import_symbols(
         "__SNMP-FRAMEWORK-MIB", "snmpEngineBoots", "snmpEngineTime")
-    response = fast.answer(request(fast, "authonly", level=2))
+    response = answer(fast, request(fast, "authonly", level=2))
     assert response is not None
-    sent = parse_v3(response)
+    sent = read_header(response)
+    assert isinstance(sent, V3Message)
     assert sent.boots == int(boots.syntax)
     assert abs(sent.engine_time - int(engine_time.syntax.clone())) <= 1
     assert sent.flags == FLAG_AUTH
 
 
 def test_a_write_user_reads_with_its_own_principal(fast: FastV3, recorder: Recorder) -> None:
-    assert fast.answer(request(fast, "admin")) is not None
+    assert answer(fast, request(fast, "admin")) is not None
     assert recorder.calls[0][2] == Principal("write", None)
 
 
 def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> None:
-    assert fast.answer(request(fast, "reader", context_name=LOCAL_GUID.encode())) is not None
+    assert answer(fast, request(fast, "reader", context_name=LOCAL_GUID.encode())) is not None
     assert recorder.calls[0][1] == LOCAL_GUID.encode()
 
 
 @pytest.mark.parametrize("case", [
-    "unknown context", "foreign context engine", "wrong boots", "ahead", "below level",
-    "set", "foreign engine", "responder declines",
+    "unknown context", "foreign context engine", "set", "responder declines",
 ])
 def test_what_pysnmp_answers_is_left_to_it(fast: FastV3, recorder: Recorder, case: str) -> None:
     arguments: dict[str, Any] = {
         "unknown context": dict(context_name=b"00000000deadbeef"),
         "foreign context engine": dict(context_engine_id=bytes.fromhex("8000000001020304")),
-        "wrong boots": dict(boots=fast.clock.boots() + 1),
-        "ahead": dict(engine_time=fast.clock.time() + 151),
-        "below level": dict(level=2),
         "set": dict(pdu=get_pdu(SET)),
-        "foreign engine": dict(engine_id=bytes.fromhex("8000000001020304")),
         "responder declines": {},
     }[case]
     recorder.decline = case == "responder declines"
-    assert fast.answer(request(fast, "reader", **arguments)) is None
+    assert pysnmps(fast, request(fast, "reader", **arguments))
 
 
-def test_a_user_with_des_privacy_is_pysnmps(built: Any, recorder: Recorder) -> None:
+@pytest.mark.parametrize(("case", "flags", "tag"), [
+    ("wrong boots", FLAG_AUTH, REPORT), ("ahead", FLAG_AUTH, REPORT),
+    ("foreign engine", 0, REPORT), ("below level", FLAG_AUTH, RESPONSE),
+])
+def test_usm_and_vacm_refusals_are_answered_here(fast: FastV3, recorder: Recorder, case: str,
+                                                 flags: int, tag: int) -> None:
+    arguments: dict[str, Any] = {
+        "wrong boots": dict(boots=fast.clock.boots() + 1),
+        "ahead": dict(engine_time=fast.clock.time() + 151),
+        "foreign engine": dict(engine_id=bytes.fromhex("8000000001020304")),
+        "below level": dict(level=2),
+    }[case]
+    reply = answer(fast, request(fast, "reader", **arguments))
+    assert reply is not None and not recorder.calls
+    sent = read_header(reply)
+    assert isinstance(sent, V3Message) and sent.flags == flags
+    assert sent.pdu is not None and sent.pdu.tag == tag
+
+
+def test_a_user_with_des_privacy_is_served_here(built: Any, recorder: Recorder) -> None:
     from ibsnmp.agent.config import User
 
     legacy = User(name="legacy", auth="SHA", auth_key="legacy-auth", priv="DES",
                   priv_key="legacy-priv")
-    fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False)
-    assert b"legacy" not in fast.users and b"reader" in fast.users
+    fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False,
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+    response = answer(fast, request(fast, "legacy", users=(legacy,)))
+    assert response is not None
+    sent = opened(fast, response)
+    assert sent.level == 3 and sent.scoped.pdu.tag == RESPONSE
 
 
 def test_a_reload_replaces_the_users(fast: FastV3) -> None:
     fast.replace_users(V3_USERS[:1])
-    assert fast.answer(request(fast, "authonly", level=2)) is None
-    assert fast.answer(request(fast, "reader")) is not None
+    reply = answer(fast, request(fast, "authonly", level=2))
+    assert reply is not None  # now an unknown user's Report
+    sent = read_header(reply)
+    assert isinstance(sent, V3Message) and sent.pdu is not None and sent.pdu.tag == REPORT
+    assert answer(fast, request(fast, "reader")) is not None
 
 
 @pytest.mark.parametrize("max_size", [484, 1400, 65507])
 def test_the_pdu_budget_fills_the_message_exactly(fast: FastV3, recorder: Recorder,
                                                   max_size: int) -> None:
     bulk = get_pdu(GET_BULK, fields=b"\x02\x01\x00\x02\x01\x0a")
-    fast.answer(request(fast, "reader", pdu=bulk, max_size=max_size))
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=max_size))
     budget = recorder.calls[0][3]
     big = element(0xA2, bytes(largest_content(budget, 0)))
     assert len(big) <= budget

@@ -20,18 +20,33 @@ class _Instance:
         self.syntax = rfc1902.Counter32(value)
 
 
+class _Builder:
+    """pysnmp's MibBuilder as PendingCounts uses it: instances by (module, name)."""
+
+    def __init__(self, **instances: _Instance) -> None:
+        self.instances = instances
+
+    def import_symbols(self, module: str, name: str) -> tuple[_Instance]:
+        return (self.instances[name],)
+
+
+IN_PKTS = ("__SNMPv2-MIB", "snmpInPkts")
+
+
 def test_additions_wait_for_a_flush_and_wrap_as_counter32() -> None:
     packets = _Instance(2**32 - 2)
-    counts = PendingCounts({"snmpInPkts": packets})
-    counts.add("snmpInPkts", 1)
-    counts.add("snmpInPkts", 2)
+    counts = PendingCounts(_Builder(snmpInPkts=packets))
+    counts.add(IN_PKTS, 1)
+    counts.add(IN_PKTS, 2)
     assert int(packets.syntax) == 2**32 - 2  # nothing written yet
+    assert counts.value(IN_PKTS) == 1  # what a reader will see
     counts.flush()
     assert int(packets.syntax) == 1
     counts.flush()  # nothing pending: nothing changes
     assert int(packets.syntax) == 1
-    with pytest.raises(KeyError):
-        counts.add("snmpOutTraps", 1)
+    counts.add(("__SNMPv2-MIB", "snmpOutTraps"), 1)
+    with pytest.raises(KeyError):  # a counter nobody has is found missing at the flush
+        counts.flush()
 
 
 def _read(paths: TwoPaths, oid: tuple[int, ...], fast: bool) -> int:

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import pytest
 
 from ibsnmp.wire.ber import (COUNTER32, INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE,
-                             element, integer_octets, oid_octets, read_element)
-from ibsnmp.wire.header import GET, REPORT, RESPONSE
-from ibsnmp.wire.usm_inbound import Accepted, Refusal, Sealer, accept, localize_users
-from ibsnmp.wire.usm_message import (FLAG_REPORTABLE, Outgoing, encode_scoped_pdu, encode_v3,
-                                     parse_scoped_pdu, parse_v3)
+                             element, integer_octets, oid_octets)
+from ibsnmp.wire.header import GET, REPORT, RESPONSE, V3Message, read_header
+from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, localize_users,
+                                     process)
+from ibsnmp.wire.usm_message import Outgoing, encode_scoped_pdu, encode_v3
 
 pytestmark = pytest.mark.skipif(shutil.which("snmpget") is None, reason="net-snmp tools missing")
 
@@ -33,7 +33,8 @@ SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
 UNKNOWN_ENGINE_IDS = (1, 3, 6, 1, 6, 3, 15, 1, 1, 4, 0)
 NET_SNMP_AUTH = {"MD5": "MD5", "SHA": "SHA", "SHA224": "SHA-224", "SHA256": "SHA-256",
                  "SHA384": "SHA-384", "SHA512": "SHA-512"}
-NET_SNMP_PRIV = {None: None, "AES": "AES", "AES192": "AES-192", "AES256": "AES-256"}
+NET_SNMP_PRIV = {None: None, "AES": "AES", "AES192": "AES-192", "AES256": "AES-256",
+                 "DES": "DES"}
 PAIRS = [(auth, priv) for auth in NET_SNMP_AUTH for priv in NET_SNMP_PRIV]
 
 
@@ -65,12 +66,6 @@ def _pdu(tag: int, request_id: int, varbind_oid: tuple[int, ...], value: bytes) 
                    + element(INTEGER, b"\0") + element(SEQUENCE, varbind))
 
 
-def _request_id(pdu: bytes) -> int:
-    _, start, _ = read_element(pdu, 0, len(pdu))
-    _, istart, iend = read_element(pdu, start, len(pdu))
-    return int.from_bytes(pdu[istart:iend], "big", signed=True)
-
-
 class MiniEngine:
     """Discovery Reports and sysName.0 Responses, built by ibsnmp.wire alone."""
 
@@ -97,24 +92,23 @@ class MiniEngine:
                 self.sock.sendto(answer, peer)
 
     def _answer(self, data: bytes) -> bytes | None:
-        result = accept(data, ENGINE_ID, self.users, Clock())
+        message = read_header(data)
+        assert isinstance(message, V3Message)
+        result = process(message, data, ENGINE_ID, self.users, Clock())
         if isinstance(result, Accepted):
             pdu = result.scoped.pdu
-            assert pdu[0] == GET
+            assert pdu.tag == GET
             value = element(OCTET_STRING, b"fast-v3 " + result.user.name)
-            response = _pdu(RESPONSE, _request_id(pdu), SYS_NAME, value)
+            response = _pdu(RESPONSE, pdu.request_id, SYS_NAME, value)
             return self.sealer.seal(result, encode_scoped_pdu(ENGINE_ID, b"", response))
-        self.refusals.append(result)
-        if result is not Refusal.NO_AUTH:
+        self.refusals.append(result.refusal)
+        if result.refusal is not Refusal.UNKNOWN_ENGINE_ID or not result.report:
             return None
-        request = parse_v3(data)  # discovery: the engine ID, boots and time in a Report
-        if not request.flags & FLAG_REPORTABLE:
-            return None
-        report = _pdu(REPORT, _request_id(parse_scoped_pdu(request.data).pdu),
-                      UNKNOWN_ENGINE_IDS, element(COUNTER32, b"\x01"))
-        out = Outgoing(message_id=request.message_id, max_size=65507, flags=0,
-                       engine_id=ENGINE_ID, boots=BOOTS, engine_time=4242, user=request.user,
-                       mac_length=0, priv_params=b"")
+        # Discovery: the engine ID, boots and time in a Report.
+        report = _pdu(REPORT, result.request_id, UNKNOWN_ENGINE_IDS, element(COUNTER32, b"\x01"))
+        out = Outgoing(message_id=message.message_id, max_size=65507, flags=0,
+                       engine_id=ENGINE_ID, boots=BOOTS, engine_time=4242,
+                       user=message.user_name or b"", mac_length=0, priv_params=b"")
         message, _ = encode_v3(out, encode_scoped_pdu(ENGINE_ID, b"", report))
         return message
 
@@ -160,8 +154,11 @@ def test_a_wrong_auth_key_is_refused_as_a_wrong_digest(engine: MiniEngine, auth:
     assert Refusal.WRONG_DIGEST in engine.refusals
 
 
-def test_a_wrong_priv_key_is_refused_as_a_decryption_error(engine: MiniEngine) -> None:
+@pytest.mark.parametrize("priv", ["AES192", "DES"])
+def test_a_wrong_priv_key_decrypts_to_a_parse_error(engine: MiniEngine, priv: str) -> None:
+    # The digest is right, the plaintext is noise: RFC 3412 7.2 step 8 drops it
+    # as a parse error (not a decryption error, which needs undecryptable data).
     engine.refusals.clear()
-    result = snmpget(engine, USERS[("SHA384", "AES192")], priv_key="not-the-right-key")
+    result = snmpget(engine, USERS[("SHA384", priv)], priv_key="not-the-right-key")
     assert result.returncode != 0
-    assert Refusal.DECRYPTION_ERROR in engine.refusals
+    assert Refusal.PARSE_ERROR in engine.refusals

@@ -1,7 +1,7 @@
 """SNMPv3 requests refused without a key: answered before pysnmp, as pysnmp answered them, cheaply.
 
 Each datagram goes through the agent's dispatcher twice on one in-process
-engine: once with the shortcut (agent.fast_v3.FastV3.report) switched off,
+engine: once with the shortcut (agent.fast_v3.FastV3.handle) switched off,
 so pysnmp's USM answers, and once with it on, the counter it moved put
 back in between. The Report must be the same octets and the same counters
 must move. Then the cost: the shortcut's rejection against pysnmp's and
@@ -20,7 +20,7 @@ from test_agent_support import V3_USERS, agent_settings, make_backend
 from ibsnmp.agent.config import User
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, oid_octets
-from ibsnmp.wire.header import GET, GET_NEXT, SET
+from ibsnmp.wire.header import GET, GET_NEXT, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.usm_inbound import localize_users, seal_message
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
                                      encode_scoped_pdu, encode_v3)
@@ -43,6 +43,9 @@ class Sent:
     def send_message(self, data: bytes, domain: Any, address: Any) -> None:
         self.messages.append(bytes(data))
 
+    def get_timer_resolution(self) -> float:  # pysnmp's USM asks it on a time-window failure
+        return 0.5
+
 
 @pytest.fixture(scope="module")
 def built() -> Iterator[Any]:
@@ -59,7 +62,7 @@ def engine_id(built: Any) -> bytes:
 
 def counters(built: Any) -> dict[str, Any]:
     """Every Counter32 scalar of the snmp group, SNMP-MPD-MIB and USM statistics."""
-    built.engine.message_dispatcher.fast_reads.counts.flush()  # as any reader sees them
+    built.engine.message_dispatcher.counts.flush()  # as any reader sees them
     symbols = built.engine.get_mib_builder().mibSymbols
     return {name: symbol for module in COUNTER_MODULES for name, symbol in symbols[module].items()
             if type(getattr(symbol, "syntax", None)).__name__ == "Counter32"}
@@ -74,16 +77,16 @@ def pdu(tag: int = GET, request_id: int = 4242) -> bytes:
 
 def message(*, engine: bytes, user: bytes, flags: int, key_of: User | None = None,
             key_engine: bytes | None = None, context: tuple[bytes, bytes] | None = None,
-            tag: int = GET, msg_id: int = 5) -> bytes:
+            tag: int = GET, msg_id: int = 5, boots: int = 0, engine_time: int = 0) -> bytes:
     """A v3 request; signed with `key_of`'s key localized to `key_engine` (default `engine`)."""
     scoped = encode_scoped_pdu(*(context or (engine, b"")), pdu(tag))
     mac_length = 0
     keys = None
     if key_of is not None:
         keys = localize_users([key_of], key_engine or engine)[key_of.name.encode()]
-        mac_length = keys.auth.mac_length
-    out = Outgoing(message_id=msg_id, max_size=65507, flags=flags, engine_id=engine, boots=0,
-                   engine_time=0, user=user, mac_length=mac_length,
+        mac_length = keys.mac.mac_length
+    out = Outgoing(message_id=msg_id, max_size=65507, flags=flags, engine_id=engine, boots=boots,
+                   engine_time=engine_time, user=user, mac_length=mac_length,
                    priv_params=bytes(8) if flags & FLAG_PRIV else b"")
     if flags & FLAG_PRIV:
         # Ciphertext that is never decrypted: every case refuses before that step.
@@ -147,11 +150,28 @@ def deliver(built: Any, datagram: bytes) -> tuple[bytes | None, dict[str, int]]:
 
 def through_pysnmp(built: Any, datagram: bytes) -> tuple[bytes | None, dict[str, int]]:
     prefilter = built.engine.message_dispatcher.prefilter
-    shortcut, prefilter.report_unauthenticated = prefilter.report_unauthenticated, None
+    shortcut, prefilter.v3_handler = prefilter.v3_handler, None
     try:
         return deliver(built, datagram)
     finally:
-        prefilter.report_unauthenticated = shortcut
+        prefilter.v3_handler = shortcut
+
+
+def shortcut(built: Any, datagram: bytes) -> Any:
+    """What agent.fast_v3 does with `datagram` (None: leaves it to pysnmp)."""
+    message = read_header(datagram)
+    assert isinstance(message, V3Message)
+    return built.fast_v3.handle(message, datagram)
+
+
+def reply_pdu(verdict: Any) -> int:
+    """The PDU type of a handled message's answer."""
+    assert verdict is not None and verdict.reply is not None
+    sent = read_header(verdict.reply)
+    assert isinstance(sent, V3Message)
+    if sent.pdu is not None:
+        return sent.pdu.tag
+    return -1  # encrypted
 
 
 def put_back(built: Any, moved: dict[str, int]) -> None:
@@ -163,15 +183,20 @@ def put_back(built: Any, moved: dict[str, int]) -> None:
 CASE_NAMES = list(cases(b"\x80\x00\x00\x00\x01"))
 
 
-@pytest.mark.parametrize("case", CASE_NAMES)
-def test_the_report_is_pysnmps_octet_for_octet(built: Any, case: str) -> None:
-    datagram = cases(engine_id(built))[case]
+def both_ways(built: Any, datagram: bytes) -> tuple[Any, ...]:
+    """(pysnmp's answer, its counters, the shortcut's answer, its counters)."""
     for _ in range(3):  # the engine time may tick between the two answers
         expected, expected_moved = through_pysnmp(built, datagram)
         put_back(built, expected_moved)
         answered, moved = deliver(built, datagram)
         if answered == expected:
             break
+    return expected, expected_moved, answered, moved
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_the_report_is_pysnmps_octet_for_octet(built: Any, case: str) -> None:
+    expected, expected_moved, answered, moved = both_ways(built, cases(engine_id(built))[case])
     assert moved == expected_moved
     assert answered == expected
     assert [name for name in moved if name.startswith("usmStats")], "no USM counter moved"
@@ -198,13 +223,32 @@ def test_the_shortcut_answers_before_pysnmp_decodes(built: Any, monkeypatch) -> 
         assert (answered is None) == ("no Report" in case), case
 
 
-def test_an_authentic_request_still_goes_on(built: Any) -> None:
+def test_an_authentic_request_is_answered_and_a_lower_level_refused_by_vacm(built: Any) -> None:
     own = engine_id(built)
-    fast_v3 = built.engine.message_dispatcher.fast_v3
-    datagram = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY)
-    assert fast_v3.report(datagram) is None
+    boots, now = built.fast_v3.clock.boots(), built.fast_v3.clock.time()
+    datagram = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                       boots=boots, engine_time=now)
+    assert reply_pdu(shortcut(built, datagram)) == RESPONSE
     known_no_auth = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R)
-    assert fast_v3.report(known_no_auth) is None  # VACM's to refuse, through pysnmp
+    answered, moved = deliver(built, known_no_auth)
+    sent = read_header(answered) if answered else None
+    assert isinstance(sent, V3Message) and sent.pdu is not None and sent.pdu.tag == RESPONSE
+    assert sent.pdu.fields == (16, 0)  # authorizationError, error-index 0 (RFC 3413 3.2)
+    assert not any(name.startswith("usmStats") for name in moved)
+
+
+def test_a_message_outside_the_time_window_gets_a_signed_report(built: Any) -> None:
+    own = engine_id(built)
+    stale = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                    boots=built.fast_v3.clock.boots() + 1, engine_time=5)
+    answered, moved = deliver(built, stale)
+    assert moved.get("usmStatsNotInTimeWindows") == 1
+    sent = read_header(answered) if answered else None
+    assert isinstance(sent, V3Message) and sent.flags == FLAG_AUTH
+    assert sent.pdu is not None and sent.pdu.tag == REPORT
+    assert sent.boots == built.fast_v3.clock.boots()  # what the manager resynchronizes to
+    keys = localize_users([AUTH_ONLY], own)[AUTH_ONLY.name.encode()]
+    assert keys.mac.matches(sent.without_mac(answered), sent.mac(answered))
 
 
 def test_without_the_reportable_flag_nothing_is_answered(built: Any) -> None:
@@ -235,11 +279,11 @@ def test_rejecting_unauthenticated_v3_is_cheap(built: Any) -> None:
         v2c = cpu_per_packet(built, community_request("get", [SYS_NAME],
                                                       community=b"not-the-community"), 2000)
         shortcut = cpu_per_packet(built, unknown, 2000)
-        prefilter.report_unauthenticated, saved = None, prefilter.report_unauthenticated
+        prefilter.v3_handler, saved = None, prefilter.v3_handler
         try:
             pysnmp = cpu_per_packet(built, unknown, 200)
         finally:
-            prefilter.report_unauthenticated = saved
+            prefilter.v3_handler = saved
     finally:
         prefilter.limiter = limiter
     print(f"v2c wrong community {v2c * 1e6:.1f} us, v3 unknown user {shortcut * 1e6:.1f} us "
@@ -307,17 +351,26 @@ def test_a_reload_moves_the_users_and_keeps_the_shortcut(built: Any) -> None:
     own = engine_id(built)
     newcomer = User(name="newcomer", auth="SHA", auth_key="newcomer-key")
     settings = built.settings
-    signed = message(engine=own, user=b"newcomer", flags=R | A, key_of=newcomer)
-    fast_v3 = built.engine.message_dispatcher.fast_v3
-    refused = fast_v3.report(signed)
-    assert refused is not None and refused.reply is not None  # unknown user
+    clock = built.fast_v3.clock
+    signed = message(engine=own, user=b"newcomer", flags=R | A, key_of=newcomer,
+                     boots=clock.boots(), engine_time=clock.time())
+    assert reply_pdu(shortcut(built, signed)) == REPORT  # unknown user
     built.replace_principals(dataclasses.replace(settings, users=(newcomer,)))
     try:
         prefilter = built.engine.message_dispatcher.prefilter
-        assert prefilter.report_unauthenticated == fast_v3.report
-        assert fast_v3.report(signed) is None  # authentic: goes on
+        assert prefilter.v3_handler == built.fast_v3.handle
+        assert reply_pdu(shortcut(built, signed)) != REPORT  # authentic: goes on
         gone = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY)
         answered, moved = deliver(built, gone)
         assert answered is not None and moved.get("usmStatsUnknownUserNames") == 1
     finally:
         built.replace_principals(settings)
+
+
+def test_the_time_window_report_is_pysnmps_octet_for_octet(built: Any) -> None:
+    own = engine_id(built)
+    stale = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                    boots=built.fast_v3.clock.boots() + 1, engine_time=5)
+    expected, expected_moved, answered, moved = both_ways(built, stale)
+    assert moved == expected_moved and moved.get("usmStatsNotInTimeWindows") == 1
+    assert answered == expected

@@ -36,7 +36,9 @@ def test_community_header() -> None:
     assert (header.version, header.community, header.pdu.tag) == (V2C, b"pub@0002c903000a1b2c",
                                                                   GET_BULK)
     assert [v.oid(data) for v in header.pdu.read_varbinds(data)] == [(1, 3, 6, 1, 2, 1, 1, 1, 0)] * 3
-    assert data[header.pdu.request_id.head:header.pdu.request_id.end] == bytes.fromhex("0201fb")
+    element = header.pdu.request_id_element
+    assert element is not None and data[element[0]:element[1]] == bytes.fromhex("0201fb")
+    assert header.pdu.request_id == -5 and header.pdu.fields == (0, 10)
 
 
 def test_every_varbind_of_a_large_request_is_read() -> None:

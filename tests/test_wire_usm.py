@@ -17,18 +17,20 @@ from pysnmp.proto.secmod.rfc3414.service import UsmSecurityParameters  # first: 
 from pysnmp.proto.secmod.eso.priv import aes192, aes256
 from pysnmp.proto.secmod.rfc3414 import localkey
 from pysnmp.proto.secmod.rfc3414.auth import hmacmd5, hmacsha
+from pysnmp.proto.secmod.rfc3414.priv import des
 from pysnmp.proto.secmod.rfc3826.priv import aes
 from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
 
 from ibsnmp.wire.ber import HeaderError
 from ibsnmp.wire.ber import element as encode_element
-from ibsnmp.wire.usm_crypto import SaltCounter, decrypt, encrypt, message_digest
+from ibsnmp.wire.header import read_header, read_scoped_pdu
+from ibsnmp.wire.usm_crypto import MacKey, PrivKey, SaltCounter, message_digest
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UsmUser, accept,
                                      localize_users, seal_message)
 from ibsnmp.wire.usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, auth_key, hash_passphrase,
                                   priv_key)
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     encode_scoped_pdu, parse_scoped_pdu, parse_v3)
+                                     encode_scoped_pdu)
 from wire_v3 import Auth, v3_message
 
 RFC_ENGINE_ID = bytes.fromhex("000000000000000000000002")
@@ -53,6 +55,7 @@ PYSNMP_PRIV = {
     "AES256": aes256.AesBlumenthal256(),
     "AES192C": aes192.Aes192(),
     "AES256C": aes256.Aes256(),
+    "DES": des.Des(),
 }
 GET_PDU = bytes.fromhex("a01a02020d80020100020100300e300c06082b060102010105000500")
 
@@ -104,13 +107,13 @@ def test_key_extensions_differ() -> None:
 def test_digest_is_the_truncated_hmac_pysnmp_computes(name: str) -> None:
     auth = AUTH_PROTOCOLS[name]
     key = auth_key(b"auth-pass-phrase", ENGINE_ID, auth)
-    user = UsmUser(b"u", auth, key, None, None, "read", None)
+    user = UsmUser(b"u", auth, MacKey(auth, key), None, None, "read", None)
     out = Outgoing(message_id=1, max_size=65507, flags=FLAG_AUTH, engine_id=ENGINE_ID,
                    boots=3, engine_time=77, user=b"u", mac_length=auth.mac_length,
                    priv_params=b"")
     scoped = encode_scoped_pdu(ENGINE_ID, b"", GET_PDU)
     sealed = seal_message(out, user, scoped)
-    unsigned = parse_v3(sealed).without_mac(sealed)
+    unsigned = read_header(sealed).without_mac(sealed)  # type: ignore[union-attr]
     expected = PYSNMP_AUTH_SERVICE[name].authenticate_outgoing_message(
         rfc1902.OctetString(key), unsigned)
     assert bytes(expected) == sealed
@@ -118,23 +121,31 @@ def test_digest_is_the_truncated_hmac_pysnmp_computes(name: str) -> None:
 
 
 @pytest.mark.parametrize("priv_name", sorted(PRIV_PROTOCOLS))
-def test_aes_cfb_round_trips_through_pysnmp(priv_name: str) -> None:
+def test_privacy_round_trips_through_pysnmp(priv_name: str) -> None:
     key = priv_key(b"privacy-pass", ENGINE_ID, AUTH_PROTOCOLS["SHA256"], PRIV_PROTOCOLS[priv_name])
-    salt = bytes.fromhex("0102030405060708")
+    ours = PrivKey(PRIV_PROTOCOLS[priv_name], key)
+    salt = bytes.fromhex("0000000705060708")  # DES: boots 7 || a counter
     plaintext = encode_scoped_pdu(ENGINE_ID, b"ctx", GET_PDU)
-    ciphertext = encrypt(key, 7, 123456, salt, plaintext)
+    ciphertext = ours.encrypt(7, 123456, salt, plaintext)
     service = PYSNMP_PRIV[priv_name]
     recovered = service.decrypt_data(rfc1902.OctetString(key),
                                      (7, 123456, rfc1902.OctetString(salt)),
                                      rfc1902.OctetString(ciphertext))
-    assert bytes(recovered) == plaintext
+    # DES pads to whole blocks: what follows the scoped PDU is padding.
+    assert bytes(recovered)[:len(plaintext)] == plaintext
     theirs, their_salt = service.encrypt_data(rfc1902.OctetString(key), (7, 99, None), plaintext)
-    assert decrypt(key, 7, 99, bytes(their_salt), bytes(theirs)) == plaintext
+    assert ours.decrypt(7, 99, bytes(their_salt), bytes(theirs))[:len(plaintext)] == plaintext
 
 
-def test_a_salt_of_the_wrong_size_cannot_decrypt() -> None:
+@pytest.mark.parametrize("priv_name", sorted(PRIV_PROTOCOLS))
+def test_a_salt_of_the_wrong_size_cannot_decrypt(priv_name: str) -> None:
     with pytest.raises(ValueError):
-        decrypt(bytes(16), 1, 1, b"short", b"data")
+        PrivKey(PRIV_PROTOCOLS[priv_name], bytes(32)).decrypt(1, 1, b"short", bytes(16))
+
+
+def test_des_ciphertext_must_be_whole_blocks() -> None:
+    with pytest.raises(ValueError):
+        PrivKey(PRIV_PROTOCOLS["DES"], bytes(16)).decrypt(1, 1, bytes(8), bytes(17))
 
 
 def test_salts_do_not_repeat() -> None:
@@ -184,24 +195,40 @@ def test_a_pysnmp_built_request_is_accepted() -> None:
     result = accept(pysnmp_request(), ENGINE_ID, USERS, CLOCK)
     assert isinstance(result, Accepted)
     assert result.request.message_id == 7001 and result.level == 2
-    assert result.scoped.context_engine_id == ENGINE_ID and result.scoped.pdu[0] == 0xA0
+    assert result.scoped.context_engine_id == ENGINE_ID and result.scoped.pdu.tag == 0xA0
 
 
 @pytest.mark.parametrize(("overrides", "refusal"), [
     (dict(engine_id=bytes.fromhex("8000000001020304")), Refusal.UNKNOWN_ENGINE_ID),
     (dict(user=b"nobody"), Refusal.UNKNOWN_USER),
-    (dict(user=b"legacy", auth=Auth("SHA", "legacy-auth")), Refusal.UNKNOWN_USER),
+    (dict(user=b"legacy", auth=Auth("SHA", "legacy-auth")), Refusal.WRONG_DIGEST),
     (dict(auth=Auth("SHA", "wrong-key!")), Refusal.WRONG_DIGEST),
     (dict(boots=4), Refusal.NOT_IN_TIME_WINDOW),
     (dict(engine_time=1151), Refusal.NOT_IN_TIME_WINDOW),
     (dict(engine_time=849), Refusal.NOT_IN_TIME_WINDOW),
-    (dict(auth=None, flags=FLAG_REPORTABLE), Refusal.NO_AUTH),
     (dict(flags=FLAG_AUTH | FLAG_PRIV | FLAG_REPORTABLE, ciphertext=b"\x00" * 16),
      Refusal.UNSUPPORTED_LEVEL),
-    (dict(user=b"reader", auth=Auth("SHA256", "reader-auth-key")), Refusal.BELOW_USER_LEVEL),
+    (dict(flags=FLAG_PRIV | FLAG_REPORTABLE, auth=None, ciphertext=b"\x00" * 16),
+     Refusal.INVALID_MESSAGE),
+    (dict(user=b"reader", auth=Auth("SHA256", "reader-auth-key"), flags=FLAG_AUTH | FLAG_PRIV,
+          ciphertext=b"\x00" * 16, priv_params=b"short"), Refusal.DECRYPTION_ERROR),
+    (dict(user=b"legacy", auth=Auth("MD5", "legacy-auth"), flags=FLAG_AUTH | FLAG_PRIV,
+          ciphertext=b"\x00" * 15, priv_params=bytes(8)), Refusal.DECRYPTION_ERROR),
+    (dict(user=b"reader", auth=Auth("SHA256", "reader-auth-key"), flags=FLAG_AUTH | FLAG_PRIV,
+          ciphertext=b"\x00" * 16, priv_params=bytes(8)), Refusal.PARSE_ERROR),
 ])
 def test_refusals_name_the_rfc3414_step(overrides: dict[str, object], refusal: Refusal) -> None:
     assert accept(pysnmp_request(**overrides), ENGINE_ID, USERS, CLOCK) is refusal
+
+
+@pytest.mark.parametrize(("overrides", "level"), [
+    (dict(auth=None, flags=FLAG_REPORTABLE), 1),  # noAuthNoPriv from a user with keys
+    (dict(user=b"reader", auth=Auth("SHA256", "reader-auth-key")), 2),  # below its authPriv
+])
+def test_a_level_below_the_users_passes_usm(overrides: dict[str, object], level: int) -> None:
+    # USM accepts what the user's keys can do; VACM refuses it (authorizationError).
+    result = accept(pysnmp_request(**overrides), ENGINE_ID, USERS, CLOCK)
+    assert isinstance(result, Accepted) and result.level == level
 
 
 def test_the_time_window_is_150_seconds_either_way() -> None:
@@ -219,7 +246,7 @@ def test_latched_boots_refuse_everything() -> None:
 @pytest.mark.parametrize("data", [b"", b"\x30\x00", b"\x30\x03\x02\x01\x01",
                                   bytes.fromhex("3082ffff")])
 def test_malformed_messages_are_refused_not_raised(data: bytes) -> None:
-    assert accept(data, ENGINE_ID, USERS, CLOCK) is Refusal.MALFORMED
+    assert accept(data, ENGINE_ID, USERS, CLOCK) is Refusal.PARSE_ERROR
 
 
 def test_a_response_sealed_here_decodes_with_pysnmp() -> None:
@@ -240,8 +267,10 @@ def test_a_response_sealed_here_decodes_with_pysnmp() -> None:
     assert (bytes(params[0]), int(params[1]), int(params[2]), bytes(params[3])) == (
         ENGINE_ID, 5, 1000, b"reader")
     ciphertext = message.getComponentByPosition(3).getComponent()
+    key = priv_key(b"reader-priv-key", ENGINE_ID, AUTH_PROTOCOLS["SHA256"],
+                   PRIV_PROTOCOLS["AES256"])
     plaintext = PYSNMP_PRIV["AES256"].decrypt_data(
-        rfc1902.OctetString(reader.priv_key), (5, 1000, params[5]), ciphertext)
+        rfc1902.OctetString(key), (5, 1000, params[5]), ciphertext)
     assert bytes(plaintext) == scoped
     # And it is accepted back as a request would be (same keys, same clock).
     assert isinstance(accept(sealed, ENGINE_ID, USERS, CLOCK), Accepted)
@@ -263,7 +292,8 @@ def test_the_budget_leaves_room_for_the_whole_message() -> None:
 
 
 def test_octets_after_a_scoped_pdu_are_padding_but_inside_it_are_malformed() -> None:
-    scoped = bytes.fromhex("300804000400a0020500")
-    assert parse_scoped_pdu(scoped + b"\x00\x00").pdu == bytes.fromhex("a0020500")
+    scoped = bytes.fromhex("301104000400a00b02010102010002010030000000")[:19]
+    engine, name, pdu = read_scoped_pdu(scoped + b"\x00\x00")
+    assert (engine, name, pdu.tag, pdu.request_id) == (b"", b"", 0xA0, 1)
     with pytest.raises(HeaderError):
-        parse_scoped_pdu(bytes.fromhex("300a04000400a00205000500"))
+        read_scoped_pdu(bytes.fromhex("301304000400a00b0201010201000201003000") + b"\x05\x00")

@@ -29,7 +29,8 @@ from wire import exchange
 AUTH_FLAG, PRIV_FLAG, REPORTABLE_FLAG = 0x01, 0x02, 0x04
 USM = 3
 # (hash, truncated MAC length) per USM authentication protocol
-AUTH_PROTOCOLS = {"SHA": (hashlib.sha1, 12), "SHA256": (hashlib.sha256, 24)}
+AUTH_PROTOCOLS = {"MD5": (hashlib.md5, 12), "SHA": (hashlib.sha1, 12),
+                  "SHA256": (hashlib.sha256, 24)}
 
 USM_STATS = (1, 3, 6, 1, 6, 3, 15, 1, 1)
 USM_STATS_UNSUPPORTED_SEC_LEVELS = USM_STATS + (1, 0)
@@ -65,13 +66,14 @@ def v3_message(pdu_kind: str, oids: Sequence[tuple[int, ...]], *, user: bytes = 
                engine_id: bytes = b"", boots: int = 0, engine_time: int = 0,
                auth: Auth | None = None, flags: int | None = None, msg_id: int = 7001,
                request_id: int = 4242, context_name: bytes = b"",
-               ciphertext: bytes | None = None) -> bytes:
+               ciphertext: bytes | None = None, priv_params: bytes | None = None) -> bytes:
     """One SNMPv3 USM message, noAuthNoPriv or (with `auth`) authNoPriv.
 
     flags default to the security level plus reportable for a GET; the MAC
     is computed with `auth`'s key localized to `engine_id`, as a manager
     that believes that engine ID would. `ciphertext` replaces the plaintext
-    scoped PDU (msgData encryptedPDU) for checks that come before decryption.
+    scoped PDU (msgData encryptedPDU) for checks that come before decryption;
+    `priv_params` replaces its salt.
     """
     pdu = PDU_CLASSES[pdu_kind]()
     v2c.apiPDU.set_defaults(pdu)
@@ -97,6 +99,8 @@ def v3_message(pdu_kind: str, oids: Sequence[tuple[int, ...]], *, user: bytes = 
         placeholder, salt = placeholder or b"\x00" * 12, b"\x00" * 8
     else:
         salt = b""
+    if priv_params is not None:
+        salt = priv_params
     params = UsmSecurityParameters()
     for position, value in enumerate((engine_id, boots, engine_time, user, placeholder, salt)):
         params.setComponentByPosition(position, value)

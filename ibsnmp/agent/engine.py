@@ -31,7 +31,8 @@ from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
 from .fast_v3 import FastV3, responder_over
 from .node_system import install_node_system_group
-from .prefilter import NO_HANDLER, Counter, Prefilter, is_notification_domain
+from .pending_counts import IN_PKTS, NO_HANDLER, PARSE_ERROR, Counter, PendingCounts
+from .prefilter import Prefilter, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
@@ -122,50 +123,53 @@ class GuardedDispatcher(MsgAndPduDispatcher):
 
     dropped = 0
     prefilter: Prefilter | None = None
+    counts: PendingCounts | None = None  # what the agent counts itself (set by build_engine)
     # v1/v2c reads answered without pysnmp's per-varbind cost ([limits] fast_path).
     fast_reads: FastReads | None = None
-    fast_v3: FastV3 | None = None  # SNMPv3 reads through the same responder
     use_fast_reads = False
     _on_notification_socket = False
 
     def receive_message(self, snmpEngine, transportDomain, transportAddress, wholeMsg):
+        """pysnmp's entry (its own transports: the notification originator's sockets)."""
+        reply = self.handle(snmpEngine, transportDomain, transportAddress, wholeMsg)
+        if reply is not None:
+            snmpEngine.transport_dispatcher.send_message(reply, transportDomain,
+                                                         transportAddress)
+        return b""
+
+    def handle(self, snmpEngine, transportDomain, transportAddress, wholeMsg) -> bytes | None:
+        """The answer to a datagram taken here, or None: dropped, or left to
+        pysnmp, which answers through its transport dispatcher."""
+        counts = self.counts
+        assert counts is not None
         try:
+            counts.add(IN_PKTS)  # every datagram, first: a GET of snmpInPkts sees itself
             if self.prefilter is not None:
                 verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
                 if verdict is not None:
-                    self._count(("__SNMPv2-MIB", "snmpInPkts"), *verdict.counters)
-                    if verdict.reply is not None:
-                        snmpEngine.transport_dispatcher.send_message(
-                            verdict.reply, transportDomain, transportAddress)
-                    return b""
+                    counts.add_all(verdict.counters)
+                    return verdict.reply
                 if self.use_fast_reads and self.fast_reads is not None \
                         and not is_notification_domain(transportDomain):
                     reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context,
                                                    self.prefilter.passed_request(wholeMsg))
-                    if reply is None and self.fast_v3 is not None:
-                        reply = self.fast_v3.answer(wholeMsg)
                     if reply is not None:
-                        snmpEngine.transport_dispatcher.send_message(
-                            reply, transportDomain, transportAddress)
-                        return b""
-            if self.fast_reads is not None:
-                self.fast_reads.counts.flush()  # pysnmp may read the counters it keeps
+                        return reply
+            counts.add(IN_PKTS, -1)  # pysnmp counts it itself
+            counts.flush()  # pysnmp may read the counters kept here
             self._on_notification_socket = is_notification_domain(transportDomain)
-            return super().receive_message(snmpEngine, transportDomain, transportAddress,
-                                           wholeMsg)
+            super().receive_message(snmpEngine, transportDomain, transportAddress, wholeMsg)
         except Exception:
             self.dropped += 1
-            (parse_errors,) = self.mib_instrum_controller.get_mib_builder().import_symbols(
-                "__SNMPv2-MIB", "snmpInASNParseErrs")
-            parse_errors.syntax += 1
+            counts.add(PARSE_ERROR)
             if self.dropped == 1:
                 # Remote input: one line with the cause, never a traceback in the log.
                 log.warning("dropped a message pysnmp could not process (%s); further ones are "
                             "only counted in snmpInASNParseErrs", current_exception_summary(), exc_info=False)
             log.debug("dropped an unprocessable message", exc_info=True)
-            return b""
         finally:
             self._on_notification_socket = False
+        return None
 
     def get_registered_app(self, contextEngineId, pduType):
         if self._on_notification_socket:
@@ -186,10 +190,10 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             pass
 
     def _count(self, *counters: Counter) -> None:
-        builder = self.mib_instrum_controller.get_mib_builder()
-        for module, name in counters:
-            (instance,) = builder.import_symbols(module, name)
-            instance.syntax += 1
+        """Count now: pysnmp is handling a message, and its counters are read as they are."""
+        assert self.counts is not None
+        self.counts.add_all(counters)
+        self.counts.flush()
 
 
 @dataclass(slots=True)
@@ -202,6 +206,7 @@ class AgentEngine:
     directory: ContextDirectory
     responders: tuple[Any, ...]
     settings: AgentSettings
+    fast_v3: FastV3
 
     def replace_principals(self, settings: AgentSettings) -> None:
         """Serve `settings`' communities, users and limits from now on (a reload).
@@ -211,9 +216,10 @@ class AgentEngine:
         """
         _remove_principals(self.engine, self.vacm, self.settings)
         _add_principals(self.engine, self.vacm, self.directory, settings)
+        self.fast_v3.replace_users(settings.users)
+        self.fast_v3.max_varbinds = settings.limits.max_varbinds
+        self.fast_v3.answer_reads = settings.limits.fast_path
         dispatcher = self.engine.message_dispatcher
-        if dispatcher.fast_v3 is not None:
-            dispatcher.fast_v3.replace_users(settings.users)
         if dispatcher.fast_reads is not None:
             dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
         self.settings = settings
@@ -244,19 +250,21 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
-    fast_reads = engine.message_dispatcher.fast_reads = FastReads(
-        engine, directory, mib, settings.limits.walk_cache)
-    fast_v3 = engine.message_dispatcher.fast_v3 = FastV3(
-        engine, settings.users, responder_over(fast_reads, directory.resolve),
-        directory.is_known_node, counts=fast_reads.counts)
-    engine.message_dispatcher.prefilter.report_unauthenticated = fast_v3.report
+    dispatcher = engine.message_dispatcher
+    counts = dispatcher.counts = PendingCounts(engine.get_mib_builder())
+    fast_reads = dispatcher.fast_reads = FastReads(
+        engine, directory, mib, counts, settings.limits.walk_cache)
+    fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
+                     directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds)
+    fast_v3.answer_reads = settings.limits.fast_path
+    dispatcher.prefilter.v3_handler = fast_v3.handle
     responders = (
         GetResponder(engine, context),
         NextResponder(engine, context),
         BulkResponder(engine, context),
         SetResponder(engine, context),
     )
-    return AgentEngine(engine, context, vacm, directory, responders, settings)
+    return AgentEngine(engine, context, vacm, directory, responders, settings, fast_v3)
 
 
 def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: ContextDirectory,
@@ -264,13 +272,14 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
     """Communities, users and the header checks that know them."""
     dispatcher = engine.message_dispatcher
     assert isinstance(dispatcher, GuardedDispatcher)
+    previous = dispatcher.prefilter
     dispatcher.prefilter = Prefilter(
         settings.communities, [user.name for user in settings.users], settings.limits,
         directory.is_known_node,
         notification_communities=[t.community for t in settings.trap_targets
                                   if t.version != "3"])
-    if dispatcher.fast_v3 is not None:  # a reload: the Reports stay cheap
-        dispatcher.prefilter.report_unauthenticated = dispatcher.fast_v3.report
+    if previous is not None:  # a reload: SNMPv3 stays on the project's USM
+        dispatcher.prefilter.v3_handler = previous.v3_handler
     dispatcher.use_fast_reads = settings.limits.fast_path
     for index, community in enumerate(settings.communities):
         # The securityName is an index, never the (secret) community string.

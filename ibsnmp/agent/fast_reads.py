@@ -71,7 +71,8 @@ from .causes import current_exception_summary
 from .cells import Cell, cell_of
 from .context_hooks import ContextDirectory
 from .instrum import ContextView
-from .pending_counts import PendingCounts
+from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
+                             OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
@@ -84,9 +85,7 @@ _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
             NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
 _REQUEST_NULL = univ.Null("")
-_IN_COUNTERS = {GET: "snmpInGetRequests", GET_NEXT: "snmpInGetNexts"}
-_COUNTERS = ("snmpInPkts", "snmpInGetRequests", "snmpInGetNexts", "snmpOutPkts",
-             "snmpOutGetResponses", "snmpInTotalReqVars", "snmpOutNoSuchNames")
+_IN_COUNTERS = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}
 
 # A community name -> (the community, the context it names), None if unknown.
 CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
@@ -102,7 +101,7 @@ class FastReads:
     """Answers v1/v2c read requests for one engine; see the module documentation."""
 
     def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib,
-                 walk_cache: int = DEFAULT_LIMIT) -> None:
+                 counts: PendingCounts, walk_cache: int = DEFAULT_LIMIT) -> None:
         self._engine = engine
         self._directory = directory
         self._mib = mib
@@ -110,8 +109,7 @@ class FastReads:
         self._base = engine.message_dispatcher.mib_instrum_controller
         builder = engine.get_mib_builder()
         # Counted as plain integers, written into pysnmp's counters before any read.
-        self.counts = PendingCounts(dict(zip(_COUNTERS, builder.import_symbols("__SNMPv2-MIB",
-                                                                               *_COUNTERS))))
+        self.counts = counts
         (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
                                                    "snmpEngineMaxMessageSize")
         self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
@@ -152,11 +150,12 @@ class FastReads:
         sealed message leaves.
         """
         read_view = self._views[view or default_view(access)]
+        counts = self.counts
         in_counter = _IN_COUNTERS.get(request.pdu_type)
-        # pysnmp counts the request before reading: a GET of snmpInPkts sees itself.
-        self._add("snmpInPkts", 1)
+        # pysnmp counts the request before reading: a GET of snmpInGetRequests
+        # sees itself (snmpInPkts is counted on arrival, agent.engine).
         if in_counter:
-            self._add(in_counter, 1)
+            counts.add(in_counter)
         found: tuple[bytes, int, int, int] | None
         try:
             found = _Request(self, request, target, read_view, room).respond()
@@ -171,21 +170,17 @@ class FastReads:
             log.debug("fast responder failure", exc_info=True)
             found = None
         if found is None:
-            self._add("snmpInPkts", -1)
             if in_counter:
-                self._add(in_counter, -1)
+                counts.add(in_counter, -1)
             return None
         varbinds, status, index, retrieved = found
-        self._add("snmpOutPkts", 1)
-        self._add("snmpOutGetResponses", 1)
+        counts.add(OUT_PKTS)
+        counts.add(OUT_GET_RESPONSES)
         if status:
-            self._add("snmpOutNoSuchNames", 1)
+            counts.add(OUT_NO_SUCH_NAMES)
         else:
-            self._add("snmpInTotalReqVars", retrieved)
+            counts.add(IN_TOTAL_REQ_VARS, retrieved)
         return status, index, varbinds
-
-    def _add(self, name: str, amount: int) -> None:
-        self.counts.add(name, amount)
 
 
 class _Request:

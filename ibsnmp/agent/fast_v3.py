@@ -1,20 +1,24 @@
-"""SNMPv3 read requests answered without pysnmp: USM from ibsnmp.wire, varbinds from a responder.
+"""SNMPv3 requests taken through USM without pysnmp: refused, reported, or read.
 
-`FastV3.answer(datagram)` returns the sealed Response to an authenticated
-(and, at authPriv, decrypted) GetRequest, GetNextRequest or GetBulkRequest
-of a configured user at the user's own security level, in the default
-context or a known node's; None for everything else, which then goes to
-pysnmp unchanged: unknown contexts, other PDUs, users whose privacy
-protocol (DES) this path lacks.
+`FastV3.handle(message, datagram)` takes every SNMPv3 message that
+reaches a listening socket (read once by the strict reader) through the
+project's USM (ibsnmp.wire.usm_inbound.process):
 
-`FastV3.report(datagram)` answers, before pysnmp decodes anything, the
-requests RFC 3414 3.2 refuses without a key (discovery, a foreign engine
-ID, an unknown user, a level the user has no key for) and those with a
-wrong digest: the Report pysnmp's USM sends, octet for octet, and the same
-counters, at a few percent of its cost (a credential-less sender could
-otherwise buy a millisecond of CPU per ~100-octet datagram). Other USM
-failures (time window, decryption) come after a valid digest and stay
-with pysnmp.
+- a refusal is counted and, when RFC 3414 3.2 says so, answered with its
+  Report: discovery, a foreign engine ID, an unknown user, a level the
+  user has no key for and a wrong digest unauthenticated (a
+  credential-less sender buys only a few microseconds), a message outside
+  the time window with an authNoPriv Report signed with the user's key
+  (the manager resynchronizes from it); a decryption error too; invalid
+  flags, an unknown security model and a ciphertext that decrypts to no
+  ScopedPDU are counted and dropped;
+- an authenticated request below the user's configured level gets VACM's
+  authorizationError (error-index 0, RFC 3413 3.2) at the level it came in;
+- an authenticated GetRequest, GetNextRequest or GetBulkRequest in this
+  engine's context and the default context or a known node's is answered
+  by the fast read responder, sealed (and encrypted) here;
+- everything else (SET, unknown contexts, foreign contextEngineIDs, other
+  PDUs) goes to pysnmp unchanged: None.
 
 snmpEngineID, snmpEngineBoots, snmpEngineTime and snmpEngineMaxMessageSize
 are read from pysnmp's engine: there is one clock, not two.
@@ -30,47 +34,50 @@ from typing import Protocol
 from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
-
-from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, HeaderError, element, oid_octets
-from ibsnmp.wire.header import V2C
+from ibsnmp.wire.ber import (INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, HeaderError,
+                             element, integer_octets, oid_octets)
+from ibsnmp.wire.header import (AUTH_NO_PRIV, GET, GET_BULK, GET_NEXT, RESPONSE, V2C, V3Message,
+                                Varbind)
 from ibsnmp.wire.request import (
     Request,
-    decode_pdu,
     encode_response_pdu,
     largest_content,
+    request_of,
     varbind_room,
 )
-from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UserEntry, accept, localize_users,
-                                     refuse_unauthenticated)
+from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
+                                     localize_users, process)
 from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 
-from .pending_counts import PendingCounts
-from .prefilter import OUT_PKTS, Counter, Verdict
+from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, OUT_GET_RESPONSES, OUT_PKTS,
+                             SILENT_DROP, Counter, PendingCounts)
+from .prefilter import Verdict
 from .views import View
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
-USM_MIB = "__SNMP-USER-BASED-SM-MIB"
-REPORTED: dict[Refusal, Counter] = {
-    refusal: (USM_MIB, refusal.value)
-    for refusal in (Refusal.UNKNOWN_ENGINE_ID, Refusal.UNKNOWN_USER,
-                    Refusal.UNSUPPORTED_LEVEL, Refusal.WRONG_DIGEST)
-}
+READS = frozenset({GET, GET_NEXT, GET_BULK})
+AUTHORIZATION_ERROR = 16
+IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}  # GETBULK has no counter
 
 
 class PysnmpEngineClock:
     """snmpEngineBoots and snmpEngineTime as pysnmp's engine serves and checks them."""
 
     def __init__(self, engine: SnmpEngine) -> None:
-        self._boots, self._time = engine.get_mib_builder().import_symbols(
+        boots, engine_time = engine.get_mib_builder().import_symbols(
             FRAMEWORK_MIB, "snmpEngineBoots", "snmpEngineTime")
-
-    def boots(self) -> int:
-        return int(self._boots.syntax)
-
-    def time(self) -> int:
+        # Both are set once, when the engine's identity is applied (engine_state),
+        # and read for every SNMPv3 message: kept as plain numbers.
+        self._boots = int(boots.syntax)
         # pysnmp's snmpEngineTime instance holds the engine's start time and
         # serves (now - start) seconds: the same sum here.
-        return int(time.time() - int(self._time.syntax))
+        self._started = int(engine_time.syntax)
+
+    def boots(self) -> int:
+        return self._boots
+
+    def time(self) -> int:
+        return int(time.time() - self._started)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +128,11 @@ def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None
 
 
 class FastV3:
-    """The SNMPv3 side of the fast read path (see the module doc)."""
+    """The SNMPv3 side of the agent without pysnmp (see the module doc)."""
 
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
-                 is_known_context: Callable[[bytes], bool], *,
-                 counts: PendingCounts | None = None) -> None:
-        """`counts`: where Reports are counted (agent.fast_reads' pending counts,
-        written into pysnmp's counters before anything reads them); None:
-        written at once."""
+                 is_known_context: Callable[[bytes], bool], counts: PendingCounts, *,
+                 max_varbinds: int) -> None:
         builder = engine.get_mib_builder()
         engine_id, max_size = builder.import_symbols(
             FRAMEWORK_MIB, "snmpEngineID", "snmpEngineMaxMessageSize")
@@ -136,66 +140,93 @@ class FastV3:
         self.clock = PysnmpEngineClock(engine)
         self.sealer = Sealer(self.engine_id, self.clock, int(max_size.syntax))
         self.reports = ReportWriter(self.engine_id, int(max_size.syntax))
-        # A pyasn1 counter addition costs as much as a third of the rest of
-        # a rejection: Reports count as plain integers (agent.pending_counts).
-        self._flush_at_once = counts is None
-        self._counts = counts or PendingCounts({})
-        self._counts.include({OUT_PKTS[1]: builder.import_symbols(*OUT_PKTS)[0]})
-        self._counter_oids: dict[Refusal, bytes] = {}
-        for refusal, (module, name) in REPORTED.items():
-            (instance,) = builder.import_symbols(module, name)
-            self._counts.include({name: instance})
-            self._counter_oids[refusal] = element(OBJECT_IDENTIFIER,
-                                                  oid_octets(tuple(instance.name)))
+        self.max_varbinds = max_varbinds
+        # [limits] fast_path: reads answered here; off, pysnmp answers them.
+        self.answer_reads = True
+        self._counts = counts
+        self._counter_oids: dict[Counter, bytes] = {}  # the reported ones' OID elements
+        for refusal in Refusal:
+            if refusal.reported:
+                (instance,) = builder.import_symbols(*refusal.counter)
+                self._counter_oids[refusal.counter] = element(OBJECT_IDENTIFIER,
+                                                              oid_octets(tuple(instance.name)))
         self.replace_users(users)
         self._respond = respond
         self._is_known_context = is_known_context
 
     def replace_users(self, users: Iterable[UserEntry]) -> None:
         """A reload's users from now on (keys localized here, once)."""
-        users = tuple(users)
-        self.users = localize_users(users, self.engine_id)
-        self.user_names = frozenset(user.name.encode("utf-8") for user in users)
+        self.users = localize_users(tuple(users), self.engine_id)
 
-    def report(self, datagram: bytes) -> Verdict | None:
-        """The Report to a request refused without a key (see the module doc), or None."""
-        refused = refuse_unauthenticated(datagram, self.engine_id, self.user_names, self.users)
-        if refused is None:
-            return None
-        counts, name = self._counts, refused.refusal.value
-        counts.add(name, 1)
-        reply = None
-        if refused.answered:
-            counts.add(OUT_PKTS[1], 1)
-            reply = self.reports.write(
-                refused.request, self.clock.boots(), self.clock.time(), refused.context,
-                refused.request_id, self._counter_oids[refused.refusal], counts.value(name))
-        if self._flush_at_once:
-            counts.flush()
-        return Verdict((), reply)
-
-    def answer(self, datagram: bytes) -> bytes | None:
-        accepted = accept(datagram, self.engine_id, self.users, self.clock)
-        if not isinstance(accepted, Accepted):
-            return None
+    def handle(self, message: V3Message, datagram: bytes,
+               varbinds: tuple[Varbind, ...] | None = None) -> Verdict | None:
+        """What this path does with `message` (see the module doc); None: pysnmp's.
+        `varbinds`: the plaintext PDU's, as the strict reader has read them."""
+        accepted = process(message, datagram, self.engine_id, self.users, self.clock)
+        if isinstance(accepted, Refused):
+            return self._refuse(accepted)
         scoped = accepted.scoped
-        if scoped.context_engine_id != self.engine_id:
-            return None  # pysnmp answers (or drops) a foreign contextEngineID
+        pdu = scoped.pdu
+        if pdu.tag not in READS or scoped.context_engine_id != self.engine_id \
+                or not self.answer_reads:
+            return None  # SET, foreign contextEngineID: pysnmp answers (or drops) it
         if scoped.context_name and not self._is_known_context(scoped.context_name):
             return None  # snmpUnknownContexts, reported by pysnmp
+        if varbinds is None or scoped.octets is not datagram:
+            try:
+                varbinds = pdu.read_varbinds(scoped.octets, self.max_varbinds)
+            except HeaderError:
+                return Verdict((Refusal.PARSE_ERROR.counter,), None)
+        if len(varbinds) > self.max_varbinds:
+            return Verdict((SILENT_DROP,), None)
+        if accepted.level < accepted.user.level:
+            return self._unauthorized(accepted, scoped.octets)
         try:
-            request = decode_pdu(scoped.pdu, 0, len(scoped.pdu), V2C)
+            request = request_of(scoped.octets, pdu, varbinds, V2C, b"")
         except HeaderError:
-            return None
+            return None  # a read with values: pysnmp's
         user = accepted.user
         answer = self._respond(request, scoped.context_name, Principal(user.access, user.view),
                                self.max_pdu_octets(accepted))
         if answer is None:
             return None
-        pdu = encode_response_pdu(request.request_id, answer.error_status, answer.error_index,
-                                  answer.varbinds)
-        return self.sealer.seal(accepted, encode_scoped_pdu(
-            scoped.context_engine_id, scoped.context_name, pdu))
+        response = encode_response_pdu(request.request_id, answer.error_status,
+                                       answer.error_index, answer.varbinds)
+        return Verdict((), self.sealer.seal(accepted, encode_scoped_pdu(
+            scoped.context_engine_id, scoped.context_name, response)))
+
+    def _refuse(self, refused: Refused) -> Verdict:
+        counts, refusal = self._counts, refused.refusal
+        counter = refusal.counter
+        counts.add(counter)
+        if not (refused.report and refusal.reported):
+            return Verdict((), None)
+        counts.add(OUT_PKTS)
+        boots, now = self.clock.boots(), self.clock.time()
+        oid, count = self._counter_oids[counter], counts.value(counter)
+        if refused.signer is None:
+            return Verdict((), self.reports.write(refused.request, boots, now, refused.context,
+                                                 refused.request_id, oid, count))
+        # Outside the time window: authNoPriv, so the manager can trust the
+        # boots and time it resynchronizes from (RFC 3414 3.2 step 7b).
+        report = ReportWriter.pdu(refused.request_id, oid, count)
+        scoped = encode_scoped_pdu(self.engine_id, b"", report)
+        return Verdict((), self.sealer.seal_as(refused.request, refused.signer, AUTH_NO_PRIV,
+                                                scoped))
+
+    def _unauthorized(self, accepted: Accepted, octets: bytes) -> Verdict:
+        """VACM has no access entry below the user's level: authorizationError,
+        error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1)."""
+        pdu = accepted.scoped.pdu
+        echoed = octets[pdu.varbinds[0]:pdu.varbinds[1]]
+        response = element(RESPONSE, element(INTEGER, integer_octets(pdu.request_id))
+                           + element(INTEGER, bytes((AUTHORIZATION_ERROR,)))
+                           + element(INTEGER, b"\x00") + element(SEQUENCE, echoed))
+        scoped = accepted.scoped
+        sealed = self.sealer.seal(accepted, encode_scoped_pdu(
+            scoped.context_engine_id, scoped.context_name, response))
+        counted = IN_REQUEST.get(pdu.tag)
+        return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + ((counted,) if counted else ()), sealed)
 
     def max_pdu_octets(self, accepted: Accepted) -> int:
         """The largest Response PDU element the sealed response may carry."""
@@ -203,3 +234,4 @@ class FastV3:
         names = (len(element(OCTET_STRING, accepted.scoped.context_engine_id))
                  + len(element(OCTET_STRING, accepted.scoped.context_name)))
         return largest_content(scoped_limit, names)
+

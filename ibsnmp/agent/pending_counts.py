@@ -1,48 +1,75 @@
-"""SNMPv2-MIB counters the fast responder adds to, applied when someone looks.
+"""The agent's counters as plain integers, applied to pysnmp's instances when someone looks.
 
 pysnmp keeps each counter as an immutable pyasn1 value: one increment
-builds a new object (about 15 us), and a read request counts four or five.
-The fast responder adds to plain integers instead and writes them into the
-counters before anything can read them: before it reads the agent's own
-objects itself, and before a message goes to pysnmp (agent.engine). Other
-writers only add too, so the order of the additions does not matter.
+builds a new object (about 15 us), and a request counts four or five.
+What the agent counts itself (every datagram's verdict, the fast
+responders' requests, the SNMPv3 refusals) is added to plain integers
+here and written into the counters before anything can read them: before
+a read of the agent's own objects, and before a message goes to pysnmp
+(agent.engine). Other writers only add too, so the order of the additions
+does not matter. Counter32 wraps at 2^32.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from .statistics import add_to_counter
 
+Counter = tuple[str, str]  # (MIB instance module, symbol), as pysnmp imports them
+
+IN_PKTS: Counter = ("__SNMPv2-MIB", "snmpInPkts")
+OUT_PKTS: Counter = ("__SNMPv2-MIB", "snmpOutPkts")
+PARSE_ERROR: Counter = ("__SNMPv2-MIB", "snmpInASNParseErrs")
+BAD_VERSION: Counter = ("__SNMPv2-MIB", "snmpInBadVersions")
+BAD_COMMUNITY: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityNames")
+SILENT_DROP: Counter = ("__SNMPv2-MIB", "snmpSilentDrops")
+OUT_TOO_BIG: Counter = ("__SNMPv2-MIB", "snmpOutTooBigs")
+OUT_GET_RESPONSES: Counter = ("__SNMPv2-MIB", "snmpOutGetResponses")
+OUT_NO_SUCH_NAMES: Counter = ("__SNMPv2-MIB", "snmpOutNoSuchNames")
+IN_GET_REQUESTS: Counter = ("__SNMPv2-MIB", "snmpInGetRequests")
+IN_GET_NEXTS: Counter = ("__SNMPv2-MIB", "snmpInGetNexts")
+IN_SET_REQUESTS: Counter = ("__SNMPv2-MIB", "snmpInSetRequests")
+IN_TOTAL_REQ_VARS: Counter = ("__SNMPv2-MIB", "snmpInTotalReqVars")
+NO_HANDLER: Counter = ("__SNMP-MPD-MIB", "snmpUnknownPDUHandlers")
+UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
+
 
 class PendingCounts:
-    """Additions to counter instances (MibScalarInstance objects), by name."""
+    """Additions to counter instances (MibScalarInstance objects), by (module, name)."""
 
-    __slots__ = ("_instances", "_pending")
+    __slots__ = ("_builder", "_instances", "_pending")
 
-    def __init__(self, instances: Mapping[str, Any]) -> None:
-        self._instances = dict(instances)
-        self._pending: dict[str, int] = {}
+    def __init__(self, builder: Any) -> None:
+        self._builder = builder  # pysnmp's MibBuilder, where the instances live
+        self._instances: dict[Counter, Any] = {}
+        self._pending: dict[Counter, int] = {}
 
-    def include(self, instances: Mapping[str, Any]) -> None:
-        """Keep these counters here too (agent.fast_v3's USM statistics)."""
-        self._instances.update(instances)
+    def _instance(self, counter: Counter) -> Any:
+        instance = self._instances.get(counter)
+        if instance is None:
+            (instance,) = self._builder.import_symbols(*counter)
+            self._instances[counter] = instance
+        return instance
 
-    def value(self, name: str) -> int:
+    def value(self, counter: Counter) -> int:
         """The counter as a reader will see it, pending additions written."""
-        return (int(self._instances[name].syntax) + self._pending.get(name, 0)) & 0xFFFFFFFF
+        return (int(self._instance(counter).syntax) + self._pending.get(counter, 0)) & 0xFFFFFFFF
 
-    def add(self, name: str, amount: int) -> None:
-        if name not in self._instances:
-            raise KeyError(f"{name} is not a counter kept here")
-        self._pending[name] = self._pending.get(name, 0) + amount
+    def add(self, counter: Counter, amount: int = 1) -> None:
+        pending = self._pending
+        pending[counter] = pending.get(counter, 0) + amount
+
+    def add_all(self, counters: tuple[Counter, ...]) -> None:
+        pending = self._pending
+        for counter in counters:
+            pending[counter] = pending.get(counter, 0) + 1
 
     def flush(self) -> None:
         """Write every pending addition into its counter (wrapping as Counter32 does)."""
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
-        for name, amount in pending.items():
+        for counter, amount in pending.items():
             if amount:
-                add_to_counter(self._instances[name], amount)
+                add_to_counter(self._instance(counter), amount)

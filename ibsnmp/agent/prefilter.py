@@ -47,8 +47,7 @@ import ipaddress
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ibsnmp.wire.header import (
     FLAG_REPORTABLE,
@@ -68,28 +67,33 @@ from ibsnmp.wire.header import (
 )
 
 from .config import Community, Limits
+from .pending_counts import (
+    BAD_COMMUNITY,
+    BAD_VERSION,
+    IN_GET_NEXTS,
+    IN_GET_REQUESTS,
+    IN_SET_REQUESTS,
+    NO_HANDLER,
+    OUT_GET_RESPONSES,
+    OUT_PKTS,
+    OUT_TOO_BIG,
+    PARSE_ERROR,
+    SILENT_DROP,
+    UNKNOWN_USER,
+    Counter,
+)
 from .ratelimit import RequestLimits
 from .transport import NOTIFICATION_DOMAINS
 
 log = logging.getLogger(__name__)
 
-Counter = tuple[str, str]  # (MIB instance module, symbol), as pysnmp imports them
-PARSE_ERROR: Counter = ("__SNMPv2-MIB", "snmpInASNParseErrs")
-BAD_VERSION: Counter = ("__SNMPv2-MIB", "snmpInBadVersions")
-BAD_COMMUNITY: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityNames")
-SILENT_DROP: Counter = ("__SNMPv2-MIB", "snmpSilentDrops")
-OUT_TOO_BIG: Counter = ("__SNMPv2-MIB", "snmpOutTooBigs")
-OUT_PKTS: Counter = ("__SNMPv2-MIB", "snmpOutPkts")
-OUT_GET_RESPONSES: Counter = ("__SNMPv2-MIB", "snmpOutGetResponses")
 # A request answered here never reaches the responders that count it.
 IN_REQUEST: dict[int, tuple[Counter, ...]] = {
-    GET: (("__SNMPv2-MIB", "snmpInGetRequests"),),
-    GET_NEXT: (("__SNMPv2-MIB", "snmpInGetNexts"),),
-    SET: (("__SNMPv2-MIB", "snmpInSetRequests"),),
+    GET: (IN_GET_REQUESTS,),
+    GET_NEXT: (IN_GET_NEXTS,),
+    SET: (IN_SET_REQUESTS,),
     GET_BULK: (),  # RFC 3418 has no GETBULK counter
 }
-NO_HANDLER: Counter = ("__SNMP-MPD-MIB", "snmpUnknownPDUHandlers")
-UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 
 REQUESTS = frozenset({GET, GET_NEXT, SET, GET_BULK})
 ANSWERS = frozenset({RESPONSE, REPORT})
@@ -97,12 +101,17 @@ MAX_REPLY_SIZE = 65507  # the largest UDP/IPv4 payload, pysnmp's snmpEngineMaxMe
 BURST_GAP_S = 10.0  # rate-limit drops this far apart are separate bursts (logged again)
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A datagram not handed to pysnmp: what to count, and the answer (if any)."""
+class Verdict(NamedTuple):
+    """A datagram not handed to pysnmp: what to count (besides snmpInPkts,
+    which every datagram counts), and the answer (if any)."""
 
     counters: tuple[Counter, ...]
     reply: bytes | None = None
+
+
+# An SNMPv3 message past these checks, and its plaintext varbinds as read (None when
+# encrypted) -> what agent.fast_v3 does with it (None: pysnmp's).
+V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None"], "Verdict | None"]
 
 
 def is_notification_domain(domain: Sequence[int]) -> bool:
@@ -130,9 +139,9 @@ class Prefilter:
         limiter = RequestLimits(limits.requests_per_second_per_source,
                                 limits.requests_per_second, clock=clock)
         self.limiter = limiter if limiter else None
-        # SNMPv3 requests refused before any key vouches for them, answered
-        # here (agent.fast_v3.FastV3.report): set by the engine.
-        self.report_unauthenticated: Callable[[bytes], Verdict | None] | None = None
+        # SNMPv3 messages on the listening sockets, through the project's USM
+        # (agent.fast_v3.FastV3.handle): set by the engine.
+        self.v3_handler: V3Handler | None = None
         self._clock = clock
         self._last_limited = float("-inf")
         # The v1/v2c request last passed, read whole: the fast path reads no octet again.
@@ -154,10 +163,7 @@ class Prefilter:
             if isinstance(header, CommunityMessage):
                 return self._check_community(header, notification, address, data)
             if isinstance(header, V3Message):
-                verdict = self._check_v3(header, notification, data)
-                if verdict is None and not notification and self.report_unauthenticated:
-                    return self.report_unauthenticated(data)
-                return verdict
+                return self._check_v3(header, notification, data)
         except HeaderError:
             return Verdict((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
@@ -220,17 +226,24 @@ class Prefilter:
 
     def _check_v3(self, message: V3Message, notification: bool, data: bytes) -> Verdict | None:
         pdu = message.pdu
-        if notification and (message.flags & FLAG_REPORTABLE
-                             or pdu is not None and pdu.tag not in ANSWERS):
-            # Only a request is reportable (RFC 3412 6.4): answers never are.
-            return Verdict((NO_HANDLER,))
-        if pdu is None:
-            return None  # encrypted: pysnmp authenticates before it decrypts
-        if len(pdu.read_varbinds(data, self._max_varbinds)) <= self._max_varbinds:
+        if notification:
+            if message.flags & FLAG_REPORTABLE or pdu is not None and pdu.tag not in ANSWERS:
+                # Only a request is reportable (RFC 3412 6.4): answers never are.
+                return Verdict((NO_HANDLER,))
+            if pdu is not None and \
+                    len(pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
+                return Verdict((SILENT_DROP,))
+            return None  # pysnmp's: an answer to an inform
+        varbinds = None
+        if pdu is not None:  # encrypted: read once decrypted (agent.fast_v3)
+            varbinds = pdu.read_varbinds(data, self._max_varbinds)
+            if len(varbinds) > self._max_varbinds:
+                if message.user_name is not None and message.user_name not in self._user_names:
+                    return Verdict((UNKNOWN_USER,))
+                return Verdict((SILENT_DROP,))
+        if self.v3_handler is None:
             return None
-        if message.user_name is not None and message.user_name not in self._user_names:
-            return Verdict((UNKNOWN_USER,))
-        return Verdict((SILENT_DROP,))
+        return self.v3_handler(message, data, varbinds)
 
     def _log_rate_limited(self, address: Any) -> None:
         now = self._clock()

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import ipaddress
 import logging
 import socket
 from dataclasses import dataclass
+from typing import Any
 
 from pysnmp.carrier.asyncio.dgram import udp, udp6
 from pysnmp.entity import config as pysnmp_config
@@ -159,15 +161,43 @@ def bound_endpoint(sock: socket.socket) -> Endpoint:
     return Endpoint(host=addr[0], port=addr[1], ipv6=ipv6)
 
 
+class _Listening:
+    """A listening socket's datagrams go straight to the agent's dispatcher
+    (`handle`), its answers straight to the socket: no pysnmp callback chain
+    and no extra event-loop turn per datagram. pysnmp's own answers (SETs)
+    still go out through the transport's `send_message`."""
+
+    domain: tuple[int, ...] = ()
+    handle: Any = None  # GuardedDispatcher.handle, bound to the engine
+    transport: Any
+
+    def datagram_received(self, datagram: bytes, address: Any) -> None:
+        reply = self.handle(self.domain, address, datagram)
+        if reply is not None and self.transport is not None:
+            self.transport.sendto(reply, address)
+
+
+class _ListeningUdp(_Listening, udp.UdpAsyncioTransport):
+    pass
+
+
+class _ListeningUdp6(_Listening, udp6.Udp6AsyncioTransport):
+    pass
+
+
 async def open_transports(engine: SnmpEngine, socks: list[socket.socket]) -> None:
     """Register one pysnmp asyncio transport per bound socket and wait until ready."""
+    dispatcher = engine.message_dispatcher
     for index, sock in enumerate(socks, start=1):
+        transport: _ListeningUdp | _ListeningUdp6
         if sock.family == socket.AF_INET6:
-            transport = udp6.Udp6AsyncioTransport()
+            transport = _ListeningUdp6()
             domain = udp6.DOMAIN_NAME + (index,)
         else:
-            transport = udp.UdpAsyncioTransport()
+            transport = _ListeningUdp()
             domain = udp.DOMAIN_NAME + (index,)
+        transport.domain = domain
+        transport.handle = functools.partial(dispatcher.handle, engine)
         transport.open_server_mode(sock=sock)
         pysnmp_config.add_transport(engine, domain, transport)
         # open_server_mode schedules the endpoint creation; wait for it so the

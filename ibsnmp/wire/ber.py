@@ -230,6 +230,14 @@ def integer_octets(value: int) -> bytes:
     return value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True)
 
 
+def integer_element(tag: int, value: int) -> bytes:
+    """An INTEGER-like element (INTEGER, Counter32, ...) as pyasn1 writes it;
+    the one-octet values, nearly every field of a header, without a call."""
+    if 0 <= value < 0x80:
+        return bytes((tag, 1, value))
+    return element(tag, integer_octets(value))
+
+
 def oid_octets(oid: Oid) -> bytes:
     """An OBJECT IDENTIFIER's value octets."""
     if len(oid) < 2:
@@ -274,7 +282,7 @@ class OidEncodings:
 def encode_value(tag: int, value: int | bytes | Oid) -> bytes:
     """A varbind value element of BER tag `tag` holding a plain value."""
     if tag in INTEGER_TAGS:
-        return element(tag, integer_octets(value))  # type: ignore[arg-type]
+        return integer_element(tag, value)  # type: ignore[arg-type]
     if tag in EXCEPTIONS or tag == NULL:
         return bytes((tag, 0))
     if tag == OBJECT_IDENTIFIER:

@@ -1,15 +1,17 @@
 """Reading an SNMP message straight from its BER octets: the one strict reader.
 
 Pure functions of bytes, no pyasn1. `read_header` reads the version, the
-community (v1/v2c) or the v3 header and USM parameters, and the PDU's
-fixed fields (type, request-id, error-status, error-index, or a v1 Trap's
-fields), each within its ASN.1 range, and checks that nothing follows the
-PDU or the message; it walks no varbind, so it costs microseconds and
-runs on every datagram. `PduHeader.read_varbinds` then reads the varbind
-list: every name an OBJECT IDENTIFIER within RFC 2578's limits, every
-value an SNMP type within its own (ibsnmp.wire.ber.read_value). Both run
-before anything answers a datagram, pysnmp included: what fails is a
-parse error, dropped and never answered.
+community (v1/v2c) or the v3 header and every USM security parameter, and
+the PDU's fixed fields (type, request-id, error-status, error-index, or a
+v1 Trap's fields), each within its ASN.1 range, and checks that nothing
+follows the PDU or the message; it walks no varbind, so it costs
+microseconds and runs on every datagram. The message it returns is all
+any later step needs: nothing reads the header again.
+`PduHeader.read_varbinds` then reads the varbind list: every name an
+OBJECT IDENTIFIER within RFC 2578's limits, every value an SNMP type
+within its own (ibsnmp.wire.ber.read_value). Both run before anything
+answers a datagram, pysnmp included: what fails is a parse error, dropped
+and never answered.
 
 Only what RFC 3417 section 8 allows is accepted: definite lengths,
 single-octet tags, OCTET STRINGs and the application types primitive.
@@ -17,13 +19,15 @@ Anything else raises HeaderError.
 
 Every check is bounded before any per-octet work: an INTEGER value is at
 most 9 octets, an OBJECT IDENTIFIER at most 640 (read in one pass), so
-reading a message is linear in its size.
+reading a message is linear in its size. Elements are read as spans
+(first value octet, end), not objects, and what is read is kept in named
+tuples (built several times faster than frozen dataclasses): this runs
+for every datagram, refused ones included.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .ber import (
@@ -38,7 +42,6 @@ from .ber import (
     element,
     has_bad_arc,
     read_element,
-    read_integer,
     read_oid,
     read_value,
 )
@@ -52,8 +55,6 @@ GET_BULK, INFORM, TRAP_V2, REPORT = 0xA5, 0xA6, 0xA7, 0xA8
 V1, V2C, V3 = 0, 1, 3
 PDU_TAGS = {V1: frozenset({GET, GET_NEXT, RESPONSE, SET, TRAP_V1}),
             V2C: frozenset({GET, GET_NEXT, RESPONSE, SET, GET_BULK, INFORM, TRAP_V2, REPORT})}
-# PDUs with a request-id, two integers and a varbind list (all but the v1 Trap).
-_STANDARD_PDUS = PDU_TAGS[V2C]
 # error-status and error-index: RFC 3416 bounds them (0..18, 0..max-bindings);
 # RFC 1157 leaves them plain INTEGERs, and an SNMPv1 request's are ignored.
 ERROR_FIELDS = {V1: ((INT32_MIN, INT32_MAX), (INT32_MIN, INT32_MAX)),
@@ -61,7 +62,8 @@ ERROR_FIELDS = {V1: ((INT32_MIN, INT32_MAX), (INT32_MIN, INT32_MAX)),
 MAX_GENERIC_TRAP = 6  # enterpriseSpecific (RFC 1157)
 
 USM = 3  # msgSecurityModel of the User-based Security Model
-FLAG_PRIV, FLAG_REPORTABLE = 0x02, 0x04
+FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
+NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = 1, 2, 3
 TOO_BIG = 1  # error-status
 MAX_INTEGER_OCTETS = 5  # an INTEGER (-2^31..2^32-1) takes at most five octets
 NULL_ELEMENT = b"\x05\x00"
@@ -69,37 +71,53 @@ MIN_MAX_SIZE = 484  # msgMaxSize (RFC 3412)
 MAX_ENGINE_ID, MAX_USER_NAME = 32, 32  # SnmpEngineID, SnmpAdminString (RFC 3414)
 
 
-@dataclass(frozen=True, slots=True)
-class Tlv:
-    """One BER element: its tag and where its value lies in the message."""
-
-    tag: int
-    head: int  # the tag octet
-    start: int  # first value octet
-    end: int  # one past the last value octet
-
-
-def read_tlv(data: bytes, pos: int, limit: int) -> Tlv:
-    """The element at `pos`, which must end at or before `limit`."""
-    tag, start, end = read_element(data, pos, limit)
-    return Tlv(tag, pos, start, end)
+def _span(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
+    """(first value octet, end) of the element at `pos`, which must have `tag`."""
+    if pos + 2 <= limit and data[pos] == tag and data[pos + 1] < 0x80:
+        # The short length form, nearly every element of a request: no call.
+        end = pos + 2 + data[pos + 1]
+        if end <= limit:
+            return pos + 2, end
+    found, start, end = read_element(data, pos, limit)
+    if found != tag:
+        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
+    return start, end
 
 
-def _expect(data: bytes, pos: int, limit: int, tag: int) -> Tlv:
-    tlv = read_tlv(data, pos, limit)
-    if tlv.tag != tag:
-        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{tlv.tag:02x}")
-    return tlv
+def _spans(data: bytes, pos: int, limit: int, tags: bytes) -> list[int]:
+    """The value spans [start, end, start, end, ...] of consecutive elements of
+    `tags` from `pos`, the last ending exactly at `limit` (a SEQUENCE's fields)."""
+    spans: list[int] = []
+    for tag in tags:
+        if pos + 2 <= limit and data[pos] == tag and data[pos + 1] < 0x80:
+            start = pos + 2
+            pos = start + data[pos + 1]
+            if pos > limit:
+                raise HeaderError("element longer than its container")
+        else:
+            found, start, pos = read_element(data, pos, limit)
+            if found != tag:
+                raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
+        spans.append(start)
+        spans.append(pos)
+    if pos != limit:
+        raise HeaderError("octets after the last field")
+    return spans
 
 
-def _integer(data: bytes, tlv: Tlv, low: int = INT32_MIN, high: int = INT32_MAX) -> int:
-    return read_integer(data, tlv.start, tlv.end, low, high)
-
-
-def _last(tlv: Tlv, end: int, what: str) -> Tlv:
-    if tlv.end != end:
-        raise HeaderError(f"octets after the {what}")
-    return tlv
+def _integer(data: bytes, start: int, end: int, low: int = INT32_MIN,
+             high: int = INT32_MAX) -> int:
+    if end - start == 1:  # versions, flags, error fields, small ids: no slice
+        value = data[start]
+        if value > 0x7F:
+            value -= 0x100
+    elif not 1 <= end - start <= MAX_INTEGER_OCTETS:
+        raise HeaderError("bad INTEGER length")
+    else:
+        value = int.from_bytes(data[start:end], "big", signed=True)
+    if not low <= value <= high:
+        raise HeaderError("INTEGER out of range")
+    return value
 
 
 class Varbind(NamedTuple):
@@ -121,14 +139,21 @@ class Varbind(NamedTuple):
         return read_oid(data, self.oid_start, self.oid_end)
 
 
-@dataclass(frozen=True, slots=True)
-class PduHeader:
-    """The PDU's type and fixed fields; its varbind list as an element."""
+class PduHeader(NamedTuple):
+    """The PDU's type and fixed fields, read and range-checked; its varbind list as an element.
+
+    `fields` are the two INTEGERs after the request-id: error-status and
+    error-index, or non-repeaters and max-repetitions for GETBULK (as sent).
+    Spans are plain (start, end) offsets into the octets read: tuples are
+    built for nothing, named tuples are not.
+    """
 
     tag: int
     version: int  # V1 or V2C (an SNMPv3 scoped PDU: V2C)
-    request_id: Tlv | None  # the INTEGER element (absent in a v1 Trap)
-    varbinds: Tlv
+    request_id: int  # 0 in a v1 Trap, which has none
+    request_id_element: tuple[int, int] | None  # the INTEGER element, tag to end (no v1 Trap)
+    fields: tuple[int, int]
+    varbinds: tuple[int, int]  # the list's value octets
 
     def read_varbinds(self, data: bytes, stop_after: int | None = None,
                       read: tuple[Varbind, ...] = ()) -> tuple[Varbind, ...]:
@@ -141,8 +166,8 @@ class PduHeader:
         """
         found: list[Varbind] = list(read)
         append = found.append
-        pos = read[-1].value_end if read else self.varbinds.start
-        end, version = self.varbinds.end, self.version
+        pos = read[-1].value_end if read else self.varbinds[0]
+        end, version = self.varbinds[1], self.version
         most = len(data) if stop_after is None else stop_after + 1
         while pos < end and len(found) < most:
             tag, start, stop = read_element(data, pos, end)
@@ -178,7 +203,7 @@ class PduHeader:
         holds, checked in C by two regular expressions (under 1 ms for 64 KB,
         where reading it varbind by varbind takes 10 ms).
         """
-        start, end = self.varbinds.start, self.varbinds.end
+        start, end = self.varbinds
         return (_NULL_VARBINDS.fullmatch(data, start, end) is not None
                 and not has_bad_arc(data[start:end]))
 
@@ -198,65 +223,103 @@ _NULL_VARBINDS = re.compile(rb"(?:" + rb"|".join(
 
 def read_pdu(data: bytes, pos: int, limit: int, version: int) -> PduHeader:
     """The PDU at `pos`, which must end exactly at `limit`; its fixed fields checked."""
-    pdu = _last(read_tlv(data, pos, limit), limit, "PDU")
-    if pdu.tag not in PDU_TAGS[version]:
-        raise HeaderError(f"unknown PDU type 0x{pdu.tag:02x}")
-    if pdu.tag == TRAP_V1:
-        return PduHeader(pdu.tag, version, None, _read_trap_v1(data, pdu))
-    request_id = _expect(data, pdu.start, pdu.end, INTEGER)
-    _integer(data, request_id)
-    first = _expect(data, request_id.end, pdu.end, INTEGER)
-    second = _expect(data, first.end, pdu.end, INTEGER)
-    if pdu.tag == GET_BULK:
+    tag, start, end = read_element(data, pos, limit)
+    if end != limit:
+        raise HeaderError("octets after the PDU")
+    if tag not in PDU_TAGS[version]:
+        raise HeaderError(f"unknown PDU type 0x{tag:02x}")
+    if tag == TRAP_V1:
+        return PduHeader(tag, version, 0, None, (0, 0), _read_trap_v1(data, start, end))
+    (id_start, id_end, first_start, first_end, second_start, second_end, list_start,
+     list_end) = _spans(data, start, end, _PDU_FIELDS)
+    request_id = _integer(data, id_start, id_end)
+    if tag == GET_BULK:
         # non-repeaters, max-repetitions: negative ones count as 0 (RFC 3416 4.2.3).
-        _integer(data, first)
-        _integer(data, second)
+        fields = (_integer(data, first_start, first_end),
+                  _integer(data, second_start, second_end))
     else:
         status_range, index_range = ERROR_FIELDS[version]
-        _integer(data, first, *status_range)
-        _integer(data, second, *index_range)
-    varbinds = _last(_expect(data, second.end, pdu.end, SEQUENCE), pdu.end, "varbind list")
-    return PduHeader(pdu.tag, version, request_id, varbinds)
+        fields = (_integer(data, first_start, first_end, *status_range),
+                  _integer(data, second_start, second_end, *index_range))
+    return PduHeader(tag, version, request_id, (start, id_end), fields, (list_start, list_end))
 
 
-def _read_trap_v1(data: bytes, pdu: Tlv) -> Tlv:
-    enterprise = _expect(data, pdu.start, pdu.end, OBJECT_IDENTIFIER)
-    check_oid(data, enterprise.start, enterprise.end)
-    address = _expect(data, enterprise.end, pdu.end, IP_ADDRESS)
-    read_value(data, IP_ADDRESS, address.start, address.end, V1)
-    generic = _expect(data, address.end, pdu.end, INTEGER)
-    _integer(data, generic, 0, MAX_GENERIC_TRAP)
-    specific = _expect(data, generic.end, pdu.end, INTEGER)
-    _integer(data, specific)
-    stamp = _expect(data, specific.end, pdu.end, TIMETICKS)
-    read_value(data, TIMETICKS, stamp.start, stamp.end, V1)
-    return _last(_expect(data, stamp.end, pdu.end, SEQUENCE), pdu.end, "varbind list")
+_PDU_FIELDS = bytes((INTEGER, INTEGER, INTEGER, SEQUENCE))
 
 
-@dataclass(frozen=True, slots=True)
-class CommunityMessage:
+def _read_trap_v1(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    start, stop = _span(data, pos, end, OBJECT_IDENTIFIER)
+    check_oid(data, start, stop)
+    start, stop = _span(data, stop, end, IP_ADDRESS)
+    read_value(data, IP_ADDRESS, start, stop, V1)
+    start, stop = _span(data, stop, end, INTEGER)
+    _integer(data, start, stop, 0, MAX_GENERIC_TRAP)
+    start, stop = _span(data, stop, end, INTEGER)
+    _integer(data, start, stop)
+    start, stop = _span(data, stop, end, TIMETICKS)
+    read_value(data, TIMETICKS, start, stop, V1)
+    list_start, list_end = _span(data, stop, end, SEQUENCE)
+    if list_end != end:
+        raise HeaderError("octets after the varbind list")
+    return list_start, list_end
+
+
+class CommunityMessage(NamedTuple):
     """An SNMPv1 or SNMPv2c message's header."""
 
     version: int
     community: bytes
-    community_tlv: Tlv
     pdu: PduHeader
 
 
-@dataclass(frozen=True, slots=True)
-class V3Message:
-    """An SNMPv3 message's header; `user_name` is None for other security models."""
+class V3Message(NamedTuple):
+    """An SNMPv3 message: its header, the USM security parameters and the
+    scoped PDU (read when in plaintext).
+
+    For another security model only the global header is read (USM fields
+    empty, `user_name` None). `data` is the ScopedPDU element as sent, or
+    the ciphertext (an OCTET STRING's value) when the privacy flag is set;
+    `pdu` and the context are then unknown until it is decrypted.
+    """
 
     message_id: int
     max_size: int
     flags: int
     security_model: int
     user_name: bytes | None
-    pdu: PduHeader | None  # None when the scoped PDU is encrypted
+    engine_id: bytes = b""
+    boots: int = 0
+    engine_time: int = 0
+    auth_params: tuple[int, int] | None = None  # where the MAC lies in the datagram
+    priv_params: bytes = b""
+    data: bytes = b""
+    context_engine_id: bytes = b""
+    context_name: bytes = b""
+    pdu: PduHeader | None = None  # None when the scoped PDU is encrypted
+
+    @property
+    def level(self) -> int:
+        """NO_AUTH_NO_PRIV, AUTH_NO_PRIV or AUTH_PRIV; HeaderError for privacy
+        without authentication (RFC 3412 7.2 step 5: snmpInvalidMsgs)."""
+        flags = self.flags
+        if flags & FLAG_PRIV and not flags & FLAG_AUTH:
+            raise HeaderError("privacy without authentication")
+        return 1 + (flags & FLAG_AUTH) + (flags & FLAG_PRIV) // FLAG_PRIV
+
+    def without_mac(self, whole: bytes) -> bytes:
+        """The datagram with msgAuthenticationParameters zeroed, as it was signed."""
+        params = self.auth_params
+        assert params is not None
+        start, end = params
+        return whole[:start] + bytes(end - start) + whole[end:]
+
+    def mac(self, whole: bytes) -> bytes:
+        params = self.auth_params
+        assert params is not None
+        return whole[params[0]:params[1]]
 
 
-@dataclass(frozen=True, slots=True)
-class OtherVersion:
+class OtherVersion(NamedTuple):
     """A well-framed message of a version this agent does not speak."""
 
     version: int
@@ -267,61 +330,85 @@ Header = CommunityMessage | V3Message | OtherVersion
 
 def read_header(data: bytes) -> Header:
     """Parse a message's header; raise HeaderError if it is malformed."""
-    message = _expect(data, 0, len(data), SEQUENCE)
-    if message.end != len(data):
+    start, end = _span(data, 0, len(data), SEQUENCE)
+    if end != len(data):
         raise HeaderError("octets after the message")  # pysnmp drops these too
-    version_tlv = _expect(data, message.start, message.end, INTEGER)
-    version = _integer(data, version_tlv)
+    version_start, version_end = _span(data, start, end, INTEGER)
+    version = _integer(data, version_start, version_end)
     if version in PDU_TAGS:
-        community = _expect(data, version_tlv.end, message.end, OCTET_STRING)
-        pdu = read_pdu(data, community.end, message.end, version)
-        return CommunityMessage(version, data[community.start:community.end], community, pdu)
+        community_start, community_end = _span(data, version_end, end, OCTET_STRING)
+        pdu = read_pdu(data, community_end, end, version)
+        return CommunityMessage(version, data[community_start:community_end], pdu)
     if version == V3:
-        return _read_v3(data, version_tlv.end, message.end)
+        return _read_v3(data, version_end, end)
     return OtherVersion(version)
 
 
+_GLOBAL_DATA = bytes((INTEGER, INTEGER, OCTET_STRING, INTEGER))
+_USM_PARAMETERS = bytes((OCTET_STRING, INTEGER, INTEGER, OCTET_STRING, OCTET_STRING,
+                         OCTET_STRING))
+
+
 def _read_v3(data: bytes, pos: int, end: int) -> V3Message:
-    header = _expect(data, pos, end, SEQUENCE)
-    msg_id = _expect(data, header.start, header.end, INTEGER)
-    max_size = _expect(data, msg_id.end, header.end, INTEGER)
-    flags = _expect(data, max_size.end, header.end, OCTET_STRING)
-    if flags.end - flags.start != 1:
+    header_start, header_end = _span(data, pos, end, SEQUENCE)
+    (id_start, id_end, size_start, size_end, flags_start, flags_end, model_start,
+     model_end) = _spans(data, header_start, header_end, _GLOBAL_DATA)
+    if flags_end - flags_start != 1:
         raise HeaderError("msgFlags is not one octet")
-    model_tlv = _last(_expect(data, flags.end, header.end, INTEGER), header.end, "msgGlobalData")
-    model = _integer(data, model_tlv, 1, INT32_MAX)
-    params = _expect(data, header.end, end, OCTET_STRING)
-    user_name = _usm_user_name(data, params) if model == USM else None
-    flag_octet = data[flags.start]
-    if flag_octet & FLAG_PRIV:
-        _last(_expect(data, params.end, end, OCTET_STRING), end, "encrypted PDU")
-        pdu = None
+    message_id = _integer(data, id_start, id_end, 0, INT32_MAX)
+    max_size = _integer(data, size_start, size_end, MIN_MAX_SIZE, INT32_MAX)
+    model = _integer(data, model_start, model_end, 1, INT32_MAX)
+    flags = data[flags_start]
+    params_start, params_end = _span(data, header_end, end, OCTET_STRING)
+    if flags & FLAG_PRIV:
+        data_start, data_end = _span(data, params_end, end, OCTET_STRING)
+        body_start = data_start
     else:
-        scoped = _last(_expect(data, params.end, end, SEQUENCE), end, "scoped PDU")
-        context_engine = _expect(data, scoped.start, scoped.end, OCTET_STRING)
-        context_name = _expect(data, context_engine.end, scoped.end, OCTET_STRING)
-        pdu = read_pdu(data, context_name.end, scoped.end, V2C)
-    return V3Message(_integer(data, msg_id, 0, INT32_MAX),
-                     _integer(data, max_size, MIN_MAX_SIZE, INT32_MAX), flag_octet, model,
-                     user_name, pdu)
-
-
-def _usm_user_name(data: bytes, params: Tlv) -> bytes:
-    """The user name of USM security parameters, all of which are checked."""
-    usm = _last(_expect(data, params.start, params.end, SEQUENCE), params.end, "USM parameters")
-    engine_id = _expect(data, usm.start, usm.end, OCTET_STRING)
-    if engine_id.end - engine_id.start > MAX_ENGINE_ID:
+        data_start, data_end = _span(data, params_end, end, SEQUENCE)
+        body_start = params_end  # the ScopedPDU element, tag to end
+    if data_end != end:
+        raise HeaderError("octets after msgData")
+    if model != USM:
+        pdu = None if flags & FLAG_PRIV else _scoped_pdu(data, data_start, data_end)
+        return V3Message(message_id, max_size, flags, model, None,
+                         pdu=pdu[2] if pdu is not None else None)
+    usm_start, usm_end = _span(data, params_start, params_end, SEQUENCE)
+    if usm_end != params_end:
+        raise HeaderError("octets after the USM parameters")
+    (engine_start, engine_end, boots_start, boots_end, time_start, time_end, user_start,
+     user_end, auth_start, auth_end, priv_start, priv_end) = _spans(
+        data, usm_start, usm_end, _USM_PARAMETERS)
+    if engine_end - engine_start > MAX_ENGINE_ID:
         raise HeaderError("msgAuthoritativeEngineID too long")
-    boots = _expect(data, engine_id.end, usm.end, INTEGER)
-    _integer(data, boots, 0, INT32_MAX)
-    engine_time = _expect(data, boots.end, usm.end, INTEGER)
-    _integer(data, engine_time, 0, INT32_MAX)
-    user = _expect(data, engine_time.end, usm.end, OCTET_STRING)
-    if user.end - user.start > MAX_USER_NAME:
+    if user_end - user_start > MAX_USER_NAME:
         raise HeaderError("msgUserName too long")
-    auth = _expect(data, user.end, usm.end, OCTET_STRING)
-    _last(_expect(data, auth.end, usm.end, OCTET_STRING), usm.end, "USM parameters")
-    return data[user.start:user.end]
+    boots = _integer(data, boots_start, boots_end, 0, INT32_MAX)
+    engine_time = _integer(data, time_start, time_end, 0, INT32_MAX)
+    context_engine_id = context_name = b""
+    pdu = None
+    if not flags & FLAG_PRIV:
+        context_engine_id, context_name, pdu = _scoped_pdu(data, data_start, data_end)
+    return V3Message(message_id, max_size, flags, model, data[user_start:user_end],
+                     data[engine_start:engine_end], boots, engine_time,
+                     (auth_start, auth_end),
+                     data[priv_start:priv_end], data[body_start:data_end],
+                     context_engine_id, context_name, pdu)
+
+
+def _scoped_pdu(data: bytes, start: int, end: int) -> tuple[bytes, bytes, PduHeader]:
+    """A ScopedPDU's value (contextEngineID, contextName, PDU) from `start` to `end`."""
+    engine_start, engine_end = _span(data, start, end, OCTET_STRING)
+    name_start, name_end = _span(data, engine_end, end, OCTET_STRING)
+    pdu = read_pdu(data, name_end, end, V2C)
+    return data[engine_start:engine_end], data[name_start:name_end], pdu
+
+
+def read_scoped_pdu(plaintext: bytes) -> tuple[bytes, bytes, PduHeader]:
+    """A decrypted ScopedPDU: (contextEngineID, contextName, the PDU's header,
+    offsets into `plaintext`). Octets after it are ignored: a block cipher's
+    padding may follow it (RFC 3414 8.1.1.2)."""
+    start, end = _span(plaintext, 0, len(plaintext), SEQUENCE)
+    return _scoped_pdu(plaintext, start, end)
 
 
 # -- building an answer from a header -------------------------------------------------
@@ -338,15 +425,14 @@ def too_big_response(data: bytes, message: CommunityMessage,
     with the request's own varbinds (RFC 1157 4.1.2), copied as octets.
     """
     pdu = message.pdu
-    read_whole = bool(varbinds) and varbinds[-1].value_end == pdu.varbinds.end
+    read_whole = bool(varbinds) and varbinds[-1].value_end == pdu.varbinds[1]
     if not read_whole and null_list is None:
         null_list = pdu.is_null_list(data)
-    if pdu.request_id is None or not (read_whole or null_list):
+    if pdu.request_id_element is None or not (read_whole or null_list):
         raise HeaderError("not a request read whole")
-    request_id = data[pdu.request_id.head:pdu.request_id.end]
-    echoed = data[pdu.varbinds.start:pdu.varbinds.end] if message.version == V1 else b""
+    request_id = data[pdu.request_id_element[0]:pdu.request_id_element[1]]
+    echoed = data[pdu.varbinds[0]:pdu.varbinds[1]] if message.version == V1 else b""
     body = (request_id + element(INTEGER, bytes((TOO_BIG,))) + element(INTEGER, b"\x00")
             + element(SEQUENCE, echoed))
-    community = data[message.community_tlv.start:message.community_tlv.end]
     return element(SEQUENCE, element(INTEGER, bytes((message.version,)))
-                   + element(OCTET_STRING, community) + element(RESPONSE, body))
+                   + element(OCTET_STRING, message.community) + element(RESPONSE, body))

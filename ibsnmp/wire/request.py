@@ -86,14 +86,9 @@ def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes =
 def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], version: int,
                community: bytes) -> Request:
     """The read request of a PDU the strict reader (ibsnmp.wire.header) has read whole."""
-    if pdu.tag not in READS[version] or pdu.request_id is None:
+    if pdu.tag not in READS[version] or pdu.request_id_element is None:
         raise HeaderError(f"not a read request: PDU type 0x{pdu.tag:02x}")
-    request_id = int.from_bytes(data[pdu.request_id.start:pdu.request_id.end], "big", signed=True)
-    # The two integers after the request-id, already read within their ranges.
-    _, fstart, fend = read_element(data, pdu.request_id.end, pdu.varbinds.head)
-    _, sstart, send = read_element(data, fend, pdu.varbinds.head)
-    first = int.from_bytes(data[fstart:fend], "big", signed=True)
-    second = int.from_bytes(data[sstart:send], "big", signed=True)
+    first, second = pdu.fields
     if pdu.tag == GET_BULK:
         non_repeaters, max_repetitions = max(first, 0), max(second, 0)
     elif first or second:
@@ -103,7 +98,7 @@ def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], versi
     for found in varbinds:
         if data[found.oid_end:found.value_end] != _NULL:
             raise HeaderError("a varbind value is not NULL")
-    return Request(version, community, pdu.tag, request_id, non_repeaters, max_repetitions,
+    return Request(version, community, pdu.tag, pdu.request_id, non_repeaters, max_repetitions,
                    tuple(found.oid(data) for found in varbinds),
                    tuple(data[found.start:found.oid_end] for found in varbinds))
 

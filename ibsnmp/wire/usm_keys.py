@@ -42,16 +42,22 @@ AUTH_PROTOCOLS: dict[str, AuthProtocol] = {
 KeyExtension = Literal["blumenthal", "reeder"]
 
 
+Cipher = Literal["aes-cfb", "des-cbc"]
+
+
 @dataclass(frozen=True, slots=True)
 class PrivProtocol:
-    """An AES-CFB privacy protocol (RFC 3826 and its 192/256-bit variants)."""
+    """A privacy protocol: AES-CFB (RFC 3826 and its 192/256-bit variants)
+    or CBC-DES (RFC 3414 8), whose 16-octet key is the DES key and the pre-IV."""
 
     name: str
     key_size: int
     extension: KeyExtension
+    cipher: Cipher = "aes-cfb"
 
 
 PRIV_PROTOCOLS: dict[str, PrivProtocol] = {
+    "DES": PrivProtocol("DES", 16, "blumenthal", "des-cbc"),  # every auth hash gives 16
     "AES": PrivProtocol("AES", 16, "blumenthal"),  # 128 bits never need extending
     "AES192": PrivProtocol("AES192", 24, "blumenthal"),
     "AES256": PrivProtocol("AES256", 32, "blumenthal"),

@@ -1,156 +1,28 @@
-"""SNMPv3 messages with USM security parameters, read and written as octets.
+"""SNMPv3 messages with USM security parameters, written as octets.
 
 RFC 3412 6 (msgGlobalData), RFC 3414 2.4 (UsmSecurityParameters). Reading
-keeps where msgAuthenticationParameters lies, because the digest is
-computed over the whole message with that field zeroed. Malformed input
-raises HeaderError, as the header reader does.
+is the one strict reader's (ibsnmp.wire.header.read_header, which keeps
+where msgAuthenticationParameters lies: the digest is computed over the
+whole message with that field zeroed); this module writes responses and
+Reports.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .ber import element as encode_element
-from .ber import COUNTER32, integer_octets, length_octets, read_element
-from .header import INTEGER, OCTET_STRING, REPORT, SEQUENCE, USM, V3, HeaderError, Tlv
+from .ber import COUNTER32, integer_element, length_octets
+from .header import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, INTEGER, OCTET_STRING, REPORT,
+                     SEQUENCE, USM, V3, V3Message)
 
-FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
-MAX_MESSAGE_ID = 2147483647  # RFC 3412: msgID and msgMaxSize are INTEGER (0..2147483647)
-MIN_MAX_SIZE = 484
-_INTEGER_OCTETS = 5
-
-
-def _span(data: bytes, pos: int, limit: int, tag: int) -> tuple[int, int]:
-    """(first value octet, end) of the element at `pos`, which must have `tag`.
-
-    Spans, not Tlv objects: this reader runs for every SNMPv3 datagram,
-    refused ones included, and an object per element was most of its cost.
-    """
-    if pos + 2 <= limit and data[pos] == tag and data[pos + 1] < 0x80:
-        # The short length form, nearly every element of a request: no call.
-        end = pos + 2 + data[pos + 1]
-        if end <= limit:
-            return pos + 2, end
-    found, start, end = read_element(data, pos, limit)
-    if found != tag:
-        raise HeaderError(f"expected tag 0x{tag:02x}, got 0x{found:02x}")
-    return start, end
-
-
-def _unsigned(data: bytes, start: int, end: int, maximum: int = MAX_MESSAGE_ID) -> int:
-    if not 1 <= end - start <= _INTEGER_OCTETS:
-        raise HeaderError("bad INTEGER length")
-    value = int.from_bytes(data[start:end], "big", signed=True)
-    if not 0 <= value <= maximum:
-        raise HeaderError("INTEGER out of range")
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class V3Request:
-    """An SNMPv3 USM message, its security parameters decoded, its data not."""
-
-    message_id: int
-    max_size: int
-    flags: int
-    engine_id: bytes
-    boots: int
-    engine_time: int
-    user: bytes
-    auth_params: Tlv  # where the MAC lies in the datagram
-    priv_params: bytes
-    data: bytes  # the ScopedPDU element, or the ciphertext when FLAG_PRIV is set
-
-    @property
-    def level(self) -> int:
-        """1 noAuthNoPriv, 2 authNoPriv, 3 authPriv; ValueError for priv without auth."""
-        if self.flags & FLAG_PRIV and not self.flags & FLAG_AUTH:
-            raise ValueError("privacy without authentication")
-        return 1 + (self.flags & FLAG_AUTH) + (self.flags & FLAG_PRIV) // FLAG_PRIV
-
-    def without_mac(self, whole: bytes) -> bytes:
-        """The datagram with msgAuthenticationParameters zeroed, as it was signed."""
-        params = self.auth_params
-        return whole[:params.start] + bytes(params.end - params.start) + whole[params.end:]
-
-    def mac(self, whole: bytes) -> bytes:
-        return whole[self.auth_params.start:self.auth_params.end]
-
-
-def parse_v3(data: bytes) -> V3Request:
-    """An SNMPv3 USM message; HeaderError if it is not a well-formed one."""
-    span = _span
-    start, message_end = span(data, 0, len(data), SEQUENCE)
-    if message_end != len(data):
-        raise HeaderError("octets after the message")
-    version = span(data, start, message_end, INTEGER)
-    if _unsigned(data, *version) != V3:
-        raise HeaderError("not SNMPv3")
-    header_start, header_end = span(data, version[1], message_end, SEQUENCE)
-    msg_id = span(data, header_start, header_end, INTEGER)
-    max_size = span(data, msg_id[1], header_end, INTEGER)
-    flags_start, flags_end = span(data, max_size[1], header_end, OCTET_STRING)
-    if flags_end - flags_start != 1:
-        raise HeaderError("msgFlags is not one octet")
-    model = span(data, flags_end, header_end, INTEGER)
-    if model[1] != header_end:
-        raise HeaderError("octets after msgSecurityModel")
-    if _unsigned(data, *model) != USM:
-        raise HeaderError("not USM")
-    max_size_value = _unsigned(data, *max_size)
-    if max_size_value < MIN_MAX_SIZE:
-        raise HeaderError("msgMaxSize below 484")
-    params_start, params_end = span(data, header_end, message_end, OCTET_STRING)
-    flag_octet = data[flags_start]
-    encrypted = flag_octet & FLAG_PRIV
-    data_start, data_end = span(data, params_end, message_end,
-                                OCTET_STRING if encrypted else SEQUENCE)
-    if data_end != message_end:
-        raise HeaderError("octets after msgData")
-    usm_start, usm_end = span(data, params_start, params_end, SEQUENCE)
-    if usm_end != params_end:
-        raise HeaderError("octets after the security parameters")
-    engine_id = span(data, usm_start, usm_end, OCTET_STRING)
-    boots = span(data, engine_id[1], usm_end, INTEGER)
-    engine_time = span(data, boots[1], usm_end, INTEGER)
-    user = span(data, engine_time[1], usm_end, OCTET_STRING)
-    auth_start, auth_end = span(data, user[1], usm_end, OCTET_STRING)
-    priv = span(data, auth_end, usm_end, OCTET_STRING)
-    if priv[1] != usm_end:
-        raise HeaderError("octets after msgPrivacyParameters")
-    # The message as sent from msgData's tag on: the ScopedPDU element, or
-    # the ciphertext (an OCTET STRING's value) when encrypted.
-    body = data[data_start:data_end] if encrypted else data[params_end:data_end]
-    return V3Request(
-        message_id=_unsigned(data, *msg_id), max_size=max_size_value, flags=flag_octet,
-        engine_id=data[engine_id[0]:engine_id[1]], boots=_unsigned(data, *boots),
-        engine_time=_unsigned(data, *engine_time), user=data[user[0]:user[1]],
-        auth_params=Tlv(OCTET_STRING, user[1], auth_start, auth_end),
-        priv_params=data[priv[0]:priv[1]], data=body)
-
-
-@dataclass(frozen=True, slots=True)
-class ScopedPdu:
-    context_engine_id: bytes
-    context_name: bytes
-    pdu: bytes  # the PDU element, tag to end
-
-
-def parse_scoped_pdu(plaintext: bytes) -> ScopedPdu:
-    """A ScopedPDU; octets after it are ignored (a cipher's padding may follow it)."""
-    start, end = _span(plaintext, 0, len(plaintext), SEQUENCE)
-    engine_start, engine_end = _span(plaintext, start, end, OCTET_STRING)
-    name_start, name_end = _span(plaintext, engine_end, end, OCTET_STRING)
-    _, _, pdu_end = read_element(plaintext, name_end, end)
-    if pdu_end != end:
-        raise HeaderError("octets after the PDU")
-    return ScopedPdu(plaintext[engine_start:engine_end], plaintext[name_start:name_end],
-                     plaintext[name_end:end])
+__all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "Outgoing", "ReportWriter",
+           "encode_scoped_pdu", "encode_unsigned", "encode_v3", "overhead"]
 
 
 def encode_unsigned(value: int) -> bytes:
     """A non-negative INTEGER element, shortest form."""
-    return encode_element(INTEGER, integer_octets(value))
+    return integer_element(INTEGER, value)
 
 
 _VERSION = encode_unsigned(V3)
@@ -161,9 +33,11 @@ def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes)
                           + encode_element(OCTET_STRING, context_name) + pdu)
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """What a response message carries besides its (possibly encrypted) data."""
+class Outgoing(NamedTuple):
+    """What a response message carries besides its (possibly encrypted) data.
+
+    A named tuple: one is built for every answer, Reports to anyone included.
+    """
 
     message_id: int
     max_size: int
@@ -176,13 +50,15 @@ class Outgoing:
     priv_params: bytes
 
 
+_FLAGS = [encode_element(OCTET_STRING, bytes((flags,))) for flags in range(8)]
+_MODEL = encode_unsigned(USM)
+
+
 def _before_data(out: Outgoing) -> tuple[bytes, int]:
     """msgVersion, msgGlobalData and the security parameters; where the MAC's value ends."""
     element = encode_element
     global_data = element(SEQUENCE, encode_unsigned(out.message_id)
-                          + encode_unsigned(out.max_size)
-                          + element(OCTET_STRING, bytes((out.flags,)))
-                          + encode_unsigned(USM))
+                          + encode_unsigned(out.max_size) + _FLAGS[out.flags] + _MODEL)
     before_mac = (element(OCTET_STRING, out.engine_id) + encode_unsigned(out.boots)
                   + encode_unsigned(out.engine_time) + element(OCTET_STRING, out.user))
     mac = element(OCTET_STRING, bytes(out.mac_length))
@@ -233,7 +109,7 @@ class ReportWriter:
         self._engine_id = encode_element(OCTET_STRING, engine_id)
         self._default_context = self._engine_id + encode_element(OCTET_STRING, b"")
 
-    def write(self, request: V3Request, boots: int, engine_time: int,
+    def write(self, request: V3Message, boots: int, engine_time: int,
               context: tuple[bytes, bytes] | None, request_id: int, counter: bytes,
               count: int) -> bytes:
         """The Report to `request` carrying `counter` (an OBJECT IDENTIFIER element) = `count`.
@@ -242,14 +118,21 @@ class ReportWriter:
         this engine's ID and the default context.
         """
         element = encode_element
-        global_data = element(SEQUENCE, encode_unsigned(request.message_id) + self._header_tail)
+        global_data = element(SEQUENCE, integer_element(INTEGER, request.message_id)
+                              + self._header_tail)
         params = element(OCTET_STRING, element(
-            SEQUENCE, self._engine_id + encode_unsigned(boots) + encode_unsigned(engine_time)
-            + element(OCTET_STRING, request.user) + _EMPTY_AUTH_AND_PRIV))
-        varbinds = element(SEQUENCE, element(SEQUENCE, counter + element(
-            COUNTER32, integer_octets(count))))
-        pdu = element(REPORT, element(INTEGER, integer_octets(request_id)) + _NO_ERROR + varbinds)
+            SEQUENCE, self._engine_id + integer_element(INTEGER, boots)
+            + integer_element(INTEGER, engine_time)
+            + element(OCTET_STRING, request.user_name or b"") + _EMPTY_AUTH_AND_PRIV))
+        pdu = self.pdu(request_id, counter, count)
         names = self._default_context if context is None else (
             element(OCTET_STRING, context[0]) + element(OCTET_STRING, context[1]))
         return element(SEQUENCE, _VERSION + global_data + params
                        + element(SEQUENCE, names + pdu))
+
+    @staticmethod
+    def pdu(request_id: int, counter: bytes, count: int) -> bytes:
+        """The Report-PDU element carrying `counter` (an OBJECT IDENTIFIER element) = `count`."""
+        varbinds = encode_element(SEQUENCE, encode_element(
+            SEQUENCE, counter + integer_element(COUNTER32, count)))
+        return encode_element(REPORT, integer_element(INTEGER, request_id) + _NO_ERROR + varbinds)
