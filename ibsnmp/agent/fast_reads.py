@@ -7,12 +7,11 @@ once, the served subtrees (IF-MIB's and the InfiniBand one) are read as
 plain cells (agent.cells) and the Response is written octet for octet as
 pysnmp would write it. The objects outside them (the SNMPv2-MIB system and
 snmp groups, sysORTable, SNMP-FRAMEWORK-MIB, ...) are few: they are read
-through the same ContextView pysnmp reads them with, so both paths give
-the same answers; so is a GETNEXT whose answer leaves a subtree (the
-ContextView merges pysnmp's tree in). A walk's steps inside the subtrees
-are kept encoded (agent.walk_cache),
-and the SNMPv2-MIB counters are added to as integers until something may
-read them (agent.pending_counts).
+as cells from pysnmp's own instances (agent.base_objects), and a GETNEXT
+that leaves a subtree takes whichever comes first. A walk's steps inside
+the subtrees are kept encoded (agent.walk_cache), and the agent's
+counters are added to as integers until something may read them
+(agent.pending_counts).
 
 `FastReads.answer` returns the Response octets, or None to leave the
 datagram to pysnmp: anything but a well-formed v1/v2c read request, a
@@ -33,10 +32,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from pyasn1.type import univ
 from pysnmp.entity.engine import SnmpEngine
-from pysnmp.proto import rfc1902
-from pysnmp.smi import error as smi_error
 
 from ibsnmp.mib.api import (
     NO_SUCH_INSTANCE,
@@ -68,9 +64,9 @@ from ibsnmp.wire.request import (
 )
 
 from .causes import current_exception_summary
-from .cells import Cell, cell_of
+from .base_objects import BaseObjects
+from .cells import Cell
 from .context_hooks import ContextDirectory
-from .instrum import ContextView
 from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .read_view import ReadView
@@ -80,17 +76,17 @@ from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
 log = logging.getLogger(__name__)
 
 NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
-_COUNTER64_TAGS = rfc1902.Counter64.tagSet
 _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
             NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
 _NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
-_REQUEST_NULL = univ.Null("")
+_END_OF_MIB_VIEW = Cell(END_OF_MIB_VIEW, b"")
 _IN_COUNTERS = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}
 
 # A community name -> (the community, the context it names), None if unknown.
 CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
-# One answered varbind: (its OID's element, the whole varbind, the BER tag of its value).
-Step = tuple[bytes, bytes, int]
+# One answered varbind: (its OID's element, the whole varbind, the BER tag of its
+# value, its OID when known: a walk's next step then decodes nothing).
+Step = tuple[bytes, bytes, int, "Oid | None"]
 
 
 class _Declined(Exception):
@@ -106,10 +102,11 @@ class FastReads:
         self._directory = directory
         self._mib = mib
         self._cells = mib
-        self._base = engine.message_dispatcher.mib_instrum_controller
-        builder = engine.get_mib_builder()
-        # Counted as plain integers, written into pysnmp's counters before any read.
         self.counts = counts
+        # The agent's own objects (system, snmp group, ...), listed once.
+        self.base = BaseObjects(engine.message_dispatcher.mib_instrum_controller, mib.subtrees,
+                                counts)
+        builder = engine.get_mib_builder()
         (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
                                                    "snmpEngineMaxMessageSize")
         self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
@@ -159,8 +156,8 @@ class FastReads:
         found: tuple[bytes, int, int, int] | None
         try:
             found = _Request(self, request, target, read_view, room).respond()
-        except (_Declined, smi_error.SmiError):
-            found = None  # an SMI error of the base tree: pysnmp answers it as it must
+        except _Declined:
+            found = None
         except Exception:
             self.failures += 1
             if self.failures == 1:
@@ -186,8 +183,8 @@ class FastReads:
 class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
-    __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64", "_slow",
-                 "_cells", "_subtrees", "_steps")
+    __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
+                 "_base", "_cells", "_subtrees", "_steps")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -198,7 +195,7 @@ class _Request:
         self._view = view
         # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
         self._skip_counter64 = request.version == V1 and request.pdu_type == GET_NEXT
-        self._slow: ContextView | None = None
+        self._base = owner.base  # the agent's own objects
         self._cells = owner._cells
         self._subtrees = owner._subtrees
         # Walk steps kept for this context (SNMPv1's Counter64 rule aside).
@@ -240,22 +237,22 @@ class _Request:
         n = min(request.non_repeaters, len(request.oids))
         full = not all(out.add(step_after(element, oid))
                        for element, oid in zip(request.oid_elements[:n], request.oids))
-        repeaters = request.oid_elements[n:]
         repetitions = request.max_repetitions
-        if len(repeaters) == 1:
+        row: list[Step] = [(element, b"", END_OF_MIB_VIEW, oid) for element, oid in
+                           zip(request.oid_elements[n:], request.oids[n:])]
+        if len(row) == 1:
             # A walk's request: one chain of steps, until its end or the room's.
-            step: Step = (repeaters[0], b"", END_OF_MIB_VIEW)
+            step = row[0]
             while not full and repetitions:
-                step = step_after(step[0])
+                step = step_after(step[0], step[3])
                 if not out.add(step) or step[2] == END_OF_MIB_VIEW:
                     break  # full, or a lone repeater has nothing more
                 repetitions -= 1
             return b"".join(out.parts), 0, 0, out.retrieved
-        row: list[Step] = [(element, b"", END_OF_MIB_VIEW) for element in repeaters]
         live = list(range(len(row)))
         while not full and repetitions and live:
             for i in live:
-                row[i] = step_after(row[i][0])
+                row[i] = step_after(row[i][0], row[i][3])
             full = not all(out.add(found) for found in row)
             live = [i for i in live if row[i][2] != END_OF_MIB_VIEW]
             repetitions -= 1
@@ -265,17 +262,17 @@ class _Request:
 
     def _get(self, oid: Oid) -> Cell:
         if not self._view.contains(oid):
-            return _NO_SUCH_OBJECT  # not in view (RFC 3416 4.2.1, as ContextView)
+            return _NO_SUCH_OBJECT  # not in view (RFC 3416 4.2.1, as net-snmp)
         if self._subtrees.holds(oid):
             value = self._cells.get_cell(self._target, oid)
-            return _MISSING[value] if isinstance(value, Missing) else value
-        ((_, value),) = self._slow_view().read_variables((oid, _REQUEST_NULL),
-                                                          **self._context())
-        return cell_of(value)
+        else:
+            value = self._base.get(self._target, oid)
+        return _MISSING[value] if isinstance(value, Missing) else value
 
     def _step(self, element: bytes, oid: Oid | None = None) -> Step:
         """The instance after the OID whose element is `element` (`oid`, if
-        decoded already): its OID element, its encoded varbind, its value's tag."""
+        decoded already): its OID element, its encoded varbind, its value's
+        tag, and its OID (None when the step was kept encoded)."""
         steps = self._steps
         if steps is not None:
             known = steps.get(element)
@@ -285,19 +282,20 @@ class _Request:
             oid = _oid_of(element)
         encode_oid = self._owner._encode_oid
         end = self._subtrees.end_of(oid)
-        if end is not None:
-            found = self._next_in_subtree(oid)
-            if found is not None and found[0] < end:
-                next_oid, cell, static = found
-                step = _encoded(next_oid, cell, encode_oid)
-                if static and steps is not None:
-                    self._owner.walks.remember(steps, element, step[1])
-                return step
-        # Across or outside the subtrees: the ContextView merges pysnmp's tree
-        # in, as on its path.
-        ((name, value),) = self._slow_view().read_next_variables((oid, _REQUEST_NULL),
-                                                                 **self._context())
-        return _encoded(tuple(name), cell_of(value), encode_oid)
+        found = self._next_in_subtree(oid)
+        if end is not None and found is not None and found[0] < end:
+            next_oid, cell, static = found
+            step = _encoded(next_oid, cell, encode_oid)
+            if static and steps is not None:
+                self._owner.walks.remember(steps, element, step[1])
+            return step
+        # Across or outside the subtrees: the agent's own objects may come first.
+        base = self._base.next(self._target, oid)
+        if base is not None and (found is None or base[0] < found[0]):
+            return _encoded(base[0], base[1], encode_oid)
+        if found is not None:
+            return _encoded(found[0], found[1], encode_oid)
+        return _encoded(oid, _END_OF_MIB_VIEW, encode_oid)
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
         """The next served instance in the view (maybe in a later subtree),
@@ -318,27 +316,6 @@ class _Request:
                 oid = next_oid
             else:
                 return next_oid, cell, static
-
-    def _slow_view(self) -> ContextView:
-        if self._slow is None:
-            owner = self._owner
-            owner.counts.flush()  # the base tree holds the counters: they must be current
-            self._slow = ContextView(owner._base, owner._mib, self._target)
-        return self._slow
-
-    def _context(self) -> dict[str, Any]:
-        return {"snmpEngine": self._owner._engine, "acFun": self._access, "cbCtx": None}
-
-    def _access(self, view_type: str, varbind: Any, **context: Any) -> bool:
-        """What verify_access answers for this request: True when not in view."""
-        name, value = varbind
-        if not self._view.contains(tuple(name)):
-            return True
-        if self._skip_counter64 and value is not None \
-                and getattr(value, "tagSet", None) == _COUNTER64_TAGS:
-            raise smi_error.NoAccessError(name=name, idx=context.get("idx"))
-        return False
-
 
 class _Filling:
     """A GETBULK response's varbinds, up to the octets the message has room for."""
@@ -363,7 +340,7 @@ class _Filling:
 
 def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
     element = encode_oid(oid)
-    return element, varbind(element, encode_value(cell.tag, cell.value)), cell.tag
+    return element, varbind(element, encode_value(cell.tag, cell.value)), cell.tag, oid
 
 
 def _step_of(encoded: bytes) -> Step:
@@ -377,7 +354,7 @@ def _step_of(encoded: bytes) -> Step:
         _, _, oid_end = read_element(encoded, start, len(encoded))
     else:
         oid_end = start + 2 + oid_size
-    return encoded[start:oid_end], encoded, encoded[oid_end]
+    return encoded[start:oid_end], encoded, encoded[oid_end], None
 
 
 def _oid_of(element: bytes) -> Oid:

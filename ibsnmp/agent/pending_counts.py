@@ -7,7 +7,9 @@ responders' requests, the SNMPv3 refusals) is added to plain integers
 here and written into the counters before anything can read them: before
 a read of the agent's own objects, and before a message goes to pysnmp
 (agent.engine). Other writers only add too, so the order of the additions
-does not matter. Counter32 wraps at 2^32.
+does not matter. Counter32 wraps at 2^32. A reader of the agent's own
+objects (agent.base_objects) adds what is pending to what it reads, so a
+read writes nothing.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 class PendingCounts:
     """Additions to counter instances (MibScalarInstance objects), by (module, name)."""
 
-    __slots__ = ("_builder", "_instances", "_pending")
+    __slots__ = ("_builder", "_instances", "_counters", "_pending")
 
     def __init__(self, builder: Any) -> None:
         self._builder = builder  # pysnmp's MibBuilder, where the instances live
         self._instances: dict[Counter, Any] = {}
+        self._counters: dict[int, Counter] = {}  # id(instance) -> its counter
         self._pending: dict[Counter, int] = {}
 
     def _instance(self, counter: Counter) -> Any:
@@ -50,20 +53,27 @@ class PendingCounts:
         if instance is None:
             (instance,) = self._builder.import_symbols(*counter)
             self._instances[counter] = instance
+            self._counters[id(instance)] = counter
         return instance
+
+    def pending(self, instance: Any) -> int:
+        """What is still to be added to `instance` (a reader adds it to what it reads)."""
+        counter = self._counters.get(id(instance))
+        return 0 if counter is None else self._pending.get(counter, 0)
 
     def value(self, counter: Counter) -> int:
         """The counter as a reader will see it, pending additions written."""
         return (int(self._instance(counter).syntax) + self._pending.get(counter, 0)) & 0xFFFFFFFF
 
     def add(self, counter: Counter, amount: int = 1) -> None:
+        if counter not in self._instances:
+            self._instance(counter)  # known, so that readers see what is pending
         pending = self._pending
         pending[counter] = pending.get(counter, 0) + amount
 
     def add_all(self, counters: tuple[Counter, ...]) -> None:
-        pending = self._pending
         for counter in counters:
-            pending[counter] = pending.get(counter, 0) + 1
+            self.add(counter)
 
     def flush(self) -> None:
         """Write every pending addition into its counter (wrapping as Counter32 does)."""

@@ -14,6 +14,7 @@ it refuses as another kind of PDU (a SET, a Response) goes to pysnmp.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -161,13 +162,38 @@ _VERSION_OCTETS = 3  # the message's version element: INTEGER 0 or 1
 
 def varbind_room(request_id: int, max_pdu_octets: int) -> int:
     """The varbind octets a Response PDU of at most `max_pdu_octets` octets can hold."""
-    fixed = len(element(INTEGER, integer_octets(request_id))) + _ERROR_FIELDS_OCTETS
-    varbind_list = largest_content(max_pdu_octets, fixed)  # the list element, whole
-    return largest_content(varbind_list, 0)
+    return _varbind_room(_id_octets(request_id), max_pdu_octets)
 
 
 def message_varbind_room(version: int, community: bytes, request_id: int, max_size: int) -> int:
     """The most varbind octets a v1/v2c Response of `max_size` octets holds (-1: none fit)."""
-    pdu = largest_content(max_size, _VERSION_OCTETS + _tlv(len(community)))
-    room = varbind_room(request_id, pdu)
+    return _message_varbind_room(version, len(community), _id_octets(request_id), max_size)
+
+
+# The rooms depend on lengths only (of the community, of the request-id's
+# encoding): computed once per combination, not for every request.
+
+
+def _id_octets(request_id: int) -> int:
+    return request_id.bit_length() // 8 + 1 if request_id >= 0 else len(integer_octets(request_id))
+
+
+def _sample_id(octets: int) -> int:
+    """A request-id whose encoding takes `octets` octets."""
+    return 0 if octets == 1 else 1 << (8 * (octets - 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _varbind_room(id_octets: int, max_pdu_octets: int) -> int:
+    fixed = len(element(INTEGER, integer_octets(_sample_id(id_octets)))) + _ERROR_FIELDS_OCTETS
+    varbind_list = largest_content(max_pdu_octets, fixed)  # the list element, whole
+    return largest_content(varbind_list, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _message_varbind_room(version: int, community_octets: int, id_octets: int,
+                          max_size: int) -> int:
+    community, request_id = bytes(community_octets), _sample_id(id_octets)
+    pdu = largest_content(max_size, _VERSION_OCTETS + _tlv(community_octets))
+    room = _varbind_room(id_octets, pdu)
     return room if response_size(version, community, request_id, room) <= max_size else -1
