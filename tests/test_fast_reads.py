@@ -59,9 +59,21 @@ def test_a_get_of_snmp_in_pkts_counts_itself(paths: TwoPaths) -> None:
     assert int(decode_response(reply)[3][0][1]) == before + 1
 
 
-def test_getbulk_fills_the_message_beyond_pysnmps_64(paths: TwoPaths) -> None:
+def test_getbulk_stops_at_max_getbulk_varbinds(paths: TwoPaths) -> None:
     data = community_request("bulk", [INFINIBAND, INFINIBAND + (5,)], max_repetitions=100_000)
     fast = paths.fast(data)
+    assert fast is not None and decode_response(fast)[1:3] == (0, 0)
+    assert len(response_varbinds(fast)) == 100  # [limits] max_getbulk_varbinds, as snmpd's
+
+
+def test_getbulk_fills_the_message_beyond_pysnmps_64(paths: TwoPaths) -> None:
+    data = community_request("bulk", [INFINIBAND, INFINIBAND + (5,)], max_repetitions=100_000)
+    reads = paths.dispatcher.fast_reads
+    reads.max_getbulk_varbinds = 0  # no such limit: as many as the message holds
+    try:
+        fast = paths.fast(data)
+    finally:
+        reads.max_getbulk_varbinds = 100
     slow = paths.pysnmp(data)
     assert fast is not None and slow is not None
     fast_varbinds, slow_varbinds = response_varbinds(fast), response_varbinds(slow)

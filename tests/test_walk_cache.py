@@ -13,7 +13,8 @@ from set_support import Agent, i, instance
 from wire import community_request, decode_response
 
 from ibsnmp.agent.config import ConfigError, parse_config
-from ibsnmp.agent.fast_reads import _oid_of, _step_of
+from ibsnmp.agent.fast_reads import _step_of
+from ibsnmp.wire.ber import oid_of_element as _oid_of
 from ibsnmp.agent.walk_cache import WalkCache
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
 from ibsnmp.providers.simulated import SimulatedProvider

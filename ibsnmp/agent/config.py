@@ -42,6 +42,10 @@ DEFAULT_INFORM_RETRIES = 3
 # net-snmp's command-line tools' own limit (128 OIDs per request), and a
 # request's decoding and answering stay in the milliseconds.
 DEFAULT_MAX_VARBINDS = 256
+# The varbinds one GETBULK answers at most, as net-snmp's maxGetbulkResponses
+# (100 by default there too): a walk asks again, and no request costs more
+# than this many steps (RFC 3416 4.2.3 lets an agent answer fewer).
+DEFAULT_MAX_GETBULK_VARBINDS = 100
 MAX_VARBINDS_CEILING = 65_535
 # Walk steps the fast responder keeps encoded (agent.walk_cache): about 200
 # octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
@@ -57,8 +61,9 @@ DEFAULT_REQUESTS_PER_SECOND = 5_000.0
 # path from one LID (without LMC) of a 1,000-port fabric fits in one request.
 DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 1_024
 DEFAULT_MAX_RESULT_ROWS = 16_384
-LIMIT_KEYS = ("max_varbinds", "requests_per_second_per_source", "requests_per_second",
-              "fast_path", "walk_cache", "max_result_rows_per_request", "max_result_rows")
+LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "requests_per_second_per_source",
+              "requests_per_second", "fast_path", "walk_cache", "max_result_rows_per_request",
+              "max_result_rows")
 TRAPS_KEYS = ("if_mib",)
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
@@ -95,7 +100,8 @@ class Limits:
     """What one request may cost ([limits]).
 
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
-    v1/v2c, dropped for v3); `requests_per_second_per_source` (None: no
+    v1/v2c, dropped for v3), `max_getbulk_varbinds` those of a GETBULK's
+    answer (0: as many as the message holds); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate, `requests_per_second`
     (0: no limit) those of all sources together. `fast_path` answers
     v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads);
@@ -106,6 +112,7 @@ class Limits:
     """
 
     max_varbinds: int = DEFAULT_MAX_VARBINDS
+    max_getbulk_varbinds: int = DEFAULT_MAX_GETBULK_VARBINDS
     requests_per_second_per_source: float | None = None
     requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND
     fast_path: bool = True
@@ -448,6 +455,8 @@ def _parse_limits(value: Any, fail) -> Limits:
                            default=DEFAULT_MAX_VARBINDS)
     if max_varbinds > MAX_VARBINDS_CEILING:
         raise fail("limits.max_varbinds", f"must be at most {MAX_VARBINDS_CEILING}")
+    max_getbulk = _number(value, "max_getbulk_varbinds", "limits", fail, integer=True,
+                          minimum=0, default=DEFAULT_MAX_GETBULK_VARBINDS)
     rate = None
     if "requests_per_second_per_source" in value:
         rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
@@ -461,7 +470,8 @@ def _parse_limits(value: Any, fail) -> Limits:
                           minimum=0, default=DEFAULT_MAX_RESULT_ROWS_PER_REQUEST)
     result_rows = _number(value, "max_result_rows", "limits", fail, integer=True, minimum=0,
                           default=DEFAULT_MAX_RESULT_ROWS)
-    return Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate,
+    return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk,
+                  requests_per_second_per_source=rate,
                   requests_per_second=aggregate, fast_path=fast_path, walk_cache=walk_cache,
                   max_result_rows_per_request=per_request, max_result_rows=result_rows)
 

@@ -222,6 +222,7 @@ class AgentEngine:
         dispatcher = self.engine.message_dispatcher
         if dispatcher.fast_reads is not None:
             dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
+            dispatcher.fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
         self.settings = settings
 
 
@@ -253,7 +254,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     dispatcher = engine.message_dispatcher
     counts = dispatcher.counts = PendingCounts(engine.get_mib_builder())
     fast_reads = dispatcher.fast_reads = FastReads(
-        engine, directory, mib, counts, settings.limits.walk_cache)
+        engine, directory, mib, counts, settings.limits.walk_cache,
+        settings.limits.max_getbulk_varbinds)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
                      directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds)
     fast_v3.answer_reads = settings.limits.fast_path

@@ -21,8 +21,9 @@ It counts the SNMPv2-MIB statistics pysnmp would count for the requests
 it answers, and none for those it leaves.
 
 Departures from pysnmp, both allowed by RFC 3416 4.2.3: GETBULK returns
-as many varbinds as fit the agent's maximum message size (pysnmp stops at
-64 repeater varbinds), and fills it exactly rather than against pysnmp's
+as many varbinds as fit the agent's maximum message size, up to `[limits]
+max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at 64
+repeater varbinds), and fills it exactly rather than against pysnmp's
 upper-bound estimate of the message header.
 """
 
@@ -50,8 +51,8 @@ from ibsnmp.wire.ber import (
     HeaderError,
     OidEncodings,
     encode_value,
+    oid_of_element,
     read_element,
-    read_oid,
 )
 from ibsnmp.wire.header import GET, GET_NEXT, V1, CommunityMessage, Varbind
 from ibsnmp.wire.request import (
@@ -78,8 +79,12 @@ log = logging.getLogger(__name__)
 NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
 _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
             NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
-_NO_SUCH_OBJECT = _MISSING[NO_SUCH_OBJECT]
-_END_OF_MIB_VIEW = Cell(END_OF_MIB_VIEW, b"")
+_END_OF_MIB_VIEW_VALUE = bytes((END_OF_MIB_VIEW, 0))
+# GET answers are kept beside the walk steps, under the asked OID's element
+# with this octet before it (an element starts with its tag, 0x06).
+_GET_KEY = b"\x00"
+# The value octets of VIEW_ROOT (1.3.6.1): every readable OID's start with them.
+_VIEW_ROOT_ELEMENT_VALUE = bytes((0x2B, 6, 1))
 _IN_COUNTERS = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}
 
 # A community name -> (the community, the context it names), None if unknown.
@@ -97,7 +102,8 @@ class FastReads:
     """Answers v1/v2c read requests for one engine; see the module documentation."""
 
     def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib,
-                 counts: PendingCounts, walk_cache: int = DEFAULT_LIMIT) -> None:
+                 counts: PendingCounts, walk_cache: int = DEFAULT_LIMIT,
+                 max_getbulk_varbinds: int = 0) -> None:
         self._engine = engine
         self._directory = directory
         self._mib = mib
@@ -113,6 +119,7 @@ class FastReads:
         self._subtrees = mib.subtrees
         self._encode_oid = OidEncodings()
         self.walks = WalkCache(walk_cache)  # GETNEXT steps inside the subtrees, kept encoded
+        self.max_getbulk_varbinds = max_getbulk_varbinds
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup,
@@ -198,21 +205,19 @@ class _Request:
         self._base = owner.base  # the agent's own objects
         self._cells = owner._cells
         self._subtrees = owner._subtrees
-        # Walk steps kept for this context (SNMPv1's Counter64 rule aside).
+        # Walk steps and GET answers kept for this context (SNMPv1's GETNEXT,
+        # which skips Counter64 objects, aside).
         self._steps: Steps | None = None
-        if request.pdu_type != GET and not self._skip_counter64:
+        if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
 
     def respond(self) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
         request = self._request
-        owner = self._owner
         if request.pdu_type == GET:
-            encode_oid = owner._encode_oid
-            rows = [_encoded(oid, self._get(oid), encode_oid) for oid in request.oids]
+            rows = [self._get(element) for element in request.oid_elements]
         elif request.pdu_type == GET_NEXT:
-            rows = [self._step(element, oid)
-                    for element, oid in zip(request.oid_elements, request.oids)]
+            rows = [self._step(element) for element in request.oid_elements]
         else:
             return self._bulk()
         status = index = 0
@@ -220,7 +225,7 @@ class _Request:
             status, index = _v1_error(rows)
         if status:
             # RFC 3584 4.4 (as pysnmp): the request's own varbinds come back.
-            varbinds = null_varbinds(request.oids, owner._encode_oid)
+            varbinds = null_varbinds(request.oid_elements)
             retrieved = 0
         else:
             varbinds = b"".join(step[1] for step in rows)
@@ -233,13 +238,12 @@ class _Request:
         """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
         request = self._request
         step_after = self._step
-        out = _Filling(self._room)
-        n = min(request.non_repeaters, len(request.oids))
-        full = not all(out.add(step_after(element, oid))
-                       for element, oid in zip(request.oid_elements[:n], request.oids))
+        out = _Filling(self._room, self._owner.max_getbulk_varbinds)
+        elements = request.oid_elements
+        n = min(request.non_repeaters, len(elements))
+        full = not all(out.add(step_after(element)) for element in elements[:n])
         repetitions = request.max_repetitions
-        row: list[Step] = [(element, b"", END_OF_MIB_VIEW, oid) for element, oid in
-                           zip(request.oid_elements[n:], request.oids[n:])]
+        row: list[Step] = [(element, b"", END_OF_MIB_VIEW, None) for element in elements[n:]]
         if len(row) == 1:
             # A walk's request: one chain of steps, until its end or the room's.
             step = row[0]
@@ -260,14 +264,34 @@ class _Request:
 
     # -- reading ------------------------------------------------------------------
 
-    def _get(self, oid: Oid) -> Cell:
-        if not self._view.contains(oid):
-            return _NO_SUCH_OBJECT  # not in view (RFC 3416 4.2.1, as net-snmp)
-        if self._subtrees.holds(oid):
-            value = self._cells.get_cell(self._target, oid)
+    def _get(self, element: bytes) -> Step:
+        """The varbind answering a GET of the OID whose element is `element`."""
+        steps = self._steps
+        key = _GET_KEY + element
+        if steps is not None:
+            known = steps.get(key)
+            if known is not None:
+                head = 2 if known[1] < 0x80 else 2 + (known[1] & 0x7F)
+                return element, known, known[head + len(element)], None
+        if not element.startswith(_VIEW_ROOT_ELEMENT_VALUE, _oid_value_start(element)):
+            cell: Cell | Missing = NO_SUCH_OBJECT  # outside the view: no need to decode it
+            static = True
         else:
-            value = self._base.get(self._target, oid)
-        return _MISSING[value] if isinstance(value, Missing) else value
+            oid = oid_of_element(element)
+            if not self._view.contains_below_root(oid):
+                cell, static = NO_SUCH_OBJECT, True  # not in view (RFC 3416 4.2.1)
+            elif self._subtrees.holds(oid):
+                cell, static = self._cells.get_step(self._target, oid)
+            else:
+                cell, static = self._base.get(self._target, oid), False
+        if isinstance(cell, Missing):
+            cell = _MISSING[cell]
+        encoded = varbind(element, encode_value(cell.tag, cell.value))
+        if static and steps is not None and cell.tag not in EXCEPTIONS:
+            # Values only: what a poller asks again. Names nobody serves are not
+            # kept (anyone can send millions of them).
+            self._owner.walks.remember(steps, key, encoded)
+        return element, encoded, cell.tag, None
 
     def _step(self, element: bytes, oid: Oid | None = None) -> Step:
         """The instance after the OID whose element is `element` (`oid`, if
@@ -279,7 +303,7 @@ class _Request:
             if known is not None:
                 return _step_of(known)
         if oid is None:
-            oid = _oid_of(element)
+            oid = oid_of_element(element)
         encode_oid = self._owner._encode_oid
         end = self._subtrees.end_of(oid)
         found = self._next_in_subtree(oid)
@@ -295,7 +319,7 @@ class _Request:
             return _encoded(base[0], base[1], encode_oid)
         if found is not None:
             return _encoded(found[0], found[1], encode_oid)
-        return _encoded(oid, _END_OF_MIB_VIEW, encode_oid)
+        return element, varbind(element, _END_OF_MIB_VIEW_VALUE), END_OF_MIB_VIEW, oid
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
         """The next served instance in the view (maybe in a later subtree),
@@ -318,20 +342,23 @@ class _Request:
                 return next_oid, cell, static
 
 class _Filling:
-    """A GETBULK response's varbinds, up to the octets the message has room for."""
+    """A GETBULK response's varbinds, up to the octets the message has room
+    for and the most varbinds one GETBULK answers (0: no such limit)."""
 
-    __slots__ = ("parts", "retrieved", "_left")
+    __slots__ = ("parts", "retrieved", "_left", "_count_left")
 
-    def __init__(self, room: int) -> None:
+    def __init__(self, room: int, most: int = 0) -> None:
         self.parts: list[bytes] = []
         self.retrieved = 0  # values, not exceptions
         self._left = room
+        self._count_left = most if most > 0 else -1
 
     def add(self, step: Step) -> bool:
         """Append `step`'s varbind if it still fits; False when it does not."""
         encoded = step[1]
-        if len(encoded) > self._left:
+        if len(encoded) > self._left or self._count_left == 0:
             return False
+        self._count_left -= 1
         self._left -= len(encoded)
         self.parts.append(encoded)
         self.retrieved += step[2] not in EXCEPTIONS
@@ -357,9 +384,8 @@ def _step_of(encoded: bytes) -> Step:
     return encoded[start:oid_end], encoded, encoded[oid_end], None
 
 
-def _oid_of(element: bytes) -> Oid:
-    _, start, end = read_element(element, 0, len(element))
-    return read_oid(element, start, end)
+def _oid_value_start(element: bytes) -> int:
+    return 2 if element[1] < 0x80 else 2 + (element[1] & 0x7F)
 
 
 def _v1_error(rows: list[Step]) -> tuple[int, int]:

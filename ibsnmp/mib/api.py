@@ -103,6 +103,11 @@ class VirtualMib(Protocol):
         """The cell at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
         ...
 
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
+        """`get_cell`, and whether that answer holds while the snapshot and
+        `version(target)` stay the same (false where values move with time)."""
+        ...
+
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         """The first instance after `oid` in any of `subtrees`, or None after the last."""
         ...

@@ -492,6 +492,15 @@ class InfinibandMib:
             return leaf
         return leaf[0].get(target, leaf[1])
 
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
+        """`get_cell`, and whether that answer holds while the snapshot and
+        `version(target)` stay the same (false where the value moves with time)."""
+        leaf = self._leaf(target, oid)
+        if isinstance(leaf, Missing):
+            return leaf, True
+        handler, suffix = leaf
+        return handler.get(target, suffix), handler.static
+
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)
         return None if found is None else (found[1], found[2])

@@ -114,7 +114,11 @@ def check_oid(data: bytes, start: int, end: int) -> None:
 def read_oid(data: bytes, start: int, end: int) -> Oid:
     """An OBJECT IDENTIFIER's value octets as arcs (checked by `check_oid` first)."""
     check_oid(data, start, end)
-    chunk = data[start:end]
+    return _arcs_of(data[start:end])
+
+
+def _arcs_of(chunk: bytes) -> Oid:
+    """The arcs of checked OBJECT IDENTIFIER value octets."""
     arcs: list[int] | bytes = chunk if chunk.isascii() else _arcs(chunk)
     first = arcs[0]
     if first < 40:
@@ -124,6 +128,14 @@ def read_oid(data: bytes, start: int, end: int) -> Oid:
     else:
         head = (2, first - 80)
     return head + tuple(arcs[1:])
+
+
+def oid_of_element(element: bytes) -> Oid:
+    """The arcs of a whole OBJECT IDENTIFIER element (tag, length, value) that
+    the strict reader has checked already (or that was encoded here)."""
+    size = element[1]
+    start = 2 if size < 0x80 else 2 + (size & 0x7F)
+    return _arcs_of(element[start:])
 
 
 def read_value(data: bytes, tag: int, start: int, end: int, version: int) -> None:
@@ -187,14 +199,20 @@ def has_bad_arc(octets: bytes) -> bool:
 
 
 def _arcs(chunk: bytes) -> list[int]:
+    """Sub-identifiers (the first one still holding two arcs) of checked octets."""
     arcs: list[int] = []
-    arc = 0
-    for octet in chunk:
-        if octet & 0x80:
+    append = arcs.append
+    octets = iter(chunk)
+    for octet in octets:
+        if octet < 0x80:
+            append(octet)
+            continue
+        arc = octet & 0x7F
+        for octet in octets:  # the rest of this sub-identifier, from the same iterator
+            if octet < 0x80:
+                append((arc << 7) | octet)
+                break
             arc = (arc << 7) | (octet & 0x7F)
-        else:
-            arcs.append((arc << 7) | octet)
-            arc = 0
     return arcs
 
 

@@ -164,11 +164,15 @@ class PduHeader(NamedTuple):
         passed on unless `is_null_list` holds for it. `read`: the first
         varbinds, read before; reading goes on after them.
         """
+        end, version = self.varbinds[1], self.version
+        most = len(data) if stop_after is None else stop_after + 1
+        if not read:
+            requested = self._null_varbinds(data, most)
+            if requested is not None:
+                return requested
         found: list[Varbind] = list(read)
         append = found.append
         pos = read[-1].value_end if read else self.varbinds[0]
-        end, version = self.varbinds[1], self.version
-        most = len(data) if stop_after is None else stop_after + 1
         while pos < end and len(found) < most:
             tag, start, stop = read_element(data, pos, end)
             if tag != SEQUENCE:
@@ -197,6 +201,18 @@ class PduHeader(NamedTuple):
             pos = stop
         return tuple(found)
 
+    def _null_varbinds(self, data: bytes, most: int) -> tuple[Varbind, ...] | None:
+        """A request's list, every varbind `{ OID, NULL }` in short form, split
+        by one regular expression when `is_null_list` holds (what the loop of
+        `read_varbinds` would read, at a fifth of its cost); None otherwise."""
+        start, end = self.varbinds
+        if end - start > _NULL_LIST_SPLIT_MAX or not self.is_null_list(data):
+            return None
+        found = tuple(Varbind(match.start() + 2, match.start() + 4, match.end() - 2, NULL,
+                              match.end(), match.end())
+                      for match in _NULL_VARBIND.finditer(data, start, end))
+        return found if len(found) <= most else found[:most]
+
     def is_null_list(self, data: bytes) -> bool:
         """Whether the list is whole and every varbind `{ OID, NULL }` in short
         form, each OID within RFC 2578's limits: what a manager's large GET
@@ -211,9 +227,14 @@ class PduHeader(NamedTuple):
 # One alternative per OID length n (1..123): 30 <n+4> 06 <n> <n octets, the last
 # ending a sub-identifier> 05 00. The lengths tell the alternatives apart, so the
 # possessive repetition never backtracks.
-_NULL_VARBINDS = re.compile(rb"(?:" + rb"|".join(
+_NULL_VARBIND_PATTERN = rb"|".join(
     re.escape(bytes((SEQUENCE, n + 4, OBJECT_IDENTIFIER, n))) + rb"[\x00-\xff]{%d}[\x00-\x7f]\x05\x00"
-    % (n - 1) for n in range(1, 124)) + rb")*+")
+    % (n - 1) for n in range(1, 124))
+_NULL_VARBINDS = re.compile(rb"(?:" + _NULL_VARBIND_PATTERN + rb")*+")
+_NULL_VARBIND = re.compile(_NULL_VARBIND_PATTERN)  # one of them, to split a checked list
+# Lists longer than this are not split here: over any varbind limit, they are
+# checked whole (is_null_list) and read only as far as the limit asks.
+_NULL_LIST_SPLIT_MAX = 16384
 # In such a list every octet outside the OIDs is under 0x80, so a sub-identifier
 # starts after any such octet. Refused: one starting with 0x80 (not minimal),
 # one of five octets whose first adds more than four bits (over 2^32-1; the

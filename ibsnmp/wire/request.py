@@ -15,7 +15,6 @@ it refuses as another kind of PDU (a SET, a Response) goes to pysnmp.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .ber import (
@@ -27,7 +26,7 @@ from .ber import (
     element,
     integer_octets,
     length_octets,
-    read_element,
+    oid_of_element,
 )
 from .header import (
     GET,
@@ -49,7 +48,12 @@ _NULL = b"\x05\x00"
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A v1/v2c GetRequest, GetNextRequest or GetBulkRequest."""
+    """A v1/v2c GetRequest, GetNextRequest or GetBulkRequest.
+
+    The names are kept as their elements (what walk steps and answers are
+    keyed by); their arcs are decoded only when a step needs them (`oid`),
+    so a name the agent has answered before costs no decoding.
+    """
 
     version: int  # 0: SNMPv1, 1: SNMPv2c
     community: bytes
@@ -57,9 +61,12 @@ class Request:
     request_id: int
     non_repeaters: int  # GETBULK only (0 otherwise): negative ones count as 0
     max_repetitions: int  # GETBULK only (0 otherwise): negative ones count as 0
-    oids: tuple[Oid, ...]
-    # Each OID's whole element as sent (tag, length, value): what walk steps are keyed by.
+    # Each OID's whole element as sent (tag, length, value), checked by the strict reader.
     oid_elements: tuple[bytes, ...]
+
+    @property
+    def oids(self) -> tuple[Oid, ...]:
+        return tuple(oid_of_element(element) for element in self.oid_elements)
 
 
 def decode_request(data: bytes,
@@ -100,7 +107,6 @@ def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], versi
         if data[found.oid_end:found.value_end] != _NULL:
             raise HeaderError("a varbind value is not NULL")
     return Request(version, community, pdu.tag, pdu.request_id, non_repeaters, max_repetitions,
-                   tuple(found.oid(data) for found in varbinds),
                    tuple(data[found.start:found.oid_end] for found in varbinds))
 
 
@@ -112,9 +118,9 @@ def varbind(encoded_oid: bytes, encoded_value: bytes) -> bytes:
     return element(SEQUENCE, encoded_oid + encoded_value)
 
 
-def null_varbinds(oids: tuple[Oid, ...], encode_oid: Callable[[Oid], bytes]) -> bytes:
+def null_varbinds(oid_elements: tuple[bytes, ...]) -> bytes:
     """The varbinds of a request as they came: each OID with a NULL value."""
-    return b"".join(varbind(encode_oid(oid), _NULL) for oid in oids)
+    return b"".join(varbind(element, _NULL) for element in oid_elements)
 
 
 def encode_response_pdu(request_id: int, error_status: int, error_index: int,
