@@ -76,6 +76,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def udp_drops(port: int) -> int:
+    """Datagrams the kernel dropped at the UDP sockets bound to local `port`
+    (their receive buffer was full): /proc/net/udp's and udp6's "drops"."""
+    dropped = 0
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                next(fh)
+                for line in fh:
+                    fields = line.split()
+                    if int(fields[1].rpartition(":")[2], 16) == port:
+                        dropped += int(fields[-1])
+        except FileNotFoundError:
+            continue
+    return dropped
+
+
 # -- processes ------------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pyasn1.codec.ber import decoder
 from pysnmp.proto import api
 from pysnmp.proto.mpmod.rfc3412 import SNMPv3Message
+from common import udp_drops
 from wire import community_request
 from wire_fuzz import CORPUS_AGENT_CONFIG, is_well_formed_ber, load_corpus
 from wire_v3 import AUTH_FLAG, REPORTABLE_FLAG, Auth, decode_v3, v3_message
@@ -181,6 +182,7 @@ class FuzzFigures:
     unreadable_answers: int = 0  # answers the strict readers cannot read
     answered_malformed: int = 0  # confirmed: a malformed mutant got an answer
     markers_lost: int = 0
+    kernel_drops: int = 0  # datagrams the agent's socket buffer had no room for
     probes_sent: int = 0
     probes_answered: int = 0
     agent_gone: bool = False
@@ -196,7 +198,8 @@ class FuzzFigures:
         return (f"{self.sent:,} mutants sent ({self.malformed_sent:,} not well-formed BER) in "
                 f"{self.seconds:.0f} s ({self.rate:.0f}/s); {self.answers:,} answers, "
                 f"{self.unreadable_answers} unreadable, {self.answered_malformed} to malformed "
-                f"requests; markers lost {self.markers_lost}; probes answered "
+                f"requests; markers lost {self.markers_lost} (the agent's socket dropped "
+                f"{self.kernel_drops:,} datagrams); probes answered "
                 f"{self.probes_answered}/{self.probes_sent}; agent "
                 f"{'GONE' if self.agent_gone else 'alive'}")
 
@@ -225,6 +228,7 @@ class FuzzSender:
         """Send until `mutants` ends, `deadline` (monotonic) passes or `should_stop()`."""
         started = time.monotonic()
         interval = 1.0 / rate if rate else 0.0
+        drops_before = udp_drops(self.target[1])
         try:
             for number, (label, data) in enumerate(mutants):
                 if should_stop() or (deadline is not None and time.monotonic() >= deadline):
@@ -251,6 +255,7 @@ class FuzzSender:
             self._drain()
         finally:
             self.figures.seconds = time.monotonic() - started
+            self.figures.kernel_drops += udp_drops(self.target[1]) - drops_before
         return self.figures
 
     def _collect(self, timeout: float) -> bool:

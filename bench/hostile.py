@@ -37,7 +37,9 @@ from common import (  # noqa: E402
     start_ibsnmp,
     wait_until_answers,
 )
+from ibsnmp.agent.config import DEFAULT_MAX_VARBINDS  # noqa: E402
 from ibsnmp.wire.ber import element, oid_octets  # noqa: E402
+from wire import community_request  # noqa: E402
 from oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
 from test_hostile_packets import (  # noqa: E402
     MALFORMED,
@@ -64,8 +66,24 @@ BUDGET_MS = 1.0
 NO_RATE_LIMIT = "[limits]\nrequests_per_second = 0\n"
 MAX_DATAGRAM = 65507  # the largest UDP/IPv4 payload
 LARGE = 10_000  # octets: rounds of such packets hold two, small ones twenty
+MOST = DEFAULT_MAX_VARBINDS  # the most varbinds a request may hold ([limits] max_varbinds)
 # The longest OID RFC 2578 allows that the reader still accepts: 128 arcs, 5 octets each.
 LONGEST_OID = (1, 3) + (2**32 - 1,) * 126
+IB_SM_NODE_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 2)  # a column of a GUID-indexed table
+# PMA-MIB's port counters (ibPmaPortCntrsTable): values that move, so never kept.
+PMA_COUNTERS_TABLE = (1, 3, 6, 1, 3, 117, 6, 1, 1, 1)
+
+
+def counter_oids(count: int) -> list[tuple[int, ...]]:
+    """`count` instances of moving counters (PMA port counters) of the bench fabric."""
+    if not _COUNTERS:
+        with SnmpClient(_PORT[0], timeout=5.0) as client:
+            _COUNTERS.extend(oid for oid, _, _ in client.walk(PMA_COUNTERS_TABLE, limit=5000))
+    return [_COUNTERS[i * len(_COUNTERS) // count] for i in range(count)]
+
+
+_COUNTERS: list[tuple[int, ...]] = []
+_PORT: list[int] = [0]
 
 
 def worst_cases() -> dict[str, tuple[bytes, str]]:
@@ -76,6 +94,9 @@ def worst_cases() -> dict[str, tuple[bytes, str]]:
                        + bytes.fromhex("3008 06012b 02050080000000"))
     longest = oid_varbind(LONGEST_OID)
     fitting = (MAX_DATAGRAM - 40) // len(longest)
+    # The same length under a served table: a name that must be looked up.
+    longest_under = oid_varbind(IB_SM_NODE_COLUMN + (2**32 - 1,) * (128 - len(IB_SM_NODE_COLUMN)))
+    fitting_under = min((MAX_DATAGRAM - 40) // len(longest_under), MOST)
     return {
         "v2c GET wrong community (reference)": (oversized_get(b"wrong", 1), "bad community"),
         "64 KB wrong community": (oversized_get(b"wrong"), "bad community"),
@@ -86,9 +107,21 @@ def worst_cases() -> dict[str, tuple[bytes, str]]:
             longest * (fitting - 1) + element(0x30, element(0x06, oid_octets(LONGEST_OID))
                                               + bytes.fromhex("02050080000000"))),
             "parse error"),
-        # For scale: what a manager's largest well-formed GET costs to answer.
-        "GET of 256 x sysDescr.0, answered": (request(NULL_VARBIND_OF_SYS_DESCR * 256),
-                                               "answered"),
+        # A manager's largest well-formed requests: MOST varbinds (the limit).
+        f"GET of {MOST} x sysDescr.0, answered": (request(NULL_VARBIND_OF_SYS_DESCR * MOST),
+                                                  "answered"),
+        f"GET of {MOST} counters (never kept), answered": (request(b"".join(
+            oid_varbind(oid) for oid in counter_oids(MOST))), "answered"),
+        f"GETNEXT of {MOST} counters, answered": (request(b"".join(
+            oid_varbind(oid) for oid in counter_oids(MOST)), pdu_tag=0xA1), "answered"),
+        "GETBULK max-repetitions 10000, answered": (community_request(
+            "bulk", [(1, 3, 6, 1)], community=READ, max_repetitions=10_000), "answered"),
+        f"GETBULK of {MOST} counters, answered": (community_request(
+            "bulk", counter_oids(MOST), community=READ, max_repetitions=10_000), "answered"),
+        f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GET": (
+            request(longest_under * fitting_under), "answered"),
+        f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GETNEXT": (
+            request(longest_under * fitting_under, pdu_tag=0xA1), "answered"),
         "64 KB v3 plaintext, unknown user": (
             v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown user"),
     }
@@ -132,7 +165,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=100,
                         help="rounds per packet kind (default %(default)s)")
     args = parser.parse_args()
-    kinds = {**worst_cases(), **issue_packets()}
     results: list[tuple[str, int, float, int, int]] = []
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-hostile-") as tmp:
         config = Path(tmp) / "agent.toml"
@@ -141,6 +173,8 @@ def main() -> int:
             "--config", str(config), "--community", READ.decode(),
             "--write-community", WRITE.decode()))
         wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
+        _PORT[0] = port
+        kinds = {**worst_cases(), **issue_packets()}
         for name, (packet, counter) in kinds.items():
             cpu, moved, sent = cpu_per_packet(proc.pid, port, packet, counter, args.rounds)
             results.append((name, len(packet), cpu, moved, sent))

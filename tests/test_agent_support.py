@@ -134,6 +134,16 @@ class FakeMib:
     def version(self, target: ContextTarget) -> int:
         return 0  # nothing here is written
 
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
+        return self.get_cell(target, oid), True
+
+    def instance_arcs(self, target: ContextTarget, oid: Oid) -> int:
+        return max(map(len, self._tables[target.node.guid][0]))
+
+    @property
+    def object_oids(self) -> list[Oid]:
+        return sorted({key[:-1] for keys, _ in self._tables.values() for key in keys})
+
 
 def make_backend(rows: int = 0) -> tuple[Any, FakeMib]:
     targets = {

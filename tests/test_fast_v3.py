@@ -236,3 +236,18 @@ def test_the_varbind_room_fills_the_response_pdu_exactly(request_id: int) -> Non
             return len(encode_response_pdu(request_id, 0, 0, bytes(octets)))
 
         assert pdu_size(room) <= max_pdu < pdu_size(room + 1)
+
+
+def test_over_the_varbind_limit_an_authenticated_request_gets_too_big(
+        fast: FastV3, recorder: Recorder) -> None:
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + b"\x05\x00")
+    many = element(GET, element(0x02, b"\x55") + b"\x02\x01\x00\x02\x01\x00"
+                   + element(SEQUENCE, varbind * (fast.max_varbinds + 1)))
+    for level in (2, 3):  # plaintext and encrypted
+        user = "authonly" if level == 2 else "reader"
+        reply = answer(fast, request(fast, user, level=level, pdu=many))
+        assert reply is not None and not recorder.calls
+        sent = opened(fast, reply)
+        pdu = sent.scoped.pdu
+        assert pdu.tag == RESPONSE and pdu.request_id == 0x55 and pdu.fields == (1, 0)
+        assert pdu.varbinds[0] == pdu.varbinds[1]  # tooBig: no varbinds (RFC 3416 4.2.1)

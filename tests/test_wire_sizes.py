@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import socket
 import warnings
 from pathlib import Path
@@ -33,10 +35,14 @@ from test_agent_support import (  # noqa: F401  (fixtures)
     READ_COMMUNITY,
     WRITE_COMMUNITY,
     AgentThread,
+    Backend,
     agent,
     agent_backend,
+    agent_settings,
     spawn_agent,
 )
+
+from ibsnmp.agent.config import Limits
 from wire import V1, V2C, community_request, decode_response, exchange, exchange_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pysnmp.smi.compiler")
@@ -92,12 +98,17 @@ def test_empty_getbulk_gets_an_empty_response(agent: AgentThread, non_repeaters:
 
 
 def test_getbulk_with_more_repeaters_than_pysnmps_limit_answers_whole_repetitions(
-        agent: AgentThread) -> None:
+        agent_backend: Backend) -> None:
     # 65 repeaters used to give zero repetitions (pysnmp's 64 // 65) and no answer,
     # then 64 varbinds; the fast responder's only cap is [limits]
     # max_getbulk_varbinds (100 by default, net-snmp's maxGetbulkResponses).
-    _, status, _, varbinds = answer(agent, community_request("bulk", [SYSTEM] * 65,
-                                                             max_repetitions=3))
+    # A request of 65 varbinds needs max_varbinds raised from its 64.
+    wide = wide_agent(agent_backend)
+    try:
+        _, status, _, varbinds = answer(wide, community_request("bulk", [SYSTEM] * 65,
+                                                                max_repetitions=3))
+    finally:
+        wide.close()
     assert status == NO_ERROR
     names = [name for name, _ in varbinds]
     assert len(names) == 100 and names[:65] == [SYS_DESCR_0] * 65
@@ -231,14 +242,26 @@ async def test_v3_every_max_size_gets_an_answer(agent: AgentThread) -> None:
 
 
 def test_set_whose_response_would_be_too_big_is_refused_before_writing(
-        agent: AgentThread) -> None:
+        agent_backend: Backend) -> None:
     # A SET's response carries its varbinds: a request that fills the
     # engine's maximum message leaves no room for the response's own header.
-    payload = set_request_of_size(SET_REQUEST_SIZE)
-    _, status, index, varbinds = answer(agent, payload)
-    assert (status, index, varbinds) == (TOO_BIG, 0, [])
-    _, _, _, varbinds = answer(agent, community_request("get", [SYS_CONTACT_0]))
-    assert not str(varbinds[0][1]).startswith("x")
+    # Its 303 varbinds need max_varbinds raised from its 64.
+    wide = wide_agent(agent_backend)
+    try:
+        payload = set_request_of_size(SET_REQUEST_SIZE)
+        _, status, index, varbinds = answer(wide, payload)
+        assert (status, index, varbinds) == (TOO_BIG, 0, [])
+        _, _, _, varbinds = answer(wide, community_request("get", [SYS_CONTACT_0]))
+        assert not str(varbinds[0][1]).startswith("x")
+    finally:
+        wide.close()
+
+
+def wide_agent(backend: Backend) -> AgentThread:
+    """An agent that takes requests of up to 512 varbinds."""
+    settings = dataclasses.replace(agent_settings(("127.0.0.1:0",)),
+                                   limits=Limits(max_varbinds=512))
+    return AgentThread(settings, backend).start()
 
 
 SET_REQUEST_SIZE = ENGINE_MAX_MESSAGE_SIZE - 30

@@ -72,16 +72,23 @@ class BaseObjects:
         self._oids = sorted(instances)
         self._objects = frozenset(objects)
         self._object_lengths = sorted({len(obj) for obj in objects})
-        # What may be kept as a cell: neither ticking nor a node context's own
-        # value (agent.node_system overrides getValue), i.e. the value object's.
+        # What may be kept as a cell: all but what ticks, and in the default
+        # context only for the objects a node's context answers otherwise
+        # (agent.node_system overrides their getValue).
         plain = instance_class.getValue
-        self._keepable = frozenset(oid for oid, instance in instances.items()
-                                   if oid not in TICKING and type(instance).getValue is plain)
+        self._keepable = frozenset(oid for oid in instances if oid not in TICKING)
+        self._per_node = frozenset(oid for oid, instance in instances.items()
+                                   if type(instance).getValue is not plain)
         # oid -> (the value object it was made from, its cell)
         self._kept: dict[Oid, tuple[Any, Cell]] = {}
 
     def __contains__(self, oid: Oid) -> bool:
         return oid in self._instances
+
+    @property
+    def oids(self) -> list[Oid]:
+        """Every instance, in OID order."""
+        return list(self._oids)
 
     def get(self, target: ContextTarget | None, oid: Oid) -> Cell | Missing:
         """The instance's cell; noSuchInstance at or under an object, else noSuchObject."""
@@ -106,10 +113,11 @@ class BaseObjects:
         pending = self._counts.pending(instance)
         if pending:  # a counter with additions not written yet
             return Cell(COUNTER32, (int(syntax) + pending) & 0xFFFFFFFF)
-        kept = self._kept.get(oid)
+        default = target is None or target.default_context or oid not in self._per_node
+        kept = self._kept.get(oid) if default else None
         if kept is not None and kept[0] is syntax:
             return kept[1]  # a SET or a flushed count replaces the value object
         cell = cell_of(instance.getValue(oid, contextTarget=target))
-        if oid in self._keepable:
+        if default and oid in self._keepable:
             self._kept[oid] = (syntax, cell)
         return cell

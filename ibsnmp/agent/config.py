@@ -41,7 +41,7 @@ DEFAULT_INFORM_RETRIES = 3
 # At most this many varbinds per request unless [limits] says otherwise: twice
 # net-snmp's command-line tools' own limit (128 OIDs per request), and a
 # request's decoding and answering stay in the milliseconds.
-DEFAULT_MAX_VARBINDS = 256
+DEFAULT_MAX_VARBINDS = 64
 # The varbinds one GETBULK answers at most, as net-snmp's maxGetbulkResponses
 # (100 by default there too): a walk asks again, and no request costs more
 # than this many steps (RFC 3416 4.2.3 lets an agent answer fewer).

@@ -276,8 +276,7 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
     assert isinstance(dispatcher, GuardedDispatcher)
     previous = dispatcher.prefilter
     dispatcher.prefilter = Prefilter(
-        settings.communities, [user.name for user in settings.users], settings.limits,
-        directory.is_known_node,
+        settings.communities, settings.limits, directory.is_known_node,
         notification_communities=[t.community for t in settings.trap_targets
                                   if t.version != "3"])
     if previous is not None:  # a reload: SNMPv3 stays on the project's USM

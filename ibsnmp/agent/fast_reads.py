@@ -51,7 +51,9 @@ from ibsnmp.wire.ber import (
     HeaderError,
     OidEncodings,
     encode_value,
-    oid_of_element,
+    arc_count,
+    more_arcs,
+    oid_head_of_element,
     read_element,
 )
 from ibsnmp.wire.header import GET, GET_NEXT, V1, CommunityMessage, Varbind
@@ -80,6 +82,9 @@ NO_SUCH_NAME = 2  # SNMPv1 error-status (RFC 3584 4.4: exceptions and Counter64)
 _MISSING = {NO_SUCH_OBJECT: Cell(ber.NO_SUCH_OBJECT, b""),
             NO_SUCH_INSTANCE: Cell(ber.NO_SUCH_INSTANCE, b"")}
 _END_OF_MIB_VIEW_VALUE = bytes((END_OF_MIB_VIEW, 0))
+# Arcs decoded of every asked name (more only under a longer table): more than
+# any bound object's and the agent's own instances' (checked at start).
+HEAD_ARCS = 14
 # GET answers are kept beside the walk steps, under the asked OID's element
 # with this octet before it (an element starts with its tag, 0x06).
 _GET_KEY = b"\x00"
@@ -112,6 +117,9 @@ class FastReads:
         # The agent's own objects (system, snmp group, ...), listed once.
         self.base = BaseObjects(engine.message_dispatcher.mib_instrum_controller, mib.subtrees,
                                 counts)
+        deepest = max(len(oid) for oid in [*mib.object_oids, *self.base.oids])
+        if deepest >= HEAD_ARCS:
+            raise ValueError(f"an object of {deepest} arcs: HEAD_ARCS must be larger")
         builder = engine.get_mib_builder()
         (self._max_size,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB",
                                                    "snmpEngineMaxMessageSize")
@@ -255,9 +263,12 @@ class _Request:
             return b"".join(out.parts), 0, 0, out.retrieved
         live = list(range(len(row)))
         while not full and repetitions and live:
-            for i in live:
-                row[i] = step_after(row[i][0], row[i][3])
-            full = not all(out.add(found) for found in row)
+            for i in range(len(row)):
+                if i in live:  # a repeater past the end repeats its endOfMibView
+                    row[i] = step_after(row[i][0], row[i][3])
+                if not out.add(row[i]):
+                    full = True  # no step computed that cannot be sent
+                    break
             live = [i for i in live if row[i][2] != END_OF_MIB_VIEW]
             repetitions -= 1
         return b"".join(out.parts), 0, 0, out.retrieved
@@ -277,9 +288,11 @@ class _Request:
             cell: Cell | Missing = NO_SUCH_OBJECT  # outside the view: no need to decode it
             static = True
         else:
-            oid = oid_of_element(element)
+            oid, longer = self._name(element, exact=True)
             if not self._view.contains_below_root(oid):
                 cell, static = NO_SUCH_OBJECT, True  # not in view (RFC 3416 4.2.1)
+            elif longer:
+                cell, static = NO_SUCH_INSTANCE, True  # under an object, past its instances
             elif self._subtrees.holds(oid):
                 cell, static = self._cells.get_step(self._target, oid)
             else:
@@ -303,7 +316,7 @@ class _Request:
             if known is not None:
                 return _step_of(known)
         if oid is None:
-            oid = oid_of_element(element)
+            oid = self._name(element)[0]
         encode_oid = self._owner._encode_oid
         end = self._subtrees.end_of(oid)
         found = self._next_in_subtree(oid)
@@ -320,6 +333,27 @@ class _Request:
         if found is not None:
             return _encoded(found[0], found[1], encode_oid)
         return element, varbind(element, _END_OF_MIB_VIEW_VALUE), END_OF_MIB_VIEW, oid
+
+    def _name(self, element: bytes, exact: bool = False) -> tuple[Oid, bool]:
+        """As many of the asked name's arcs as can matter, and whether the name
+        is longer than every instance of the object it lies under: up to the
+        longest such instance, and one more. A GET of a longer name finds no
+        instance; a GETNEXT steps from the same place (its arcs past those
+        compare with none). So no request makes the agent decode arcs no
+        instance has (64 KB of them cost 4 ms). `exact`: a GET's, which needs
+        no arcs of a name found longer."""
+        head, rest = oid_head_of_element(element, HEAD_ARCS)
+        if not rest or not self._subtrees.holds(head):
+            return head, False  # the agent's own instances are shorter than HEAD_ARCS
+        most = self._cells.instance_arcs(self._target, head)
+        if most < HEAD_ARCS:
+            return head, most > 0
+        if arc_count(element) > most + 1:  # counted in C: the rest is never decoded
+            if exact:
+                return head, True
+            return head + more_arcs(element, rest, most + 1 - HEAD_ARCS)[0], True
+        more, rest = more_arcs(element, rest, most + 1 - HEAD_ARCS)
+        return head + more, len(head) + len(more) > most
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
         """The next served instance in the view (maybe in a later subtree),

@@ -17,6 +17,8 @@ project's USM (ibsnmp.wire.usm_inbound.process):
 - an authenticated GetRequest, GetNextRequest or GetBulkRequest in this
   engine's context and the default context or a known node's is answered
   by the fast read responder, sealed (and encrypted) here;
+- an authenticated request of more varbinds than [limits] max_varbinds
+  gets tooBig (no varbinds), sealed;
 - everything else (SET, unknown contexts, foreign contextEngineIDs, other
   PDUs) goes to pysnmp unchanged: None.
 
@@ -36,8 +38,8 @@ from pysnmp.entity.engine import SnmpEngine
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import (INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, HeaderError,
                              element, integer_octets, oid_octets)
-from ibsnmp.wire.header import (AUTH_NO_PRIV, GET, GET_BULK, GET_NEXT, RESPONSE, V2C, V3Message,
-                                Varbind)
+from ibsnmp.wire.header import (AUTH_NO_PRIV, GET, GET_BULK, GET_NEXT, RESPONSE, SET, V2C,
+                                V3Message, Varbind)
 from ibsnmp.wire.request import (
     Request,
     encode_response_pdu,
@@ -49,15 +51,18 @@ from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEnt
                                      localize_users, process)
 from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 
-from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, OUT_GET_RESPONSES, OUT_PKTS,
-                             SILENT_DROP, Counter, PendingCounts)
+from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_SET_REQUESTS, OUT_GET_RESPONSES,
+                             OUT_PKTS, OUT_TOO_BIG, SILENT_DROP, Counter, PendingCounts)
 from .prefilter import Verdict
 from .views import View
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 READS = frozenset({GET, GET_NEXT, GET_BULK})
+REQUESTS = READS | {SET}
+TOO_BIG = 1
 AUTHORIZATION_ERROR = 16
-IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}  # GETBULK has no counter
+IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS,
+              SET: IN_SET_REQUESTS}  # GETBULK has no counter
 
 
 class PysnmpEngineClock:
@@ -167,9 +172,8 @@ class FastV3:
             return self._refuse(accepted)
         scoped = accepted.scoped
         pdu = scoped.pdu
-        if pdu.tag not in READS or scoped.context_engine_id != self.engine_id \
-                or not self.answer_reads:
-            return None  # SET, foreign contextEngineID: pysnmp answers (or drops) it
+        if scoped.context_engine_id != self.engine_id or not self.answer_reads:
+            return None  # a foreign contextEngineID: pysnmp answers (or drops) it
         if scoped.context_name and not self._is_known_context(scoped.context_name):
             return None  # snmpUnknownContexts, reported by pysnmp
         if varbinds is None or scoped.octets is not datagram:
@@ -178,7 +182,11 @@ class FastV3:
             except HeaderError:
                 return Verdict((Refusal.PARSE_ERROR.counter,), None)
         if len(varbinds) > self.max_varbinds:
-            return Verdict((SILENT_DROP,), None)
+            if pdu.tag not in REQUESTS:
+                return Verdict((SILENT_DROP,), None)
+            return self._too_big(accepted)
+        if pdu.tag not in READS:
+            return None  # SET: pysnmp's
         if accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets)
         try:
@@ -213,6 +221,20 @@ class FastV3:
         scoped = encode_scoped_pdu(self.engine_id, b"", report)
         return Verdict((), self.sealer.seal_as(refused.request, refused.signer, AUTH_NO_PRIV,
                                                 scoped))
+
+    def _too_big(self, accepted: Accepted) -> Verdict:
+        """More varbinds than [limits] max_varbinds: tooBig with no varbinds
+        (RFC 3416 4.2.1), sealed at the request's level."""
+        pdu = accepted.scoped.pdu
+        response = element(RESPONSE, element(INTEGER, integer_octets(pdu.request_id))
+                           + element(INTEGER, bytes((TOO_BIG,))) + element(INTEGER, b"\x00")
+                           + element(SEQUENCE, b""))
+        scoped = accepted.scoped
+        sealed = self.sealer.seal(accepted, encode_scoped_pdu(
+            scoped.context_engine_id, scoped.context_name, response))
+        counted = IN_REQUEST.get(pdu.tag)
+        return Verdict((OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG)
+                       + ((counted,) if counted else ()), sealed)
 
     def _unauthorized(self, accepted: Accepted, octets: bytes) -> Verdict:
         """VACM has no access entry below the user's level: authorizationError,

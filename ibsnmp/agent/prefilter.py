@@ -27,18 +27,17 @@ here. Longer lists are not read varbind by varbind:
   whole, or whose varbinds are all `{ OID, NULL }` (checked whole, in C),
   gets a tooBig Response built from its header (counted in
   snmpOutTooBigs), any other is dropped (snmpSilentDrops), as is an
-  inform's answer over the limit; an SNMPv3 one, whose answer would need
-  the whole USM processing, is dropped (snmpSilentDrops, or
-  usmStatsUnknownUserNames for an unknown user);
+  inform's answer over the limit; an SNMPv3 one goes on, read no
+  further, to agent.fast_v3: USM decides, then tooBig;
 - with a per-source rate limit, a source's requests beyond it, and with
   the aggregate one, all sources' requests beyond that (agent.ratelimit;
   counted together in `rate_limited`, logged once per burst).
 
 Everything dropped also counts in snmpInPkts, as every received message does.
-SNMPv3 requests within the limits that no key vouches for (discovery, a
-foreign engine ID, an unknown user, a wrong digest) get their Report from
-`report_unauthenticated` (agent.fast_v3); the others go on to pysnmp,
-which authenticates them and answers the remaining Reports (RFC 3414).
+SNMPv3 messages within the limits on a listening socket go, with the
+varbinds read here, to `v3_handler` (agent.fast_v3), which takes them
+through the project's USM: it refuses (and reports) or answers most, and
+leaves the rest (SETs, unknown contexts) to pysnmp.
 """
 
 from __future__ import annotations
@@ -79,7 +78,6 @@ from .pending_counts import (
     OUT_TOO_BIG,
     PARSE_ERROR,
     SILENT_DROP,
-    UNKNOWN_USER,
     Counter,
 )
 from .ratelimit import RequestLimits
@@ -126,14 +124,13 @@ def source_address(transport_address: Any) -> str:
 class Prefilter:
     """Header checks for every datagram; see the module documentation."""
 
-    def __init__(self, communities: Sequence[Community], user_names: Sequence[str],
-                 limits: Limits, is_known_node: Callable[[bytes], bool], *,
+    def __init__(self, communities: Sequence[Community], limits: Limits,
+                 is_known_node: Callable[[bytes], bool], *,
                  notification_communities: Sequence[str] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._communities = {c.name.encode("utf-8"): c for c in communities}
         self._notification_communities = frozenset(
             name.encode("utf-8") for name in notification_communities)
-        self._user_names = frozenset(name.encode("utf-8") for name in user_names)
         self._max_varbinds = limits.max_varbinds
         self._is_known_node = is_known_node
         limiter = RequestLimits(limits.requests_per_second_per_source,
@@ -236,12 +233,11 @@ class Prefilter:
             return None  # pysnmp's: an answer to an inform
         varbinds = None
         if pdu is not None:  # encrypted: read once decrypted (agent.fast_v3)
+            # Over the limit: read no further; USM decides, then tooBig (agent.fast_v3).
             varbinds = pdu.read_varbinds(data, self._max_varbinds)
-            if len(varbinds) > self._max_varbinds:
-                if message.user_name is not None and message.user_name not in self._user_names:
-                    return Verdict((UNKNOWN_USER,))
-                return Verdict((SILENT_DROP,))
         if self.v3_handler is None:
+            if varbinds is not None and len(varbinds) > self._max_varbinds:
+                return Verdict((SILENT_DROP,))  # pysnmp would read every varbind
             return None
         return self.v3_handler(message, data, varbinds)
 

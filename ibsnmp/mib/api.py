@@ -103,6 +103,10 @@ class VirtualMib(Protocol):
         """The cell at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
         ...
 
+    def instance_arcs(self, target: ContextTarget, oid: Oid) -> int:
+        """The most arcs of an instance of the object `oid` lies under (0: none)."""
+        ...
+
     def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
         """`get_cell`, and whether that answer holds while the snapshot and
         `version(target)` stay the same (false where values move with time)."""

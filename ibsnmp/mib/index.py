@@ -16,13 +16,27 @@ from .api import Oid
 from .loader import IndexPart, size_range
 
 
+MAX_OID_ARCS = 128  # RFC 2578 3.5: no instance is longer
+
+
 class IndexCodec:
     """Encodes and decodes one table's index values."""
 
     def __init__(self, parts: Sequence[IndexPart]) -> None:
         self._kinds: list[tuple[str, int | None, bool]] = []
+        most = 0
         for part in parts:
-            self._kinds.append(_kind_of(part))
+            kind = _kind_of(part)
+            self._kinds.append(kind)
+            if kind[0] == "int":
+                most += 1
+            elif kind[1] is not None:
+                most += kind[1]
+            else:
+                bounds = size_range(part.syntax)
+                most += (0 if kind[2] else 1) + (bounds[1] if bounds else MAX_OID_ARCS)
+        # The most arcs an instance suffix of this index can have.
+        self.most_arcs = min(most, MAX_OID_ARCS)
 
     def encode(self, values: Sequence[Any]) -> Oid:
         if len(values) != len(self._kinds):

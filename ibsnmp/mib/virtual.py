@@ -59,13 +59,14 @@ class BindingError(ValueError):
 
 
 class _RowIndex:
-    __slots__ = ("fabric", "suffixes", "rows", "stamp")
+    __slots__ = ("fabric", "suffixes", "rows", "stamp", "longest")
 
     def __init__(self, fabric: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
         self.fabric = fabric  # kept so a recycled id() never matches
         self.suffixes = sorted(rows)
         self.rows = rows
         self.stamp = stamp
+        self.longest = max(map(len, rows), default=0)  # arcs of the longest suffix
 
 
 class _ShardIndex:
@@ -186,6 +187,13 @@ class _Table:
             self._rows.put(key, found)
         self._last_shard = (index, prefix, found)
         return found
+
+    def longest_suffix(self, target: ContextTarget) -> int:
+        """The most arcs an instance suffix of this table has in `target`'s
+        context: those of its longest row (a sharded table: its index's most)."""
+        if self.binding.shards is None:
+            return self._whole(target).longest
+        return self.codec.most_arcs
 
     def lookup(self, target: ContextTarget, suffix: Oid) -> Any:
         if self.binding.shards is None:
@@ -491,6 +499,20 @@ class InfinibandMib:
         if isinstance(leaf, Missing):
             return leaf
         return leaf[0].get(target, leaf[1])
+
+    def instance_arcs(self, target: ContextTarget, oid: Oid) -> int:
+        """The most arcs of an instance of the object `oid` lies under (0: it
+        lies under none): arcs of a name past these cannot change where it
+        falls among the instances, so a reader need not decode them."""
+        position = self._position(oid)
+        if position < 0:
+            return 0
+        handler = self._handlers[position]
+        if oid[:len(handler.oid)] != handler.oid or not handler.applies(target):
+            return 0
+        if handler.table is None:
+            return len(handler.oid) + 1
+        return len(handler.oid) + handler.table.longest_suffix(target)
 
     def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
         """`get_cell`, and whether that answer holds while the snapshot and

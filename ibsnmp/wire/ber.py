@@ -101,13 +101,19 @@ def check_oid(data: bytes, start: int, end: int) -> None:
     if end - start > MAX_OID_OCTETS:
         raise HeaderError("OBJECT IDENTIFIER too long")
     chunk = data[start:end]
+    if chunk.isascii():  # one-octet sub-identifiers: minimal, small, counted by length
+        if len(chunk) >= MAX_OID_ARCS:
+            raise HeaderError("OBJECT IDENTIFIER too long")
+        return
+    octets = b"\x00" + chunk
+    classes = octets.translate(_CLASSES)
     # A first sub-identifier of 2^32..2^32+79 looks bad to has_bad_arc: the
     # regular expression, slower, decides only then.
-    if not chunk.isascii() and has_bad_arc(b"\x00" + chunk) \
-            and _OID_SYNTAX.fullmatch(chunk) is None:
+    if has_bad_arc(octets, classes) and _OID_SYNTAX.fullmatch(chunk) is None:
         raise HeaderError("OBJECT IDENTIFIER arc too large or not minimal")
-    # One arc per sub-identifier, two in the first: each ends in an octet under 0x80.
-    if len(chunk.translate(None, _HIGH_OCTETS)) + 1 > MAX_OID_ARCS:
+    # One arc per sub-identifier, two in the first: each ends in an octet under
+    # 0x80 (the leading \x00 counts for the second arc of the first).
+    if len(chunk) >= MAX_OID_ARCS and classes.count(b"a") > MAX_OID_ARCS:
         raise HeaderError("OBJECT IDENTIFIER too long")
 
 
@@ -136,6 +142,47 @@ def oid_of_element(element: bytes) -> Oid:
     size = element[1]
     start = 2 if size < 0x80 else 2 + (size & 0x7F)
     return _arcs_of(element[start:])
+
+
+def oid_head_of_element(element: bytes, most_arcs: int) -> tuple[Oid, int]:
+    """The first `most_arcs` (at least 2) arcs of a checked OBJECT IDENTIFIER
+    element, and where the rest starts (0: there is no rest). Only those
+    arcs' octets are decoded: a name's arcs past any served instance's cost
+    nothing; `more_arcs` reads on from there."""
+    size = element[1]
+    start = 2 if size < 0x80 else 2 + (size & 0x7F)
+    # The first sub-identifier holds two arcs: most_arcs - 1 sub-identifiers.
+    head = _SUB_IDENTIFIERS[most_arcs - 1].match(element, start)
+    if head is None or head.end() == len(element):
+        return _arcs_of(element[start:]), 0
+    return _arcs_of(element[start:head.end()]), head.end()
+
+
+def arc_count(element: bytes) -> int:
+    """How many arcs a checked OBJECT IDENTIFIER element has, counted in C:
+    one per octet that ends a sub-identifier, two in the first."""
+    size = element[1]
+    start = 2 if size < 0x80 else 2 + (size & 0x7F)
+    return element[start:].translate(_CLASSES).count(b"a") + 1
+
+
+def more_arcs(element: bytes, rest: int, count: int) -> tuple[Oid, int]:
+    """Up to `count` more arcs of an element from offset `rest` (see
+    `oid_head_of_element`), and where what is left starts (0: nothing)."""
+    more = _SUB_IDENTIFIERS[count].match(element, rest)
+    end = len(element) if more is None else more.end()
+    return tuple(_arcs(element[rest:end])), 0 if end == len(element) else end
+
+
+class _SubIdentifiers(dict):  # type: ignore[type-arg]
+    """n -> the compiled pattern of n sub-identifiers, made on first use."""
+
+    def __missing__(self, count: int) -> re.Pattern[bytes]:
+        pattern = self[count] = re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % count)
+        return pattern
+
+
+_SUB_IDENTIFIERS = _SubIdentifiers()
 
 
 def read_value(data: bytes, tag: int, start: int, end: int, version: int) -> None:
@@ -174,7 +221,6 @@ def read_value(data: bytes, tag: int, start: int, end: int, version: int) -> Non
 _ARC = (rb"[\x00-\x7f]|[\x81-\xff][\x80-\xff]{0,2}[\x00-\x7f]"
         rb"|[\x81-\x8f][\x80-\xff]{3}[\x00-\x7f]")
 _OID_SYNTAX = re.compile(rb"(?:" + _ARC + rb"|\x90\x80\x80\x80[\x00-\x4f])(?:" + _ARC + rb")*+")
-_HIGH_OCTETS = bytes(range(0x80, 0x100))
 
 # Octets as classes (a: under 0x80, z: 0x80, h: 0x81-0x8f, d: 0x90 and up), searched
 # as substrings in C: a regular expression trying every octet of 64 KB of long
@@ -184,13 +230,15 @@ _HIGH = bytes.maketrans(b"zd", b"hh")  # classes: every octet of 0x80 or more as
 _LARGE_FIVE = re.compile(rb"ad[zhd]{3}")
 
 
-def has_bad_arc(octets: bytes) -> bool:
+def has_bad_arc(octets: bytes, classes: bytes | None = None) -> bool:
     """Whether sub-identifiers that start after each octet under 0x80 break RFC
     2578's limits: one starting with 0x80 (not minimal), one of six octets or
     more, one of five whose first octet adds more than four bits (over 2^32-1).
-    `octets` starts with an octet under 0x80."""
-    classes = octets.translate(_CLASSES)
-    if b"az" in classes:
+    `octets` starts with an octet under 0x80; `classes`: its translation
+    through _CLASSES, when the caller has it already."""
+    if classes is None:
+        classes = octets.translate(_CLASSES)
+    if b"\x80" in octets and b"az" in classes:  # memchr first: 0x80 octets are rare
         return True
     highs = classes.translate(_HIGH)
     if b"hhhh" not in highs:  # no sub-identifier of five octets or more
@@ -260,18 +308,28 @@ def oid_octets(oid: Oid) -> bytes:
     """An OBJECT IDENTIFIER's value octets."""
     if len(oid) < 2:
         raise ValueError(f"an OBJECT IDENTIFIER needs two arcs: {oid}")
-    out = bytearray()
-    for arc in (oid[0] * 40 + oid[1],) + oid[2:]:
-        if arc < 0x80:
-            out.append(arc)
-            continue
-        chunk = [arc & 0x7F]
+    if min(oid) < 0:
+        raise ValueError(f"an OBJECT IDENTIFIER has no negative arcs: {oid}")
+    try:  # the usual arcs, under 2^14, each from the table in C
+        return _ARC_OCTETS[oid[0] * 40 + oid[1]] + b"".join(map(_ARC_OCTETS.__getitem__,
+                                                                 oid[2:]))
+    except IndexError:
+        return b"".join(map(_arc_octets, (oid[0] * 40 + oid[1],) + oid[2:]))
+
+
+def _arc_octets(arc: int) -> bytes:
+    """One sub-identifier: seven bits an octet, all but the last with the high bit."""
+    if arc < 0x80:
+        return bytes((arc,))
+    chunk = [arc & 0x7F]
+    arc >>= 7
+    while arc:
+        chunk.append(0x80 | (arc & 0x7F))
         arc >>= 7
-        while arc:
-            chunk.append(0x80 | (arc & 0x7F))
-            arc >>= 7
-        out.extend(reversed(chunk))
-    return bytes(out)
+    return bytes(reversed(chunk))
+
+
+_ARC_OCTETS = tuple(_arc_octets(arc) for arc in range(1 << 14))  # one or two octets each
 
 
 class OidEncodings:
