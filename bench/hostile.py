@@ -40,6 +40,12 @@ from common import (  # noqa: E402
 from ibsnmp.agent.config import DEFAULT_MAX_VARBINDS  # noqa: E402
 from ibsnmp.wire.ber import element, oid_octets  # noqa: E402
 from wire import community_request  # noqa: E402
+from wire_v3 import discover  # noqa: E402
+
+from ibsnmp.agent.config import User  # noqa: E402
+from ibsnmp.wire.usm_inbound import localize_users, seal_message  # noqa: E402
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE,  # noqa: E402
+                                     Outgoing, encode_scoped_pdu)
 from oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
 from test_hostile_packets import (  # noqa: E402
     MALFORMED,
@@ -59,11 +65,22 @@ COUNTERS = {
     "tooBig": parse_oid("1.3.6.1.2.1.11.20.0"),  # snmpOutTooBigs
     "answered": parse_oid("1.3.6.1.2.1.11.28.0"),  # snmpOutGetResponses
     "unknown user": parse_oid("1.3.6.1.6.3.15.1.1.3.0"),  # usmStatsUnknownUserNames
+    "unknown engine ID": parse_oid("1.3.6.1.6.3.15.1.1.4.0"),  # usmStatsUnknownEngineIDs
     "silent drop": parse_oid("1.3.6.1.2.1.11.31.0"),  # snmpSilentDrops
 }
 BUDGET_MS = 1.0
 # The aggregate rate cap would drop the probes among thousands of packets a second.
-NO_RATE_LIMIT = "[limits]\nrequests_per_second = 0\n"
+V3_USER, V3_AUTH, V3_PRIV = "bencher", "bench-auth-key", "bench-priv-key"
+NO_RATE_LIMIT = f"""[limits]
+requests_per_second = 0
+
+[[user]]
+name = "{V3_USER}"
+auth = "SHA256"
+auth_key = "{V3_AUTH}"
+priv = "AES"
+priv_key = "{V3_PRIV}"
+"""
 MAX_DATAGRAM = 65507  # the largest UDP/IPv4 payload
 LARGE = 10_000  # octets: rounds of such packets hold two, small ones twenty
 MOST = DEFAULT_MAX_VARBINDS  # the most varbinds a request may hold ([limits] max_varbinds)
@@ -86,7 +103,10 @@ _COUNTERS: list[tuple[int, ...]] = []
 _PORT: list[int] = [0]
 
 
-def worst_cases() -> dict[str, tuple[bytes, str]]:
+Packets = bytes | Callable[[int], bytes]
+
+
+def worst_cases() -> dict[str, tuple[Packets, str]]:
     """64 KB packets that cost the most to read whole, and what each moves."""
     # Its last value, an INTEGER 2^31, is bad; over the varbind limit and not all
     # { OID, NULL }, it is dropped without being read varbind by varbind.
@@ -120,11 +140,47 @@ def worst_cases() -> dict[str, tuple[bytes, str]]:
             "bulk", counter_oids(MOST), community=READ, max_repetitions=10_000), "answered"),
         f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GET": (
             request(longest_under * fitting_under), "answered"),
+        # Names that differ from one datagram to the next: no step was kept for them.
         f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GETNEXT": (
-            request(longest_under * fitting_under, pdu_tag=0xA1), "answered"),
-        "64 KB v3 plaintext, unknown user": (
-            v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown user"),
+            lambda n: request(b"".join(long_name(n, i) for i in range(fitting_under)),
+                              pdu_tag=0xA1), "answered"),
+        # An empty engine ID: USM refuses it before the user (RFC 3414 3.2 step 3).
+        "64 KB v3 plaintext discovery, unknown user": (
+            v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown engine ID"),
+        # With credentials, authPriv: the HMAC and AES over the whole message.
+        f"v3 authPriv GET of {MOST} counters, answered": (v3_auth_priv(request_pdu(b"".join(
+            oid_varbind(oid) for oid in counter_oids(MOST)))), "answered"),
+        f"v3 authPriv 38 KB {MOST} longest OIDs under IB-SM-MIB, GET": (v3_auth_priv(
+            request_pdu(longest_under * MOST)), "answered"),
     }
+
+
+def long_name(n: int, i: int) -> bytes:
+    """A name as long as RFC 2578 allows under a GUID-indexed IB-SM-MIB column,
+    its last arcs unique to (n, i)."""
+    junk = (2**32 - 1,) * (128 - len(IB_SM_NODE_COLUMN) - 2)
+    return oid_varbind(IB_SM_NODE_COLUMN + junk + (n + (1 << 28), i + (1 << 28)))
+
+
+def request_pdu(varbinds: bytes, tag: int = 0xA0) -> bytes:
+    """A request PDU (request-id 7) around the varbind elements."""
+    return element(tag, bytes.fromhex("020107 020100 020100") + element(0x30, varbinds))
+
+
+def v3_auth_priv(pdu: bytes) -> bytes:
+    """`pdu` sent authPriv (SHA-256, AES) by V3_USER, in the agent's time window
+    (the bench runs for minutes; the window is 150 s either way of its clock)."""
+    engine = _ENGINE[0]
+    keys = localize_users([User(V3_USER, "SHA256", V3_AUTH, "AES", V3_PRIV)],
+                          engine.engine_id)[V3_USER.encode()]
+    out = Outgoing(message_id=5, max_size=65507, flags=FLAG_AUTH | FLAG_PRIV | FLAG_REPORTABLE,
+                   engine_id=engine.engine_id, boots=engine.boots,
+                   engine_time=engine.engine_time, user=V3_USER.encode(),
+                   mac_length=keys.mac.mac_length, priv_params=bytes(8))
+    return seal_message(out, keys, encode_scoped_pdu(engine.engine_id, b"", pdu))
+
+
+_ENGINE: list = []  # the agent's engine ID, boots and time, once discovered
 
 
 def issue_packets() -> dict[str, tuple[bytes, str]]:
@@ -135,10 +191,12 @@ def counted(client: SnmpClient, counter: str) -> int:
     return int(client.request("get", [COUNTERS[counter]])[0][2] or 0)
 
 
-def cpu_per_packet(pid: int, port: int, packet: bytes, counter: str,
+def cpu_per_packet(pid: int, port: int, packets: Packets, counter: str,
                    rounds: int) -> tuple[float, int, int]:
-    """(CPU seconds per packet, packets the agent counted, packets sent)."""
-    burst = 2 if len(packet) > LARGE else 20
+    """(CPU seconds per packet, packets the agent counted, packets sent);
+    `packets`: one sent again and again, or a function giving the n-th."""
+    nth = packets if callable(packets) else (lambda n: packets)  # type: ignore[return-value]
+    burst = 2 if len(nth(0)) > LARGE else 20
     with SnmpClient(port, timeout=10.0, retries=0) as client, \
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
         sender.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
@@ -148,9 +206,9 @@ def cpu_per_packet(pid: int, port: int, packet: bytes, counter: str,
         gets_alone = cpu_seconds(pid) - start
         before = counted(client, counter)
         start = cpu_seconds(pid)
-        for _ in range(rounds):
-            for _ in range(burst):
-                sender.sendto(packet, (LOCALHOST, port))
+        for number in range(rounds):
+            for part in range(burst):
+                sender.sendto(nth(number * burst + part), (LOCALHOST, port))
             client.request("get", [SYS_DESCR])
         spent = cpu_seconds(pid) - start
         after = counted(client, counter)
@@ -174,11 +232,13 @@ def main() -> int:
             "--write-community", WRITE.decode()))
         wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
         _PORT[0] = port
-        kinds = {**worst_cases(), **issue_packets()}
+        _ENGINE.append(discover(f"{LOCALHOST}:{port}"))
+        kinds: dict[str, tuple[Packets, str]] = {**worst_cases(), **issue_packets()}
         for name, (packet, counter) in kinds.items():
             cpu, moved, sent = cpu_per_packet(proc.pid, port, packet, counter, args.rounds)
-            results.append((name, len(packet), cpu, moved, sent))
-            print(f"{name}: {cpu * 1000:.3f} ms CPU per packet ({len(packet):,} octets, "
+            size = len(packet(0) if callable(packet) else packet)
+            results.append((name, size, cpu, moved, sent))
+            print(f"{name}: {cpu * 1000:.3f} ms CPU per packet ({size:,} octets, "
                   f"{moved} of {sent} counted as {counter})", flush=True)
     reference = results[0][2]
     print("\nsummary (CPU per packet; x: times the wrong-community reference)")

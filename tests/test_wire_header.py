@@ -217,3 +217,34 @@ def test_oid_limits_at_their_edges(arcs: tuple[int, ...], valid: bool) -> None:
     else:
         with pytest.raises(HeaderError):
             read_oid(octets, 0, len(octets))
+
+
+def test_names_checked_together_are_refused_exactly_when_one_alone_is() -> None:
+    """check_oids (a request's names at once) and check_oid (one by one) agree."""
+    import random
+
+    from ibsnmp.wire.ber import HeaderError, check_oid, check_oids
+
+    rng = random.Random(20)
+    pieces = [b"\x2b", b"\x06", b"\x81\x00", b"\x80", b"\x8f\xff\xff\xff\x7f", b"\x90\x80\x80\x80\x00",
+              b"\x90\x80\x80\x80\x4f", b"\xff\xff\xff\xff\xff\x7f", b"\x7f", b"\x82\x01", b"\xff"]
+
+    def name() -> bytes:
+        return b"".join(rng.choice(pieces) for _ in range(rng.choice((1, 3, 40, 140))))
+
+    def alone_ok(octets: bytes) -> bool:
+        try:
+            check_oid(octets, 0, len(octets))
+        except HeaderError:
+            return False
+        return True
+
+    for _ in range(3000):
+        names = [name() for _ in range(rng.randint(1, 4))]
+        expected = all(alone_ok(octets) for octets in names)
+        try:
+            check_oids(names)
+            together = True
+        except HeaderError:
+            together = False
+        assert together == expected, [octets.hex() for octets in names]

@@ -54,6 +54,7 @@ from ibsnmp.wire.ber import (
     arc_count,
     more_arcs,
     oid_head_of_element,
+    oid_of_element,
     read_element,
 )
 from ibsnmp.wire.header import GET, GET_NEXT, V1, CommunityMessage, Varbind
@@ -85,6 +86,9 @@ _END_OF_MIB_VIEW_VALUE = bytes((END_OF_MIB_VIEW, 0))
 # Arcs decoded of every asked name (more only under a longer table): more than
 # any bound object's and the agent's own instances' (checked at start).
 HEAD_ARCS = 14
+# Names up to this many octets (a GUID-indexed instance takes about 30) are
+# decoded whole; longer ones only as far as an instance can reach.
+SHORT_NAME = 64
 # GET answers are kept beside the walk steps, under the asked OID's element
 # with this octet before it (an element starts with its tag, 0x06).
 _GET_KEY = b"\x00"
@@ -342,16 +346,16 @@ class _Request:
         compare with none). So no request makes the agent decode arcs no
         instance has (64 KB of them cost 4 ms). `exact`: a GET's, which needs
         no arcs of a name found longer."""
+        if len(element) <= SHORT_NAME:
+            return oid_of_element(element), False  # decoding it all costs less than bounding
         head, rest = oid_head_of_element(element, HEAD_ARCS)
         if not rest or not self._subtrees.holds(head):
             return head, False  # the agent's own instances are shorter than HEAD_ARCS
         most = self._cells.instance_arcs(self._target, head)
         if most < HEAD_ARCS:
             return head, most > 0
-        if arc_count(element) > most + 1:  # counted in C: the rest is never decoded
-            if exact:
-                return head, True
-            return head + more_arcs(element, rest, most + 1 - HEAD_ARCS)[0], True
+        if exact and arc_count(element) > most + 1:  # counted in C: none decoded
+            return head, True
         more, rest = more_arcs(element, rest, most + 1 - HEAD_ARCS)
         return head + more, len(head) + len(more) > most
 

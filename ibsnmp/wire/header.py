@@ -37,8 +37,10 @@ from .ber import (
     NULL,
     TIMETICKS,
     HeaderError,
+    MAX_OID_ARCS,
     Oid,
     check_oid,
+    check_oids,
     element,
     has_bad_arc,
     read_element,
@@ -173,6 +175,7 @@ class PduHeader(NamedTuple):
         found: list[Varbind] = list(read)
         append = found.append
         pos = read[-1].value_end if read else self.varbinds[0]
+        names: list[bytes] = []  # names of multi-octet sub-identifiers, checked together
         while pos < end and len(found) < most:
             tag, start, stop = read_element(data, pos, end)
             if tag != SEQUENCE:
@@ -183,13 +186,13 @@ class PduHeader(NamedTuple):
                 oend = ostart + data[start + 1]
                 if oend > stop:
                     raise HeaderError("element longer than its container")
-                if oend == ostart or not data[ostart:oend].isascii():
-                    check_oid(data, ostart, oend)
             else:
                 otag, ostart, oend = read_element(data, start, stop)
                 if otag != OBJECT_IDENTIFIER:
                     raise HeaderError("a varbind name is not an OBJECT IDENTIFIER")
-                check_oid(data, ostart, oend)
+            name = data[ostart:oend]
+            if not name.isascii() or len(name) >= MAX_OID_ARCS or not name:
+                names.append(name)
             if data[oend:stop] == NULL_ELEMENT:  # a request's value: one comparison
                 append(Varbind(start, ostart, oend, NULL, stop, stop))
             else:
@@ -199,6 +202,8 @@ class PduHeader(NamedTuple):
                 read_value(data, vtag, vstart, vend, version)
                 append(Varbind(start, ostart, oend, vtag, vstart, vend))
             pos = stop
+        if names:
+            check_oids(names)
         return tuple(found)
 
     def _null_varbinds(self, data: bytes, most: int) -> tuple[Varbind, ...] | None:
