@@ -163,18 +163,26 @@ def bound_endpoint(sock: socket.socket) -> Endpoint:
 
 class _Listening:
     """A listening socket's datagrams go straight to the agent's dispatcher
-    (`handle`), its answers straight to the socket: no pysnmp callback chain
-    and no extra event-loop turn per datagram. pysnmp's own answers (SETs)
-    still go out through the transport's `send_message`."""
+    (`handle`), its answers straight to the socket (the one this module
+    bound; asyncio's transport only when the socket's buffer is full): no
+    pysnmp callback chain and no extra event-loop turn per datagram.
+    pysnmp's own answers (SETs) still go out through `send_message`."""
 
     domain: tuple[int, ...] = ()
     handle: Any = None  # GuardedDispatcher.handle, bound to the engine
+    socket: Any = None  # the bound socket, non-blocking
     transport: Any
 
     def datagram_received(self, datagram: bytes, address: Any) -> None:
         reply = self.handle(self.domain, address, datagram)
-        if reply is not None and self.transport is not None:
-            self.transport.sendto(reply, address)
+        if reply is None or self.transport is None:
+            return
+        try:
+            self.socket.sendto(reply, address)
+        except (BlockingIOError, InterruptedError):
+            self.transport.sendto(reply, address)  # queued until the socket can take it
+        except OSError:
+            pass  # the manager's address is unreachable: as asyncio, nothing to do
 
 
 class _ListeningUdp(_Listening, udp.UdpAsyncioTransport):
@@ -198,6 +206,7 @@ async def open_transports(engine: SnmpEngine, socks: list[socket.socket]) -> Non
             domain = udp.DOMAIN_NAME + (index,)
         transport.domain = domain
         transport.handle = functools.partial(dispatcher.handle, engine)
+        transport.socket = sock
         transport.open_server_mode(sock=sock)
         pysnmp_config.add_transport(engine, domain, transport)
         # open_server_mode schedules the endpoint creation; wait for it so the

@@ -117,22 +117,25 @@ class ReportWriter:
         `context`: the contextEngineID and contextName to name, None for
         this engine's ID and the default context.
         """
-        element = encode_element
-        global_data = element(SEQUENCE, integer_element(INTEGER, request.message_id)
-                              + self._header_tail)
-        params = element(OCTET_STRING, element(
-            SEQUENCE, self._engine_id + integer_element(INTEGER, boots)
-            + integer_element(INTEGER, engine_time)
-            + element(OCTET_STRING, request.user_name or b"") + _EMPTY_AUTH_AND_PRIV))
-        pdu = self.pdu(request_id, counter, count)
+        user = request.user_name or b""
+        # Every part but the whole is under 128 octets (engine IDs and user
+        # names are at most 32): lengths are one octet, written inline.
+        usm = b"".join((self._engine_id, integer_element(INTEGER, boots),
+                        integer_element(INTEGER, engine_time), bytes((OCTET_STRING, len(user))),
+                        user, _EMPTY_AUTH_AND_PRIV))
+        header = integer_element(INTEGER, request.message_id) + self._header_tail
         names = self._default_context if context is None else (
-            element(OCTET_STRING, context[0]) + element(OCTET_STRING, context[1]))
-        return element(SEQUENCE, _VERSION + global_data + params
-                       + element(SEQUENCE, names + pdu))
+            encode_element(OCTET_STRING, context[0]) + encode_element(OCTET_STRING, context[1]))
+        scoped = names + self.pdu(request_id, counter, count)
+        return encode_element(SEQUENCE, b"".join((
+            _VERSION, bytes((SEQUENCE, len(header))), header,
+            bytes((OCTET_STRING, len(usm) + 2, SEQUENCE, len(usm))), usm,
+            encode_element(SEQUENCE, scoped))))
 
     @staticmethod
     def pdu(request_id: int, counter: bytes, count: int) -> bytes:
         """The Report-PDU element carrying `counter` (an OBJECT IDENTIFIER element) = `count`."""
-        varbinds = encode_element(SEQUENCE, encode_element(
-            SEQUENCE, counter + integer_element(COUNTER32, count)))
-        return encode_element(REPORT, integer_element(INTEGER, request_id) + _NO_ERROR + varbinds)
+        varbind = counter + integer_element(COUNTER32, count)
+        body = b"".join((integer_element(INTEGER, request_id), _NO_ERROR,
+                         bytes((SEQUENCE, len(varbind) + 2, SEQUENCE, len(varbind))), varbind))
+        return encode_element(REPORT, body)
