@@ -74,10 +74,15 @@ def main() -> int:
         errors = [line for _, line in agent.lines if "ERROR" in line or "Traceback" in line]
         print(figures.summary())
         print(f"agent log: {len(agent.lines)} lines, {len(errors)} ERROR/Traceback")
+        for _, line in agent.lines[-6:]:
+            print("  | " + line)
         for line in errors[:5]:
             print("  " + line)
         print("mutants answered, by seed: " + ", ".join(
             f"{name} {count:,}" for name, count in figures.answered_by_seed.most_common()))
+        if figures.lost_after:
+            print("markers lost after a mutant of: " + ", ".join(
+                f"{name} {count:,}" for name, count in figures.lost_after.most_common()))
         for example in figures.examples:
             print("  " + example)
         clean = (not figures.unreadable_answers and not figures.answered_malformed

@@ -38,7 +38,13 @@ from wire_fuzz import CORPUS_AGENT_CONFIG, is_well_formed_ber, load_corpus
 from wire_v3 import AUTH_FLAG, REPORTABLE_FLAG, Auth, decode_v3, v3_message
 
 ENGINE_ID = bytes.fromhex("8000000001020304")  # CORPUS_AGENT_CONFIG's
+# The aggregate rate cap off: the sender goes as fast as the agent answers,
+# above the cap's 5,000 requests a second, and every marker it dropped would
+# count as lost (the cap is tested on its own, tests/test_rate_limits.py).
 AGENT_CONFIG = CORPUS_AGENT_CONFIG + """
+[limits]
+requests_per_second = 0
+
 [[user]]
 name = "signer"
 auth = "SHA256"
@@ -182,6 +188,8 @@ class FuzzFigures:
     unreadable_answers: int = 0  # answers the strict readers cannot read
     answered_malformed: int = 0  # confirmed: a malformed mutant got an answer
     markers_lost: int = 0
+    # The seed of the mutant sent just before each lost marker.
+    lost_after: Counter[str] = field(default_factory=Counter)
     kernel_drops: int = 0  # datagrams the agent's socket buffer had no room for
     probes_sent: int = 0
     probes_answered: int = 0
@@ -287,6 +295,7 @@ class FuzzSender:
                     self._judge(label, mutant, held)
                     return
                 self.figures.markers_lost += 1  # its answers went to the next mutant
+                self.figures.lost_after[label.partition("#")[0]] += 1
             return
         if marker is not None and marker >= PROBE_BASE and marker < PROBE_BASE + 0x1000000:
             self._probe_answer = marker
