@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from .header import (AUTH_NO_PRIV, AUTH_PRIV, FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, GET,
                      GET_BULK, GET_NEXT, INFORM, NO_AUTH_NO_PRIV, SET, USM, HeaderError,
@@ -113,8 +113,7 @@ class EngineClock(Protocol):
     def time(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class ScopedPdu:
+class ScopedPdu(NamedTuple):
     """A scoped PDU read whole: `pdu`'s offsets are into `octets` (the
     datagram for a plaintext message, the plaintext once decrypted)."""
 
@@ -124,8 +123,7 @@ class ScopedPdu:
     pdu: PduHeader
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
+class Accepted(NamedTuple):
     """A request that passed every security step, ready for VACM and a responder.
 
     `level` may be below the user's own (noAuthNoPriv from a user with
@@ -138,9 +136,11 @@ class Accepted:
     scoped: ScopedPdu
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """A message refused: what to count, and what its Report (if any) needs."""
+class Refused(NamedTuple):
+    """A message refused: what to count, and what its Report (if any) needs.
+
+    Named tuples, these three: one is made for every SNMPv3 datagram, many
+    sent by nobody with a credential."""
 
     refusal: Refusal
     request: V3Message

@@ -92,6 +92,7 @@ def overhead(out: Outgoing, data_length: int) -> int:
 
 
 _EMPTY_AUTH_AND_PRIV = encode_element(OCTET_STRING, b"") * 2
+_KEPT_USER_NAMES = 64
 _NO_ERROR = encode_unsigned(0) * 2  # error-status, error-index
 
 
@@ -108,6 +109,9 @@ class ReportWriter:
                              + encode_unsigned(USM))
         self._engine_id = encode_element(OCTET_STRING, engine_id)
         self._default_context = self._engine_id + encode_element(OCTET_STRING, b"")
+        # The USM parameters after msgAuthoritativeEngineTime, by user name:
+        # the user and the empty authentication and privacy parameters.
+        self._after_time: dict[bytes, bytes] = {}
 
     def write(self, request: V3Message, boots: int, engine_time: int,
               context: tuple[bytes, bytes] | None, request_id: int, counter: bytes,
@@ -118,11 +122,16 @@ class ReportWriter:
         this engine's ID and the default context.
         """
         user = request.user_name or b""
+        after_time = self._after_time.get(user)
+        if after_time is None:
+            if len(self._after_time) >= _KEPT_USER_NAMES:
+                self._after_time.clear()  # names anyone may send: kept few
+            after_time = self._after_time[user] = (bytes((OCTET_STRING, len(user))) + user
+                                                   + _EMPTY_AUTH_AND_PRIV)
         # Every part but the whole is under 128 octets (engine IDs and user
         # names are at most 32): lengths are one octet, written inline.
         usm = b"".join((self._engine_id, integer_element(INTEGER, boots),
-                        integer_element(INTEGER, engine_time), bytes((OCTET_STRING, len(user))),
-                        user, _EMPTY_AUTH_AND_PRIV))
+                        integer_element(INTEGER, engine_time), after_time))
         header = integer_element(INTEGER, request.message_id) + self._header_tail
         names = self._default_context if context is None else (
             encode_element(OCTET_STRING, context[0]) + encode_element(OCTET_STRING, context[1]))
