@@ -38,7 +38,7 @@ from pysnmp.entity.engine import SnmpEngine
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import (INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, HeaderError,
                              element, integer_octets, oid_octets)
-from ibsnmp.wire.header import (AUTH_NO_PRIV, GET, GET_BULK, GET_NEXT, RESPONSE, SET, V2C,
+from ibsnmp.wire.header import (GET, GET_BULK, GET_NEXT, RESPONSE, SET, V2C,
                                 V3Message, Varbind)
 from ibsnmp.wire.request import (
     Request,
@@ -212,15 +212,11 @@ class FastV3:
         counts.add(OUT_PKTS)
         boots, now = self.clock.boots(), self.clock.time()
         oid, count = self._counter_oids[counter], counts.value(counter)
-        if refused.signer is None:
-            return Verdict((), self.reports.write(refused.request, boots, now, refused.context,
-                                                 refused.request_id, oid, count))
-        # Outside the time window: authNoPriv, so the manager can trust the
-        # boots and time it resynchronizes from (RFC 3414 3.2 step 7b).
-        report = ReportWriter.pdu(refused.request_id, oid, count)
-        scoped = encode_scoped_pdu(self.engine_id, b"", report)
-        return Verdict((), self.sealer.seal_as(refused.request, refused.signer, AUTH_NO_PRIV,
-                                                scoped))
+        # Outside the time window, the Report is authNoPriv: the manager can trust
+        # the boots and time it resynchronizes from (RFC 3414 3.2 step 7b).
+        signer = refused.signer.mac if refused.signer is not None else None
+        return Verdict((), self.reports.write(refused.request, boots, now, refused.context,
+                                             refused.request_id, oid, count, signer))
 
     def _too_big(self, accepted: Accepted) -> Verdict:
         """More varbinds than [limits] max_varbinds: tooBig with no varbinds

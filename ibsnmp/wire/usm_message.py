@@ -9,14 +9,14 @@ Reports.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from .ber import element as encode_element
 from .ber import COUNTER32, integer_element, length_octets
 from .header import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, INTEGER, OCTET_STRING, REPORT,
                      SEQUENCE, USM, V3, V3Message)
 
-__all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "Outgoing", "ReportWriter",
+__all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "Outgoing", "ReportWriter", "Signer",
            "encode_scoped_pdu", "encode_unsigned", "encode_v3", "overhead"]
 
 
@@ -91,13 +91,23 @@ def overhead(out: Outgoing, data_length: int) -> int:
     return 1 + length_octets(inner) + inner - data_length
 
 
-_EMPTY_AUTH_AND_PRIV = encode_element(OCTET_STRING, b"") * 2
+_EMPTY_OCTETS = encode_element(OCTET_STRING, b"")
 _KEPT_USER_NAMES = 64
 _NO_ERROR = encode_unsigned(0) * 2  # error-status, error-index
+_REPORT_FLAGS = (encode_element(OCTET_STRING, b"\x00"),  # noAuthNoPriv, not reportable
+                 encode_element(OCTET_STRING, bytes((FLAG_AUTH,))))  # authNoPriv
+
+
+class Signer(Protocol):
+    """A user's prepared HMAC key (ibsnmp.wire.usm_crypto.MacKey)."""
+
+    mac_length: int
+
+    def digest(self, message: bytes) -> bytes: ...
 
 
 class ReportWriter:
-    """Unauthenticated Reports (msgFlags 0) of one engine, octet for octet as pysnmp writes them.
+    """The Reports of one engine, octet for octet as pysnmp writes them.
 
     A Report answers datagrams anyone can send, so what it costs is what
     the agent offers a credential-less sender: the parts every Report of
@@ -105,41 +115,52 @@ class ReportWriter:
     """
 
     def __init__(self, engine_id: bytes, max_size: int) -> None:
-        self._header_tail = (encode_unsigned(max_size) + encode_element(OCTET_STRING, b"\x00")
-                             + encode_unsigned(USM))
+        max_size_element = encode_unsigned(max_size)
+        model = encode_unsigned(USM)
+        self._header_tails = tuple(max_size_element + flags + model for flags in _REPORT_FLAGS)
         self._engine_id = encode_element(OCTET_STRING, engine_id)
         self._default_context = self._engine_id + encode_element(OCTET_STRING, b"")
-        # The USM parameters after msgAuthoritativeEngineTime, by user name:
-        # the user and the empty authentication and privacy parameters.
-        self._after_time: dict[bytes, bytes] = {}
+        # The USM parameters after msgAuthoritativeEngineTime, by user name and
+        # MAC length: the user, the (zeroed) authentication and the empty
+        # privacy parameters.
+        self._after_time: dict[tuple[bytes, int], bytes] = {}
 
     def write(self, request: V3Message, boots: int, engine_time: int,
               context: tuple[bytes, bytes] | None, request_id: int, counter: bytes,
-              count: int) -> bytes:
+              count: int, signer: Signer | None = None) -> bytes:
         """The Report to `request` carrying `counter` (an OBJECT IDENTIFIER element) = `count`.
 
         `context`: the contextEngineID and contextName to name, None for
-        this engine's ID and the default context.
+        this engine's ID and the default context. `signer`: the request's
+        user's key for an authNoPriv Report (RFC 3414 3.2 step 7b), None
+        for an unauthenticated one.
         """
         user = request.user_name or b""
-        after_time = self._after_time.get(user)
+        mac_length = signer.mac_length if signer is not None else 0
+        after_time = self._after_time.get((user, mac_length))
         if after_time is None:
             if len(self._after_time) >= _KEPT_USER_NAMES:
                 self._after_time.clear()  # names anyone may send: kept few
-            after_time = self._after_time[user] = (bytes((OCTET_STRING, len(user))) + user
-                                                   + _EMPTY_AUTH_AND_PRIV)
+            after_time = self._after_time[user, mac_length] = (
+                bytes((OCTET_STRING, len(user))) + user
+                + bytes((OCTET_STRING, mac_length)) + bytes(mac_length) + _EMPTY_OCTETS)
         # Every part but the whole is under 128 octets (engine IDs and user
-        # names are at most 32): lengths are one octet, written inline.
+        # names are at most 32, MACs 48): lengths are one octet, written inline.
         usm = b"".join((self._engine_id, integer_element(INTEGER, boots),
                         integer_element(INTEGER, engine_time), after_time))
-        header = integer_element(INTEGER, request.message_id) + self._header_tail
+        header = (integer_element(INTEGER, request.message_id)
+                  + self._header_tails[signer is not None])
         names = self._default_context if context is None else (
             encode_element(OCTET_STRING, context[0]) + encode_element(OCTET_STRING, context[1]))
-        scoped = names + self.pdu(request_id, counter, count)
-        return encode_element(SEQUENCE, b"".join((
+        scoped = encode_element(SEQUENCE, names + self.pdu(request_id, counter, count))
+        message = encode_element(SEQUENCE, b"".join((
             _VERSION, bytes((SEQUENCE, len(header))), header,
-            bytes((OCTET_STRING, len(usm) + 2, SEQUENCE, len(usm))), usm,
-            encode_element(SEQUENCE, scoped))))
+            bytes((OCTET_STRING, len(usm) + 2, SEQUENCE, len(usm))), usm, scoped)))
+        if signer is None:
+            return message
+        # The MAC lies before the empty privacy parameters and the scoped PDU.
+        mac_at = len(message) - len(scoped) - len(_EMPTY_OCTETS) - mac_length
+        return message[:mac_at] + signer.digest(message) + message[mac_at + mac_length:]
 
     @staticmethod
     def pdu(request_id: int, counter: bytes, count: int) -> bytes:
