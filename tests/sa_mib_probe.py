@@ -35,13 +35,19 @@ def result_rows(agent: Agent, table: str, session: int) -> list[dict[str, object
     return [rows[n] for n in sorted(rows)]
 
 
-async def main(slid: int, dlid: int, sgid: bytes, dgid: bytes) -> dict[str, object]:
+def answered_by_the_sa() -> tuple[Agent, SaWorker, SaRequestRunner]:
+    """An agent whose request rows the subnet's SA answers; the worker is started."""
     agent = Agent("fat-tree:spines=1,leaves=1,hosts=1,faults=0")
     worker = SaWorker(SaClient.open)
     worker.start()
     runner = SaRequestRunner(agent.state, MadSaBackend(worker, lambda lid: None,
                                                        lambda gid: None, list))
     runner.attach()
+    return agent, worker, runner
+
+
+async def main(slid: int, dlid: int, sgid: bytes, dgid: bytes) -> dict[str, object]:
+    agent, worker, runner = answered_by_the_sa()
     try:
         prefix = agent.prefix
         agent.set((instance("ibSmPathReqRowStatus", prefix, 1), i(CREATE_AND_GO)),

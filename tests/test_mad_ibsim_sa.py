@@ -154,6 +154,15 @@ def test_the_backend_serves_what_saquery_reads(fabric_with_sa: Fabric) -> None:
 MIB_PROBE = Path(__file__).parent / "sa_mib_probe.py"
 
 
+def path_row(path: dict[str, str]) -> dict[str, object]:
+    """The result row (as sa_mib_probe prints it) of a PathRecord saquery printed."""
+    return {"SrcLID": int(path["slid"]), "DstLID": int(path["dlid"]),
+            "MTU": (int(path["mtu"], 16) & 0x3F) - 1,  # IB-SM-MIB: mtu256(0) is IBA 1
+            "Rate": int(path["rate"], 16) & 0x3F, "PKey": path["pkey"][2:].lower(),
+            "PktLifeTime": int(path["pkt_life"], 16) & 0x3F, "NumbPath": 1,
+            "SL": int(path["sl"], 16)}
+
+
 def test_path_request_rows_hold_the_sas_answer(fabric_with_sa: Fabric) -> None:
     (path,) = saquery_records(run_diag(fabric_with_sa, "saquery", "--src-to-dst", "1:7"))
     sgid, dgid = (f"{int(ipaddress.IPv6Address(path[k])):032x}" for k in ("sgid", "dgid"))
@@ -162,11 +171,7 @@ def test_path_request_rows_hold_the_sas_answer(fabric_with_sa: Fabric) -> None:
     ours = json.loads(done.stdout)
     # The SET made the row active before the SA answered; the answer landed after.
     assert ours["status_before"] == 1 and ours["rows_before"] == []
-    expected = {"SrcLID": int(path["slid"]), "DstLID": int(path["dlid"]),
-                "MTU": (int(path["mtu"], 16) & 0x3F) - 1,  # IB-SM-MIB: mtu256(0) is IBA 1
-                "Rate": int(path["rate"], 16) & 0x3F, "PKey": path["pkey"][2:].lower(),
-                "PktLifeTime": int(path["pkt_life"], 16) & 0x3F, "NumbPath": 1,
-                "SL": int(path["sl"], 16)}
+    expected = path_row(path)
     assert ours["path"] == [expected]
     assert ours["multipath"] == [expected]
 

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
 from ibsnmp.mad.layout import FieldValue
@@ -183,6 +184,19 @@ class RmppReceiver:
 ReportHandler = Callable[[Record, int], None]  # (Notice, the SA's LID)
 
 
+class MadPort(Protocol):
+    """What the client asks of its port: a `UmadPort`, or one whose MADs another
+    thread receives (`ibsnmp.mad.sa_worker`)."""
+
+    def new_transaction_id(self) -> int: ...
+
+    def send(self, mad: bytes, address: Address, transaction_id: int | None = None) -> None: ...
+
+    def receive_sized(self, timeout: float) -> bytes | None: ...
+
+    def close(self) -> None: ...
+
+
 class SaClient:
     """SA requests to `sm` (the SM's LID, QP1) over `port`, one at a time.
 
@@ -191,7 +205,7 @@ class SaClient:
     `sm_key` makes the requests trusted: OpenSM answers P_KeyTableRecord
     queries only to the SM_Key it was configured with."""
 
-    def __init__(self, port: UmadPort, sm: Address, *, timeout: float = 1.0, retries: int = 2,
+    def __init__(self, port: MadPort, sm: Address, *, timeout: float = 1.0, retries: int = 2,
                  on_report: ReportHandler | None = None, sm_key: int = 0) -> None:
         self.port = port
         self.sm_key = sm_key
@@ -217,9 +231,11 @@ class SaClient:
         # An SA may still send (an RMPP ACK after GetMulti, a Report): take it
         # first, since ibsim's preload crashes on a MAD for a closed port.
         deadline = time.monotonic() + CLOSE_DRAIN_S
-        while (left := deadline - time.monotonic()) > 0:
-            self.serve_reports(left)
-        self.port.close()
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.serve_reports(left)
+        finally:
+            self.port.close()
 
     # -- queries -------------------------------------------------------------------
 
