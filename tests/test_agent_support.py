@@ -18,7 +18,7 @@ import tempfile
 import threading
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from ibsnmp.agent.runner import (  # noqa: E402
 )
 from ibsnmp.agent.cells import cell_of  # noqa: E402
 from ibsnmp.fabric.iba import NodeType  # noqa: E402
+from ibsnmp.fabric.lineage import Lineage  # noqa: E402
 from ibsnmp.mib.api import (  # noqa: E402
     INFINIBAND_MIB,
     NO_SUCH_INSTANCE,
@@ -127,15 +128,15 @@ class FakeMib:
         found = self.get_next(target, oid)
         return None if found is None else (found[0], cell_of(found[1]))
 
-    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool, None] | None:
         found = self.next_cell(target, oid)
-        return None if found is None else (*found, True)  # nothing here moves
+        return None if found is None else (*found, True, None)  # nothing here moves
 
     def version(self, target: ContextTarget) -> int:
         return 0  # nothing here is written
 
-    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
-        return self.get_cell(target, oid), True
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool, None]:
+        return self.get_cell(target, oid), True, None
 
     def instance_arcs(self, target: ContextTarget, oid: Oid) -> int:
         return max(map(len, self._tables[target.node.guid][0]))
@@ -145,9 +146,18 @@ class FakeMib:
         return sorted({key[:-1] for keys, _ in self._tables.values() for key in keys})
 
 
+@dataclass(frozen=True, eq=False)
+class FakeFabric:
+    """What the agent reads of a snapshot besides the MIB's answers: its
+    structure's lineage (one: nothing here changes)."""
+
+    lineage: Lineage = field(default_factory=Lineage)
+
+
 def make_backend(rows: int = 0) -> tuple[Any, FakeMib]:
+    fabric = FakeFabric()
     targets = {
-        guid.encode(): ContextTarget(fabric=None, node=FakeNode(guid, n), serves_sm=(n == 1))
+        guid.encode(): ContextTarget(fabric=fabric, node=FakeNode(guid, n), serves_sm=(n == 1))
         for n, guid in enumerate(NODE_GUIDS, start=1)
     }
     # The default context speaks for the local node, with the agent's own system group.

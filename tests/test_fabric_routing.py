@@ -70,12 +70,12 @@ def test_every_ca_port_reaches_every_other_by_min_hops(spec: str) -> None:
 
 def test_no_lft_is_computed_until_asked() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=3,hosts=2", seed=1)
-    assert not [key for key in fabric._cache if key.startswith("routing.lft")]
+    assert not fabric.derive(routing._LFTS)
     leaf = next(g for g in fabric.sorted_switch_guids())
     table = routing.linear_forwarding_table(fabric, leaf)
     assert isinstance(table, bytes) and len(table) == fabric.max_lid + 1
     assert routing.linear_forwarding_table(fabric, leaf) is table  # cached
-    assert len([key for key in fabric._cache if key.startswith("routing.lft")]) == 1
+    assert len(fabric.derive(routing._LFTS)) == 1
 
 
 def test_lft_spreads_remote_lids_over_uplinks() -> None:
@@ -170,12 +170,12 @@ def test_read_tables_win_over_computed_routes() -> None:
     # A table read from the switch: every DLID sent out of port 1.
     read = bytes([UNROUTED_PORT]) + bytes([1]) * (len(computed) - 1)
     tables = ForwardingTables(linear={leaf.guid: read}, multicast={leaf.guid: {0xC000: 0b110}})
-    measured = dataclasses.replace(fabric, forwarding=tables, _cache={})
+    measured = dataclasses.replace(fabric, forwarding=tables)
     assert routing.linear_forwarding_table(measured, leaf.guid) == read != computed
     assert routing.linear_forwarding_table(measured, other) == b""  # not read: none
     assert routing.lft_port(measured, other, 1) == UNROUTED_PORT
     assert routing.multicast_forwarding_table(measured, leaf.guid) == {0xC000: 0b110}
 
-    no_tables = dataclasses.replace(fabric, computes_routes=False, _cache={})
+    no_tables = dataclasses.replace(fabric, computes_routes=False)
     assert routing.linear_forwarding_table(no_tables, leaf.guid) == b""
     assert routing.multicast_forwarding_table(no_tables, leaf.guid) == {}

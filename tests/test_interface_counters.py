@@ -8,6 +8,7 @@ import dataclasses
 from types import MappingProxyType
 
 import pytest
+from measured import measured_port
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_counters_cleared, with_port_state
@@ -161,17 +162,15 @@ def test_extended_counters_are_the_interface_counters_source(fabric: Fabric) -> 
     measured = extended_counters(fabric, port, 1234.5)
     assert measured is not None and measured.wide == frozenset(EXTENDED_NAMES)
     assert interface_counters_of(measured.values, measured.wide) == interface_counters(fabric, port, 1234.5)
-    fresh = dataclasses.replace(fabric, _cache={})  # profiles are cached per snapshot
-    assert extended_counters(fresh, dataclasses.replace(port, counters=measured), 1.0) is None
+    fresh, measured_port_now = measured_port(fabric, port.ref, measured)
+    assert extended_counters(fresh, measured_port_now, 1.0) is None
 
 
 # -- measured values -------------------------------------------------------------
 
 
 def _measured_port(fabric: Fabric, values: dict[str, int], wide: frozenset[str]) -> tuple[Fabric, Port]:
-    port = dataclasses.replace(_linked(fabric)[0], counters=MeasuredCounters(MappingProxyType(values), wide))
-    fresh = dataclasses.replace(fabric, _cache={})  # profiles are cached per snapshot
-    return fresh, port
+    return measured_port(fabric, _linked(fabric)[0].ref, MeasuredCounters(MappingProxyType(values), wide))
 
 
 def test_measured_wide_counters_are_served_in_octets() -> None:

@@ -8,6 +8,7 @@ import time
 from types import MappingProxyType
 
 import pytest
+from measured import with_measured
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_counters_cleared, with_port_state
@@ -105,12 +106,7 @@ def test_a_clear_of_traffic_counters_is_a_discontinuity(fabric: Fabric) -> None:
 
 
 def _with_measured(fabric: Fabric, ref: PortRef, values: dict[str, int], wide: frozenset[str]) -> Fabric:
-    node = fabric.nodes[ref.guid]
-    counters = MeasuredCounters(MappingProxyType(values), wide)
-    ports = tuple(dataclasses.replace(p, counters=counters) if p.num == ref.port else p for p in node.ports)
-    nodes = dict(fabric.nodes)
-    nodes[ref.guid] = dataclasses.replace(node, ports=ports)
-    return dataclasses.replace(fabric, nodes=MappingProxyType(nodes), _cache={})
+    return with_measured(fabric, {ref: MeasuredCounters(MappingProxyType(values), wide)})
 
 
 def _measured(xmit_words: int, symbol_errors: int = 0) -> dict[str, int]:
@@ -145,7 +141,7 @@ def test_nodes_that_come_and_go(fabric: Fabric) -> None:
     history = InterfaceHistory(clock)
     host = next(n for n in fabric.nodes.values() if not n.is_switch)
     without = dataclasses.replace(
-        fabric, nodes=MappingProxyType({g: n for g, n in fabric.nodes.items() if g != host.guid}), _cache={})
+        fabric, nodes=MappingProxyType({g: n for g, n in fabric.nodes.items() if g != host.guid}), )
     history.observe(without, 0.0)
     interfaces = len(history)
     clock.now += 4
@@ -208,7 +204,10 @@ def test_a_failing_swap_listener_stops_neither_the_swap_nor_the_others(caplog: p
     ref = _host_port(old)
     new, _ = with_port_state(old, ref, PortState.DOWN, at=1.0)
     provider._fabric = new
-    assert provider.snapshot is new and seen == [Swap(old, new, None)]
+    # The new snapshot's lineage tells the swap which nodes changed: the link's two ends.
+    peer = old.port_at(ref).remote
+    assert peer is not None
+    assert provider.snapshot is new and seen == [Swap(old, new, frozenset({ref.guid, peer.guid}))]
     assert "snapshot listener failed" in caplog.text
 
 
@@ -226,7 +225,7 @@ def test_a_swap_naming_its_changed_nodes_ends_as_the_full_comparison(fabric: Fab
     went_back = _with_measured(counted, ref, _measured(10), wide)
     down, _ = with_port_state(went_back, ref, PortState.DOWN, at=3.0)
     without = dataclasses.replace(
-        down, nodes=MappingProxyType({g: n for g, n in down.nodes.items() if g != ref.guid}), _cache={})
+        down, nodes=MappingProxyType({g: n for g, n in down.nodes.items() if g != ref.guid}), )
     swaps = [(counted, {ref.guid}), (went_back, {ref.guid}), (down, {ref.guid, peer.guid}),
              (without, {ref.guid}), (down, {ref.guid})]
     clock = Clock()

@@ -113,5 +113,5 @@ def test_a_path_record_needs_values_that_were_read() -> None:
         node = nodes[guid]
         ports = tuple(dataclasses.replace(p, pkeys=(0xFFFF,)) for p in node.ports)
         nodes[guid] = dataclasses.replace(node, ports=ports)
-    shared = dataclasses.replace(fabric, nodes=MappingProxyType(nodes), _cache={})
+    shared = dataclasses.replace(fabric, nodes=MappingProxyType(nodes))
     assert path_records(shared, PathQuery(slid=1, dlid=7)) == []

@@ -8,7 +8,7 @@ from mib_walk import walk
 from ibsnmp.fabric.counters import InterfaceCounters, interface_counters_of
 from ibsnmp.fabric.iba import Mtu, PortPhysState, PortState, SmState
 from ibsnmp.fabric.model import PortRef
-from ibsnmp.live.snapshot import build_fabric, counter_values, link_state
+from ibsnmp.live.snapshot import build_fabric, link_state, measured_counters
 from ibsnmp.mad.attributes import (
     NODE_INFO,
     PORT_COUNTERS,
@@ -102,14 +102,14 @@ def test_a_link_is_down_when_its_physical_link_is() -> None:
 
 def test_polled_port_info_and_counters_replace_the_sweeps() -> None:
     polled = {PortRef(SWITCH, 1): port(PortState=1, PortPhysicalState=DISABLED)}
-    counters = {PortRef(CA, 1): counter_values({"PortXmitData": 9, "SymbolErrorCounter": 2,
-                                                "QP1Dropped": 5})}
+    counters = {PortRef(CA, 1): measured_counters({"PortXmitData": 9, "SymbolErrorCounter": 2,
+                                                   "QP1Dropped": 5})}
     fabric = build_fabric(subnet(), CA, port_infos=polled, counters=counters)
     assert fabric.nodes[SWITCH].port(1).info.port_state is PortState.DOWN
-    assert dict(fabric.nodes[CA].ports[0].counters.values) == {  # type: ignore[union-attr]
+    assert dict(fabric.measured(fabric.nodes[CA].ports[0]).values) == {  # type: ignore[union-attr]
         "port_xmit_data": 9, "symbol_error_counter": 2}
     # A port no PMA answered for has no counters at all, not zeros.
-    assert dict(fabric.nodes[SWITCH].port(2).counters.values) == {}  # type: ignore[union-attr]
+    assert dict(fabric.measured(fabric.nodes[SWITCH].port(2)).values) == {}  # type: ignore[arg-type,union-attr]
 
 
 def _answer(attribute: Attribute, **values: int) -> dict[str, FieldValue]:
@@ -124,7 +124,7 @@ BIG = 3 << 40  # past any 32-bit counter
 def _interface(basic: dict[str, FieldValue], extended: dict[str, FieldValue] | None,
                kept: frozenset[str] = ALL_EXTENDED) -> InterfaceCounters | None:
     merged, wide = merge_counters(basic, extended, kept)
-    measured = counter_values(merged, wide)
+    measured = measured_counters(merged, wide)
     return interface_counters_of(measured.values, measured.wide)
 
 

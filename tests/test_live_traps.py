@@ -10,7 +10,7 @@ from test_live_snapshot import CA, DISABLED, SWITCH, port, subnet
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.model import PortRef
-from ibsnmp.live.snapshot import build_fabric, counter_values
+from ibsnmp.live.snapshot import build_fabric, measured_counters
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.providers.base import ProviderCore
 from ibsnmp.providers.live import LiveProvider
@@ -46,7 +46,7 @@ def fabric_with(*, switch_port1_phys: int = 5, thresholds: tuple[int, int] = (8,
     local_phy, overrun = thresholds
     net.nodes[SWITCH].ports[1] = port(PortPhysicalState=switch_port1_phys,
                                       LocalPhyErrors=local_phy, OverrunErrors=overrun)
-    read = {PortRef(SWITCH, 1): counter_values({
+    read = {PortRef(SWITCH, 1): measured_counters({
         "LocalLinkIntegrityErrors": 0, "ExcessiveBufferOverrunErrors": 0, **counters})}
     return build_fabric(net, CA, counters=read)
 

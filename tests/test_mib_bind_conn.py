@@ -74,7 +74,7 @@ def with_rd(fabric, guid):
     extra = dataclasses.replace(conns, rd=(rd,), rd_datagrams_per_s=250.0)
     connections = {g: fabric.connections[g] for g in fabric.connections}
     connections[guid] = extra
-    return dataclasses.replace(fabric, connections=connections, _cache={}), rd
+    return dataclasses.replace(fabric, connections=connections), rd
 
 
 def test_every_object_has_an_instance_on_a_ca(mib, fabric, ca):

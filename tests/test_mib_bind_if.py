@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from measured import with_measured
 import sysfs_trees as trees
 from mib_walk import walk as walk_from
 
@@ -153,8 +154,10 @@ def test_a_port_without_a_64_bit_source_has_no_counter_instances(mib: Infiniband
     narrow = MeasuredCounters({"port_xmit_data": 10, "port_rcv_data": 20})  # 32-bit PortCounters
     wide = MeasuredCounters({"port_xmit_data": 2**40, "port_rcv_data": 7}, frozenset({"port_xmit_data"}))
     for measured, present in ((narrow, set()), (wide, {"ifHCOutOctets", "ifOutOctets"})):
-        node = dataclasses.replace(ca, ports=(dataclasses.replace(ca.ports[0], counters=measured),))
-        changed = dataclasses.replace(fabric, nodes={**fabric.nodes, ca.guid: node}, _cache={})
+        alone = dataclasses.replace(fabric, nodes={**fabric.nodes, ca.guid: dataclasses.replace(
+            ca, ports=ca.ports[:1])})
+        changed = with_measured(alone, {ca.ports[0].ref: measured})
+        node = changed.nodes[ca.guid]
         found = walk(mib, ContextTarget(changed, node, False, ELAPSED))
         counter_names = {name for name in definitions().objects
                          if name.startswith(("ifHC", "ifIn", "ifOut")) and name != "ifIndex"
@@ -205,7 +208,7 @@ def test_a_history_dates_changes_in_centiseconds(fabric: Fabric) -> None:
     info = port.info._replace(port_state=PortState.DOWN, phys_state=PortPhysState.POLLING)
     node = dataclasses.replace(switch, ports=tuple(
         dataclasses.replace(p, info=info, remote=None) if p.num == 1 else p for p in switch.ports))
-    changed = dataclasses.replace(fabric, nodes={**fabric.nodes, switch.guid: node}, _cache={})
+    changed = dataclasses.replace(fabric, nodes={**fabric.nodes, switch.guid: node})
     history.observe(changed, 12.34)
     mib = InfinibandMib([if_mib_binding(history)])
     found = walk(mib, ContextTarget(changed, node, False, ELAPSED))
@@ -240,7 +243,7 @@ def test_a_long_far_end_name_fits_if_alias(mib: InfinibandMib, fabric: Fabric) -
     port = switch.port(1)
     peer = fabric.nodes[port.remote.guid]
     long_name = dataclasses.replace(peer, description="h" * 64)  # NodeDescription's 64 octets
-    changed = dataclasses.replace(fabric, nodes={**fabric.nodes, peer.guid: long_name}, _cache={})
+    changed = dataclasses.replace(fabric, nodes={**fabric.nodes, peer.guid: long_name})
     alias = str(column(walk(mib, ContextTarget(changed, switch, False, ELAPSED)), "ifAlias")[1])
     suffix = f"/{port.remote.port}"
     assert len(alias) == 64 and alias == "h" * (64 - len(suffix)) + suffix

@@ -229,7 +229,7 @@ def test_config_row_without_a_known_configuration_serves_the_sm_alone(mib, fabri
     """A live subnet: SMInfo was read, the SM's configuration was not."""
     import dataclasses
 
-    live = dataclasses.replace(fabric, sm_config=None, _cache={})
+    live = dataclasses.replace(fabric, sm_config=None)
     target = ContextTarget(live, live.nodes[live.master_sm.node_guid], True, 10.0)
     prefix = live.subnet_prefix.to_bytes(8, "big")
     assert int(mib.get(target, instance("ibSmConfigOperStatus", "ibSmConfigEntry", prefix))) == 3

@@ -115,7 +115,7 @@ def with_port(fabric, guid: int, num: int, **changes):
                   for p in node.ports)
     nodes = dict(fabric.nodes)
     nodes[guid] = dataclasses.replace(node, ports=ports)
-    return dataclasses.replace(fabric, nodes=MappingProxyType(nodes), _cache={})
+    return dataclasses.replace(fabric, nodes=MappingProxyType(nodes))
 
 
 # -- coverage of the module ------------------------------------------------------------

@@ -180,10 +180,13 @@ def test_a_rebuild_tells_its_swap_listeners_the_nodes_it_changed() -> None:
     send(switch, b"")  # its retained state cleared: it leaves (the fabric is rebuilt)
     now += 1
     aggregator.check(now)
-    assert [swap.changed for swap in swaps] == [{host}, {switch}]
+    assert [swap.changed for swap in swaps] == [set(), {switch}]
     first, second = swaps
-    assert first.new.nodes[host] is not first.old.nodes[host]
-    assert all(first.new.nodes[g] is node for g, node in first.old.nodes.items() if g != host)
+    # Counters alone moved: the same structure (every node, the lineage), new values for the host.
+    assert first.new.nodes is first.old.nodes and first.new.lineage is first.old.lineage
+    assert first.new.counter_values[host] != first.old.counter_values[host]
+    assert all(first.new.counter_values[g] is values for g, values in first.old.counter_values.items()
+               if g != host)
     assert switch not in second.new.nodes
     assert all(second.new.nodes[g] is node for g, node in second.old.nodes.items() if g != switch)
     # The history followed the named nodes alone and forgot the switch's ports.

@@ -96,31 +96,35 @@ def test_simulated_nodes_carry_their_counters_at_publish_time() -> None:
         back = decode_state(payload, node.guid)
         assert back.node == record.node and back.sms == record.sms
         assert (back.sm_config is not None) == (node.guid == master.node_guid)
+        assert back.values == record.values
         for port, sent in zip(node.ports, back.node.ports):
             expected = port_counters(fabric, port, 42.0)
-            assert sent.counters is not None and expected is not None
+            assert sent.counter_layout is not None and expected is not None
             # PortCounters as PMA-MIB serves them; the data and packet
             # counters 64-bit and wide, as a PortCountersExtended would give them.
-            values = sent.counters.values
+            values = back.values[port.num]
             assert {name: saturate(values[name], bits) for name, bits in PortCounters.BITS.items()} == asdict(expected)
-            assert sent.counters.wide == frozenset(EXTENDED_NAMES)
-            assert interface_counters_of(values, sent.counters.wide) == interface_counters(fabric, port, 42.0)
+            assert sent.counter_layout.wide == frozenset(EXTENDED_NAMES)
+            assert interface_counters_of(values, sent.counter_layout.wide) == interface_counters(fabric, port, 42.0)
             assert sent.remote == port.remote
 
 
 def test_the_wide_mark_travels_and_old_payloads_have_none(sysfs_fabric) -> None:
     node = sysfs_fabric.nodes[trees.MLX_NODE_GUID]
     port = node.ports[0]
-    assert port.counters is not None and port.counters.wide == frozenset(EXTENDED_NAMES)
+    measured = sysfs_fabric.measured(port)
+    assert measured is not None and measured.wide == frozenset(EXTENDED_NAMES)
     data = json.loads(encode_state(record_of(sysfs_fabric, node, 0.0, time.time())))
     sent = data["ports"][0]["counters"]
     assert "wide" not in sent["symbol_error_counter"]
-    back = decode_state(json.dumps(data).encode(), node.guid).node.ports[0].counters
-    assert back is not None and back.wide == port.counters.wide
+    back = decode_state(json.dumps(data).encode(), node.guid).node.ports[0].counter_layout
+    assert back is not None and back.wide == measured.wide
     for entry in sent.values():  # as a publisher before the mark sent it
         entry.pop("wide", None)
-    old = decode_state(json.dumps(data).encode(), node.guid).node.ports[0].counters
-    assert old is not None and old.wide == frozenset() and dict(old.values) == dict(port.counters.values)
+    old_record = decode_state(json.dumps(data).encode(), node.guid)
+    old = old_record.node.ports[0].counter_layout
+    assert old is not None and old.wide == frozenset()
+    assert dict(old_record.values[port.num]) == dict(measured.values)
     sent["port_xmit_data"]["wide"] = "yes"
     with pytest.raises(PayloadError, match="wide"):
         decode_state(json.dumps(data).encode(), node.guid)

@@ -157,7 +157,7 @@ def test_without_the_extended_set_no_interface_counters(tmp_path: Path) -> None:
         (tmp_path / spec.name / "ports" / "1" / "counters" / name).unlink()
     fabric = SysfsProvider(tmp_path).snapshot
     one, two = fabric.local_node.ports
-    assert one.counters is not None and one.counters.wide == frozenset()
+    assert one.counter_layout is not None and one.counter_layout.wide == frozenset()
     assert interface_counters(fabric, one, 0.0) is None  # 32-bit PortCounters may have saturated
     assert port_counters(fabric, one, 0.0).port_rcv_data == trees.ACTIVE_COUNTERS["port_rcv_data"]  # type: ignore[union-attr]
     assert interface_counters(fabric, two, 0.0) is not None  # port 2 keeps its files
@@ -303,7 +303,7 @@ def test_threshold_crossings_raise_129_and_130(tmp_path: Path) -> None:
     trees.set_file(tmp_path, counters + "local_link_integrity_errors", "8")
     (again,) = p.poll()
     assert again.trap is IbaTrap.LOCAL_LINK_INTEGRITY
-    assert p.snapshot.local_node.ports[0].counters is not None
+    assert p.snapshot.local_node.ports[0].counter_layout is not None
 
 
 def test_vanished_file_mid_run(tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from ibsnmp.fabric.iba import (
 from ibsnmp.fabric.ibnetdiscover_read import (
     UNKNOWN,
     TopologyError,
-    fdr10_ports,
     load_topology,
     parse_guid,
     read_topology,
@@ -62,7 +61,7 @@ def signature(fabric: Fabric) -> dict[str, Any]:
         "links": fabric.links,
         "lids": dict(fabric.lid_map),
         "local": fabric.local_node_guid,
-        "fdr10": fdr10_ports(fabric),
+        "fdr10": fabric.fdr10_ports,
     }
 
 
@@ -199,7 +198,7 @@ def test_fdr10_qdr_and_full_info() -> None:
     assert len(fabric.nodes) == 22 and len(fabric.links) == 20 + 4 + 4
     assert (sx.switch.enhanced_port0, is4.switch.enhanced_port0) == (True, False)
     node002 = 0x0002C9030012AB74
-    fdr10 = fdr10_ports(fabric)
+    fdr10 = fabric.fdr10_ports
     assert PortRef(node002, 1) in fdr10 and PortRef(sx.guid, 2) in fdr10
     info = fabric.port(node002, 1).info
     assert (info.link_speed_active, info.link_speed_ext_active) == (LinkSpeed.QDR, 0)  # FDR10 reads QDR

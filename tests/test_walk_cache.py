@@ -16,6 +16,7 @@ from ibsnmp.agent.config import ConfigError, parse_config
 from ibsnmp.agent.fast_reads import _step_of
 from ibsnmp.wire.ber import oid_of_element as _oid_of
 from ibsnmp.agent.walk_cache import WalkCache
+from ibsnmp.fabric.lineage import Aspect, Lineage
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
 from ibsnmp.providers.simulated import SimulatedProvider
 
@@ -32,6 +33,13 @@ class _Node:
     guid: int
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Snapshot:
+    """What the cache reads of a fabric snapshot: its lineage."""
+
+    lineage: Lineage = dataclasses.field(default_factory=Lineage)
+
+
 def _target(fabric: object, guid: int = 1) -> ContextTarget:
     return ContextTarget(fabric, _Node(guid), False)
 
@@ -45,7 +53,7 @@ def _step(n: int) -> bytes:
 
 
 def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
-    cache, fabric, view = WalkCache(10), object(), object()
+    cache, fabric, view = WalkCache(10), _Snapshot(), object()
     steps = cache.steps_for(_target(fabric), view, (0,))
     assert steps is not None
     cache.remember(steps, _key(0), _step(1))
@@ -60,12 +68,23 @@ def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
     steps = cache.steps_for(_target(fabric), view, (1,))
     assert steps is not None
     cache.remember(steps, _key(0), _step(1))
-    assert cache.steps_for(_target(object()), view, (1,)) == {}
+    assert cache.steps_for(_target(_Snapshot()), view, (1,)) == {}
     assert cache.size == 0
 
 
+def test_a_snapshot_with_new_counter_values_keeps_the_steps() -> None:
+    cache, fabric, view = WalkCache(10), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, (0,))
+    assert steps is not None
+    cache.remember(steps, _key(0), _step(1))
+    # Another snapshot object of the same structure (succession.with_values shares the lineage).
+    polled = _Snapshot(fabric.lineage)
+    assert cache.steps_for(_target(polled), view, (0,)) == {_key(0): _step(1)}
+    assert cache.steps_for(_target(_Snapshot(fabric.lineage.successor(Aspect.LINKS))), view, (0,)) == {}
+
+
 def test_the_limit_drops_the_least_recently_used_context_first() -> None:
-    cache, fabric, view = WalkCache(4), object(), object()
+    cache, fabric, view = WalkCache(4), _Snapshot(), object()
     first = cache.steps_for(_target(fabric, 1), view, ())
     second = cache.steps_for(_target(fabric, 2), view, ())
     assert first is not None and second is not None
@@ -83,7 +102,7 @@ def test_the_limit_drops_the_least_recently_used_context_first() -> None:
 
 
 def test_a_context_that_fills_the_cache_alone_keeps_what_it_has() -> None:
-    cache, fabric, view = WalkCache(3), object(), object()
+    cache, fabric, view = WalkCache(3), _Snapshot(), object()
     steps = cache.steps_for(_target(fabric), view, ())
     assert steps is not None
     for n in range(10):
@@ -92,8 +111,8 @@ def test_a_context_that_fills_the_cache_alone_keeps_what_it_has() -> None:
 
 
 def test_a_limit_of_zero_keeps_nothing_and_resize_applies_at_once() -> None:
-    assert WalkCache(0).steps_for(_target(object()), object(), ()) is None
-    cache, fabric, view = WalkCache(8), object(), object()
+    assert WalkCache(0).steps_for(_target(_Snapshot()), object(), ()) is None
+    cache, fabric, view = WalkCache(8), _Snapshot(), object()
     steps = cache.steps_for(_target(fabric), view, ())
     assert steps is not None
     for n in range(8):
@@ -119,7 +138,7 @@ def test_the_limit_is_configured_in_limits() -> None:
 def _walk(agent: Agent, target: ContextTarget) -> Iterator[tuple[Oid, Any, bool]]:
     oid = INFINIBAND_MIB
     while (found := agent.mib.next_step(target, oid)) is not None:
-        yield found
+        yield found[:3]
         oid = found[0]
 
 

@@ -130,7 +130,9 @@ class FastReads:
         self._views: dict[View, ReadView] = {view: ReadView(view) for view in VIEWS}
         self._subtrees = mib.subtrees
         self._encode_oid = OidEncodings()
-        self.walks = WalkCache(walk_cache)  # GETNEXT steps inside the subtrees, kept encoded
+        # GETNEXT steps inside the subtrees, kept encoded (and across structural
+        # changes that cannot alter them, where the MIB can tell which).
+        self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None))
         self.max_getbulk_varbinds = max_getbulk_varbinds
         self.failures = 0  # requests a bug made it leave to pysnmp
 
@@ -288,6 +290,7 @@ class _Request:
             if known is not None:
                 head = 2 if known[1] < 0x80 else 2 + (known[1] & 0x7F)
                 return element, known, known[head + len(element)], None
+        tag = None
         if not element.startswith(_VIEW_ROOT_ELEMENT_VALUE, _oid_value_start(element)):
             cell: Cell | Missing = NO_SUCH_OBJECT  # outside the view: no need to decode it
             static = True
@@ -298,7 +301,7 @@ class _Request:
             elif longer:
                 cell, static = NO_SUCH_INSTANCE, True  # under an object, past its instances
             elif self._subtrees.holds(oid):
-                cell, static = self._cells.get_step(self._target, oid)
+                cell, static, tag = self._cells.get_step(self._target, oid)
             else:
                 cell, static = self._base.get(self._target, oid), False
         if isinstance(cell, Missing):
@@ -307,7 +310,7 @@ class _Request:
         if static and steps is not None and cell.tag not in EXCEPTIONS:
             # Values only: what a poller asks again. Names nobody serves are not
             # kept (anyone can send millions of them).
-            self._owner.walks.remember(steps, key, encoded)
+            self._owner.walks.remember(steps, key, encoded, tag)
         return element, encoded, cell.tag, None
 
     def _step(self, element: bytes, oid: Oid | None = None) -> Step:
@@ -325,10 +328,10 @@ class _Request:
         end = self._subtrees.end_of(oid)
         found = self._next_in_subtree(oid)
         if end is not None and found is not None and found[0] < end:
-            next_oid, cell, static = found
+            next_oid, cell, static, tag = found
             step = _encoded(next_oid, cell, encode_oid)
             if static and steps is not None:
-                self._owner.walks.remember(steps, element, step[1])
+                self._owner.walks.remember(steps, element, step[1], tag)
             return step
         # Across or outside the subtrees: the agent's own objects may come first.
         base = self._base.next(self._target, oid)
@@ -359,25 +362,31 @@ class _Request:
         more, rest = more_arcs(element, rest, most + 1 - HEAD_ARCS)
         return head + more, len(head) + len(more) > most
 
-    def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool] | None:
+    def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool, Any] | None:
         """The next served instance in the view (maybe in a later subtree),
-        and whether every object consulted is static."""
+        whether every object consulted is static, and what the answer
+        depends on (mib.virtual.StepTag, over every object consulted)."""
         next_step = self._cells.next_step
         # The served subtrees lie under the view's root: only exclusions matter.
         target, contains = self._target, self._view.contains_below_root
         static = True
+        first = None
         while True:
             found = next_step(target, oid)
             if found is None:
                 return None
-            next_oid, cell, step_static = found
+            next_oid, cell, step_static, tag = found
             static = static and step_static
+            if first is None:
+                first = tag
             if not contains(next_oid):
                 oid = past_key_subtree(next_oid)  # hidden whole: leave it in one step
             elif self._skip_counter64 and cell.tag == COUNTER64:
                 oid = next_oid
             else:
-                return next_oid, cell, static
+                if tag is not first:  # from where the first step began to the answer
+                    tag = (first[0], tag[1], first[2], tag[3])
+                return next_oid, cell, static, tag
 
 class _Filling:
     """A GETBULK response's varbinds, up to the octets the message has room

@@ -2,45 +2,86 @@
 remembered encoded, per context.
 
 A walk asks, request after request, for the instance after the last one it
-got. Within one fabric snapshot and one `InfinibandMib.version` (no SET
-committed, no request session changed since) that answer never changes,
-except for the objects that read the time (counters: `next_step` says when
-one was consulted). So each step's answer is kept as the varbind octets it
-encodes to, keyed by the encoded OID element asked for: the next walk of
-the same context is a chain of dictionary lookups instead of a lookup, a
-getter and an encoding per varbind. Octets rather than OID tuples and
-result objects keep a step at about 200 octets (12.1 MB for 61,138).
+got. Within one fabric structure (a snapshot's lineage: snapshots that
+differ in counter values alone share it) and one `InfinibandMib.version`
+(no SET committed, no request session changed since) that answer never
+changes, except for the objects that read the time or measured values
+(counters: `next_step` says when one was consulted). So each step's answer
+is kept as the varbind octets it encodes to, keyed by the encoded OID
+element asked for: the next walk of the same context is a chain of
+dictionary lookups instead of a lookup, a getter and an encoding per
+varbind. Octets rather than OID tuples and result objects keep a step at
+about 200 octets (12.1 MB for 61,138).
 
-Steps are kept per context, view and snapshot; a new snapshot or version
-drops the old ones. At most `limit` steps are kept in all; the least
-recently used contexts go first, and a context that alone fills the cache
-keeps what it has. A limit of 0 keeps nothing.
+A structural change keeps what it cannot alter: every step carries a tag
+(mib.virtual.StepTag: the objects it consulted, and in a node-owned table
+the nodes its answer lies between), and a snapshot whose lineage follows
+the one the steps were kept for (fabric.lineage.Lineage.changes_since)
+drops only the steps its change alters (the `judge`,
+InfinibandMib.invalidation): a port that went down loses the answers about
+its node's rows, not the walk of the fabric. A new version, or a lineage
+whose ancestry does not reach the kept one, drops everything.
+
+At most `limit` steps are kept in all; the least recently used contexts go
+first, and a context that alone fills the cache keeps what it has. A limit
+of 0 keeps nothing.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ibsnmp.mib.api import ContextTarget
 
-# An OID element (tag, length, value octets) -> the varbind of the instance after it.
-Steps = dict[bytes, bytes]
 DEFAULT_LIMIT = 262_144
+
+
+class Steps(dict[bytes, bytes]):
+    """A context's steps: an OID element (tag, length, value octets) -> the
+    varbind of the instance after it; `tags` says what each depends on."""
+
+    __slots__ = ("tags",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[bytes, Any] = {}
+
+
+class Alteration(Protocol):
+    """What one structural change alters in one context (mib.virtual.Invalidation)."""
+
+    @property
+    def nothing(self) -> bool: ...
+
+    @property
+    def touched(self) -> bytearray:
+        """Per object (handler) of a tag: whether anything of it may be altered."""
+        ...
+
+    def alters(self, tag: Any) -> bool: ...
+
+
+# (node GUID, entity GUIDs, aspects changed, nodes changed or None, the snapshot
+# before, the one after) -> what the change alters in that context.
+Judge = Callable[[int | None, tuple[int, ...], Any, Any, Any, Any], Alteration]
 
 
 class WalkCache:
     """See the module documentation."""
 
-    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT, judge: Judge | None = None) -> None:
         if limit < 0:
             raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
         self.limit = limit
+        self._judge = judge
         self._contexts: OrderedDict[tuple[Any, ...], Steps] = OrderedDict()
         self._size = 0
-        # The snapshot and version every kept step is for (the snapshot held,
-        # so a recycled id() in a context's key can never match).
+        # The snapshot and version every kept step is for (the snapshot held:
+        # its lineage's serial stays its own, and a change is judged against it).
         self._current: tuple[Any, Any] | None = None
+        self.carried = 0  # structural changes whose unaltered steps were kept
 
     @property
     def size(self) -> int:
@@ -61,24 +102,54 @@ class WalkCache:
         if self.limit == 0:
             return None
         fabric = target.fabric
+        current = self._current
+        if current is None or current[0].lineage is not fabric.lineage or current[1] != version:
+            self._follow(fabric, version)
         node = getattr(target.node, "guid", None)
-        key = (id(fabric), node, target.entity_guids, target.serves_sm, id(view))
-        if self._current is None or self._current[0] is not fabric \
-                or self._current[1] != version:
-            # A new snapshot or version: what was kept for older ones is never read again.
-            self._contexts.clear()
-            self._size = 0
-            self._current = (fabric, version)
+        key = (node, target.entity_guids, target.serves_sm, id(view))
         found = self._contexts.get(key)
         if found is None:
-            found = self._contexts[key] = {}
+            found = self._contexts[key] = Steps()
         else:
             self._contexts.move_to_end(key)
         return found
 
-    def remember(self, steps: Steps, oid: bytes, step: bytes) -> None:
+    def _follow(self, fabric: Any, version: Any) -> None:
+        """Move on to `fabric`'s structure at `version`, keeping the steps its
+        change from the kept snapshot cannot alter."""
+        current = self._current
+        self._current = (fabric, version)
+        changes = None
+        if current is not None and current[1] == version and self._judge is not None:
+            changes = fabric.lineage.changes_since(current[0].lineage.serial)
+        if changes is None:
+            # A new version, or a structure of no known relation: nothing kept holds.
+            self._contexts.clear()
+            self._size = 0
+            return
+        changed, nodes = changes
+        if not changed:
+            return
+        self.carried += 1
+        for (node, entity, _, _), steps in self._contexts.items():
+            alteration = self._judge(node, entity, changed, nodes, current[0], fabric)
+            if alteration.nothing:
+                continue
+            touched, alters = alteration.touched, alteration.alters
+            altered = [key for key, tag in steps.tags.items()
+                       if (touched[tag[0]] if tag[0] == tag[1] else any(touched[tag[0]:tag[1] + 1]))
+                       and alters(tag)]
+            if len(steps.tags) != len(steps):  # steps kept without a tag: any change may alter them
+                altered.extend(key for key in steps if key not in steps.tags)
+            for key in altered:
+                del steps[key]
+                steps.tags.pop(key, None)
+            self._size -= len(altered)
+
+    def remember(self, steps: Steps, oid: bytes, step: bytes, tag: Any = None) -> None:
         """Keep the varbind `step` as the answer after the OID element `oid`
-        in `steps` (from `steps_for`)."""
+        in `steps` (from `steps_for`); `tag`: what it depends on (None: it is
+        dropped by any structural change)."""
         if self._size >= self.limit:
             self._evict(keep=steps)
             if self._size >= self.limit:
@@ -86,6 +157,8 @@ class WalkCache:
         if oid not in steps:
             self._size += 1
         steps[oid] = step
+        if tag is not None:
+            steps.tags[oid] = tag
 
     def _evict(self, keep: Steps | None) -> None:
         """Drop least recently used contexts (never `keep`) until under the limit."""

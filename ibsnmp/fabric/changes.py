@@ -4,10 +4,11 @@ error bursts and counter clears.
 Every function returns a new `Fabric` and leaves the one it was given
 untouched, so a reader holding the old snapshot keeps one consistent state;
 the provider swaps the result in with one assignment.  Only the changed
-nodes are rebuilt (the rest are shared), and the derived data cached in the
-old snapshot is carried over where the change cannot affect it (sorted
-index keys always; forwarding tables unless a link went up or down; the
-traffic profiles of the untouched ports).
+nodes are rebuilt (the rest are shared), and each says what it changed
+(fabric.lineage.Aspect, and which nodes), so the derived data of the old
+snapshot is kept wherever the change cannot affect it (sorted index keys;
+routing unless a link went up or down; the rows and traffic profiles of
+the nodes it did not touch).
 
 Times (`at`) are seconds since the provider's epoch, the same clock the
 counters are read with.
@@ -23,7 +24,9 @@ from typing import Any, NamedTuple
 
 from .counters import CLEARABLE, ERROR_NAMES
 from .iba import LinkSpeed, LinkSpeedExt, LinkWidth, PortPhysState, PortState, VLCap
+from .lineage import Aspect
 from .model import ALWAYS_UP, Fabric, Link, LinkTraining, Node, Port, PortHistory, PortRef
+from .succession import derived_successor
 
 __all__ = [
     "PortTransition",
@@ -142,15 +145,13 @@ def with_port_state(
 
     links = _with_link(fabric.links, Link.between(ref, peer), up=state is not PortState.DOWN)
     flagged = {t.ref.guid for t in transitions if t.crosses_down and fabric.nodes[t.ref.guid].is_switch}
-    new = _derive(
-        fabric,
-        touched=new_ports.keys(),
-        topology=links is not fabric.links,
-        nodes=_replace_ports(fabric, new_ports, switch_state_change=flagged),
-        links=links,
-        port_history=MappingProxyType(new_history),
-    )
-    return new, tuple(transitions)
+    # Routes follow the links and which of their ends are Active.
+    rerouted = links is not fabric.links or any(
+        (t.old is PortState.ACTIVE) != (t.new is PortState.ACTIVE) for t in transitions)
+    changed = Aspect.NODES | Aspect.HISTORY | (Aspect.LINKS if rerouted else Aspect(0))
+    new = dataclasses.replace(fabric, nodes=_replace_ports(fabric, new_ports, switch_state_change=flagged),
+                              links=links, port_history=MappingProxyType(new_history))
+    return derived_successor(fabric, new, changed, {ref.guid for ref in new_ports}), tuple(transitions)
 
 
 def _with_link(links: tuple[Link, ...], link: Link, *, up: bool) -> tuple[Link, ...]:
@@ -197,8 +198,11 @@ def with_port_info(fabric: Fabric, ref: PortRef, **fields: Any) -> Fabric:
         if name in fields:
             raise ValueError(f"{name} changes with with_port_state, which keeps both ends of the link in step")
     port = fabric.port_at(ref)
-    new_port = dataclasses.replace(port, info=port.info._replace(**fields))
-    return _derive(fabric, touched=(ref,), topology=False, nodes=_replace_ports(fabric, {ref: new_port}))
+    info = port.info._replace(**fields)
+    if (info.lid, info.lmc) != (port.info.lid, port.info.lmc):
+        raise ValueError("a port's LID and LMC are the SM's to assign (the LID map follows them)")
+    new = dataclasses.replace(fabric, nodes=_replace_ports(fabric, {ref: dataclasses.replace(port, info=info)}))
+    return derived_successor(fabric, new, Aspect.NODES, (ref.guid,))
 
 
 def with_node_info(fabric: Fabric, guid: int, **fields: Any) -> Fabric:
@@ -209,7 +213,10 @@ def with_node_info(fabric: Fabric, guid: int, **fields: Any) -> Fabric:
     node = fabric.nodes[guid]
     nodes = dict(fabric.nodes)
     nodes[guid] = dataclasses.replace(node, **fields)
-    return _derive(fabric, touched=(p.ref for p in node.ports), topology=False, nodes=MappingProxyType(nodes))
+    named = {"description", "device_name"} & fields.keys()
+    changed = Aspect.NODES | (Aspect.DESCRIPTIONS if named else Aspect(0))
+    new = dataclasses.replace(fabric, nodes=MappingProxyType(nodes))
+    return derived_successor(fabric, new, changed, (guid,))
 
 
 # -- counters -------------------------------------------------------------------------
@@ -247,7 +254,8 @@ def with_counters_cleared(fabric: Fabric, ref: PortRef, names: Iterable[str], *,
 def _with_history(fabric: Fabric, ref: PortRef, history: PortHistory) -> Fabric:
     new_history = dict(fabric.port_history)
     new_history[ref] = history
-    return _derive(fabric, touched=(ref,), topology=False, port_history=MappingProxyType(new_history))
+    new = dataclasses.replace(fabric, port_history=MappingProxyType(new_history))
+    return derived_successor(fabric, new, Aspect.HISTORY, (ref.guid,))
 
 
 # -- building the new snapshot -----------------------------------------------------------
@@ -271,32 +279,3 @@ def _replace_ports(fabric: Fabric, ports: Mapping[PortRef, Port],
             updates["switch"] = dataclasses.replace(node.switch, port_state_change=True)
         nodes[guid] = dataclasses.replace(node, **updates)
     return MappingProxyType(nodes)
-
-
-# Cached derived data that no change here can affect.
-_ALWAYS_VALID = frozenset({
-    "partition_by_key", "group_by_mgid", "groups_by_mlid", "max_lid", "node_guids", "switch_guids",
-    "ca_guids", "port_keys", "lids", "partition_keys", "mgids", "service_keys", "sm_guids",
-    "sm_node_guids", "ibsm.prefix", "counters.degraded",
-})
-# ... and what only a link going up or down affects.
-_LINK_VALID = frozenset({"link_keys"})
-_LINK_PREFIXES = ("routing.",)
-
-
-def _derive(fabric: Fabric, *, touched: Iterable[PortRef], topology: bool, **changes: Any) -> Fabric:
-    """`fabric` with `changes`, carrying over the cache entries still valid.
-    Unknown cache keys are dropped (they are recomputed on first use)."""
-    touched_ports = {(ref.guid, ref.port) for ref in touched}
-    touched_nodes = {f"pma.rows.{guid:016x}" for guid, _ in touched_ports}
-    cache: dict[str, Any] = {}
-    for key, value in list(fabric._cache.items()):
-        if key in _ALWAYS_VALID:
-            cache[key] = value
-        elif not topology and (key in _LINK_VALID or key.startswith(_LINK_PREFIXES)):
-            cache[key] = value
-        elif key == "counters.profiles":
-            cache[key] = {k: v for k, v in value.items() if k not in touched_ports}
-        elif key.startswith("pma.rows.") and key not in touched_nodes:
-            cache[key] = value
-    return dataclasses.replace(fabric, _cache=cache, **changes)

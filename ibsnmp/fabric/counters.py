@@ -21,7 +21,9 @@ from typing import ClassVar
 
 from .detrand import unit as _unit
 from .iba import NodeType, PortPhysState, PortState
-from .model import ALWAYS_UP, Fabric, MeasuredCounters, NodeConnections, Port, PortHistory, PortRef, SmInfo
+from .lineage import Aspect, Derived, NodeDerived
+from .model import (ALWAYS_UP, Fabric, MeasuredCounters, Node, NodeConnections, Port, PortHistory, PortRef,
+                    SmInfo)
 
 __all__ = [
     "TRACKED_OPCODES",
@@ -684,24 +686,49 @@ _IDLE_VLS = (0.0,) * NUM_VLS
 
 
 def traffic_profile(fabric: Fabric, port: Port) -> TrafficProfile | MeasuredProfile:
-    """The port's profile, derived once per snapshot from the fabric seed,
-    the link the port is on and its state (down ports carry nothing), and
-    what a scenario did to it (fabric.port_history); for a port whose
-    counters were measured (port.counters, a sysfs host), the measured
-    values instead."""
-    cache: dict[tuple[int, int], TrafficProfile | MeasuredProfile] = fabric.cached("counters.profiles", dict)
-    key = (port.node_guid, port.num)
-    profile = cache.get(key)
-    if profile is None:
-        history = fabric.port_history.get(port.ref) if fabric.port_history else None
-        if port.counters is not None:
-            profile = MeasuredProfile.of(port.counters)
-        elif history is None:
-            profile = _derive_profile(fabric, port)
-        else:
-            profile = _derive_history_profile(fabric, port, history)
-        profile = cache.setdefault(key, profile)
+    """The port's profile: for a port whose counters were measured (a
+    `counter_layout`: a host's sysfs, a PMA, a publisher's record), the
+    values the snapshot holds; else derived once from the fabric seed, the
+    link the port is on and its state (down ports carry nothing), and what a
+    scenario did to it (fabric.port_history)."""
+    node = fabric.nodes[port.node_guid]
+    if port.counter_layout is not None:
+        return _measured_profile(fabric, node, port)
+    history = fabric.port_history.get(port.ref) if fabric.port_history else None
+    cache = fabric.derive_for(_PROFILES, node)
+    known = cache.get(port.num)
+    if known is not None and known[0] is history:
+        return known[1]
+    if history is None:
+        profile = _derive_profile(fabric, port)
+    else:
+        profile = _derive_history_profile(fabric, port, history)
+    cache[port.num] = (history, profile)
     return profile
+
+
+def _measured_profile(fabric: Fabric, node: Node, port: Port) -> MeasuredProfile:
+    """The profile of the values read for `port`, made once per reading:
+    snapshots with the same structure share the memo, and a value mapping
+    a provider did not replace is the same object."""
+    measured = fabric.measured(port)
+    assert measured is not None
+    memo = fabric.derive_for(_MEASURED, node)
+    known = memo.get(port.num)
+    if known is not None and known[0] is measured.values:
+        return known[1]
+    profile = MeasuredProfile.of(measured)
+    memo[port.num] = (measured.values, profile)
+    return profile
+
+
+# A simulated port's profile follows its node and the seed, and its own
+# history: (the history entry it was made with, the profile).
+_PROFILES: NodeDerived[dict[int, tuple[PortHistory | None, TrafficProfile]]] = NodeDerived(
+    "traffic profiles", Aspect.IDENTITY, lambda fabric, node: {})
+# A measured port's: (the values it was made of, the profile).
+_MEASURED: NodeDerived[dict[int, tuple[Mapping[str, int], MeasuredProfile]]] = NodeDerived(
+    "measured profiles", Aspect(0), lambda fabric, node: {})
 
 
 def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters | None:
@@ -721,7 +748,7 @@ def interface_counters(fabric: Fabric, port: Port, elapsed: float) -> InterfaceC
 def extended_counters(fabric: Fabric, port: Port, elapsed: float) -> MeasuredCounters | None:
     """The simulated PortCountersExtended of a port as a host would have
     read them (every value wide); None for a measured port (its values are
-    already in port.counters)."""
+    the snapshot's: Fabric.measured)."""
     profile = traffic_profile(fabric, port)
     if not isinstance(profile, TrafficProfile):
         return None
@@ -752,16 +779,16 @@ def threshold_watch_ports(fabric: Fabric) -> tuple[PortRef, ...]:
     rates), the ports with measured counters (a real host's) and the ports
     with a history (bursts, downs, clears).  A watcher polling these sees
     everything a poll of every port would."""
-    degraded: tuple[PortRef, ...] = fabric.cached(
-        "counters.degraded",
-        lambda: tuple(
-            p.ref for node in fabric.nodes.values() for p in node.ports if p.degraded or p.counters is not None
-        ),
-    )
+    degraded = fabric.derive(_WATCHED)
     if not fabric.port_history:
         return degraded
     seen = set(degraded)
     return degraded + tuple(sorted(ref for ref in fabric.port_history if ref not in seen))
+
+
+_WATCHED = Derived("degraded and measured ports", Aspect.NODES, lambda fabric: tuple(
+    p.ref for node in fabric.nodes.values() for p in node.ports
+    if p.degraded or p.counter_layout is not None))
 
 
 def _derive_profile(fabric: Fabric, port: Port) -> TrafficProfile:

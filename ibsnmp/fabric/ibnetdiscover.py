@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 from .iba import CapabilityMask, NodeType
-from .ibnetdiscover_read import fdr10_ports
 from .model import Fabric, Node, Port, PortRef
 
 __all__ = ["export"]
@@ -128,7 +127,7 @@ def _lid_of(node: Node, port: Port) -> int:
 def _fdr10(fabric: Fabric) -> frozenset[PortRef]:
     """Ports a topology file showed at FDR10 (a Mellanox speed PortInfo
     cannot express: it reads QDR there); none in a simulated fabric."""
-    return fdr10_ports(fabric)
+    return fabric.fdr10_ports
 
 
 def _rate(port: Port, ext_ok: bool, fdr10: bool = False) -> str:

@@ -95,6 +95,7 @@ from .iba import (
     VLCap,
 )
 from .model import (
+    CounterLayout,
     Fabric,
     Link,
     Node,
@@ -108,15 +109,10 @@ from .model import (
 __all__ = [
     "TopologyError",
     "UNKNOWN",
-    "FDR10_CACHE_KEY",
     "read_topology",
     "load_topology",
-    "fdr10_ports",
     "parse_guid",
 ]
-
-# Where the FDR10 ports of a snapshot read from a file are kept (Fabric.cached).
-FDR10_CACHE_KEY = "ibnetdiscover.fdr10"
 
 # What a field an ibnetdiscover file does not carry holds: nothing.  None
 # is "not read" in the model, and the MIB bindings serve no instance for it.
@@ -125,15 +121,8 @@ UNKNOWN = None
 _NO_EXT = LinkSpeedExt(0)
 
 # A dump has no counters, so PMA-MIB must serve none rather than simulate
-# traffic: model.MeasuredCounters (added with the sysfs provider) holding no
-# values is "a port without a PMA".  With a model that lacks it, the ports
-# get no marker.
-try:
-    from .model import MeasuredCounters as _MeasuredCounters  # type: ignore[attr-defined]
-
-    _PORT_EXTRA: dict[str, Any] = {"counters": _MeasuredCounters(MappingProxyType({}))}
-except ImportError:  # pragma: no cover - the model before the sysfs provider
-    _PORT_EXTRA = {}
+# traffic: a counter layout of no counters is "a port without a PMA".
+_PORT_EXTRA: dict[str, Any] = {"counter_layout": CounterLayout(frozenset())}
 
 
 class TopologyError(ValueError):
@@ -519,11 +508,6 @@ def parse_guid(text: str) -> int:
     return int(digits, 16)
 
 
-def fdr10_ports(fabric: Fabric) -> frozenset[PortRef]:
-    """Ports whose link the file showed as FDR10 (empty for other fabrics)."""
-    return fabric.cached(FDR10_CACHE_KEY, frozenset)
-
-
 @dataclass(slots=True)
 class _Fact:
     value: int
@@ -653,7 +637,7 @@ class _Builder:
             seed=None,
             spec=f"ibnetdiscover:{self.t.source}",
             computes_routes=False,  # the SM routes; its tables come from its dump
-            _cache={FDR10_CACHE_KEY: frozenset(fdr10)},
+            fdr10_ports=frozenset(fdr10),
         )
 
     def _rates(self, peers: dict[PortRef, PortRef]) -> dict[PortRef, tuple[_Rate | None, int | None]]:

@@ -12,10 +12,11 @@ and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A swap
 that names the nodes it changed (providers.base.Swap) is compared on those
 alone; otherwise a node whose object is the one seen before is skipped.
 Within a changed node a port whose object is unchanged is skipped; only
-measured counters are compared
-(the simulated ones never go backwards except by a clear, which the
-snapshot's port history dates exactly, as it dates the scenario's link
-changes).  Memory holds the nodes of the last snapshot and nothing of the
+measured counters are compared, and of them only a node's whose values the
+snapshot replaced (a provider that read new values for some nodes keeps
+the others' mappings), whether its structure changed or not (the simulated
+ones never go backwards except by a clear, which the snapshot's port
+history dates exactly, as it dates the scenario's link changes).  Memory holds the nodes of the last snapshot and nothing of the
 nodes that left.
 """
 
@@ -43,6 +44,7 @@ class _PortSeen(NamedTuple):
     port: Port  # the object last compared: the same one again is unchanged
     status: IfOperStatus
     counts: tuple[int | None, ...] | None  # measured ports only (counters.interface_counts_of)
+    values: Mapping[str, int] | None  # the measured values they were counted from
 
 
 class SwappingProvider(Protocol):
@@ -69,6 +71,7 @@ class InterfaceHistory:
         self._objects: dict[int, Node] = {}  # node GUID -> the Node object last compared
         self._nodes: dict[int, dict[int, _PortSeen]] = {}  # node GUID -> its interfaces by port number
         self._node_map: Mapping[int, Node] | None = None  # fabric.nodes last compared
+        self._values: Mapping[int, Mapping[int, Mapping[str, int]]] = {}  # fabric.counter_values last compared
         self._port_history: Mapping[PortRef, PortHistory] | None = None
         self._changed: dict[PortRef, float] = {}
         self._discontinuity: dict[PortRef, float] = {}
@@ -123,6 +126,9 @@ class InterfaceHistory:
         if fabric.nodes is not self._node_map:
             self._compare_nodes(fabric, now, baseline, dated, None if baseline else changed)
             self._node_map = fabric.nodes
+        if fabric.counter_values is not self._values:
+            self._compare_values(fabric, now)
+            self._values = fabric.counter_values
 
     def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float],
                        changed: Set[int] | None) -> None:
@@ -133,9 +139,9 @@ class InterfaceHistory:
             node = objects[guid] = nodes[guid]
             before = seen.get(guid)
             if before is None:
-                seen[guid] = self._first_sight(node, None if baseline else now)
+                seen[guid] = self._first_sight(fabric, node, None if baseline else now)
             else:
-                seen[guid] = self._compare_node(guid, before, node, now, dated)
+                seen[guid] = self._compare_node(fabric, guid, before, node, now, dated)
         for guid in gone:
             del objects[guid]
             for num in seen.pop(guid):
@@ -143,10 +149,26 @@ class InterfaceHistory:
         if gone:
             self._table_changed = now
 
-    def _first_sight(self, node: Node, now: float | None) -> dict[int, _PortSeen]:
+    def _compare_values(self, fabric: Fabric, now: float) -> None:
+        """The measured counters of the nodes whose values the snapshot
+        replaced: a count lower than before is a discontinuity."""
+        before = self._values
+        for guid, values in fabric.counter_values.items():
+            ports = self._nodes.get(guid)
+            if ports is None or before.get(guid) is values:
+                continue
+            for num, old in list(ports.items()):
+                seen = self._port_seen(fabric, old.port)
+                if seen.values is old.values:
+                    continue
+                ports[num] = seen._replace(status=old.status)
+                if _went_backwards(old.counts, seen.counts):
+                    self._discontinuity[PortRef(guid, num)] = now
+
+    def _first_sight(self, fabric: Fabric, node: Node, now: float | None) -> dict[int, _PortSeen]:
         """A node seen for the first time: at start, a baseline; later, its
         interfaces are new (changed and discontinuous now)."""
-        ports = {port.num: self._port_seen(port) for port in interface_ports(node)}
+        ports = {port.num: self._port_seen(fabric, port) for port in interface_ports(node)}
         if now is not None:
             for num in ports:
                 ref = PortRef(node.guid, num)
@@ -154,16 +176,16 @@ class InterfaceHistory:
             self._table_changed = now
         return ports
 
-    def _compare_node(self, guid: int, old_ports: dict[int, _PortSeen], node: Node, now: float,
-                      dated: Mapping[PortRef, float]) -> dict[int, _PortSeen]:
+    def _compare_node(self, fabric: Fabric, guid: int, old_ports: dict[int, _PortSeen], node: Node,
+                      now: float, dated: Mapping[PortRef, float]) -> dict[int, _PortSeen]:
         """The node's interfaces now, each compared with what was seen of it."""
         ports: dict[int, _PortSeen] = {}
         for port in interface_ports(node):
             old = old_ports.get(port.num)
             if old is not None and old.port is port:
-                ports[port.num] = old
+                ports[port.num] = old  # its values are compared apart (_compare_values)
                 continue
-            seen = ports[port.num] = self._port_seen(port)
+            seen = ports[port.num] = self._port_seen(fabric, port)
             ref = PortRef(guid, port.num)
             if old is None:
                 self._changed[ref] = self._discontinuity[ref] = now
@@ -186,10 +208,12 @@ class InterfaceHistory:
         return ports
 
     @staticmethod
-    def _port_seen(port: Port) -> _PortSeen:
-        measured = port.counters
-        counts = interface_counts_of(measured.values, measured.wide) if measured is not None else None
-        return _PortSeen(port, oper_status(port), counts)
+    def _port_seen(fabric: Fabric, port: Port) -> _PortSeen:
+        measured = fabric.measured(port)
+        if measured is None:
+            return _PortSeen(port, oper_status(port), None, None)
+        return _PortSeen(port, oper_status(port), interface_counts_of(measured.values, measured.wide),
+                         measured.values)
 
     def _forget(self, ref: PortRef) -> None:
         self._changed.pop(ref, None)

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from .iba import MAX_PHYS_PORTS, MAX_UNICAST_LID, UNROUTED_PORT
-from .ibnetdiscover_read import FDR10_CACHE_KEY, TopologyError, fdr10_ports
+from .ibnetdiscover_read import TopologyError
 from .model import Fabric, ForwardingTables
 
 __all__ = ["LftError", "SwitchLft", "read_lfts", "load_lfts", "with_forwarding"]
@@ -147,11 +147,8 @@ def with_forwarding(fabric: Fabric, tables: Mapping[int, SwitchLft]) -> tuple[Fa
         linear[guid] = table.ports
         nodes[guid] = dataclasses.replace(
             node, switch=dataclasses.replace(node.switch, linear_fdb_top=table.top))
-    # A new snapshot derives everything afresh, but for what only the file
-    # said (the FDR10 ports).
     served = dataclasses.replace(fabric, nodes=MappingProxyType(nodes),
-                                 forwarding=ForwardingTables(MappingProxyType(linear)),
-                                 _cache={FDR10_CACHE_KEY: fdr10_ports(fabric)})
+                                 forwarding=ForwardingTables(MappingProxyType(linear)))
     return served, tuple(strangers)
 
 

@@ -4,17 +4,21 @@ A provider builds a complete `Fabric` and swaps it in with one assignment;
 readers keep the snapshot they started with, so a walk sees one state.
 Nothing here knows of SNMP.  Values use IBA encodings (see `iba`).
 
-Derived data that is costly and often unused (forwarding tables, sorted
-index keys) is computed on first use and cached inside the snapshot, which
-is safe because the snapshot never changes.
+Structure and measurements are kept apart: a port says which counters its
+PMA or host reports (`Port.counter_layout`), the snapshot holds the values
+read (`Fabric.counter_values`). Derived data that is costly and often
+unused (forwarding tables, sorted index keys) is computed on first use and
+kept in the snapshot's lineage (see `lineage`), which snapshots that differ
+only in counter values share.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from .iba import (
     MAX_UNICAST_LID,
@@ -44,12 +48,15 @@ from .iba import (
     multicast_scope,
     speed_name,
 )
+from .lineage import Aspect, Derived, Lineage, NodeDerived
 
 __all__ = [
     "PortRef",
     "PortInfo",
     "VlArbEntry",
     "MeasuredCounters",
+    "CounterLayout",
+    "values_by_node",
     "Port",
     "SwitchInfo",
     "CaInfo",
@@ -183,21 +190,62 @@ class VlArbEntry(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class MeasuredCounters:
-    """PMA counters a host read from its own ports (the sysfs provider),
-    instead of the simulated traffic: `values` maps a counters.PortCounters
-    field name (and the PortCountersExtended-only ones: unicast_xmit_pkts
-    ...) to the raw value the device reported, which may be wider than IBA's
-    PortCounters field (64-bit extended data counters).  A counter the
-    device did not report is missing; no values at all is a port without a
-    PMA.  counters.traffic_profile serves these, saturated at IBA's widths.
+    """PMA counters a provider read for one port (a host's sysfs, the live
+    subnet's PMAs, a publisher's record), instead of the simulated traffic:
+    `values` maps a counters.PortCounters field name (and the
+    PortCountersExtended-only ones: unicast_xmit_pkts ...) to the raw value
+    the device reported, which may be wider than IBA's PortCounters field
+    (64-bit extended data counters).  A counter the device did not report
+    is missing; no values at all is a port without a PMA.
+    counters.traffic_profile serves these, saturated at IBA's widths.
 
     `wide`: the names in `values` read from a 64-bit source that wraps
     instead of saturating (PortCountersExtended, the kernel's extended
     counter files); only these feed IF-MIB's Counter64 objects
-    (counters.interface_counters).  Empty: every value may have saturated."""
+    (counters.interface_counters).  Empty: every value may have saturated.
+
+    A snapshot keeps the two apart: the names and `wide` are the port's
+    structure (`Port.counter_layout`), the values its measurements
+    (`Fabric.counter_values`); `Fabric.measured(port)` joins them."""
 
     values: Mapping[str, int]
     wide: frozenset[str] = frozenset()
+
+    @property
+    def layout(self) -> CounterLayout:
+        return _layout(frozenset(self.values), self.wide)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterLayout:
+    """Which counters a port's PMA (or host) reports: their names and the
+    ones read from a 64-bit source (see MeasuredCounters).  Empty names: a
+    port without a PMA.  Part of a port's structure: the values move with
+    every poll, the layout only when the device starts or stops reporting
+    a counter."""
+
+    names: frozenset[str]
+    wide: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(names: frozenset[str], wide: frozenset[str]) -> CounterLayout:
+    """One object per layout: the ports of a fabric share a few."""
+    return CounterLayout(names, wide)
+
+
+def values_by_node(readings: Mapping[PortRef, MeasuredCounters]
+                   ) -> Mapping[int, Mapping[int, Mapping[str, int]]]:
+    """Fabric.counter_values of per-port readings."""
+    nodes: dict[int, dict[int, Mapping[str, int]]] = {}
+    for ref, measured in readings.items():
+        nodes.setdefault(ref.guid, {})[ref.port] = measured.values
+    return MappingProxyType(nodes)
+
+
+NO_VALUES: Mapping[str, int] = MappingProxyType({})
+NO_PORT_VALUES: Mapping[int, Mapping[str, int]] = MappingProxyType({})
+NO_COUNTER_VALUES: Mapping[int, Mapping[int, Mapping[str, int]]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +262,9 @@ class Port:
     (`sl2vl`, `vl_arb_*`): the bindings serve no instance for it.
     `gids`: the GID table as the host reads it, index for index (0 for an
     unused entry), when the provider has it (sysfs); None: GID i is the
-    GID prefix joined with GUID entry i.  `counters`: measured PMA counters
-    (sysfs); None: the simulated traffic drives them."""
+    GID prefix joined with GUID entry i.  `counter_layout`: the counters a
+    PMA or host reports for the port (their values are the snapshot's:
+    Fabric.measured); None: the simulated traffic drives them."""
 
     node_guid: int
     num: int
@@ -232,7 +281,7 @@ class Port:
     degraded: bool = False
     vendor_diag: bytes | None = b""
     gids: tuple[int, ...] | None = None
-    counters: MeasuredCounters | None = None
+    counter_layout: CounterLayout | None = None
 
     @property
     def ref(self) -> PortRef:
@@ -663,6 +712,12 @@ class Fabric:
     happened to the few ports a scenario touched (see PortHistory); the
     snapshots that change it are made by `fabric.changes`.  `sm_config` is
     None where no subnet manager is known (a lone sysfs host).
+    `counter_values`: node GUID -> port number -> the counter values read
+    for a port with a `counter_layout` (see `measured`).
+
+    `lineage` holds the derived data (see `derive`); a Fabric built or
+    replaced directly starts a new one, and only `fabric.succession` makes
+    a snapshot that keeps its predecessor's.
     """
 
     subnet_prefix: int
@@ -689,7 +744,14 @@ class Fabric:
     # fabric has none to serve (a topology dump alone).
     forwarding: ForwardingTables | None = None
     computes_routes: bool = True
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    counter_values: Mapping[int, Mapping[int, Mapping[str, int]]] = field(
+        default_factory=lambda: NO_COUNTER_VALUES)
+    # Ports a topology dump names as running FDR10 (a rate PortInfo cannot say).
+    fdr10_ports: frozenset[PortRef] = frozenset()
+    lineage: Lineage = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lineage", Lineage())
 
     # -- lookups ---------------------------------------------------------
 
@@ -720,6 +782,15 @@ class Fabric:
                     return ref
         return None
 
+    def measured(self, port: Port) -> MeasuredCounters | None:
+        """The counters read for `port` (None: the simulated traffic drives
+        them); a counter its PMA reports that was not read has no value."""
+        layout = port.counter_layout
+        if layout is None:
+            return None
+        values = self.counter_values.get(port.node_guid, NO_PORT_VALUES).get(port.num, NO_VALUES)
+        return MeasuredCounters(values, layout.wide)
+
     @property
     def local_node(self) -> Node:
         return self.nodes[self.local_node_guid]
@@ -729,21 +800,13 @@ class Fabric:
         return next((sm for sm in self.sms if sm.state is SmState.MASTER), None)
 
     def partition(self, pkey: int) -> Partition | None:
-        return self._index("partition_by_key", lambda: {p.pkey: p for p in self.partitions}).get(
-            pkey & 0x7FFF
-        )
+        return self.derive(_PARTITION_BY_KEY).get(pkey & 0x7FFF)
 
     def multicast_group(self, mgid: int) -> MulticastGroup | None:
-        return self._index("group_by_mgid", lambda: {g.mgid: g for g in self.multicast_groups}).get(mgid)
+        return self.derive(_GROUP_BY_MGID).get(mgid)
 
     def group_by_mlid(self, mlid: int) -> tuple[MulticastGroup, ...]:
-        def build() -> dict[int, tuple[MulticastGroup, ...]]:
-            result: dict[int, list[MulticastGroup]] = {}
-            for group in self.multicast_groups:
-                result.setdefault(group.mlid, []).append(group)
-            return {mlid: tuple(groups) for mlid, groups in result.items()}
-
-        return self._index("groups_by_mlid", build).get(mlid, ())
+        return self.derive(_GROUPS_BY_MLID).get(mlid, ())
 
     def gid_of(self, ref: PortRef) -> int:
         return self.port_at(ref).gid()
@@ -751,69 +814,88 @@ class Fabric:
     @property
     def max_lid(self) -> int:
         """The highest unicast LID in use (LinearFDBTop)."""
+        return self.derive(_MAX_LID)
 
-        def build() -> int:
-            top = 0
-            for ref in self.lid_map.values():
-                port = self.port_at(ref)
-                top = max(top, port.info.lid + (1 << port.info.lmc) - 1)
-            return top
-
-        return self._index("max_lid", build)
-
-    # -- sorted index keys, built once per snapshot -----------------------
+    # -- sorted index keys, built once per structure ----------------------
 
     def sorted_node_guids(self) -> tuple[int, ...]:
-        return self._index("node_guids", lambda: tuple(sorted(self.nodes)))
+        return self.derive(_NODE_GUIDS)
 
     def sorted_switch_guids(self) -> tuple[int, ...]:
-        return self._index(
-            "switch_guids", lambda: tuple(g for g in self.sorted_node_guids() if self.nodes[g].is_switch)
-        )
+        return self.derive(_SWITCH_GUIDS)
 
     def sorted_ca_guids(self) -> tuple[int, ...]:
-        return self._index("ca_guids", lambda: tuple(g for g in self.sorted_node_guids() if self.nodes[g].is_ca))
+        return self.derive(_CA_GUIDS)
 
     def sorted_port_keys(self) -> tuple[PortRef, ...]:
         """Every port of every node (switch port 0 included)."""
-        return self._index(
-            "port_keys",
-            lambda: tuple(port.ref for guid in self.sorted_node_guids() for port in self.nodes[guid].ports),
-        )
+        return self.derive(_PORT_KEYS)
 
     def sorted_link_keys(self) -> tuple[PortRef, ...]:
         """Both ends of every link: the from-side keys of a directed link table."""
-        return self._index(
-            "link_keys", lambda: tuple(sorted(end for link in self.links for end in (link.a, link.b)))
-        )
+        return self.derive(_LINK_KEYS)
 
     def sorted_lids(self) -> tuple[int, ...]:
-        return self._index("lids", lambda: tuple(sorted(self.lid_map)))
+        return self.derive(_LIDS)
 
     def sorted_partition_keys(self) -> tuple[int, ...]:
-        return self._index("partition_keys", lambda: tuple(sorted(p.pkey for p in self.partitions)))
+        return self.derive(_PARTITION_KEYS)
 
     def sorted_mgids(self) -> tuple[int, ...]:
-        return self._index("mgids", lambda: tuple(sorted(g.mgid for g in self.multicast_groups)))
+        return self.derive(_MGIDS)
 
     def sorted_service_keys(self) -> tuple[tuple[int, int, int], ...]:
         """(service ID, GID, P_Key) of every service, sorted."""
-        return self._index(
-            "service_keys", lambda: tuple(sorted((s.service_id, s.gid, s.pkey) for s in self.services))
-        )
+        return self.derive(_SERVICE_KEYS)
 
     def sorted_sm_guids(self) -> tuple[int, ...]:
-        return self._index("sm_guids", lambda: tuple(sorted(sm.guid for sm in self.sms)))
+        return self.derive(_SM_GUIDS)
 
-    def cached(self, key: str, build: Callable[[], _T]) -> _T:
-        """Compute derived data once per snapshot (used by routing, counters)."""
-        return self._index(key, build)
+    # -- derived data ------------------------------------------------------
 
-    def _index(self, key: str, build: Callable[[], _T]) -> _T:
-        cache = self._cache
-        try:
-            return cache[key]  # type: ignore[no-any-return]
-        except KeyError:
-            value = build()
-            # setdefault keeps the first value if two threads raced.
-            return cache.setdefault(key, value)  # type: ignore[no-any-return]
+    def derive(self, derived: Derived[_T]) -> _T:
+        """`derived` of this snapshot, computed once per structure."""
+        return self.lineage.get(derived, self)
+
+    def derive_for(self, derived: NodeDerived[_T], node: Node) -> _T:
+        """`derived` of one node of this snapshot, computed once while the
+        node and the aspects it depends on stay the same."""
+        return self.lineage.get_for(derived, self, node)
+
+
+def _groups_by_mlid(fabric: Fabric) -> dict[int, tuple[MulticastGroup, ...]]:
+    result: dict[int, list[MulticastGroup]] = {}
+    for group in fabric.multicast_groups:
+        result.setdefault(group.mlid, []).append(group)
+    return {mlid: tuple(groups) for mlid, groups in result.items()}
+
+
+def _max_lid(fabric: Fabric) -> int:
+    top = 0
+    for ref in fabric.lid_map.values():
+        port = fabric.port_at(ref)
+        top = max(top, port.info.lid + (1 << port.info.lmc) - 1)
+    return top
+
+
+_PARTITION_BY_KEY = Derived("partition by key", Aspect.SA,
+                            lambda f: {p.pkey: p for p in f.partitions})
+_GROUP_BY_MGID = Derived("group by MGID", Aspect.SA, lambda f: {g.mgid: g for g in f.multicast_groups})
+_GROUPS_BY_MLID = Derived("groups by MLID", Aspect.SA, _groups_by_mlid)
+_MAX_LID = Derived("highest LID", Aspect.LIDS, _max_lid)
+_NODE_GUIDS = Derived("node GUIDs", Aspect.NODE_SET, lambda f: tuple(sorted(f.nodes)))
+_SWITCH_GUIDS = Derived("switch GUIDs", Aspect.NODE_SET, lambda f: tuple(
+    g for g in f.sorted_node_guids() if f.nodes[g].is_switch))
+_CA_GUIDS = Derived("CA GUIDs", Aspect.NODE_SET, lambda f: tuple(
+    g for g in f.sorted_node_guids() if f.nodes[g].is_ca))
+_PORT_KEYS = Derived("port keys", Aspect.NODE_SET, lambda f: tuple(
+    port.ref for guid in f.sorted_node_guids() for port in f.nodes[guid].ports))
+_LINK_KEYS = Derived("link ends", Aspect.LINKS, lambda f: tuple(
+    sorted(end for link in f.links for end in (link.a, link.b))))
+_LIDS = Derived("LIDs", Aspect.LIDS, lambda f: tuple(sorted(f.lid_map)))
+_PARTITION_KEYS = Derived("partition keys", Aspect.SA, lambda f: tuple(
+    sorted(p.pkey for p in f.partitions)))
+_MGIDS = Derived("MGIDs", Aspect.SA, lambda f: tuple(sorted(g.mgid for g in f.multicast_groups)))
+_SERVICE_KEYS = Derived("service keys", Aspect.SA, lambda f: tuple(
+    sorted((s.service_id, s.gid, s.pkey) for s in f.services)))
+_SM_GUIDS = Derived("SM GUIDs", Aspect.SMS, lambda f: tuple(sorted(sm.guid for sm in f.sms)))

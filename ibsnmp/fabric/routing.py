@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .iba import MAX_UNICAST_LID, UNROUTED_PORT, Mtu, NodeType, Rate
+from .lineage import Aspect, Derived
 from .model import Fabric, Node, Port, PortRef
 
 __all__ = [
@@ -88,7 +89,7 @@ def _routable(port: Port | None) -> bool:
 
 
 def _graph(fabric: Fabric) -> _SwitchGraph:
-    return fabric.cached("routing.graph", lambda: _build_graph(fabric))
+    return fabric.derive(_GRAPH)
 
 
 def _build_graph(fabric: Fabric) -> _SwitchGraph:
@@ -151,7 +152,11 @@ def linear_forwarding_table(fabric: Fabric, switch_guid: int) -> bytes:
         return fabric.forwarding.linear.get(switch_guid, b"")
     if not fabric.computes_routes:
         return b""
-    return fabric.cached(f"routing.lft.{switch_guid:016x}", lambda: _compute_lft(fabric, switch_guid))
+    tables = fabric.derive(_LFTS)
+    table = tables.get(switch_guid)
+    if table is None:
+        table = tables.setdefault(switch_guid, _compute_lft(fabric, switch_guid))
+    return table
 
 
 def lft_port(fabric: Fabric, switch_guid: int, lid: int) -> int:
@@ -228,8 +233,7 @@ def multicast_forwarding_table(fabric: Fabric, switch_guid: int) -> Mapping[int,
         return read.get(switch_guid, {}) if read is not None else {}
     if not fabric.computes_routes:
         return {}
-    tables = fabric.cached("routing.mft", lambda: _compute_mfts(fabric))
-    return tables.get(switch_guid, {})
+    return fabric.derive(_MFTS).get(switch_guid, {})
 
 
 def _compute_mfts(fabric: Fabric) -> dict[int, dict[int, int]]:
@@ -384,3 +388,12 @@ def path(fabric: Fabric, src_lid: int, dst_lid: int) -> Path | None:
         return trace(fabric, src_lid, dst_lid)
     except NoRoute:
         return None
+
+
+# Routes follow the switches, the active links between them and the LIDs;
+# nothing else a node holds changes them.
+_ROUTES = Aspect.NODE_SET | Aspect.LINKS | Aspect.LIDS
+_GRAPH = Derived("switch graph", _ROUTES, _build_graph)
+# Each switch's computed LFT, filled as switches are asked for.
+_LFTS: Derived[dict[int, bytes]] = Derived("computed LFTs", _ROUTES, lambda fabric: {})
+_MFTS = Derived("computed MFTs", _ROUTES | Aspect.SA, _compute_mfts)

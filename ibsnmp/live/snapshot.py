@@ -36,6 +36,7 @@ from ibsnmp.fabric.iba import (
 from ibsnmp.fabric.model import (
     Fabric,
     ForwardingTables,
+    CounterLayout,
     Link,
     MeasuredCounters,
     MulticastGroup,
@@ -48,12 +49,13 @@ from ibsnmp.fabric.model import (
     SmInfo,
     SwitchInfo,
     VlArbEntry,
+    values_by_node,
 )
 from ibsnmp.mad.attributes import vl_arbitration_entries
 from ibsnmp.mad.discovery import NO_PORT, DiscoveredNode, PortTables, Subnet
 from ibsnmp.mad.layout import FieldValue
 
-__all__ = ["SaRecords", "build_fabric", "counter_values", "link_state"]
+__all__ = ["SaRecords", "build_fabric", "measured_counters", "link_state"]
 
 log = logging.getLogger("ibsnmp.live")
 
@@ -97,7 +99,7 @@ class SaRecords:
     services: tuple[ServiceRecord, ...] = ()
 
 
-def counter_values(counters: Counters, wide: Collection[str] = ()) -> MeasuredCounters:
+def measured_counters(counters: Counters, wide: Collection[str] = ()) -> MeasuredCounters:
     """A PMA's answer (PortCounters merged with PortCountersExtended) as the
     model keeps it; `wide`: the PerfMgt names read from PortCountersExtended."""
     return MeasuredCounters(MappingProxyType({
@@ -209,7 +211,7 @@ def _vl_arb(entries: tuple[int, ...] | None, capacity: int | None) -> tuple[VlAr
 
 
 def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None,
-          counters: MeasuredCounters) -> Port:
+          layout: CounterLayout) -> Port:
     tables = node.tables.get(num, PortTables())
     if node.is_switch:
         # Switch ports share the node's port-0 GUID; data ports have no GUIDInfo.
@@ -228,19 +230,22 @@ def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None
         vl_arb_high=_vl_arb(tables.table("vl_arb_high"), info.vl_arb_high_cap),
         vl_arb_low=_vl_arb(tables.table("vl_arb_low"), info.vl_arb_low_cap),
         guids=guids, remote=remote, physical_interface=None, led_on=tables.led_on,
-        vendor_diag=None, counters=counters,
+        vendor_diag=None, counter_layout=layout,
     )
 
 
 def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[PortRef, PortRef],
           counters: Mapping[PortRef, MeasuredCounters]) -> Node | None:
+    """The node as read; `counters`: what each port's PMA answered (a port
+    without an answer is served as one without a PMA)."""
     ports: list[Port] = []
     for num in node.port_numbers:
         info = infos.get(num)
         if info is None:
             break  # ports are kept contiguous: Node.port() indexes them by number
         ref = PortRef(node.guid, num)
-        ports.append(_port(node, num, info, links.get(ref), counters.get(ref, _NO_PMA)))
+        measured = counters.get(ref)
+        ports.append(_port(node, num, info, links.get(ref), _NO_PMA if measured is None else measured.layout))
     if not ports:
         return None
     raw = node.info
@@ -256,7 +261,7 @@ def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[Po
     )
 
 
-_NO_PMA = MeasuredCounters(MappingProxyType({}))
+_NO_PMA = CounterLayout(frozenset())
 
 
 def _sms(subnet: Subnet) -> tuple[SmInfo, ...]:
@@ -340,4 +345,6 @@ def build_fabric(subnet: Subnet, local_guid: int, *,
         spec=spec,
         forwarding=_forwarding(subnet),
         computes_routes=False,
+        counter_values=values_by_node({ref: measured for ref, measured in (counters or {}).items()
+                                       if ref.guid in nodes}),
     )

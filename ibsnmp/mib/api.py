@@ -107,18 +107,21 @@ class VirtualMib(Protocol):
         """The most arcs of an instance of the object `oid` lies under (0: none)."""
         ...
 
-    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
-        """`get_cell`, and whether that answer holds while the snapshot and
-        `version(target)` stay the same (false where values move with time)."""
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool, Any]:
+        """`get_cell`, whether that answer holds while the snapshot's structure
+        and `version(target)` stay the same (false where values move with time),
+        and a tag saying what it depends on (None: anything) for the
+        `invalidation` of a MIB that offers one."""
         ...
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         """The first instance after `oid` in any of `subtrees`, or None after the last."""
         ...
 
-    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
-        """`next_cell`, and whether that answer holds while the snapshot and
-        `version(target)` stay the same (false where values move with time)."""
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool, Any] | None:
+        """`next_cell`, whether that answer holds while the snapshot's structure
+        and `version(target)` stay the same (false where values move with time),
+        and its tag (see `get_step`)."""
         ...
 
     def version(self, target: ContextTarget) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..fabric.lineage import STRUCTURE, Aspect
 from .api import ContextTarget
 
 Applies = Callable[[ContextTarget], bool]
@@ -49,6 +50,26 @@ class TableBinding:
     getter `(row, target) -> value`. `per_node` says whether the rows depend on the
     context's node (SMA, PMA...) or only on the fabric (IB-SM-MIB), which
     decides how built row indexes are shared between contexts.
+
+    `depends`: what of the snapshot the rows (which exist, and the row
+    objects) are made of, besides the context's node for a per-node table
+    (fabric.lineage.Aspect): a built index is kept while none of it
+    changes. The default, everything, is always right; a narrower one lets
+    an index outlive changes it cannot see. Values the getters read at
+    request time (counters) need not be named.
+
+    `owned`: a table of the whole fabric whose rows are grouped by node:
+    its INDEX starts with the subnet prefix and the node GUID (IB-SM-MIB's
+    node, port, link ... tables), and a node's rows are made of that node
+    alone (with what `depends` names besides Aspect.NODES). A change of a
+    few nodes then alters only the answers around their rows.
+
+    `view(node)`: everything of a node the rows (and their getters) read,
+    comparable: a node that changed without changing its view leaves the
+    table's answers as they were (a port going down changes PortInfo, not
+    the SL-to-VL tables). None: any change of the node may alter them.
+    For a per-node table, of the context's node; for an owned table, of
+    each node that owns rows.
     """
 
     entry: str
@@ -64,6 +85,9 @@ class TableBinding:
     # the agent): the built row index is reused only while `stamp(target)`
     # returns the same value.
     stamp: Callable[[ContextTarget], Any] | None = None
+    depends: Aspect = STRUCTURE
+    owned: bool = False
+    view: Callable[[Any], Any] | None = None
 
 
 Shard = Callable[[], Iterable[tuple[tuple[Any, ...], Any]]]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..fabric.iba import guid_bytes
+from ..fabric.lineage import Aspect
 from .api import ContextTarget
 from .binding import ModuleBinding, TableBinding
 from .facts import clamp_to, truth
@@ -90,6 +91,7 @@ IB_CA_MIB = ModuleBinding(
         TableBinding(
             entry="ibCaGeneralInfoEntry",
             rows=_general_rows,
+            depends=Aspect(0),
             columns={
                 # CaType uses IB-CA-MIB's numbering already (iba.CaType).
                 "ibCaType": lambda node, target: int(node.ca.ca_type),
@@ -101,6 +103,7 @@ IB_CA_MIB = ModuleBinding(
         TableBinding(
             entry="ibCaAttributeEntry",
             rows=_general_rows,
+            depends=Aspect(0),
             columns={
                 "ibCaHasReliableConnection": _attr("reliable_connection"),
                 "ibCaHasUnreliableConnection": _attr("unreliable_connection"),
@@ -125,6 +128,7 @@ IB_CA_MIB = ModuleBinding(
         TableBinding(
             entry="ibCaPortAttributeEntry",
             rows=_port_rows,
+            depends=Aspect(0),
             columns={
                 "ibCaPortGuid": lambda row, target: None if row[1].guid is None else guid_bytes(row[1].guid),
                 # iba.PhysicalInterface uses IB-CA-MIB's numbering:
@@ -145,6 +149,7 @@ IB_CA_MIB = ModuleBinding(
         TableBinding(
             entry="ibCaPortGidEntry",
             rows=_gid_rows,
+            depends=Aspect(0),
             columns={"ibCaPortGidValue": lambda gid, target: gid},
         ),
     ),

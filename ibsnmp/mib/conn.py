@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..fabric.counters import connection_counters_at
+from ..fabric.lineage import Aspect
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
 from .facts import truth as _truth
@@ -104,16 +105,19 @@ IBCONNECTION_MIB = ModuleBinding(
         TableBinding(
             entry="ibConnUDEntry",
             rows=_ud_rows,
+            depends=Aspect.CONNECTIONS,
             columns=_columns("ibConnUDGID", "ibConnUDLID", "ibConnUDLocalQPN"),
         ),
         TableBinding(
             entry="ibConnRDEntry",
             rows=_rd_rows,
+            depends=Aspect.CONNECTIONS,
             columns=_columns("ibConnRDLGID", "ibConnRDLLID", "ibConnRDLEEC", "ibConnRDRGID", "ibConnRDRLID", "ibConnRDREEC"),
         ),
         TableBinding(
             entry="ibConnCEntry",
             rows=_connected_rows,
+            depends=Aspect.CONNECTIONS,
             columns=_columns(
                 "ibConnCLGID", "ibConnCLLID", "ibConnCLQPN", "ibConnCRGID", "ibConnCRLID", "ibConnCRQPN",
                 "ibConnCState", "ibConnCReliable",

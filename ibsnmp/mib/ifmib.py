@@ -32,7 +32,6 @@ from typing import Any, Protocol
 
 from ..fabric.counters import InterfaceCounters, interface_counters
 from ..fabric.iba import PortPhysState, guid_bytes
-from ..fabric.ibnetdiscover_read import fdr10_ports
 from ..fabric.interfaces import (
     IF_TYPE_INFINIBAND,
     admin_status,
@@ -42,6 +41,7 @@ from ..fabric.interfaces import (
     oper_status,
     speed_mbps,
 )
+from ..fabric.lineage import Aspect, NodeDerived
 from ..fabric.model import Node, Port, PortRef
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
@@ -82,23 +82,26 @@ class _IfRow:
     the port's counters at the last time asked (every counter column of
     one request reads them once)."""
 
-    __slots__ = ("fabric", "node", "port", "if_index", "name", "alias", "mbps", "_at", "_counters")
+    __slots__ = ("node", "port", "if_index", "name", "alias", "mbps", "_at", "_counters")
 
     def __init__(self, fabric: Any, node: Node, port: Port, if_index: int, fdr10: bool) -> None:
-        self.fabric = fabric
         self.node = node
         self.port = port
         self.if_index = if_index
         self.name = interface_name(node, port.num).encode("ascii")
         self.alias = _fit(far_end_name(fabric, port), ALIAS_OCTETS).encode("ascii")
         self.mbps = _speed(port, fdr10)
-        self._at: float | None = None
+        self._at: tuple[float, Any] | None = None
         self._counters: InterfaceCounters | None = None
 
-    def counters(self, elapsed: float) -> InterfaceCounters | None:
-        if self._at != elapsed:
-            self._counters = interface_counters(self.fabric, self.port, elapsed)
-            self._at = elapsed
+    def counters(self, target: ContextTarget) -> InterfaceCounters | None:
+        """The counters at the request's moment, of the values its snapshot holds."""
+        fabric = target.fabric
+        at = (target.elapsed, fabric.counter_values)
+        known = self._at
+        if known is None or known[0] != at[0] or known[1] is not at[1]:
+            self._counters = interface_counters(fabric, self.port, target.elapsed)
+            self._at = at
         return self._counters
 
 
@@ -121,16 +124,28 @@ def _speed(port: Port, fdr10: bool) -> int | None:
 
 
 def _rows(target: ContextTarget) -> list[tuple[tuple[int], _IfRow]]:
-    """The context's interfaces, built once per snapshot and context and
-    shared by ifTable and ifXTable (so they share the counter memo)."""
+    """The context's interfaces, built once per structure and context and
+    shared by ifTable and ifXTable (so they share the counter memo); kept
+    while the nodes of the context are the same objects."""
     fabric, node, entity = target.fabric, target.node, target.entity_guids
+    members = tuple(map(fabric.nodes.get, entity)) if entity else (node,)
+    kept = fabric.derive_for(_ROWS, node)
+    found = kept.get(entity)
+    if found is not None and len(found[0]) == len(members) and all(
+            a is b for a, b in zip(found[0], members)):
+        return found[1]
+    fdr10 = fabric.fdr10_ports
+    rows = [((index,), _IfRow(fabric, member, port, index, port.ref in fdr10))
+            for index, member, port in context_interfaces(fabric, node, entity)]
+    kept[entity] = (members, rows)
+    return rows
 
-    def build() -> list[tuple[tuple[int], _IfRow]]:
-        fdr10 = fdr10_ports(fabric)
-        return [((index,), _IfRow(fabric, member, port, index, port.ref in fdr10))
-                for index, member, port in context_interfaces(fabric, node, entity)]
 
-    return fabric.cached(f"ifmib.rows.{node.guid:016x}.{entity}", build)
+# A context's interface rows, by its entity: names and far ends follow the
+# nodes' names, the links and which nodes exist; the FDR10 ports are the
+# topology file's.
+_ROWS: NodeDerived[dict[tuple[int, ...], tuple[tuple[Any, ...], list[tuple[tuple[int], _IfRow]]]]] = NodeDerived(
+    "IF-MIB rows", Aspect.DESCRIPTIONS | Aspect.NODE_SET | Aspect.IDENTITY, lambda fabric, node: {})
 
 
 Getter = Callable[[_IfRow, ContextTarget], Any]
@@ -139,7 +154,7 @@ Getter = Callable[[_IfRow, ContextTarget], Any]
 def _counter(field: str, mask: int) -> Getter:
     """A counter column: one InterfaceCounters field, wrapped to its width."""
     def getter(row: _IfRow, target: ContextTarget) -> int | None:
-        counters = row.counters(target.elapsed)
+        counters = row.counters(target)
         value = None if counters is None else getattr(counters, field)
         return None if value is None else value & mask
     return reads_time(getter)
@@ -157,7 +172,7 @@ def _no_rows(target: ContextTarget) -> tuple[()]:
 def _empty_table(entry: str) -> TableBinding:
     """A table this agent has no rows in: every readable column, no instance."""
     mib = definitions()
-    return TableBinding(entry=entry, rows=_no_rows,
+    return TableBinding(entry=entry, rows=_no_rows, depends=Aspect(0),
                         columns={c.name: _none for c in mib.columns_of(entry)
                                  if mib.readable(c.name)})
 
@@ -197,6 +212,7 @@ def if_mib_binding(history: InterfaceEvents | None = None,
             TableBinding(
                 entry="ifEntry",
                 rows=_rows,
+                depends=_ROWS.depends,
                 columns={
                     "ifIndex": lambda row, target: row.if_index,
                     "ifDescr": lambda row, target: row.name,
@@ -229,6 +245,7 @@ def if_mib_binding(history: InterfaceEvents | None = None,
             TableBinding(
                 entry="ifXEntry",
                 rows=_rows,
+                depends=_ROWS.depends,
                 columns={
                     "ifName": lambda row, target: row.name,
                     "ifInMulticastPkts": _counter("in_mcast_pkts", MASK32),

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, traffic_profile
+from ..fabric.lineage import Aspect, NodeDerived
+from ..fabric.model import Port
 from .api import ContextTarget
 from .binding import ModuleBinding, TableBinding, reads_time
 
@@ -25,41 +27,50 @@ Getter = Callable[[Any, ContextTarget], Any]
 
 
 class _PortRow:
-    """One data port: its traffic profile and the last attribute values read,
-    so the many columns of one request compute each attribute once."""
+    """One data port and the last attribute values read, so the many columns
+    of one request compute each attribute once. Its traffic profile is the
+    request's snapshot's: measured values move with every poll, a scenario's
+    bursts bend a simulated port's (the row stays)."""
 
-    __slots__ = ("num", "profile", "memo")
+    __slots__ = ("num", "port", "serves", "memo")
 
-    def __init__(self, num: int, profile: Any) -> None:
-        self.num = num
-        self.profile = profile
-        self.memo: dict[tuple[str, int], tuple[float, Any]] = {}
+    def __init__(self, port: Port, profile: Any) -> None:
+        self.num = port.num
+        self.port = port
+        # Which attributes have values: the kind of profile and, measured,
+        # the counters the port's PMA reports (its layout), not their values.
+        self.serves: Callable[[str], bool] = profile.serves
+        self.memo: dict[tuple[str, int], tuple[float, Any, Any]] = {}
 
-    def read(self, method: str, t: float, opcode: int = -1) -> Any:
+    def read(self, method: str, target: ContextTarget, opcode: int = -1) -> Any:
+        profile = traffic_profile(target.fabric, self.port)
+        t = target.elapsed
         key = (method, opcode)
         hit = self.memo.get(key)
-        if hit is not None and hit[0] == t:
-            return hit[1]
-        attribute = getattr(self.profile, method)
+        if hit is not None and hit[0] == t and hit[1] is profile:
+            return hit[2]
+        attribute = getattr(profile, method)
         value = attribute(t) if opcode < 0 else attribute(opcode, t)
-        self.memo[key] = (t, value)
+        self.memo[key] = (t, profile, value)
         return value
 
 
 def _port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
-    """Every data port of the node, built once per snapshot and node and
+    """Every data port of the node, built once per structure and node and
     shared by all PMA tables (so they share the per-row memo)."""
-    fabric, node = target.fabric, target.node
-    return fabric.cached(
-        f"pma.rows.{node.guid:016x}",
-        lambda: [((p.num,), _PortRow(p.num, traffic_profile(fabric, p))) for p in node.data_ports],
-    )
+    return target.fabric.derive_for(_ROWS, target.node)
+
+
+# Which rows a port has follows its profile's kind and, for a measured
+# port, the counters its PMA reports: the node's own structure.
+_ROWS = NodeDerived("PMA rows", Aspect(0), lambda fabric, node: [
+    ((p.num,), _PortRow(p, traffic_profile(fabric, p))) for p in node.data_ports])
 
 
 def _rows(method: str) -> Callable[[ContextTarget], list[tuple[tuple[int], _PortRow]]]:
     """The data ports whose profile has values for the attribute `method`
     (every port of a simulated fabric; measured ports only what they measured)."""
-    return lambda target: [row for row in _port_rows(target) if row[1].profile.serves(method)]
+    return lambda target: [row for row in _port_rows(target) if row[1].serves(method)]
 
 
 def _switch_port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
@@ -91,23 +102,21 @@ def _per_vl(value: Any, vl: int) -> Any:
 
 def _field(method: str, name: str) -> Getter:
     """A column that is one field of a per-port attribute."""
-    return reads_time(lambda row, target: _part(row.read(method, target.elapsed), name))
+    return reads_time(lambda row, target: _part(row.read(method, target), name))
 
 
 def _vl(method: str, vl: int) -> Getter:
     """A per-VL column of a per-port attribute."""
-    return reads_time(lambda row, target: _per_vl(row.read(method, target.elapsed), vl))
+    return reads_time(lambda row, target: _per_vl(row.read(method, target), vl))
 
 
 def _op_field(method: str, name: str) -> Getter:
     """A column of a per-port, per-opcode attribute (row = (port row, opcode))."""
-    return reads_time(lambda row, target: _part(row[0].read(method, target.elapsed, row[1]),
-                                                 name))
+    return reads_time(lambda row, target: _part(row[0].read(method, target, row[1]), name))
 
 
 def _op_vl(method: str, vl: int) -> Getter:
-    return reads_time(lambda row, target: _per_vl(row[0].read(method, target.elapsed, row[1]),
-                                                   vl))
+    return reads_time(lambda row, target: _per_vl(row[0].read(method, target, row[1]), vl))
 
 
 def _columns(prefix: str, make: Callable[[int], Getter]) -> dict[str, Getter]:
@@ -123,6 +132,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortCntrsEntry",
             rows=_rows(_COUNTERS),
+            depends=Aspect(0),
             columns={
                 "ibPmaSymbolErrCounter": _field(_COUNTERS, "symbol_error_counter"),
                 "ibPmaLinkErrRecoveryCntr": _field(_COUNTERS, "link_error_recovery_counter"),
@@ -141,6 +151,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortCntrsOptEntry",
             rows=_rows(_COUNTERS),
+            depends=Aspect(0),
             columns={
                 "ibPmaPortXmitData": _field(_COUNTERS, "port_xmit_data"),
                 "ibPmaPortRcvData": _field(_COUNTERS, "port_rcv_data"),
@@ -151,6 +162,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortRcvErrEntry",  # PortRcvErrorDetails (IBA 16.1.4.1)
             rows=_rows("rcv_error_details_at"),
+            depends=Aspect(0),
             columns={
                 "ibPmaPortRcvErrLocalPhysErrs": _field("rcv_error_details_at", "port_local_physical_errors"),
                 "ibPmaPortMalformedPacketErrs": _field("rcv_error_details_at", "port_malformed_packet_errors"),
@@ -163,6 +175,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortXmitDiscardEntry",  # PortXmitDiscardDetails (IBA 16.1.4.2)
             rows=_rows("xmit_discard_details_at"),
+            depends=Aspect(0),
             columns={
                 "ibPmaPortInactiveDiscards": _field("xmit_discard_details_at", "port_inactive_discards"),
                 "ibPmaPortNeighborMtuDiscards": _field("xmit_discard_details_at", "port_neighbor_mtu_discards"),
@@ -175,6 +188,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortFlowCtlCntrsEntry",  # PortFlowCtlCounters (IBA 16.1.4.4)
             rows=_rows("flow_ctl_counters_at"),
+            depends=Aspect(0),
             columns={
                 "ibPmaPortFlowCtlXmitFlowPkts": _field("flow_ctl_counters_at", "port_xmit_flow_pkts"),
                 "ibPmaPortFlowCtlRcvFlowPkts": _field("flow_ctl_counters_at", "port_rcv_flow_pkts"),
@@ -183,6 +197,7 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortOpCodeRcvCntrsEntry",  # PortOpRcvCounters (IBA 16.1.4.3)
             rows=_opcode_rows("op_rcv_counters_at"),
+            depends=Aspect(0),
             columns={
                 "ibPmaPortOpCodeRcvCntrsRcvPkts": _op_field("op_rcv_counters_at", "port_op_rcv_pkts"),
                 "ibPmaPortOpCodeRcvCntrsRcvData": _op_field("op_rcv_counters_at", "port_op_rcv_data"),
@@ -191,11 +206,13 @@ PMA_MIB = ModuleBinding(
         TableBinding(
             entry="ibPmaPortOpCodeVlCntrsEntry",  # PortVLOpPackets (IBA 16.1.4.5)
             rows=_opcode_rows("vl_op_packets_at"),
+            depends=Aspect(0),
             columns=_columns("ibPmaPortVlOpPkt", lambda vl: _op_vl("vl_op_packets_at", vl)),
         ),
         TableBinding(
             entry="ibPmaPortOpCodeVlDataCntrsEntry",  # PortVLOpData (IBA 16.1.4.6)
             rows=_opcode_rows("vl_op_data_at"),
+            depends=Aspect(0),
             columns=_columns("ibPmaPortVlOpData", lambda vl: _op_vl("vl_op_data_at", vl)),
         ),
         TableBinding(
@@ -203,16 +220,19 @@ PMA_MIB = ModuleBinding(
             # 0..3 inside the draft's 0..255.
             entry="ibPmaPortVlXmitFCUpErrEntry",
             rows=_rows("vl_xmit_flow_ctl_update_errors_at"),
+            depends=Aspect(0),
             columns=_columns("ibPmaPortVlXmitFCUpErr", lambda vl: _vl("vl_xmit_flow_ctl_update_errors_at", vl)),
         ),
         TableBinding(
             entry="ibPmaPortVlXmitWaitCntrsEntry",  # PortVLXmitWaitCounters (IBA 16.1.4.8)
             rows=_rows("vl_xmit_wait_at"),
+            depends=Aspect(0),
             columns=_columns("ibPmaPortVlXmitWait", lambda vl: _vl("vl_xmit_wait_at", vl)),
         ),
         TableBinding(
             entry="ibPmaPortVlSwCongestionEntry",  # SwPortVLCongestion (IBA 16.1.4.9)
             rows=_switch_port_rows,
+            depends=Aspect(0),
             columns=_columns("ibPmaPortVlSwCongestion", lambda vl: _vl("sw_port_vl_congestion_at", vl)),
         ),
     ),

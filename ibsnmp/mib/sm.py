@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
+from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
 from ibsnmp.sa.overrides import PartitionBuffer
 
@@ -69,8 +70,44 @@ def _text64(text: str) -> str:
     return text.encode("ascii", "replace")[:64].decode("ascii")
 
 
+# Every table is indexed by the subnet prefix (IDENTITY); these are made of
+# the nodes: which exist and what each holds.
+_NODES = Aspect.NODE_SET | Aspect.NODES | Aspect.IDENTITY
+
+
+# What each node-owned table reads of a node (TableBinding.view): a node
+# that changed elsewhere (a port's state) keeps its rows' answers.
+def _node_info_view(node: Node) -> tuple[Any, ...]:
+    return (node.node_type, node.description, node.system_image_guid, node.base_version,
+            node.class_version, node.vendor_id, node.device_id, node.revision, node.num_ports,
+            node.partition_cap, node.local_port_num, node.port_guid)
+
+
+def _port_info_view(node: Node) -> tuple[Any, ...]:
+    return tuple((port.num, port.info) for port in node.ports)
+
+
+def _switch_view(node: Node) -> Any:
+    return node.switch
+
+
+def _sw_sl2vl_view(node: Node) -> tuple[Any, ...]:
+    return node.is_switch, tuple((port.num, port.sl2vl) for port in node.data_ports)
+
+
+def _ca_sl2vl_view(node: Node) -> tuple[Any, ...]:
+    return node.is_switch, tuple((port.num, port.sl2vl) for port in node.ports)
+
+
+def _vl_arb_view(node: Node) -> tuple[Any, ...]:
+    return tuple((port.num, port.vl_arb_low, port.vl_arb_high) for port in node.ports)
+
+
 def _prefix(fabric: Fabric) -> bytes:
-    return fabric.cached("ibsm.prefix", lambda: fabric.subnet_prefix.to_bytes(8, "big"))
+    return fabric.derive(_PREFIX)
+
+
+_PREFIX = Derived("subnet prefix octets", Aspect.IDENTITY, lambda fabric: fabric.subnet_prefix.to_bytes(8, "big"))
 
 
 def _subnet_prefix(row: Any, target: ContextTarget) -> bytes:
@@ -147,6 +184,7 @@ def _config_table(designated: Callable[[], int | None] | None = None) -> TableBi
     return TableBinding(
         entry="ibSmConfigEntry",
         rows=partial(_config_rows, designated=designated) if designated is not None else _config_rows,
+        depends=Aspect.SMS | Aspect.SM_CONFIG | Aspect.IDENTITY,
         per_node=False,
         columns={
             "ibSmConfigSubnetPrefix": _subnet_prefix,
@@ -195,6 +233,9 @@ def _node_field(name: str, convert: Any) -> Any:
 _NODE_INFO = TableBinding(
     entry="ibSmNodeInfoEntry",
     rows=_node_rows,
+    depends=_NODES,
+    owned=True,
+    view=_node_info_view,
     per_node=False,
     columns={
         "ibSmNodeInfoSubnetPrefix": _subnet_prefix,
@@ -257,6 +298,9 @@ def _info(name: str, convert: Any = None) -> Any:
 _PORT_INFO = TableBinding(
     entry="ibSmPortInfoEntry",
     rows=_port_rows,
+    depends=_NODES,
+    owned=True,
+    view=_port_info_view,
     per_node=False,
     columns={
         "ibSmPortInfoSubnetPrefix": _subnet_prefix,
@@ -338,6 +382,9 @@ def _switch_field(name: str, convert: Any = None) -> Any:
 _SWITCH_INFO = TableBinding(
     entry="ibSmSwitchInfoEntry",
     rows=_switch_rows,
+    depends=_NODES,
+    owned=True,
+    view=_switch_view,
     per_node=False,
     columns={
         "ibSmSwitchInfoSubnetPrefix": _subnet_prefix,
@@ -449,6 +496,7 @@ def _vector_columns(table: str, key_column: str, element: int) -> dict[str, Any]
 _PARTITION = TableBinding(
     entry="ibSmPartitionEntry",
     rows=_partition_rows,
+    depends=Aspect.SA | Aspect.IDENTITY,
     per_node=False,
     columns=_vector_columns("Partition", "ibSmPartitionKey", _PARTITION_ELEMENT),
 )
@@ -485,6 +533,7 @@ def _mcast_scope(mgid: int) -> int | None:
 _MCAST_GROUP = TableBinding(
     entry="ibSmMcastGroupEntry",
     rows=_mcast_group_rows,
+    depends=Aspect.SA | Aspect.IDENTITY,
     per_node=False,
     columns={
         "ibSmMcastGroupSubnetPrefix": _subnet_prefix,
@@ -509,6 +558,7 @@ _MCAST_GROUP = TableBinding(
 _MCAST_MEMBER = TableBinding(
     entry="ibSmMcastMemberEntry",
     rows=_mcast_member_rows,
+    depends=Aspect.SA | _NODES,
     per_node=False,
     columns=_vector_columns("McastMember", "ibSmMcastMemberMGID", _MCAST_ELEMENT),
 )
@@ -539,6 +589,7 @@ def _masked_act_count(count: int | None) -> int | None:
 _SM_INFO = TableBinding(
     entry="ibSmSMInfoEntry",
     rows=_sm_rows,
+    depends=Aspect.SMS | Aspect.IDENTITY,
     per_node=False,
     columns={
         "ibSmSMInfoSubnetPrefix": _subnet_prefix,
@@ -576,6 +627,8 @@ def _link_rows(target: ContextTarget) -> Iterator[Row]:
 _LINK = TableBinding(
     entry="ibSmLinkEntry",
     rows=_link_rows,
+    depends=Aspect.LINKS | Aspect.IDENTITY,
+    owned=True,
     per_node=False,
     columns={
         "ibSmLinkSubnetPrefix": _subnet_prefix,
@@ -651,8 +704,8 @@ def _session_tables(state: Any) -> tuple[TableBinding, ...]:
     out = []
     for entry, table, fields, kind, requests in _SESSION_TABLE_SPECS:
         rows = partial(_session_rows, state, kind, requests) if state is not None else _no_rows
-        out.append(TableBinding(entry=entry, rows=rows, columns=_stored(table, *fields),
-                                per_node=False, stamp=state.stamp if state is not None else None))
+        out.append(TableBinding(entry=entry, rows=rows, columns=_stored(table, *fields), per_node=False,
+                                stamp=state.stamp if state is not None else None, depends=Aspect.IDENTITY))
     return tuple(out)
 
 
@@ -666,6 +719,7 @@ def _service_assoc_table(state: Any) -> TableBinding:
     return TableBinding(
         entry="ibSmServiceAssocEntry",
         rows=partial(_assoc_rows, state) if state is not None else _no_rows,
+        depends=Aspect.IDENTITY,
         columns=_stored("ServiceAssoc", "Key", "Name", "RowStatus"),
         per_node=False,
         stamp=state.stamp if state is not None else None,
@@ -691,6 +745,7 @@ _LEASE_MAX = highest("ibSmServiceLease")
 _SERVICE = TableBinding(
     entry="ibSmServiceEntry",
     rows=_service_rows,
+    depends=Aspect.SA | Aspect.IDENTITY,
     per_node=False,
     columns={
         "ibSmServiceSubnetPrefix": _subnet_prefix,
@@ -764,6 +819,9 @@ def _sl_columns(table: str, get) -> dict[str, Any]:  # type: ignore[no-untyped-d
 _SW_SL2VL = TableBinding(
     entry="ibSmSwSLtoVLMapEntry",
     rows=lambda target: (),
+    depends=_NODES,
+    owned=True,
+    view=_sw_sl2vl_view,
     shards=_sw_sl2vl_shards,
     per_node=False,
     columns={
@@ -778,6 +836,9 @@ _SW_SL2VL = TableBinding(
 _CA_SL2VL = TableBinding(
     entry="ibSmCaSLtoVLMapEntry",
     rows=_ca_sl2vl_rows,
+    depends=_NODES,
+    owned=True,
+    view=_ca_sl2vl_view,
     per_node=False,
     columns={
         "ibSmCaSLtoVLMapSubnetPrefix": _subnet_prefix,
@@ -819,6 +880,9 @@ def _vl_arb_rows(target: ContextTarget) -> Iterator[Row]:
 _VL_ARBITRATION = TableBinding(
     entry="ibSmVLArbitrationEntry",
     rows=_vl_arb_rows,
+    depends=_NODES,
+    owned=True,
+    view=_vl_arb_view,
     per_node=False,
     columns={
         "ibSmVLArbitrationSubnetPrefix": _subnet_prefix,

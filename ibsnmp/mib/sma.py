@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..fabric.counters import sm_act_count
+from ..fabric.lineage import Aspect
 from ..fabric.iba import (
     MAX_PHYS_PORTS,
     MAX_UNICAST_LID,
@@ -378,6 +379,13 @@ def _data_ports(target: ContextTarget) -> Iterator[Any]:
             yield port
 
 
+# What the rows of a node's tables are made of besides the node itself: its
+# own tables need nothing else; forwarding tables are read from the switch or
+# routed over the switches, links and LIDs (fabric.routing).
+_OWN = Aspect(0)
+_ROUTES = Aspect.FORWARDING | Aspect.IDENTITY | Aspect.NODE_SET | Aspect.LINKS | Aspect.LIDS
+
+
 def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
     for port in _data_ports(target):
         yield (port.num,), port
@@ -550,11 +558,13 @@ _TABLES = (
     TableBinding(
         entry="ibGuidInfoEntry",
         rows=_guid_rows,
+        depends=_OWN,
         columns={"ibSmaGuidVal": lambda guid, target: guid_bytes(guid)},
     ),
     TableBinding(
         entry="ibSmaPortInfoEntry",
         rows=_port_rows,
+        depends=_OWN,
         columns={
             "ibSmaPortLinkWidthEnabled": _info(
                 "link_width_enabled", lambda v: _WIDTH_ENABLED.get(int(v), _WIDTH_ENABLED_OTHER)),
@@ -590,6 +600,7 @@ _TABLES = (
     TableBinding(
         entry="ibSmaPKeyEntry",
         rows=_pkey_rows,
+        depends=_OWN,
         columns={
             "ibSmaPKeyMembership": lambda entry, target: _pkey_membership(entry),
             # "If the P_Key type is none(1), there is no associated Key Base value."
@@ -599,11 +610,13 @@ _TABLES = (
     TableBinding(
         entry="ibSmaSL2VLMapEntry",
         rows=_sl2vl_rows,
+        depends=_OWN,
         columns={"ibSmaVirtualLane": lambda vl, target: vl},
     ),
     TableBinding(
         entry="ibSmaHiPriVlArbEntry",
         rows=_vl_arb_rows(high=True),
+        depends=_OWN,
         columns={
             "ibSmaHiPriVirtLane": lambda entry, target: entry.vl,
             "ibSmaHiPriWeight": lambda entry, target: entry.weight,
@@ -612,6 +625,7 @@ _TABLES = (
     TableBinding(
         entry="ibSmaLowPriVlArbEntry",
         rows=_vl_arb_rows(high=False),
+        depends=_OWN,
         columns={
             "ibSmaLowPriVirtLane": lambda entry, target: entry.vl,
             "ibSmaLowPriWeight": lambda entry, target: entry.weight,
@@ -620,11 +634,13 @@ _TABLES = (
     TableBinding(
         entry="ibSmaLinForEntry",
         rows=_lft_rows,
+        depends=_ROUTES,
         columns={"ibSmaLinForwEgressPort": lambda port, target: port},
     ),
     TableBinding(
         entry="ibSmaRandomForwardingEntry",
         rows=_rft_rows,
+        depends=_ROUTES,
         columns={
             "ibSmaRandomDestLID": lambda entry, target: entry.lid,
             # IbDataPort cannot name port 0 (the switch's own LIDs).
@@ -637,11 +653,13 @@ _TABLES = (
     TableBinding(
         entry="ibSmaMulForEntry",
         rows=_mft_rows,
+        depends=_ROUTES | Aspect.SA,
         columns={"ibSmaMulForwMask": lambda mask, target: mask},
     ),
     TableBinding(
         entry="ibSmaSmInfoEntry",
         rows=_sm_rows,
+        depends=Aspect.SMS,
         columns={
             "ibSmaSmGuid": lambda sm, target: guid_bytes(sm.guid),
             # "shown as zeroes unless the requesting SM is proven to be the
@@ -657,6 +675,7 @@ _TABLES = (
     TableBinding(
         entry="ibSmaVendDiagInfoEntry",
         rows=_diag_rows,
+        depends=_OWN,
         columns={
             "ibSmaPortGenericDiagCode": _diag_code(lambda code: _plus_one(code & 0xF, 4, _DIAG_OTHER)),
             # The model's vendor part (DiagCode bits 15..4) in the draft's 0..2047.
@@ -671,6 +690,7 @@ _TABLES = (
     TableBinding(
         entry="ibSmaLedInfoEntry",
         rows=_port_rows,
+        depends=_OWN,
         columns={"ibSmaLedState": lambda port, target: _led_state(port)},
     ),
 )

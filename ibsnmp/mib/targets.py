@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 
+from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.providers.base import Provider
@@ -25,7 +26,10 @@ def context_name(guid: int) -> str:
 
 
 def sm_node_guids(fabric: Fabric) -> frozenset[int]:
-    return fabric.cached("sm_node_guids", lambda: frozenset(sm.node_guid for sm in fabric.sms))
+    return fabric.derive(_SM_NODES)
+
+
+_SM_NODES = Derived("nodes running an SM", Aspect.SMS, lambda fabric: frozenset(sm.node_guid for sm in fabric.sms))
 
 
 class FabricContexts:

@@ -5,8 +5,11 @@ InfiniBand drafts' and IF-MIB's); one sorted list of objects spans them
 all, so GETNEXT crosses from one subtree to the next without a seam.
 
 No Python object exists per cell. Each table's sorted instance suffixes are
-built once per fabric snapshot (and node, for per-node tables) on first use
-and kept in a small cache, so GETNEXT costs O(log n).
+built on first use and kept in a small cache, so GETNEXT costs O(log n);
+they are kept while what the table declares it depends on stays the same
+(TableBinding.depends, compared by the snapshot lineage's tokens) and, for
+a per-node table, while the node is the same object: a poll that moved
+counters keeps every index, a node that changed rebuilds its own.
 
 Reads answer with plain `Cell`s (`get_cell`, `next_cell`), typed by the
 compiled module (mib.cells); `get` / `get_next`, the pysnmp path, box the
@@ -24,8 +27,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
+from ..fabric.lineage import STRUCTURE, Aspect
 from .api import (
     Cell,
     NO_SUCH_INSTANCE,
@@ -59,10 +63,11 @@ class BindingError(ValueError):
 
 
 class _RowIndex:
-    __slots__ = ("fabric", "suffixes", "rows", "stamp", "longest")
+    __slots__ = ("key", "anchor", "suffixes", "rows", "stamp", "longest")
 
-    def __init__(self, fabric: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
-        self.fabric = fabric  # kept so a recycled id() never matches
+    def __init__(self, key: Any, anchor: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
+        self.key = key  # the scope it was built for (see _Table._scope)
+        self.anchor = anchor  # the context's node for a per-node table, kept so a recycled id() never matches
         self.suffixes = sorted(rows)
         self.rows = rows
         self.stamp = stamp
@@ -72,10 +77,11 @@ class _RowIndex:
 class _ShardIndex:
     """The sorted leading-index prefixes of a sharded table, and their builders."""
 
-    __slots__ = ("fabric", "prefixes", "builders")
+    __slots__ = ("key", "anchor", "prefixes", "builders")
 
-    def __init__(self, fabric: Any, shards: dict[Oid, Shard]) -> None:
-        self.fabric = fabric
+    def __init__(self, key: Any, anchor: Any, shards: dict[Oid, Shard]) -> None:
+        self.key = key
+        self.anchor = anchor
         self.prefixes = sorted(shards)
         self.builders = shards
 
@@ -87,22 +93,24 @@ class _BoundedCache:
     def __init__(self) -> None:
         self._entries: OrderedDict[Any, _RowIndex] = OrderedDict()
         self._rows = 0
-        self._fabric: Any = None  # the snapshot of the entries kept
+        self._tokens: Any = None  # the lineage tokens of the newest entries
 
-    def get(self, key: Any, fabric: Any, stamp: Any = None) -> _RowIndex | None:
+    def get(self, key: Any, anchor: Any, stamp: Any = None) -> _RowIndex | None:
         found = self._entries.get(key)
-        if found is None or found.fabric is not fabric or found.stamp != stamp:
+        if found is None or found.anchor is not anchor or found.stamp != stamp:
             return None
         self._entries.move_to_end(key)
         return found
 
     def put(self, key: Any, built: _RowIndex) -> None:
-        if built.fabric is not self._fabric:
-            # A new snapshot (a provider update, a configuration SET): indexes of
-            # older ones are never read again, and each would keep its snapshot alive.
-            self._entries.clear()
-            self._rows = 0
-            self._fabric = built.fabric
+        tokens = key[0]
+        if tokens != self._tokens:
+            # What the table depends on changed: indexes built before it are
+            # never read again (but by a reader of an older snapshot), and
+            # each would keep old nodes alive.
+            for old_key in [k for k in self._entries if k[0] != tokens]:
+                self._rows -= len(self._entries.pop(old_key).rows)
+            self._tokens = tokens
         old = self._entries.pop(key, None)
         if old is not None:
             self._rows -= len(old.rows)
@@ -122,68 +130,82 @@ class _Table:
         self.binding = binding
         self.codec = codec
         self._rows = _BoundedCache()
-        # The last index used, checked by identity before the keyed caches.
+        # The last index used and the lineage it was used at, checked by
+        # identity before the keyed caches.
         self._last: tuple[Any, Any, tuple[int, ...], _RowIndex] | None = None
         self._last_shards: tuple[Any, Any, tuple[int, ...], _ShardIndex] | None = None
         self._last_shard: tuple[_ShardIndex, Oid, _RowIndex] | None = None
-        self._shards: OrderedDict[tuple[int, Any, tuple[int, ...]], _ShardIndex] = OrderedDict()
+        self._shards: OrderedDict[Any, _ShardIndex] = OrderedDict()
 
-    def _scope(self, target: ContextTarget) -> tuple[int, Any, tuple[int, ...]]:
+    def _scope(self, target: ContextTarget) -> tuple[Any, ...]:
+        """What an index of this table is valid for: the lineage tokens of
+        what the table depends on, and for a per-node table the context's
+        node (by identity: a node that changed is another object) and entity."""
+        depends = self.binding.depends
         if not self.binding.per_node:
-            return (id(target.fabric), None, ())
-        return (id(target.fabric), target.node.guid, target.entity_guids)
+            return (target.fabric.lineage.token(depends), None, ())
+        if target.entity_guids:
+            depends |= Aspect.NODES | Aspect.NODE_SET  # the entity's other nodes too
+        return (target.fabric.lineage.token(depends), id(target.node), target.entity_guids)
 
-    def _build(self, fabric: Any, rows: Iterable[tuple[tuple[Any, ...], Any]],
+    def _anchor(self, target: ContextTarget) -> Any:
+        return target.node if self.binding.per_node else None
+
+    def _build(self, key: Any, anchor: Any, rows: Iterable[tuple[tuple[Any, ...], Any]],
                stamp: Any = None) -> _RowIndex:
         encode = self.codec.encode
-        return _RowIndex(fabric, {encode(values): row for values, row in rows}, stamp)
+        return _RowIndex(key, anchor, {encode(values): row for values, row in rows}, stamp)
 
     def _whole(self, target: ContextTarget) -> _RowIndex:
         stamp = self.binding.stamp(target) if self.binding.stamp is not None else None
+        lineage = target.fabric.lineage
         # A walk asks for the same context's rows again and again: the last
         # index used is checked first, by identity, before the keyed cache.
         last = self._last
-        if (last is not None and last[0] is target.fabric and last[3].stamp == stamp
+        if (last is not None and last[0] is lineage and last[3].stamp == stamp
                 and (not self.binding.per_node
                      or (last[1] is target.node and last[2] == target.entity_guids))):
             return last[3]
         key = self._scope(target)
-        found = self._rows.get(key, target.fabric, stamp)
+        anchor = self._anchor(target)
+        found = self._rows.get(key, anchor, stamp)
         if found is None:
-            found = self._build(target.fabric, self.binding.rows(target), stamp)
+            found = self._build(key, anchor, self.binding.rows(target), stamp)
             self._rows.put(key, found)
-        self._last = (target.fabric, target.node, target.entity_guids, found)
+        self._last = (lineage, target.node, target.entity_guids, found)
         return found
 
     def _shard_index(self, target: ContextTarget) -> _ShardIndex:
+        lineage = target.fabric.lineage
         last = self._last_shards
-        if (last is not None and last[0] is target.fabric
+        if (last is not None and last[0] is lineage
                 and (not self.binding.per_node
                      or (last[1] is target.node and last[2] == target.entity_guids))):
             return last[3]
         key = self._scope(target)
+        anchor = self._anchor(target)
         found = self._shards.get(key)
-        if found is None or found.fabric is not target.fabric:
+        if found is None or found.anchor is not anchor:
             assert self.binding.shards is not None
             encode = self.codec.encode_prefix
             shards = {encode(values): build for values, build in self.binding.shards(target)}
-            found = _ShardIndex(target.fabric, shards)
-            if self._shards and next(reversed(self._shards.values())).fabric is not target.fabric:
-                self._shards.clear()  # another snapshot's: see _BoundedCache.put
+            found = _ShardIndex(key, anchor, shards)
+            if self._shards and next(reversed(self._shards.values())).key[0] != key[0]:
+                self._shards.clear()  # built on what changed since: see _BoundedCache.put
             self._shards[key] = found
             if len(self._shards) > ROW_INDEX_CACHE_SIZE:
                 self._shards.popitem(last=False)
-        self._last_shards = (target.fabric, target.node, target.entity_guids, found)
+        self._last_shards = (lineage, target.node, target.entity_guids, found)
         return found
 
     def _shard(self, target: ContextTarget, index: _ShardIndex, prefix: Oid) -> _RowIndex:
         last = self._last_shard
         if last is not None and last[0] is index and last[1] == prefix:
             return last[2]
-        key = self._scope(target) + (prefix,)
-        found = self._rows.get(key, target.fabric)
+        key = index.key + (prefix,)
+        found = self._rows.get(key, index.anchor)
         if found is None:
-            found = self._build(target.fabric, index.builders[prefix]())
+            found = self._build(key, index.anchor, index.builders[prefix]())
             self._rows.put(key, found)
         self._last_shard = (index, prefix, found)
         return found
@@ -270,7 +292,7 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
 class _Handler:
     """A scalar or one table column: the leaf object under which instances live."""
 
-    __slots__ = ("oid", "ctype", "cell", "applies", "getter", "table", "static")
+    __slots__ = ("oid", "ctype", "cell", "applies", "getter", "table", "static", "owned")
 
     def __init__(self, oid: Oid, ctype: CellType, applies: Applies, getter: Any,
                  table: _Table | None):
@@ -282,6 +304,8 @@ class _Handler:
         self.table = table
         # Whether its cells stay as they are for one `InfinibandMib.version`.
         self.static = not is_timed(getter)
+        # Whether its instances are grouped by node (TableBinding.owned).
+        self.owned = table is not None and table.binding.owned
 
     def get(self, target: ContextTarget, suffix: Oid) -> Cell | Missing:
         if self.table is None:
@@ -306,6 +330,69 @@ class _Handler:
 
 
 _ABSENT = object()
+
+
+def _viewed(binding: TableBinding | None, guids: Any, before: Any, after: Any) -> bool:
+    """Whether any of the nodes `guids` changed what `binding` reads of it."""
+    view = binding.view if binding is not None else None
+    for guid in guids:
+        old, new = before.nodes.get(guid), after.nodes.get(guid)
+        if old is new:
+            continue
+        if view is None or old is None or new is None or view(old) != view(new):
+            return True
+    return False
+
+# The arcs of a node-owned table's instance suffix that hold the node GUID:
+# after the subnet prefix (TableBinding.owned). A GUID is a fixed-size
+# OCTET STRING index: 8 arcs, no length.
+_OWNER = slice(8, 16)
+
+
+def _owner_key(guid: int) -> tuple[int, ...]:
+    """A node GUID as the arcs `_OWNER` takes of a suffix (they sort alike)."""
+    return tuple(guid.to_bytes(8, "big"))
+
+
+# What a kept answer depends on: (the handler the asked name falls in or
+# before, the handler of the answer, the owner arcs of the asked name and
+# of the answer in a node-owned table, () elsewhere). See Invalidation.
+StepTag = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+
+
+class Invalidation(NamedTuple):
+    """Which kept answers of one context a structural change alters
+    (InfinibandMib.invalidation). `whole[h]`: every answer that consulted
+    handler h; `owned[h]`: for a node-owned table of the whole fabric, the
+    owner arcs of the nodes that changed: an answer in h between those
+    owners' rows (its asked name's owner <= a changed owner <= its
+    answer's) is altered, others stay."""
+
+    whole: bytearray
+    owned: dict[int, frozenset[tuple[int, ...]]]
+
+    @property
+    def nothing(self) -> bool:
+        return not self.owned and not any(self.whole)
+
+    @property
+    def touched(self) -> bytearray:
+        """Per handler: whether anything of it may be altered."""
+        touched = bytearray(self.whole)
+        for position in self.owned:
+            touched[position] = 1
+        return touched
+
+    def alters(self, tag: StepTag) -> bool:
+        first, last, after, owner = tag
+        whole, owned = self.whole, self.owned
+        if first == last:
+            if whole[first]:
+                return True
+            changed = owned.get(first)
+            return changed is not None and any(after <= key <= owner for key in changed)
+        # Across handlers: any change on the way alters it.
+        return any(whole[first:last + 1]) or any(position in owned for position in range(first, last + 1))
 
 
 class _WriteTarget:
@@ -365,6 +452,13 @@ class InfinibandMib:
         handlers.sort(key=lambda h: h.oid)
         self._handlers = handlers
         self._oids = [h.oid for h in handlers]
+        # (table, first handler, last handler) of every table (None: a scalar).
+        spans: dict[int, tuple[_Table | None, int, int]] = {}
+        for position, handler in enumerate(handlers):
+            key = id(handler.table) if handler.table is not None else -1 - position
+            first = spans.get(key, (handler.table, position, position))[1]
+            spans[key] = (handler.table, first, position)
+        self._spans = tuple(spans.values())
         for before, after in zip(self._oids, self._oids[1:]):
             if after[: len(before)] == before:
                 raise BindingError(f"{'.'.join(map(str, before))} is bound and has objects below it")
@@ -514,27 +608,32 @@ class InfinibandMib:
             return len(handler.oid) + 1
         return len(handler.oid) + handler.table.longest_suffix(target)
 
-    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool]:
-        """`get_cell`, and whether that answer holds while the snapshot and
-        `version(target)` stay the same (false where the value moves with time)."""
+    def get_step(self, target: ContextTarget, oid: Oid) -> tuple[Cell | Missing, bool, StepTag | None]:
+        """`get_cell`, whether that answer holds while the snapshot and
+        `version(target)` stay the same (false where the value moves with
+        time), and what it depends on (see `StepTag`; None: outside every
+        bound object)."""
         leaf = self._leaf(target, oid)
         if isinstance(leaf, Missing):
-            return leaf, True
+            return leaf, True, None
         handler, suffix = leaf
-        return handler.get(target, suffix), handler.static
+        position = self._hint
+        owner = suffix[_OWNER] if handler.owned else ()
+        return handler.get(target, suffix), handler.static, (position, position, owner, owner)
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)
         return None if found is None else (found[1], found[2])
 
-    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool] | None:
-        """`next_cell`, and whether the answer holds for as long as
-        `version(target)` and the snapshot do: false when an object that
-        reads the time was consulted on the way."""
+    def next_step(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, bool, StepTag] | None:
+        """`next_cell`, whether the answer holds for as long as
+        `version(target)` and the snapshot do (false when an object that
+        reads the time was consulted on the way), and what it depends on
+        (see `StepTag`)."""
         found = self._next(target, oid)
-        return None if found is None else (found[1], found[2], found[3])
+        return None if found is None else (found[1], found[2], found[3], found[4])
 
-    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell, bool] | None:
+    def _next(self, target: ContextTarget, oid: Oid) -> tuple[_Handler, Oid, Cell, bool, StepTag] | None:
         handlers = self._handlers
         position = self._position(oid)
         suffix: Oid | None = None
@@ -542,6 +641,8 @@ class InfinibandMib:
             suffix = oid[len(self._oids[position]) :]
         else:
             position = bisect_left(self._oids, oid)
+        first = position
+        after = suffix[_OWNER] if suffix is not None and handlers[position].owned else ()
         static = True
         while position < len(handlers):
             handler = handlers[position]
@@ -549,10 +650,49 @@ class InfinibandMib:
                 static = static and handler.static
                 found = handler.next(target, suffix)
                 if found is not None:
-                    return handler, handler.oid + found[0], found[1], static
+                    owner = found[0][_OWNER] if handler.owned else ()
+                    return (handler, handler.oid + found[0], found[1], static,
+                            (first, position, after, owner))
             suffix = None
             position += 1
         return None
+
+    # -- what a structural change leaves of what was read --------------------------
+
+    def invalidation(self, node: int | None, entity: tuple[int, ...], changed: Aspect,
+                     nodes: frozenset[int] | None, before: Any, after: Any) -> Invalidation:
+        """Which answers the change from snapshot `before` to `after` (of
+        `changed`, touching `nodes`; None: any) can alter in the context of
+        node `node` (its `entity`): see `Invalidation`. Tables whose rows do
+        not depend on what changed (TableBinding.depends), or read nothing
+        that changed of the changed nodes (TableBinding.view), keep every
+        answer; a node-owned table of the whole fabric loses only the
+        answers around the rows of the nodes whose view changed."""
+        whole = bytearray(len(self._handlers))
+        owned: dict[int, frozenset[tuple[int, ...]]] = {}
+        nodes_changed = bool(changed & Aspect.NODES)
+        members = (node, *entity) if node is not None else entity
+        mine = [guid for guid in members if nodes is None or guid in nodes] if nodes_changed else []
+        for table, first, last in self._spans:
+            binding = table.binding if table is not None else None
+            depends = binding.depends if binding is not None else STRUCTURE
+            hit = depends & changed
+            if binding is None or binding.per_node:
+                # The context's own node (its entity's) is what a per-node table reads.
+                if hit & ~Aspect.NODES or (mine and _viewed(binding, mine, before, after)):
+                    whole[first:last + 1] = b"\x01" * (last + 1 - first)
+                continue
+            if not hit:
+                continue
+            if hit == Aspect.NODES and binding.owned and nodes is not None:
+                keys = frozenset(_owner_key(guid) for guid in nodes
+                                 if _viewed(binding, (guid,), before, after))
+                if keys:
+                    for position in range(first, last + 1):
+                        owned[position] = keys
+                continue
+            whole[first:last + 1] = b"\x01" * (last + 1 - first)
+        return Invalidation(whole, owned)
 
     # The pysnmp path: the same cells, boxed as the compiled syntax objects.
 
@@ -568,7 +708,7 @@ class InfinibandMib:
         found = self._next(target, oid)
         if found is None:
             return None
-        handler, at, cell, _ = found
+        handler, at, cell = found[:3]
         return at, handler.ctype.box(cell)
 
     # -- SET ---------------------------------------------------------------------

@@ -10,16 +10,22 @@ holds them.  The subnet managers are those the records carry; the SM
 configuration is the master's.  The default context is the master SM's
 node, else the lowest GUID.  Records carry no forwarding tables, so the
 snapshot has none (and computes none: only an SM routes).
+
+A record that says what its node's served record said, but for counter
+values, changes the snapshot's values alone (fabric.succession.with_values):
+its structure, and all that was derived of it, stays.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
 from ibsnmp.fabric.iba import DEFAULT_SUBNET_PREFIX, PortState, SmState
 from ibsnmp.fabric.model import Fabric, Link, Node, PortRef, SmConfig, SmInfo
+from ibsnmp.fabric.succession import successor, with_values
 
 from .codec import NodeRecord
 
@@ -36,9 +42,9 @@ class LinkMismatch(NamedTuple):
 
 class Built(NamedTuple):
     """A snapshot the Assembly made: `changed` holds the GUIDs of the nodes
-    put or removed since the one before (every other node is the same
-    object in both), `mismatches` the disagreeing link ends if the fabric
-    was rebuilt."""
+    put with another structure or removed since the one before (every other
+    node is the same object in both; some may have new counter values),
+    `mismatches` the disagreeing link ends if the fabric was rebuilt."""
 
     fabric: Fabric
     mismatches: tuple[LinkMismatch, ...]
@@ -97,6 +103,7 @@ def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tupl
         spec=spec,
         # The records carry no forwarding tables, and the aggregator is no SM.
         computes_routes=False,
+        counter_values=MappingProxyType({guid: records[guid].values for guid in guids}),
     )
     return fabric, tuple(mismatches)
 
@@ -115,10 +122,17 @@ def _shape(record: NodeRecord) -> tuple[object, ...]:
             record.sm_config)
 
 
+def same_structure(a: NodeRecord, b: NodeRecord) -> bool:
+    """Whether two records of a node differ in counter values (and times) only."""
+    return a.node == b.node and a.sms == b.sms and a.sm_config == b.sm_config
+
+
 class Assembly:
     """The served records and the snapshot made of them.  A record whose
-    shape (see _shape) did not change swaps only its node into the last
-    snapshot; anything else rebuilds the whole fabric with `assemble`."""
+    structure did not change changes the snapshot's counter values alone;
+    one whose shape (see _shape) did not change swaps only its node into
+    the last snapshot; anything else rebuilds the whole fabric with
+    `assemble` (keeping what equals the last snapshot: succession.successor)."""
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -126,8 +140,9 @@ class Assembly:
         self._shapes: dict[int, tuple[object, ...]] = {}
         self._sm_nodes: set[int] = set()
         self._reshaped = True
-        self._changed: set[int] = set()  # put since the last build
+        self._changed: set[int] = set()  # put with another structure since the last build
         self._removed: set[int] = set()  # removed since the last build
+        self._valued = False  # counter values put since the last build
         self.fabric, _ = assemble({}, spec)
 
     def __contains__(self, guid: int) -> bool:
@@ -136,18 +151,32 @@ class Assembly:
     def __len__(self) -> int:
         return len(self._records)
 
+    def record(self, guid: int) -> NodeRecord | None:
+        """The record served for the node (its objects are the snapshot's)."""
+        return self._records.get(guid)
+
     @property
     def dirty(self) -> bool:
-        return self._reshaped or bool(self._changed)
+        return self._reshaped or bool(self._changed) or self._valued
 
     def put(self, record: NodeRecord) -> None:
         guid = record.node.guid
+        before = self._records.get(guid)
+        if before is not None and (before.node is record.node or same_structure(before, record)):
+            self.put_values(dataclasses.replace(record, node=before.node, sms=before.sms,
+                                                sm_config=before.sm_config))
+            return
         shape = _shape(record)
         if self._shapes.get(guid) != shape:
             self._reshaped = True
             self._shapes[guid] = shape
         self._records[guid] = record
         self._changed.add(guid)
+
+    def put_values(self, record: NodeRecord) -> None:
+        """A record of a served node whose structure is the served one's."""
+        self._records[record.node.guid] = record
+        self._valued = True
 
     def remove(self, guid: int) -> None:
         if self._records.pop(guid, None) is not None:
@@ -158,11 +187,12 @@ class Assembly:
     def build(self) -> Built:
         """The snapshot of what was put and removed."""
         mismatches: tuple[LinkMismatch, ...] = ()
+        old = self.fabric
         if self._reshaped:
-            self.fabric, mismatches = assemble(self._records, self.spec)
+            fresh, mismatches = assemble(self._records, self.spec)
+            self.fabric = successor(old, fresh)
             self._sm_nodes = {sm.node_guid for sm in self.fabric.sms}
         elif self._changed:
-            old = self.fabric
             nodes = _copy(old.nodes)
             for guid in self._changed:
                 nodes[guid] = self._records[guid].node
@@ -170,13 +200,19 @@ class Assembly:
             if self._sm_nodes & self._changed:
                 sms = tuple(sorted((sm for g in self._sm_nodes for sm in self._records[g].sms),
                                    key=lambda sm: sm.guid))
-            self.fabric = Fabric(old.subnet_prefix, MappingProxyType(nodes), old.links, old.lid_map, sms,
-                                 old.sm_config, old.partitions, old.multicast_groups, old.services,
-                                 old.connections, old.local_node_guid, spec=self.spec,
-                                 computes_routes=False)
+            fresh = Fabric(old.subnet_prefix, MappingProxyType(nodes), old.links, old.lid_map, sms,
+                           old.sm_config, old.partitions, old.multicast_groups, old.services,
+                           old.connections, old.local_node_guid, spec=self.spec,
+                           computes_routes=False, counter_values=self._values())
+            self.fabric = successor(old, fresh, self._changed)
+        elif self._valued:
+            self.fabric = with_values(old, self._values())
         # A rebuild too takes each node from its record: one not put is the object it was.
         changed = frozenset(self._changed | self._removed)
-        self._reshaped = False
+        self._reshaped = self._valued = False
         self._changed.clear()
         self._removed.clear()
         return Built(self.fabric, mismatches, changed)
+
+    def _values(self) -> Mapping[int, Mapping[int, Mapping[str, int]]]:
+        return MappingProxyType({guid: record.values for guid, record in self._records.items()})

@@ -20,13 +20,14 @@ wide counter.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
@@ -74,10 +75,13 @@ CA_FIELDS = StructCodec(CaInfo)
 PORT_INFO_FIELDS = StructCodec(PortInfo)
 PORT_FIELDS = StructCodec(Port, skip=frozenset({
     "node_guid", "info", "pkeys", "sl2vl", "vl_arb_high", "vl_arb_low", "guids", "remote", "vendor_diag",
-    "gids", "counters"}))
+    "gids", "counter_layout"}))
 SM_FIELDS = StructCodec(SmInfo, skip=frozenset({"node_guid"}))
 SM_CONFIG_FIELDS = StructCodec(SmConfig)
 EVENT_FIELDS = StructCodec(TrapEvent)
+
+
+_NO_VALUES: Mapping[int, Mapping[str, int]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +92,8 @@ class NodeRecord:
     node.  `time`: the publisher's wall clock (seconds since 1970);
     `publisher`: the client id whose last will covers the node; `refresh`:
     the publisher's full-refresh period in seconds (an aggregator judges
-    the node stale after missing a few)."""
+    the node stale after missing a few).  Every port has a counter layout
+    (the counters sent for it); `values` holds their values by port number."""
 
     node: Node
     sms: tuple[SmInfo, ...]
@@ -96,6 +101,7 @@ class NodeRecord:
     time: float
     publisher: str | None = None
     refresh: float | None = None
+    values: Mapping[int, Mapping[str, int]] = field(default_factory=lambda: _NO_VALUES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,26 +121,33 @@ def record_of(fabric: Fabric, node: Node, elapsed: float, now: float, *, publish
     """The node as `fabric` holds it `elapsed` seconds after the provider's
     epoch: simulated counters and SM activity counts are taken at that
     moment (measured counters are already values)."""
-    ports = tuple(_with_counters(fabric, port, elapsed) for port in node.ports)
+    measured = [_measured_at(fabric, port, elapsed) for port in node.ports]
+    ports = tuple(port if port.counter_layout is not None else _replace(port, counter_layout=m.layout)
+                  for port, m in zip(node.ports, measured))
+    values = MappingProxyType({port.num: m.values for port, m in zip(node.ports, measured)})
     sms = tuple(
         SmInfo(sm.guid, sm.sm_key, sm_act_count(sm, elapsed), sm.priority, sm.state, sm.node_guid, sm.port_num,
                sm.act_rate)
         for sm in fabric.sms if sm.node_guid == node.guid)
     master = fabric.master_sm
     sm_config = fabric.sm_config if master is not None and master.node_guid == node.guid else None
-    return NodeRecord(_replace_ports(node, ports), sms, sm_config, now, publisher, refresh)
+    if any(port is not before for port, before in zip(ports, node.ports)):
+        node = _replace_ports(node, ports)
+    return NodeRecord(node, sms, sm_config, now, publisher, refresh, values)
 
 
-def _with_counters(fabric: Fabric, port: Port, elapsed: float) -> Port:
-    if port.counters is not None:
-        return port
+def _measured_at(fabric: Fabric, port: Port, elapsed: float) -> MeasuredCounters:
+    """The counters a port reports: as read, or the simulated ones at `elapsed`."""
+    measured = fabric.measured(port)
+    if measured is not None:
+        return measured
     counters = port_counters(fabric, port, elapsed)
     values = {} if counters is None else {k: v for k, v in asdict(counters).items() if v is not None}
     extended = extended_counters(fabric, port, elapsed)
     if extended is None:
-        return _replace(port, counters=MeasuredCounters(MappingProxyType(values)))
+        return MeasuredCounters(MappingProxyType(values))
     values.update(extended.values)
-    return _replace(port, counters=MeasuredCounters(MappingProxyType(values), extended.wide))
+    return MeasuredCounters(MappingProxyType(values), extended.wide)
 
 
 def _replace(port: Port, **changes: Any) -> Port:
@@ -152,7 +165,7 @@ def _replace_ports(node: Node, ports: tuple[Port, ...]) -> Node:
 # -- a record -> JSON -----------------------------------------------------------------
 
 
-def _encode_port(port: Port) -> dict[str, Any]:
+def _encode_port(port: Port, values: Mapping[str, int] | None) -> dict[str, Any]:
     out = PORT_FIELDS.encode(port)
     out["info"] = PORT_INFO_FIELDS.encode(port.info)
     for name in ("pkeys", "sl2vl"):
@@ -169,10 +182,11 @@ def _encode_port(port: Port) -> dict[str, Any]:
         out["remote"] = {"guid": hex64(port.remote.guid), "port": port.remote.port}
     if port.vendor_diag is not None:
         out["vendor_diag"] = port.vendor_diag.hex()
-    if port.counters is not None:
-        wide = port.counters.wide
-        out["counters"] = {name: _counter(value, PortCounters.BITS.get(name, _DEFAULT_BITS), name in wide)
-                           for name, value in sorted(port.counters.values.items())}
+    layout = port.counter_layout
+    if layout is not None:
+        wide, read = layout.wide, values or {}
+        out["counters"] = {name: _counter(read[name], PortCounters.BITS.get(name, _DEFAULT_BITS), name in wide)
+                           for name in sorted(layout.names) if name in read}
     return out
 
 
@@ -194,7 +208,7 @@ def state_dict(record: NodeRecord) -> dict[str, Any]:
         out["switch"] = SWITCH_FIELDS.encode(node.switch)
     if node.ca is not None:
         out["ca"] = CA_FIELDS.encode(node.ca)
-    out["ports"] = [_encode_port(port) for port in node.ports]
+    out["ports"] = [_encode_port(port, record.values.get(port.num)) for port in node.ports]
     if record.sms:
         out["sms"] = [SM_FIELDS.encode(sm) for sm in record.sms]
     if record.sm_config is not None:
@@ -300,6 +314,7 @@ def _name_index(names: tuple[str, ...]) -> dict[str, int]:
 
 
 def _counters(value: object, where: str) -> MeasuredCounters:
+    """A port's counters object: the values, and their layout (`layout`)."""
     if not isinstance(value, dict):
         raise PayloadError(f"{where}: expected an object of counters")
     numbers: list[int] = []
@@ -317,14 +332,14 @@ def _counters(value: object, where: str) -> MeasuredCounters:
     return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)), _shared(frozenset(wide)))
 
 
-def _decode_port(data: object, where: str, node_guid: int) -> Port:
+def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, MeasuredCounters | None]:
     if not isinstance(data, dict):
         raise PayloadError(f"{where}: expected an object")
     own = {name: data[name] for name in data if name in PORT_FIELDS.names}
     rest = {name: data[name] for name in data if name not in own}
     port: Port = PORT_FIELDS.decode(
         own, where, node_guid=node_guid, info=None, pkeys=(), sl2vl=(), vl_arb_high=(), vl_arb_low=(),
-        guids=None, remote=None, vendor_diag=None, gids=None, counters=None)
+        guids=None, remote=None, vendor_diag=None, gids=None, counter_layout=None)
     if "info" not in rest:
         raise PayloadError(f"{where}: info is missing")
     changes: dict[str, Any] = {"info": PORT_INFO_FIELDS.decode(rest.pop("info"), f"{where}.info")}
@@ -358,14 +373,16 @@ def _decode_port(data: object, where: str, node_guid: int) -> Port:
             changes["vendor_diag"] = None
         if changes["vendor_diag"] is None:
             raise PayloadError(f"{where}.vendor_diag: expected hex octets")
+    measured = None
     if "counters" in rest:
-        changes["counters"] = _counters(rest.pop("counters"), f"{where}.counters")
+        measured = _counters(rest.pop("counters"), f"{where}.counters")
+        changes["counter_layout"] = measured.layout
     if rest:
         raise PayloadError(f"{where}: unknown field {sorted(rest)[0]!r}")
     port = _replace(port, **changes)
     if port.num > _MAX_PORTS:
         raise PayloadError(f"{where}.num: {port.num} is not a port number")
-    return port
+    return port, measured
 
 
 _STATE_KEYS = frozenset({"version", "time", "publisher", "refresh", "node", "switch", "ca", "ports", "sms",
@@ -394,7 +411,9 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
     ports_data = data.get("ports")
     if not isinstance(ports_data, list) or not 1 <= len(ports_data) <= _MAX_PORTS + 1:
         raise PayloadError("ports: expected a list of 1 to 256 ports")
-    ports = tuple(_decode_port(p, f"ports[{i}]", topic_guid) for i, p in enumerate(ports_data))
+    decoded = [_decode_port(p, f"ports[{i}]", topic_guid) for i, p in enumerate(ports_data)]
+    ports = tuple(port for port, _ in decoded)
+    values = MappingProxyType({port.num: measured.values for port, measured in decoded if measured is not None})
     numbers = [p.num for p in ports]
     if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         raise PayloadError(f"ports: numbers must be consecutive and ascending, got {numbers}")
@@ -410,7 +429,80 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
         raise PayloadError("sms: expected a list")
     sms = tuple(SM_FIELDS.decode(s, f"sms[{i}]", node_guid=topic_guid) for i, s in enumerate(sms_data))
     sm_config = SM_CONFIG_FIELDS.decode(data["sm_config"], "sm_config") if "sm_config" in data else None
-    return NodeRecord(node, sms, sm_config, when, publisher, float(refresh) if refresh is not None else None)
+    return NodeRecord(node, sms, sm_config, when, publisher, float(refresh) if refresh is not None else None,
+                      values)
+
+
+# -- the values of a state, without decoding it ------------------------------------
+# A publisher sends every node's state again whenever its counters moved:
+# mostly the same text with other numbers. `split_state` reads a payload
+# laid out as `encode_state` writes it (version, then time, first) into its
+# time, a digest of the rest with every counter value and ActCount taken
+# out, and those numbers in order; a payload whose digest equals that of a
+# state decoded whole before has that state's structure, and `values_of`
+# gives its values by the plan of that state (`value_plan`). Anything else
+# (another layout, a number JSON or the schema would refuse) is for
+# `decode_state`.
+
+_TIMED = b'{"version":%d,"time":' % VERSION
+_NUMBER = re.compile(rb'("(?:value|act_count)":)(0|[1-9][0-9]{0,19})(?=[,}])')
+_TIME = re.compile(rb"(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?")
+
+
+class SplitState(NamedTuple):
+    time: float
+    digest: bytes  # of the payload past its time field, numbers taken out
+    numbers: tuple[int, ...]  # counter values, then SM ActCounts, in payload order
+
+
+class ValuePlan(NamedTuple):
+    """Where a state's numbers go: each port's counter names in payload
+    order, and how many ActCounts follow."""
+
+    ports: tuple[tuple[int, tuple[str, ...]], ...]
+    act_counts: int
+
+
+def split_state(payload: bytes) -> SplitState | None:
+    """See above; None for a payload not laid out as this codec writes it."""
+    if not payload.startswith(_TIMED):
+        return None
+    start = len(_TIMED)
+    comma = payload.find(b",", start)
+    found = _TIME.fullmatch(payload, start, comma) if comma > 0 else None
+    if found is None:
+        return None
+    parts = _NUMBER.split(payload, 0)
+    # parts: text, key, number, text, key, number, ..., text
+    numbers = tuple(map(int, parts[2::3]))
+    texts = parts[0::3]
+    rest = b"".join(part for pair in zip(texts, parts[1::3] + [b""]) for part in pair)
+    digest = hashlib.blake2b(rest[comma:], digest_size=16).digest()
+    return SplitState(float(payload[start:comma]), digest, numbers)
+
+
+def value_plan(record: NodeRecord) -> ValuePlan:
+    """The plan of a decoded state (its values' names are in payload order)."""
+    ports = tuple((port.num, tuple(record.values[port.num])) for port in record.node.ports
+                  if port.num in record.values)
+    return ValuePlan(ports, sum(1 for sm in record.sms if sm.act_count is not None))
+
+
+def values_of(split: SplitState, plan: ValuePlan
+              ) -> tuple[Mapping[int, Mapping[str, int]], tuple[int, ...]] | None:
+    """(counter values by port, ActCounts) of a split state by `plan`; None
+    when the numbers do not fit it."""
+    numbers = split.numbers
+    if len(numbers) != sum(len(names) for _, names in plan.ports) + plan.act_counts:
+        return None
+    if any(n >> 64 for n in numbers):
+        return None
+    values: dict[int, Mapping[str, int]] = {}
+    at = 0
+    for num, names in plan.ports:
+        values[num] = CounterValues(names, numbers[at:at + len(names)])
+        at += len(names)
+    return MappingProxyType(values), numbers[at:]
 
 
 # -- events -------------------------------------------------------------------------------

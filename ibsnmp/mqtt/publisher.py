@@ -46,7 +46,7 @@ log = logging.getLogger("ibsnmp.mqtt.publisher")
 
 
 def _same(a: NodeRecord, b: NodeRecord) -> bool:
-    return a.node == b.node and a.sms == b.sms and a.sm_config == b.sm_config
+    return a.values == b.values and a.node == b.node and a.sms == b.sms and a.sm_config == b.sm_config
 
 
 class Publisher:

@@ -92,7 +92,7 @@ class ProviderCore:
 
     @_fabric.setter
     def _fabric(self, fabric: Fabric) -> None:
-        self._swap_in(fabric, None)
+        self._swap_in(fabric, _changed_nodes(getattr(self, "_served", None), fabric))
 
     def _swap_in(self, fabric: Fabric, changed: Set[int] | None) -> None:
         """Serve `fabric`; `changed`: the GUIDs of the nodes added, removed
@@ -134,6 +134,19 @@ class ProviderCore:
                 listener(event)
             except Exception:  # a listener's bug must not stop the provider
                 log.exception("event listener failed on %s", event.trap.name)
+
+
+def _changed_nodes(old: Fabric | None, new: Fabric) -> Set[int] | None:
+    """The nodes `new` changed from `old` as its lineage tells: none when it
+    has the same structure, those its change touched when it follows `old`
+    directly; None when that is not known."""
+    if old is None:
+        return None
+    if new.lineage is old.lineage:
+        return frozenset()
+    if new.lineage.parent == old.lineage.serial:
+        return new.lineage.nodes
+    return None
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[None]]) -> None:

@@ -43,11 +43,12 @@ from dataclasses import dataclass
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
-from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
+from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef, values_by_node
+from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
 from ibsnmp.live.sa_follow import FollowingBackend
-from ibsnmp.live.snapshot import SaRecords, build_fabric, counter_values, link_state
+from ibsnmp.live.snapshot import SaRecords, build_fabric, link_state, measured_counters
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
@@ -317,7 +318,7 @@ class LiveProvider(ProviderCore):
             log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                       subnet.unanswered[0])
         return _Sweep(subnet, local, extended,
-                      {ref: counter_values(c, read.wide.get(ref, ())) for ref, c in read.counters.items()})
+                      {ref: measured_counters(c, read.wide.get(ref, ())) for ref, c in read.counters.items()})
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
@@ -352,16 +353,24 @@ class LiveProvider(ProviderCore):
         for guid in old - new:
             log.warning("live: node %016x (%s) no longer answers", guid,
                         self._fabric.nodes[guid].description or "no description")
-        self._swap(self._build())
+        # What reads as before keeps its objects, and what was derived of it.
+        self._swap(successor(self._fabric, self._build()))
 
     def _apply_refresh(self, result: Refresh) -> bool:
-        """Swap in what a refresh read; True if it saw a change a sweep must follow."""
+        """Swap in what a refresh read; True if it saw a change a sweep must follow.
+
+        A poll that read new counter values and nothing else keeps the
+        snapshot's structure (fabric.succession.with_values); one that read a
+        node's PortInfo or SwitchInfo differently rebuilds that node alone."""
         self.polls += 1
         changed = False
+        reread: set[int] = set()  # nodes whose structure read differently
         for ref, info in result.port_infos.items():
             before = self._port_infos.get(ref) or self._subnet.nodes[ref.guid].ports.get(ref.port)
             if before is None or any(before[f] != info[f] for f in _RESWEEP_PORT_FIELDS):
                 changed = True
+            if before != info:
+                reread.add(ref.guid)
         self._port_infos.update(result.port_infos)
         for guid, info in result.switch_infos.items():
             node = self._subnet.nodes[guid]
@@ -369,15 +378,27 @@ class LiveProvider(ProviderCore):
                     node.switch_info[f] != v for f, v in info.items()
                     if f not in _VOLATILE_SWITCH_FIELDS):
                 changed = True
+            if node.switch_info != info:
+                reread.add(guid)
             node.switch_info = info
         answered = {ref.guid for ref in result.port_infos}
         if any(guid not in answered for guid in self._fabric.nodes):
             changed = True  # a node stopped answering: the subnet changed shape
-        self._counters.update((ref, counter_values(c, result.wide.get(ref, ()))) for ref, c in result.counters.items())
+        counters = self._counters
+        for ref, read in result.counters.items():
+            measured = measured_counters(read, result.wide.get(ref, ()))
+            before_counters = counters.get(ref)
+            if before_counters is None or before_counters.wide != measured.wide \
+                    or before_counters.values.keys() != measured.values.keys():
+                reread.add(ref.guid)  # the PMA reports other counters: its rows change
+            counters[ref] = measured
         if result.failures:
             log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
                       next(iter(result.failures.items())))
-        self._swap(self._build())
+        if reread:
+            self._swap(successor(self._fabric, self._build(), reread))
+        else:
+            self._swap(with_values(self._fabric, values_by_node(counters)))
         return changed
 
     def _swap(self, new: Fabric) -> None:
@@ -385,7 +406,8 @@ class LiveProvider(ProviderCore):
         crossed Down (see snapshot.link_state)."""
         old = self._fabric
         transitions = []
-        for node in new.nodes.values():
+        same = new.lineage is old.lineage  # new values only: no port changed state
+        for node in () if same else new.nodes.values():
             for port in node.ports:
                 was = old.port(node.guid, port.num)
                 if was is None:

@@ -27,7 +27,7 @@ sees the state that raised it.
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -39,7 +39,8 @@ from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
-from ibsnmp.mqtt.codec import MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, decode_event, decode_state
+from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, SplitState, ValuePlan,
+                               decode_event, decode_state, split_state, value_plan, values_of)
 
 from .base import ProviderCore, cancel_and_wait
 
@@ -55,22 +56,38 @@ log = logging.getLogger("ibsnmp.providers.mqtt")
 
 @dataclass
 class _Heard:
-    record: NodeRecord
+    record: NodeRecord  # as served (its node and SMs are the snapshot's objects)
     seen: float  # monotonic time of the last state
-    digest: bytes = b""  # of the payload past its time field (see _refresh_digest)
+    digest: bytes = b""  # of the payload past its time field, numbers taken out (codec.split_state)
+    plan: ValuePlan | None = None  # where that payload's numbers go (codec.value_plan)
+    numbers: tuple[int, ...] = ()  # the numbers of the last state taken
 
 
-_TIMED = b'{"version":1,"time":'
+# An SM's ActCount is rebased to the aggregator's epoch (it counts on from
+# there as from the publisher's); rebasing two states of a steady SM can
+# differ by a count or two of rounding, which is no change.
+_ACT_COUNT_SLACK = 2
 
 
-def _refresh_digest(payload: bytes) -> bytes:
-    """A digest of everything a state says besides its time, for payloads
-    laid out as our encoder writes them (version, then time, first): a full
-    refresh of an unchanged node is then recognised without decoding it."""
-    if not payload.startswith(_TIMED):
-        return b""
-    comma = payload.find(b",", len(_TIMED))
-    return hashlib.blake2b(payload[comma:], digest_size=16).digest() if comma > 0 else b""
+def _rebased(sms: tuple[SmInfo, ...], elapsed: float, served: tuple[SmInfo, ...]) -> tuple[SmInfo, ...]:
+    """`sms` with ActCounts counting on from `elapsed` seconds into our epoch;
+    the served SMs where nothing but the rounding of that differs."""
+    rebased = tuple(SmInfo(sm.guid, sm.sm_key,
+                           None if sm.act_count is None
+                           else (sm.act_count - int(sm.act_rate * elapsed)) & 0xFFFFFFFF,
+                           sm.priority, sm.state, sm.node_guid, sm.port_num, sm.act_rate)
+                    for sm in sms)
+    if len(rebased) == len(served) and all(
+            dataclasses.replace(new, act_count=old.act_count) == old and _near(new.act_count, old.act_count)
+            for new, old in zip(rebased, served)):
+        return served
+    return rebased
+
+
+def _near(a: int | None, b: int | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return min((a - b) & 0xFFFFFFFF, (b - a) & 0xFFFFFFFF) <= _ACT_COUNT_SLACK
 
 
 class MqttAggregator(ProviderCore):
@@ -185,13 +202,10 @@ class MqttAggregator(ProviderCore):
             if self._heard.pop(guid, None) is not None:
                 self._update(guid, "its retained state was cleared")
             return
-        digest = _refresh_digest(payload)
+        split = split_state(payload) if len(payload) <= self.max_payload else None
         heard = self._heard.get(guid)
-        if digest and heard is not None and heard.digest == digest and len(payload) <= self.max_payload:
-            heard.seen = time.monotonic()  # the same state again: a refresh
-            self.updates += 1
-            if guid not in self._assembly:
-                self._update(guid, "")
+        if split is not None and heard is not None and heard.digest == split.digest \
+                and heard.plan is not None and self._take_values(guid, heard, split):
             return
         try:
             record = decode_state(payload, guid, self.max_payload)
@@ -199,18 +213,43 @@ class MqttAggregator(ProviderCore):
             self._refuse(guid, "state", str(exc))
             return
         if record.sms:
-            # ActCount counts on from our epoch as it did from the publisher's.
-            elapsed = self.elapsed()
-            rebased = tuple(SmInfo(sm.guid, sm.sm_key,
-                                   None if sm.act_count is None
-                                   else (sm.act_count - int(sm.act_rate * elapsed)) & 0xFFFFFFFF,
-                                   sm.priority, sm.state, sm.node_guid, sm.port_num, sm.act_rate)
-                            for sm in record.sms)
-            record = NodeRecord(record.node, rebased, record.sm_config, record.time, record.publisher,
-                                record.refresh)
+            served = heard.record.sms if heard is not None else ()
+            record = dataclasses.replace(record, sms=_rebased(record.sms, self.elapsed(), served))
         self.updates += 1
-        self._heard[guid] = _Heard(record, time.monotonic(), digest)
+        self._heard[guid] = _Heard(record, time.monotonic(), split.digest if split else b"",
+                                   value_plan(record) if split else None, split.numbers if split else ())
         self._update(guid, "")
+
+    def _take_values(self, guid: int, heard: _Heard, split: SplitState) -> bool:
+        """A state whose structure is the one heard last: its values alone
+        are taken (no decoding); False when they do not fit (decode it)."""
+        heard.seen = time.monotonic()
+        if split.numbers == heard.numbers:  # the same state again: a refresh
+            self.updates += 1
+            if guid not in self._assembly:
+                self._update(guid, "")
+            return True
+        found = values_of(split, heard.plan) if heard.plan is not None else None
+        if found is None:
+            return False
+        values, act_counts = found
+        record = heard.record
+        sms = record.sms
+        if act_counts:
+            counted = iter(act_counts)
+            sms = tuple(sm if sm.act_count is None else dataclasses.replace(sm, act_count=next(counted))
+                        for sm in sms)
+            if _rebased(sms, self.elapsed(), record.sms) is not record.sms:
+                return False  # an SM's ActCount jumped (it restarted): decode it whole
+        heard.record = dataclasses.replace(record, time=split.time, values=values)
+        heard.numbers = split.numbers
+        self.updates += 1
+        if guid in self._assembly and not self._why_not_served(guid, heard.seen):
+            self._assembly.put_values(heard.record)
+            self._due()
+        else:
+            self._update(guid, "")
+        return True
 
     def _node_status(self, guid: int, payload: bytes) -> None:
         if payload == topics.OFFLINE:

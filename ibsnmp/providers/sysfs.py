@@ -76,7 +76,8 @@ from types import MappingProxyType
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.iba import DEFAULT_SUBNET_PREFIX, CaType, NodeType, PortPhysState, PortState
-from ibsnmp.fabric.model import CaInfo, Fabric, MeasuredCounters, Node, Port, PortInfo, PortRef
+from ibsnmp.fabric.model import CaInfo, Fabric, MeasuredCounters, Node, Port, PortInfo, PortRef, values_by_node
+from ibsnmp.fabric.succession import successor
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
@@ -165,8 +166,12 @@ def _port(node_guid: int, r: PortReading, state: PortState) -> Port:
         led_on=None,
         vendor_diag=None,
         gids=r.gids,
-        counters=MeasuredCounters(MappingProxyType(dict(r.counters)), r.wide),
+        counter_layout=_measured(r).layout,
     )
+
+
+def _measured(r: PortReading) -> MeasuredCounters:
+    return MeasuredCounters(MappingProxyType(dict(r.counters)), r.wide)
 
 
 def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
@@ -228,6 +233,7 @@ def build_fabric(devices: Sequence[DeviceReading], *, spec: str = "sysfs",
     left out (name -> reason)."""
     nodes: dict[int, Node] = {}
     names: dict[int, str] = {}
+    values: dict[PortRef, MeasuredCounters] = {}
     for d in devices:
         why = ""
         if d.node_type not in (1, 2, 3):
@@ -243,6 +249,8 @@ def build_fabric(devices: Sequence[DeviceReading], *, spec: str = "sysfs",
             continue
         nodes[node.guid] = node
         names[node.guid] = d.name
+        served = {port.num for port in node.ports}
+        values.update((PortRef(node.guid, r.num), _measured(r)) for r in d.ports if r.num in served)
     if not nodes:
         return None, names
     local = next(iter(nodes.values()))
@@ -266,6 +274,7 @@ def build_fabric(devices: Sequence[DeviceReading], *, spec: str = "sysfs",
         local_node_guid=local.guid,
         spec=spec,
         host_node_guids=tuple(nodes),  # every device is this host's
+        counter_values=values_by_node(values),
     )
     return fabric, names
 
@@ -410,8 +419,10 @@ class SysfsProvider(ProviderCore):
         old, old_names = self._fabric, self._names
         events = changes(old, fabric, {**old_names, **names})
         self._names, self._readings = names, readings
-        # Every node read is built anew: the swap changes the host's own nodes, all of them.
-        self._swap_in(fabric, old.nodes.keys() | fabric.nodes.keys())
+        # Nodes that read as before stay the objects they were (and what was
+        # derived of them): a poll that moved counters changes values only.
+        fabric = successor(old, fabric)
+        self._fabric = fabric
         crossings = self._watcher.poll(fabric, self.elapsed())
         events += tuple(c.event(fabric) for c in crossings)
         for event in events:

@@ -21,6 +21,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ibsnmp.fabric.iba import SmState
+from ibsnmp.fabric.lineage import Aspect
+from ibsnmp.fabric.succession import derived_successor
 from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
 from ibsnmp.mib.loader import definitions
 from ibsnmp.mib.write import value_problem
@@ -145,43 +147,6 @@ def with_entry(mapping: Mapping[Any, Any], key: Any, value: Any) -> dict[Any, An
 
 # -- applying the state to a snapshot ---------------------------------------------------
 
-# Cached derived data of the provider's snapshot that the edits below can
-# change: everything else (routing, counters, sorted keys ...) is shared.
-_LOCAL_CACHE_KEYS = frozenset({"partition_by_key", "partition_keys"})
-_LOCAL_CACHE_PREFIXES = ("sa.", "ibsm.config")
-
-
-class _OverlayCache(dict):  # type: ignore[type-arg]
-    """The cache of an overlaid snapshot: entries the overlay cannot affect
-    live in (and are shared with) the provider's snapshot's cache, so a
-    configuration SET does not make the agent recompute routing."""
-
-    __slots__ = ("_shared",)
-
-    def __init__(self, shared: dict[str, Any]) -> None:
-        super().__init__()
-        self._shared = shared
-
-    def _local(self, key: str) -> bool:
-        return key in _LOCAL_CACHE_KEYS or key.startswith(_LOCAL_CACHE_PREFIXES)
-
-    def __getitem__(self, key: str) -> Any:
-        if self._local(key):
-            return super().__getitem__(key)
-        return self._shared[key]
-
-    def setdefault(self, key: str, value: Any = None) -> Any:
-        if self._local(key):
-            return super().setdefault(key, value)
-        return self._shared.setdefault(key, value)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
-
 def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
     """`fabric` with the written configuration in it (the same object when
     there is nothing to apply)."""
@@ -220,9 +185,14 @@ def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
     sm_config = fabric.sm_config
     if state.sm_config and sm_config is not None:
         sm_config = dataclasses.replace(sm_config, **dict(state.sm_config))
-    cache = _OverlayCache(fabric._cache)
-    return dataclasses.replace(fabric, nodes=nodes, partitions=partitions, sms=sms,
-                               sm_config=sm_config, _cache=cache)
+    # What the edits touch; the rest of what the provider's snapshot
+    # derived (routing, counters, sorted keys ...) is kept.
+    changed = ((Aspect.NODES if ports else Aspect(0))
+               | (Aspect.SA if partitions is not fabric.partitions else Aspect(0))
+               | (Aspect.SMS if sms is not fabric.sms else Aspect(0))
+               | (Aspect.SM_CONFIG if sm_config is not fabric.sm_config else Aspect(0)))
+    overlaid = dataclasses.replace(fabric, nodes=nodes, partitions=partitions, sms=sms, sm_config=sm_config)
+    return derived_successor(fabric, overlaid, changed, {ref.guid for ref in ports})
 
 
 def _replace_ports(fabric: Fabric, ports: Mapping[PortRef, Port]) -> Mapping[int, Node]:

@@ -34,6 +34,7 @@ from itertools import product
 
 from ibsnmp.fabric import routing
 from ibsnmp.fabric.iba import Mtu, NodeType, Rate, make_gid
+from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 
 __all__ = [
@@ -212,12 +213,17 @@ def _gid_index(fabric: Fabric) -> dict[int, PortRef]:
 
 def gid_port(fabric: Fabric, gid: int) -> PortRef | None:
     """The end port (CA port or switch port 0) owning a GID."""
-    return fabric.cached("sa.gid_index", lambda: _gid_index(fabric)).get(gid)
+    return fabric.derive(_GID_INDEX).get(gid)
 
 
 def _endports(fabric: Fabric) -> tuple[PortRef, ...]:
     """Every port that owns LIDs (CA and router ports, switch port 0), sorted."""
-    return fabric.cached("sa.endports", lambda: tuple(sorted(set(fabric.lid_map.values()))))
+    return fabric.derive(_ENDPORTS)
+
+
+_ENDPORTS = Derived("end ports", Aspect.LIDS, lambda fabric: tuple(sorted(set(fabric.lid_map.values()))))
+# A port's GIDs are its GID table or its prefix and GUIDInfo: what it holds.
+_GID_INDEX = Derived("ports by GID", Aspect.LIDS | Aspect.NODES, _gid_index)
 
 
 def _lids(port: Port) -> tuple[int, ...]:

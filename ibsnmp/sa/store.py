@@ -34,6 +34,7 @@ from ibsnmp.atomicfile import write_atomically
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.succession import with_values
 
 from .overrides import ConfigState, StateFormatError, apply_config, from_json, referenced_nodes, to_json
 from .sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS, Session, SessionKey
@@ -355,8 +356,10 @@ class ConfiguredProvider:
     """A Provider whose snapshots carry the written configuration.
 
     The overlaid snapshot is rebuilt only when the provider swaps in a new
-    snapshot or the configuration changes; it shares the provider
-    snapshot's cached routing and counters.
+    structure or the configuration changes; it keeps the provider
+    snapshot's derived data (routing, indexes) that the configuration does
+    not touch, and a provider snapshot with new counter values only gets
+    the overlaid one with those values.
     """
 
     def __init__(self, inner: Any, state: AgentState) -> None:
@@ -382,7 +385,12 @@ class ConfiguredProvider:
         raw = self._inner.snapshot
         state = self._state
         if raw is not self._raw or state.config_version != self._version or self._fabric is None:
-            self._fabric = apply_config(raw, state.config)
+            last = self._raw
+            if (self._fabric is not None and last is not None and raw.lineage is last.lineage
+                    and state.config_version == self._version):
+                self._fabric = with_values(self._fabric, raw.counter_values)
+            else:
+                self._fabric = apply_config(raw, state.config)
             self._raw = raw
             self._version = state.config_version
         return self._fabric
