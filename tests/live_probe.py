@@ -20,7 +20,7 @@ def main(polls: int, guid: int | None = None, port: int = 0) -> None:
     refreshed = []
     for _ in range(polls):
         result = provider._refresh_now()
-        refreshed.append(sorted(f"{ref.guid:x}:{ref.port}" for ref in result.port_infos))
+        refreshed.append(sorted(f"{ref.guid:x}:{ref.port}" for ref in result.port_octets))  # answered
         provider.poll()
     out = {"sweeps": provider.sweeps, "polls": provider.polls,
            "ports": sum(len(n.ports) for n in provider.snapshot.nodes.values()),

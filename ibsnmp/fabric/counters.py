@@ -22,8 +22,8 @@ from typing import ClassVar
 from .detrand import unit as _unit
 from .iba import NodeType, PortPhysState, PortState
 from .lineage import Aspect, Derived, NodeDerived
-from .model import (ALWAYS_UP, Fabric, MeasuredCounters, Node, NodeConnections, Port, PortHistory, PortRef,
-                    SmInfo)
+from .model import (ALWAYS_UP, NO_PORT_VALUES, NO_VALUES, Fabric, MeasuredCounters, Node, NodeConnections,
+                    Port, PortHistory, PortRef, SmInfo)
 
 __all__ = [
     "TRACKED_OPCODES",
@@ -54,8 +54,10 @@ __all__ = [
     "CLEARABLE",
     "traffic_profile",
     "port_counters",
+    "threshold_counters",
     "extended_counters",
     "threshold_watch_ports",
+    "steady_watch_ports",
     "sm_act_count",
     "connection_counters_at",
 ]
@@ -608,6 +610,8 @@ class TrafficProfile:
 
 
 _COUNTER_INDEX = {name: i for i, name in enumerate(PortCounters.BITS)}
+_INTEGRITY_BITS = PortCounters.BITS["local_link_integrity_errors"]
+_OVERRUN_BITS = PortCounters.BITS["excessive_buffer_overrun_errors"]
 _COUNTER_NAMES = tuple(PortCounters.BITS)
 
 
@@ -731,6 +735,19 @@ _MEASURED: NodeDerived[dict[int, tuple[Mapping[str, int], MeasuredProfile]]] = N
     "measured profiles", Aspect(0), lambda fabric, node: {})
 
 
+def threshold_counters(fabric: Fabric, port: Port, elapsed: float) -> tuple[int | None, int | None]:
+    """LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors `elapsed`
+    seconds after the epoch, as PMA-MIB serves them: a measured port's read
+    straight from its values (a poll reads every port's), saturated; None
+    for one its PMA does not report."""
+    if port.counter_layout is None:
+        return traffic_profile(fabric, port).threshold_counters_at(elapsed)
+    values = fabric.counter_values.get(port.node_guid, NO_PORT_VALUES).get(port.num, NO_VALUES)
+    integrity, overrun = values.get("local_link_integrity_errors"), values.get("excessive_buffer_overrun_errors")
+    return (None if integrity is None else saturate(integrity, _INTEGRITY_BITS),
+            None if overrun is None else saturate(overrun, _OVERRUN_BITS))
+
+
 def port_counters(fabric: Fabric, port: Port, elapsed: float) -> PortCounters | None:
     """PortCounters of a port `elapsed` seconds after they were cleared
     (as measured, for a sysfs port; None for one without a PMA)."""
@@ -779,14 +796,19 @@ def threshold_watch_ports(fabric: Fabric) -> tuple[PortRef, ...]:
     rates), the ports with measured counters (a real host's) and the ports
     with a history (bursts, downs, clears).  A watcher polling these sees
     everything a poll of every port would."""
-    degraded = fabric.derive(_WATCHED)
+    degraded = steady_watch_ports(fabric)
     if not fabric.port_history:
         return degraded
     seen = set(degraded)
     return degraded + tuple(sorted(ref for ref in fabric.port_history if ref not in seen))
 
 
-_WATCHED = Derived("degraded and measured ports", Aspect.NODES, lambda fabric: tuple(
+def steady_watch_ports(fabric: Fabric) -> tuple[PortRef, ...]:
+    """threshold_watch_ports but for those only a history puts there."""
+    return fabric.derive(_WATCHED)
+
+
+_WATCHED = Derived("degraded and measured ports", Aspect.NODES | Aspect.NODE_SET, lambda fabric: tuple(
     p.ref for node in fabric.nodes.values() for p in node.ports
     if p.degraded or p.counter_layout is not None))
 

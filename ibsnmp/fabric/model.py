@@ -56,6 +56,7 @@ __all__ = [
     "VlArbEntry",
     "MeasuredCounters",
     "CounterLayout",
+    "counter_layout",
     "values_by_node",
     "Port",
     "SwitchInfo",
@@ -213,7 +214,7 @@ class MeasuredCounters:
 
     @property
     def layout(self) -> CounterLayout:
-        return _layout(frozenset(self.values), self.wide)
+        return counter_layout(frozenset(self.values), self.wide)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +230,9 @@ class CounterLayout:
 
 
 @functools.lru_cache(maxsize=256)
-def _layout(names: frozenset[str], wide: frozenset[str]) -> CounterLayout:
-    """One object per layout: the ports of a fabric share a few."""
+def counter_layout(names: frozenset[str], wide: frozenset[str] = frozenset()) -> CounterLayout:
+    """The layout of these counters: one object per layout, which the ports
+    of a fabric share (they report a few sets of counters)."""
     return CounterLayout(names, wide)
 
 

@@ -4,6 +4,8 @@ switch's SwitchInfo and the PMA counters of every port, through one window.
 A node is asked at its LID (a switch's port 0 LID, a CA's first active
 port's) with the port in the attribute modifier; a node without a LID yet
 (no SM has configured it) is asked by the directed route the sweep found.
+A PortInfo whose octets are those read for the port last time is not
+decoded again: most polls find every port as it was.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ibsnmp.mad.attributes import PORT_INFO, SWITCH_INFO, Attribute
 from ibsnmp.mad.counters import Counters, poll_counters
 from ibsnmp.mad.discovery import Subnet
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.packets import MadError, decode_reply, directed_route_get, lid_routed_get
+from ibsnmp.mad.packets import MadError, directed_route_get, lid_routed_get, reply_octets
 from ibsnmp.mad.umad import DIRECTED_ROUTE, Address
 from ibsnmp.mad.window import MadWindow
 
@@ -27,7 +29,9 @@ Values = dict[str, FieldValue]
 class Refresh:
     """What one poll read; a request that got no usable answer is in `failures`."""
 
-    port_infos: dict[PortRef, Values] = field(default_factory=dict)
+    port_infos: dict[PortRef, Values] = field(default_factory=dict)  # read differently from `known`
+    # The PortInfo octets of every port that answered (the next poll's `known`).
+    port_octets: dict[PortRef, bytes] = field(default_factory=dict)
     switch_infos: dict[int, Values] = field(default_factory=dict)
     counters: dict[PortRef, Counters] = field(default_factory=dict)
     # The PerfMgt names of each port's counters read from PortCountersExtended (64-bit).
@@ -57,8 +61,9 @@ def counter_targets(fabric: Fabric) -> dict[tuple[int, int], PortRef]:
 
 
 def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attribute,
-         modifier: int, refresh: Refresh, then: Callable[[Values], None]) -> None:
-    """`attribute` of node `guid` at `lid`, or by its directed route when `lid` is 0."""
+         modifier: int, refresh: Refresh, then: Callable[[bytes], None]) -> None:
+    """`attribute` of node `guid` at `lid`, or by its directed route when `lid`
+    is 0; `then` gets the attribute's octets of a successful answer."""
     what = f"{attribute.name} {guid:016x}/{modifier}"
 
     def handle(answer: bytes | None) -> None:
@@ -66,15 +71,15 @@ def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attr
             refresh.failures[what] = "timeout"
             return
         try:
-            reply = decode_reply(answer, attribute)
+            status, octets = reply_octets(answer, attribute)
+            if status:
+                refresh.failures[what] = f"status {status:#x}"
+                return
+            then(octets)
         except MadError as exc:
             refresh.failures[what] = str(exc)
             return
-        if reply.status:
-            refresh.failures[what] = f"status {reply.status:#x}"
-            return
         refresh.failures.pop(what, None)  # answered on a second way
-        then(reply.attribute)
 
     if lid:
         window.submit(lid_routed_get(attribute, 0, modifier), Address(lid=lid), handle)
@@ -83,32 +88,43 @@ def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attr
         window.submit(directed_route_get(attribute, route, 0, modifier), DIRECTED_ROUTE, handle)
 
 
+def _port_info(refresh: Refresh, ref: PortRef, known: bytes | None) -> Callable[[bytes], None]:
+    """Keeps a port's PortInfo octets, and decodes them where they are not `known`."""
+    def take(octets: bytes) -> None:
+        if octets != known:
+            refresh.port_infos[ref] = PORT_INFO.layout.decode(octets)
+        refresh.port_octets[ref] = octets
+    return take
+
+
 def _ask_node(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, lid: int,
-              result: Refresh) -> None:
+              result: Refresh, known: Mapping[PortRef, bytes]) -> None:
     node = fabric.nodes[guid]
     for port in node.ports:
-        ref = port.ref
         _ask(window, subnet, guid, lid, PORT_INFO, port.num, result,
-             lambda info, ref=ref: result.port_infos.__setitem__(ref, info))
+             _port_info(result, port.ref, known.get(port.ref)))
     if node.is_switch:
         _ask(window, subnet, guid, lid, SWITCH_INFO, 0, result,
-             lambda info: result.switch_infos.__setitem__(guid, info))
+             lambda octets: result.switch_infos.__setitem__(guid, SWITCH_INFO.layout.decode(octets)))
 
 
 def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Mapping[int, frozenset[str]],
-            *, ports: bool = True, counters: bool = True) -> Refresh:
+            *, ports: bool = True, counters: bool = True, known: Mapping[PortRef, bytes] | None = None) -> Refresh:
     """PortInfo of every port and SwitchInfo of every switch of `fabric`, then
-    the counters of every PMA port (blocking: run it in a worker thread)."""
+    the counters of every PMA port (blocking: run it in a worker thread).
+    `known`: the PortInfo octets read last time; a port that reads the same
+    is not in `port_infos`."""
     result = Refresh()
+    known = known or {}
     polled = [guid for guid in fabric.nodes if ports and guid in subnet.nodes]
     for guid in polled:
-        _ask_node(window, fabric, subnet, guid, node_lid(fabric, guid), result)
+        _ask_node(window, fabric, subnet, guid, node_lid(fabric, guid), result, known)
     window.drain()
     # A node the LID route no longer reaches (the SM has not re-routed around
     # a link that went down yet) is asked again by its directed route.
     lost = [guid for guid in polled if node_lid(fabric, guid) and _missing(fabric, guid, result)]
     for guid in lost:
-        _ask_node(window, fabric, subnet, guid, 0, result)
+        _ask_node(window, fabric, subnet, guid, 0, result, known)
     window.drain()
     if counters:
         targets = counter_targets(fabric)
@@ -123,7 +139,7 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
 
 def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:
     """The ports of node `guid` whose PortInfo did not answer."""
-    return [port.ref for port in fabric.nodes[guid].ports if port.ref not in result.port_infos]
+    return [port.ref for port in fabric.nodes[guid].ports if port.ref not in result.port_octets]
 
 
 def active_lids(fabric: Fabric) -> set[int]:

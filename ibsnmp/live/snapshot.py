@@ -14,11 +14,12 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from ibsnmp.fabric.counters import PortCounters
 from ibsnmp.fabric.iba import (
     DEFAULT_SUBNET_PREFIX,
     LinkDownDefaultState,
@@ -49,13 +50,14 @@ from ibsnmp.fabric.model import (
     SmInfo,
     SwitchInfo,
     VlArbEntry,
+    counter_layout,
     values_by_node,
 )
-from ibsnmp.mad.attributes import vl_arbitration_entries
+from ibsnmp.mad.attributes import PORT_COUNTERS, vl_arbitration_entries
 from ibsnmp.mad.discovery import NO_PORT, DiscoveredNode, PortTables, Subnet
 from ibsnmp.mad.layout import FieldValue
 
-__all__ = ["SaRecords", "build_fabric", "measured_counters", "link_state"]
+__all__ = ["PmaValues", "SaRecords", "build_fabric", "layout_of", "measured_counters", "pma_values", "link_state"]
 
 log = logging.getLogger("ibsnmp.live")
 
@@ -99,19 +101,95 @@ class SaRecords:
     services: tuple[ServiceRecord, ...] = ()
 
 
-def measured_counters(counters: Counters, wide: Collection[str] = ()) -> MeasuredCounters:
+_INTEGRITY_TOP = (1 << PortCounters.BITS["local_link_integrity_errors"]) - 1
+_OVERRUN_TOP = (1 << PortCounters.BITS["excessive_buffer_overrun_errors"]) - 1
+
+
+class PmaValues(Mapping[str, int]):
+    """A PMA's decoded answer read under the model's counter names
+    (COUNTER_NAMES), without copying it: a poll reads every port's counters,
+    and renaming them one by one cost more than the rest of a poll's work.
+    `plan` says which names there are; the answer is not changed after."""
+
+    __slots__ = ("_answer", "plan")
+
+    def __init__(self, answer: Counters, plan: _Plan) -> None:
+        self._answer = answer
+        self.plan = plan
+
+    def thresholds(self) -> tuple[int | None, int | None]:
+        """LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors as
+        counters.threshold_counters reads them (4-bit IBA fields)."""
+        answer = self._answer
+        integrity, overrun = answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors")
+        return (None if integrity is None else min(int(integrity), _INTEGRITY_TOP),  # type: ignore[arg-type]
+                None if overrun is None else min(int(overrun), _OVERRUN_TOP))  # type: ignore[arg-type]
+
+    def __getitem__(self, name: str) -> int:
+        return self._answer[self.plan.fields[name]]  # type: ignore[return-value]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        field = self.plan.fields.get(name)
+        return default if field is None else self._answer[field]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.plan.fields
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.plan.fields)
+
+    def __len__(self) -> int:
+        return len(self.plan.fields)
+
+    def __repr__(self) -> str:
+        return f"PmaValues({dict(self)!r})"
+
+
+class _Plan:
+    """Which counters an answer of one kind has, and under which fields."""
+
+    __slots__ = ("fields", "answered", "layout")
+
+    def __init__(self, fields: Mapping[str, str], answered: int, layout: CounterLayout) -> None:
+        self.fields = fields  # model name -> PerfMgt field
+        self.answered = answered  # the fields of a whole answer of this kind
+        self.layout = layout
+
+
+def pma_values(counters: Counters, wide: frozenset[str] = frozenset()) -> PmaValues:
     """A PMA's answer (PortCounters merged with PortCountersExtended) as the
-    model keeps it; `wide`: the PerfMgt names read from PortCountersExtended."""
-    return MeasuredCounters(MappingProxyType({
-        COUNTER_NAMES[name]: int(value)  # type: ignore[arg-type]
-        for name, value in counters.items() if name in COUNTER_NAMES}),
-        _wide_names(frozenset(wide)) if wide else frozenset())
+    model's counter values; `wide`: the PerfMgt names read from
+    PortCountersExtended. Its layout is `.plan.layout`."""
+    plan = _PLANS.get(wide)
+    if plan is None:
+        plan = _PLANS[wide] = _plan_of(frozenset(PORT_COUNTERS.layout.by_name) | wide, wide)
+    if len(counters) < plan.answered:  # not a whole decoded answer: name what it has
+        plan = _plan_of(frozenset(counters), wide)
+    return PmaValues(counters, plan)
 
 
-@functools.lru_cache(maxsize=8)
-def _wide_names(wide: frozenset[str]) -> frozenset[str]:
-    """The model's names of PerfMgt fields: one set shared by every port alike."""
-    return frozenset(COUNTER_NAMES[name] for name in wide if name in COUNTER_NAMES)
+def measured_counters(counters: Counters, wide: Collection[str] = ()) -> MeasuredCounters:
+    """`pma_values` as the model's MeasuredCounters."""
+    values = pma_values(counters, frozenset(wide))
+    return MeasuredCounters(values, values.plan.layout.wide)
+
+
+def layout_of(measured: MeasuredCounters) -> CounterLayout:
+    """The layout of `measured` (the same object for every port read alike)."""
+    values = measured.values
+    return values.plan.layout if isinstance(values, PmaValues) else measured.layout
+
+
+# The plan of an answer whose 64-bit fields are those of the key: PortCounters'
+# fields, those PortCountersExtended fields in place of theirs (a few kinds).
+_PLANS: dict[frozenset[str], _Plan] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_of(fields: frozenset[str], wide: frozenset[str]) -> _Plan:
+    names = {COUNTER_NAMES[field]: field for field in sorted(fields) if field in COUNTER_NAMES}
+    wide_names = frozenset(COUNTER_NAMES[field] for field in wide if field in COUNTER_NAMES)
+    return _Plan(MappingProxyType(names), len(fields), counter_layout(frozenset(names), wide_names))
 
 
 def _int(values: Mapping[str, FieldValue], name: str) -> int:
@@ -245,7 +323,7 @@ def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[Po
             break  # ports are kept contiguous: Node.port() indexes them by number
         ref = PortRef(node.guid, num)
         measured = counters.get(ref)
-        ports.append(_port(node, num, info, links.get(ref), _NO_PMA if measured is None else measured.layout))
+        ports.append(_port(node, num, info, links.get(ref), _NO_PMA if measured is None else layout_of(measured)))
     if not ports:
         return None
     raw = node.info

@@ -146,6 +146,14 @@ def _checked_status(mad: bytes, attribute: Attribute) -> int:
     return int(status)  # type: ignore[arg-type]
 
 
+def reply_octets(mad: bytes, attribute: Attribute) -> tuple[int, bytes]:
+    """The status of a GetResp() to `attribute` and its attribute's octets,
+    undecoded (a poll compares them with the last ones read before it
+    decodes anything); raises when it is no such answer."""
+    status = _checked_status(mad, attribute)
+    return status, bytes(mad[DATA_OFFSET:DATA_OFFSET + attribute.layout.size])
+
+
 def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
     """The header and attribute of a GetResp(); raises when it is no answer to `attribute`."""
     status = _checked_status(mad, attribute)

@@ -40,15 +40,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
-from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef, values_by_node
+from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
 from ibsnmp.live.sa_follow import FollowingBackend
-from ibsnmp.live.snapshot import SaRecords, build_fabric, link_state, measured_counters
+from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state, pma_values
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
@@ -77,6 +78,7 @@ _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterS
 # SwitchInfo.PortStateChange flips with every port change and is cleared by
 # the SM; the rest changes when the SM re-programs the switch.
 _VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
+_NARROW: frozenset[str] = frozenset()  # no 64-bit counter read
 # The traps a poll raises too (see _swap): a Report of one is matched with the poll's.
 _POLLED_TRAPS = frozenset({IbaTrap.LINK_STATE_CHANGE, IbaTrap.LOCAL_LINK_INTEGRITY,
                            IbaTrap.EXCESSIVE_BUFFER_OVERRUN})
@@ -93,7 +95,7 @@ class _Sweep:
     subnet: Subnet
     local_guid: int
     extended_lids: dict[int, frozenset[str]]
-    counters: dict[PortRef, MeasuredCounters]
+    counters: dict[PortRef, PmaValues]
 
 
 class LiveProvider(ProviderCore):
@@ -151,6 +153,8 @@ class LiveProvider(ProviderCore):
         self._ledger = TrapLedger(2 * self.poll_interval, clock)
         # Nobody else's counters are cleared from here: a saturated one fires no more.
         self._watcher = ThresholdWatcher(clear_after_trap=False)
+        # The threshold counters of the ports the last poll read (ThresholdWatcher.poll's `read`).
+        self._thresholds: dict[PortRef, tuple[int | None, int | None]] = {}
         self._clock = clock
         self._started = clock()
         self._watcher.poll(self._fabric, 0.0)
@@ -318,11 +322,12 @@ class LiveProvider(ProviderCore):
             log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                       subnet.unanswered[0])
         return _Sweep(subnet, local, extended,
-                      {ref: measured_counters(c, read.wide.get(ref, ())) for ref, c in read.counters.items()})
+                      {ref: pma_values(c, read.wide.get(ref, _NARROW)) for ref, c in read.counters.items()})
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
-            return refresh(self._window(), self._fabric, self._subnet, self._extended)
+            return refresh(self._window(), self._fabric, self._subnet, self._extended,
+                           known=self._port_octets)
 
     def _close(self) -> None:
         with self._lock:
@@ -336,10 +341,13 @@ class LiveProvider(ProviderCore):
         self._subnet, self._local = sweep.subnet, sweep.local_guid
         self._extended, self._counters = sweep.extended_lids, sweep.counters
         self._port_infos = {}
+        self._port_octets: dict[PortRef, bytes] = {}  # as the last poll read them
 
     def _build(self) -> Fabric:
+        measured = {ref: MeasuredCounters(values, values.plan.layout.wide)
+                    for ref, values in self._counters.items()}
         return build_fabric(self._subnet, self._local, port_infos=self._port_infos,
-                            counters=self._counters, sa=self.sa_records,
+                            counters=measured, sa=self.sa_records,
                             spec=f"live ({self._where})")
 
     def _apply_sweep(self, sweep: _Sweep) -> None:
@@ -365,13 +373,14 @@ class LiveProvider(ProviderCore):
         self.polls += 1
         changed = False
         reread: set[int] = set()  # nodes whose structure read differently
-        for ref, info in result.port_infos.items():
+        for ref, info in result.port_infos.items():  # the ports whose octets changed
             before = self._port_infos.get(ref) or self._subnet.nodes[ref.guid].ports.get(ref.port)
             if before is None or any(before[f] != info[f] for f in _RESWEEP_PORT_FIELDS):
                 changed = True
             if before != info:
                 reread.add(ref.guid)
         self._port_infos.update(result.port_infos)
+        self._port_octets.update(result.port_octets)
         for guid, info in result.switch_infos.items():
             node = self._subnet.nodes[guid]
             if node.switch_info is not None and any(
@@ -381,24 +390,31 @@ class LiveProvider(ProviderCore):
             if node.switch_info != info:
                 reread.add(guid)
             node.switch_info = info
-        answered = {ref.guid for ref in result.port_infos}
+        answered = {ref.guid for ref in result.port_octets}
         if any(guid not in answered for guid in self._fabric.nodes):
             changed = True  # a node stopped answering: the subnet changed shape
-        counters = self._counters
+        counters, wide, narrow = self._counters, result.wide, _NARROW
+        thresholds = self._thresholds = {}
         for ref, read in result.counters.items():
-            measured = measured_counters(read, result.wide.get(ref, ()))
-            before_counters = counters.get(ref)
-            if before_counters is None or before_counters.wide != measured.wide \
-                    or before_counters.values.keys() != measured.values.keys():
+            values = pma_values(read, wide.get(ref, narrow))
+            before_values = counters.get(ref)
+            if before_values is None or before_values.plan is not values.plan:
                 reread.add(ref.guid)  # the PMA reports other counters: its rows change
-            counters[ref] = measured
+            counters[ref] = values
+            thresholds[ref] = values.thresholds()
         if result.failures:
             log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
                       next(iter(result.failures.items())))
         if reread:
             self._swap(successor(self._fabric, self._build(), reread))
         else:
-            self._swap(with_values(self._fabric, values_by_node(counters)))
+            by_node: dict[int, dict[int, Mapping[str, int]]] = {}
+            for ref, values in counters.items():
+                node = by_node.get(ref.guid)
+                if node is None:
+                    node = by_node[ref.guid] = {}
+                node[ref.port] = values
+            self._swap(with_values(self._fabric, MappingProxyType(by_node)))
         return changed
 
     def _swap(self, new: Fabric) -> None:
@@ -418,7 +434,8 @@ class LiveProvider(ProviderCore):
                              before.name, after.name)
                     transitions.append(PortTransition(port.ref, before, after))
         self._fabric = new
-        crossings = self._watcher.poll(new, self._clock() - self._started)
+        read, self._thresholds = self._thresholds, {}
+        crossings = self._watcher.poll(new, self._clock() - self._started, read)
         for event in (*link_state_traps(new, tuple(transitions)),
                       *(crossing.event(new) for crossing in crossings)):
             if self._ledger.polled(event):

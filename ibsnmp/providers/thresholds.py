@@ -65,11 +65,13 @@ counter that went down is re-armed at its new value).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import PortCounters, threshold_watch_ports, traffic_profile
-from ibsnmp.fabric.model import Fabric, PortRef
+from ibsnmp.fabric.counters import PortCounters, steady_watch_ports, threshold_counters
+from ibsnmp.fabric.lineage import Aspect, Derived
+from ibsnmp.fabric.model import Fabric, Port, PortRef
 
 __all__ = ["WATCHED", "DEFAULT_THRESHOLDS", "Crossing", "ThresholdWatcher"]
 
@@ -103,6 +105,29 @@ class Crossing:
         return TrapEvent(self.trap, node.guid, lid, port=self.ref.port)
 
 
+def _watched(fabric: Fabric) -> list[tuple[PortRef, Port]]:
+    """(ref, port) of every port to watch (counters.threshold_watch_ports)
+    that has PortCounters (not a switch's port 0)."""
+    steady, known = fabric.derive(_STEADY)
+    if not fabric.port_history:
+        return steady
+    return steady + [(ref, port) for ref in sorted(fabric.port_history) if ref not in known
+                     and (port := fabric.port(ref.guid, ref.port)) is not None and _counted(fabric, ref)]
+
+
+def _counted(fabric: Fabric, ref: PortRef) -> bool:
+    return not (ref.port == 0 and fabric.nodes[ref.guid].is_switch)  # switch port 0 has no PortCounters
+
+
+def _steady(fabric: Fabric) -> tuple[list[tuple[PortRef, Port]], frozenset[PortRef]]:
+    """The ports watched whatever a scenario did (degraded and measured ones), and their refs."""
+    listed = [(ref, fabric.port_at(ref)) for ref in steady_watch_ports(fabric) if _counted(fabric, ref)]
+    return listed, frozenset(ref for ref, _ in listed)
+
+
+_STEADY = Derived("threshold-watched ports", Aspect.NODES | Aspect.NODE_SET, _steady)
+
+
 class ThresholdWatcher:
     """Polls the watched ports' LocalLinkIntegrityErrors and
     ExcessiveBufferOverrunErrors; see the module text for the rule."""
@@ -115,28 +140,33 @@ class ThresholdWatcher:
     def armed(self, ref: PortRef) -> tuple[int | None, int | None] | None:
         return self._armed.get(ref)
 
-    def poll(self, fabric: Fabric, elapsed: float) -> list[Crossing]:
+    def poll(self, fabric: Fabric, elapsed: float,
+             read: Mapping[PortRef, tuple[int | None, int | None]] | None = None) -> list[Crossing]:
         """The crossings since the last poll.  A port seen for the first
         time is armed at its value in the snapshot of the previous poll (at
         that poll's time), so a burst that put it on the watch list counts;
-        on the first poll, at its value now."""
+        on the first poll, at its value now.  `read`: the two counters of
+        measured ports as the provider read them (counters.threshold_counters
+        of `fabric`, which it saves reading again)."""
         crossings: list[Crossing] = []
         last = self._last
-        for ref in threshold_watch_ports(fabric):
-            port = fabric.port(ref.guid, ref.port)
-            node = fabric.nodes.get(ref.guid)
-            if port is None or node is None or (node.is_switch and ref.port == 0):
-                continue  # switch port 0 has no PortCounters
-            values = traffic_profile(fabric, port).threshold_counters_at(elapsed)
-            armed = self._armed.get(ref)
+        port_history = fabric.port_history
+        armed_at = self._armed
+        for ref, port in _watched(fabric):
+            values = read.get(ref) if read is not None else None
+            if values is None:
+                values = threshold_counters(fabric, port, elapsed)
+            armed = armed_at.get(ref)
+            history = port_history.get(ref) if port_history else None
+            if armed == values and history is None:
+                continue  # neither counter moved since it was armed: nothing to judge
             if armed is None:
                 armed = values
                 if last is not None:
                     before = last[0].port(ref.guid, ref.port)
                     if before is not None:
-                        armed = traffic_profile(last[0], before).threshold_counters_at(last[1])
+                        armed = threshold_counters(last[0], before, last[1])
             rearmed = list(armed)
-            history = fabric.port_history.get(ref) if fabric.port_history else None
             for i, (trap, counter, threshold_field) in enumerate(WATCHED):
                 value = values[i]
                 if value is None:  # a measured port whose device does not report it
