@@ -4,6 +4,7 @@ GETNEXT latency near the end of a large table, start-up time and memory.
 
     .venv/bin/python bench/walk.py            # the whole benchmark, < ~10 min on 2 cores
     .venv/bin/python bench/walk.py --quick    # fewer repetitions, no 200k walk
+    .venv/bin/python bench/walk.py --v3-only  # only the v3 authPriv walks (and their peers)
 
 Every figure that has a target is a ratio against a peer measured in the
 same run, or an absolute limit (memory, start-up). Measurements are
@@ -396,7 +397,7 @@ def timed_walk(server: Server, root: Oid, out: Path, count: int, v3: bool = Fals
 def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
               procs: Processes, work: Path, report: Report, *, rounds: int,
               with_snmpd: bool, snmpd_loads: list[tuple[int, float]],
-              v3_rounds: int = 0, with_table: bool = False) -> None:
+              v3_rounds: int = 0, with_table: bool = False, v3_only: bool = False) -> None:
     root = PORT_INFO_TABLE
     say(f"\n== walk {label}: IB-SM-MIB port info table {oid_text(root)}, "
         f"fabric {fabric} ==")
@@ -423,9 +424,10 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
                 extra=_ibsnmp_config(size_dir / "slow.toml", False))
             started.append(slow_proc)
             servers.append(Server("ibsnmp-pysnmp", slow_port, slow_proc, speaks_v3=True))
-        sim = start_snmpsim(procs, data_dir, size_dir / "cache", root)
-        started.append(sim.proc)
-        servers.append(sim)
+        if not v3_only:
+            sim = start_snmpsim(procs, data_dir, size_dir / "cache", root)
+            started.append(sim.proc)
+            servers.append(sim)
         if with_snmpd and snmpd_problem:
             say(f"snmpd: not measured: {snmpd_problem}")
             report.notes.append(f"snmpd at {label}: not measured: {snmpd_problem}")
@@ -481,12 +483,24 @@ def walk_size(label: str, fabric: str, args: argparse.Namespace, budget: Budget,
             done_rounds += 1
             say(f"round {rnd + 1}: " + ", ".join(parts))
         speakers = [s for s in servers if s.speaks_v3]
+        if v3_only and len(speakers) > 1:
+            # Untimed: what the v2c rounds do in a whole run (ibsnmp's first walk of
+            # a snapshot fills its walk cache; every timed round finds it filled).
+            for server in speakers:
+                bulkwalk(server.port, root, size_dir / f"{server.name}.v3walk", v3=True,
+                         expected=count)
         for rnd in range(v3_rounds if len(speakers) > 1 else 0):
             if rnd >= 1 and budget.left() < args.reserve * 2:
                 break
             order = speakers if rnd % 2 == 0 else speakers[::-1]
             for server in order:
                 timed_walk(server, root, size_dir / f"{server.name}.v3walk", count, v3=True)
+            if rnd == 0:
+                for server in speakers[1:]:
+                    same = compare_walks(size_dir / "ibsnmp.v3walk",
+                                         size_dir / f"{server.name}.v3walk", root,
+                                         ("ibsnmp", server.name))
+                    say(f"check ibsnmp vs {server.name}, v3 authPriv: {same}")
             say(f"v3 authPriv round {rnd + 1}: " + ", ".join(
                 f"{s.name} {fmt_rate(s.v3_rates[-1])}/s" for s in speakers))
         _report_walks(label, count, servers, report)
@@ -812,11 +826,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-snmpd-table", action="store_true",
                    help="leave out snmpd's table helper (at ~20k and ~200k)")
     p.add_argument("--skip-walk", action="store_true", help="only GETNEXT, start-up, memory")
+    p.add_argument("--v3-only", action="store_true",
+                   help="only the SNMPv3 authPriv walks at ~20k (--v3-rounds of them): ibsnmp "
+                        "vs snmpd and the pysnmp path (--pysnmp-max 0: without it); no v2c "
+                        "rounds, snmpsim, GETNEXT or start-up")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)
     if args.quick:
         args.small_rounds, args.mid_rounds, args.large_rounds, args.v3_rounds = 2, 0, 0, 1
         args.latency_rounds, args.starts = 4, 1
+    if args.v3_only and (args.skip_walk or args.no_snmpd or not args.v3_rounds):
+        p.error("--v3-only compares v3 walks with snmpd: not with --skip-walk, --no-snmpd "
+                "or --v3-rounds 0")
     return args
 
 
@@ -827,7 +848,7 @@ def _terminated(signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminated)
-    require_tools(not args.skip_walk)
+    require_tools(not args.skip_walk and not args.v3_only)
     budget = Budget(args.budget)
     report = Report()
     work = Path(tempfile.mkdtemp(prefix="ibsnmp-bench-"))
@@ -843,7 +864,11 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     try:
         with Processes() as procs:
-            if not args.skip_walk:
+            if args.v3_only:
+                walk_size("~20k", args.small_walk_fabric, args, budget, procs, work, report,
+                          rounds=0, with_snmpd=bool(snmpd_ok), snmpd_loads=[],
+                          v3_rounds=args.v3_rounds, v3_only=True)
+            elif not args.skip_walk:
                 snmpd_loads: list[tuple[int, float]] = []
                 if args.small_rounds:
                     walk_size("~20k", args.small_walk_fabric, args, budget, procs, work, report,
@@ -858,7 +883,8 @@ def main(argv: list[str] | None = None) -> int:
                     walk_size("~200k", args.large_walk_fabric, args, budget, procs, work, report,
                               rounds=args.large_rounds, with_snmpd=bool(snmpd_ok),
                               snmpd_loads=snmpd_loads, with_table=not args.no_snmpd_table)
-            latency_and_memory(args, budget, procs, report)
+            if not args.v3_only:
+                latency_and_memory(args, budget, procs, report)
     except (BenchError, TimeoutError, RuntimeError, OSError, subprocess.SubprocessError) as exc:
         failed = True
         say(f"\nbench/walk.py: error: {exc}")

@@ -8,6 +8,7 @@ decisions, the shared engine clock and the message around the PDU.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -217,6 +218,31 @@ def test_the_pdu_budget_fills_the_message_exactly(fast: FastV3, recorder: Record
     assert isinstance(accepted, Accepted)
     sealed = fast.sealer.seal(accepted, encode_scoped_pdu(fast.engine_id, b"", big))
     assert max_size - 4 <= len(sealed) <= max_size
+
+
+def test_the_pdu_budget_follows_the_message_around_it(fast: FastV3, recorder: Recorder) -> None:
+    """Kept by what it depends on: the msgID's octets, the context names' and the
+    user's protocols (a reload may give a name a longer MAC)."""
+    bulk = get_pdu(GET_BULK, fields=b"\x02\x01\x00\x02\x01\x0a")
+    budgets = []
+    for message_id in (5, 4711, 2147483647):
+        out = Outgoing(message_id=message_id, max_size=1400,
+                       flags=FLAG_REPORTABLE | FLAG_AUTH | FLAG_PRIV, engine_id=fast.engine_id,
+                       boots=fast.clock.boots(), engine_time=fast.clock.time(), user=b"reader",
+                       mac_length=fast.users[b"reader"].mac.mac_length,
+                       priv_params=bytes(8))
+        scoped = encode_scoped_pdu(fast.engine_id, b"", bulk)
+        answer(fast, seal_message(out, fast.users[b"reader"], scoped))
+        budgets.append(recorder.calls[-1][3])
+    # msgID 5, 4711, 2^31-1: one, two, four octets of it in the message.
+    assert budgets[0] - budgets[1] == 1 and budgets[1] - budgets[2] == 2
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=1400, context_name=LOCAL_GUID.encode()))
+    assert recorder.calls[-1][3] == budgets[1] - len(LOCAL_GUID)
+    longer = tuple(replace(user, auth="SHA512") if user.name == "reader" else user
+                   for user in V3_USERS)
+    fast.replace_users(longer)
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=1400, users=longer))
+    assert recorder.calls[-1][3] == budgets[1] - (48 - 24)  # SHA-512's MAC, not SHA-256's
 
 
 def test_largest_content_is_exact_at_length_boundaries() -> None:

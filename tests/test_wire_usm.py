@@ -8,8 +8,11 @@ computes is what the fast path must compute.
 from __future__ import annotations
 
 import hashlib
+import hmac
+import random
 
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from pyasn1.codec.ber import decoder
 from pysnmp.proto import rfc1902
 from pysnmp.proto.mpmod.rfc3412 import SNMPv3Message
@@ -24,13 +27,15 @@ from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
 from ibsnmp.wire.ber import HeaderError
 from ibsnmp.wire.ber import element as encode_element
 from ibsnmp.wire.header import read_header, read_scoped_pdu
-from ibsnmp.wire.usm_crypto import MacKey, PrivKey, SaltCounter, message_digest
+from ibsnmp.wire.usm_crypto import CFB, MacKey, PrivKey, SaltCounter, message_digest
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UsmUser, accept,
                                      localize_users, seal_message)
 from ibsnmp.wire.usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, auth_key, hash_passphrase,
                                   priv_key)
+from ibsnmp.wire.request import encode_response_pdu
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     encode_scoped_pdu)
+                                     encode_scoped_pdu, encode_scoped_response, encode_v3,
+                                     overhead)
 from wire_v3 import Auth, v3_message
 
 RFC_ENGINE_ID = bytes.fromhex("000000000000000000000002")
@@ -135,6 +140,76 @@ def test_privacy_round_trips_through_pysnmp(priv_name: str) -> None:
     assert bytes(recovered)[:len(plaintext)] == plaintext
     theirs, their_salt = service.encrypt_data(rfc1902.OctetString(key), (7, 99, None), plaintext)
     assert ours.decrypt(7, 99, bytes(their_salt), bytes(theirs))[:len(plaintext)] == plaintext
+
+
+@pytest.mark.parametrize("name", sorted(AUTH_PROTOCOLS))
+def test_a_prepared_hmac_key_gives_each_message_its_own_digest(name: str) -> None:
+    """The hash states after the padded key blocks, copied per message, give RFC 2104's
+    HMAC (RFC 3414 6.3.1, RFC 7860 4.2.1) for every message in a row, whole or in parts."""
+    auth = AUTH_PROTOCOLS[name]
+    key = auth_key(b"auth-pass-phrase", ENGINE_ID, auth)
+    mac = MacKey(auth, key)
+    messages = [b"", b"first message", bytes(range(256)) * 11, b"second message"]
+    for message in messages + messages[::-1]:
+        expected = hmac.new(key, message, auth.hash_name).digest()[:auth.mac_length]
+        assert mac.digest(message) == expected
+        assert mac.digest(message[:7], message[7:]) == expected
+        assert message_digest(auth, key, message) == expected
+
+
+@pytest.mark.parametrize("name", sorted(AUTH_PROTOCOLS))
+def test_a_received_mac_is_checked_in_place(name: str) -> None:
+    auth = AUTH_PROTOCOLS[name]
+    mac = MacKey(auth, auth_key(b"auth-pass-phrase", ENGINE_ID, auth))
+    n = auth.mac_length
+    for head, tail in ((b"h" * 40, b"t" * 300), (b"", b"t"), (b"h", b"")):
+        unsigned = head + bytes(n) + tail
+        signed = head + mac.digest(unsigned) + tail
+        assert mac.signed(signed, len(head), len(head) + n)
+        assert mac.matches(unsigned, signed[len(head):len(head) + n])
+        forged = head + bytes(n) + tail
+        assert not mac.signed(forged, len(head), len(head) + n)
+        assert not mac.signed(signed, len(head), len(head) + n - 1)  # a MAC of another length
+
+
+@pytest.mark.parametrize("priv_name", ["AES", "AES192", "AES256", "AES192C", "AES256C"])
+def test_reused_aes_contexts_give_what_a_cipher_per_message_gives(priv_name: str) -> None:
+    """The contexts made once and moved to each message's IV: every length around
+    the block size, encryptions and decryptions interleaved, against a fresh
+    context per message (RFC 3826 3.1.2.1's IV)."""
+    key = priv_key(b"privacy-pass", ENGINE_ID, AUTH_PROTOCOLS["SHA256"], PRIV_PROTOCOLS[priv_name])
+    ours = PrivKey(PRIV_PROTOCOLS[priv_name], key)
+    rng = random.Random(priv_name)
+    lengths = [0, 1, 15, 16, 17, 31, 32, 33, 100, 2500, 65000]
+    for length in lengths + [rng.randrange(4000) for _ in range(300)]:
+        boots, engine_time = rng.randrange(1 << 31), rng.randrange(1 << 31)
+        salt, data = rng.randbytes(8), rng.randbytes(length)
+        iv = boots.to_bytes(4, "big") + engine_time.to_bytes(4, "big") + salt
+        encrypted = Cipher(algorithms.AES(key), CFB(iv)).encryptor().update(data)
+        decrypted = Cipher(algorithms.AES(key), CFB(iv)).decryptor().update(data)
+        if rng.random() < 0.5:
+            assert ours.encrypt(boots, engine_time, salt, data) == encrypted
+            assert ours.decrypt(boots, engine_time, salt, data) == decrypted
+        else:
+            assert ours.decrypt(boots, engine_time, salt, data) == decrypted
+            assert ours.encrypt(boots, engine_time, salt, data) == encrypted
+
+
+def test_reused_aes_contexts_survive_a_failed_message() -> None:
+    key = bytes(range(16))
+    ours = PrivKey(PRIV_PROTOCOLS["AES"], key)
+    with pytest.raises(ValueError):
+        ours.encrypt(1, 2, b"short", b"plaintext")  # refused before the contexts move
+    with pytest.raises(TypeError):
+        ours.encrypt(1, 2, bytes(8), "not octets")  # type: ignore[arg-type]  # fails inside
+    with pytest.raises(TypeError):
+        ours.decrypt(1, 2, bytes(8), "not octets")  # type: ignore[arg-type]
+    iv = (1).to_bytes(4, "big") + (2).to_bytes(4, "big") + bytes(8)
+    for data in (b"x" * 5, b"y" * 40):
+        assert ours.encrypt(1, 2, bytes(8), data) == Cipher(
+            algorithms.AES(key), CFB(iv)).encryptor().update(data)
+        assert ours.decrypt(1, 2, bytes(8), data) == Cipher(
+            algorithms.AES(key), CFB(iv)).decryptor().update(data)
 
 
 @pytest.mark.parametrize("priv_name", sorted(PRIV_PROTOCOLS))
@@ -289,6 +364,51 @@ def test_the_budget_leaves_room_for_the_whole_message() -> None:
             scoped = encode_scoped_pdu(ENGINE_ID, b"", encode_element(0xA2, bytes(filler)))
         assert budget - len(scoped) <= 1  # a length's octet count may not allow exactly
         assert len(sealer.seal(request, scoped)) <= limit
+
+
+@pytest.mark.parametrize("request_id", [0, 1, 127, 128, 255, 256, 65535, 2147483647, -1, -128,
+                                        -129, -2147483648])
+def test_the_scoped_response_is_the_scoped_pdu_of_the_response_pdu(request_id: int) -> None:
+    for context in ((ENGINE_ID, b""), (b"", b"0002c90300000001"), (ENGINE_ID, b"x" * 120)):
+        for errors in ((0, 0), (5, 1), (18, 127)):
+            for size in (0, 3, 120, 121, 122, 127, 128, 250, 255, 256, 4090, 4096, 70000):
+                varbinds = bytes(size)
+                assert encode_scoped_response(*context, request_id, *errors, varbinds) == \
+                    encode_scoped_pdu(*context, encode_response_pdu(request_id, *errors, varbinds))
+
+
+@pytest.mark.parametrize("flags", [0, FLAG_AUTH, FLAG_AUTH | FLAG_PRIV])
+def test_messages_are_framed_at_every_length(flags: int) -> None:
+    """Written around data of every size class, with integers and names of every
+    length: what pysnmp's ASN.1 classes read back, and `overhead` its size."""
+    mac_length = 24 if flags & FLAG_AUTH else 0
+    salt = bytes(range(8)) if flags & FLAG_PRIV else b""
+    for user in (b"", b"u", b"n" * 32):
+        for message_id, engine_time in ((0, 0), (127, 128), (32768, 8388608),
+                                        (2147483647, 2147483647)):
+            out = Outgoing(message_id, 65507, flags, ENGINE_ID, 7, engine_time, user, mac_length,
+                           salt)
+            for size in (10, 70, 120, 126, 127, 128, 200, 255, 256, 4000, 4096, 65000):
+                # The ciphertext, or a scoped PDU of about that size (its context name).
+                data = bytes(size) if flags & FLAG_PRIV else encode_scoped_pdu(
+                    ENGINE_ID, b"c" * size, GET_PDU)
+                message, mac_at = encode_v3(out, data)
+                assert len(message) == overhead(out, len(data)) + len(data)
+                assert message[mac_at:mac_at + mac_length] == bytes(mac_length)
+                decoded, rest = decoder.decode(message, asn1Spec=SNMPv3Message())
+                assert not rest
+                params, _ = decoder.decode(bytes(decoded.getComponentByPosition(2)),
+                                           asn1Spec=UsmSecurityParameters())
+                header = decoded.getComponentByPosition(1)
+                assert int(header.getComponentByPosition(0)) == message_id
+                assert (bytes(params[0]), int(params[1]), int(params[2]), bytes(params[3]),
+                        bytes(params[4]), bytes(params[5])) == (
+                    ENGINE_ID, 7, engine_time, user, bytes(mac_length), salt)
+                body = decoded.getComponentByPosition(3).getComponent()
+                if flags & FLAG_PRIV:
+                    assert bytes(body) == data
+                else:
+                    assert bytes(body.getComponentByPosition(1)) == b"c" * size
 
 
 def test_octets_after_a_scoped_pdu_are_padding_but_inside_it_are_malformed() -> None:

@@ -31,25 +31,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
-from ibsnmp.wire.ber import (INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, HeaderError,
-                             element, integer_octets, oid_octets)
-from ibsnmp.wire.header import (GET, GET_BULK, GET_NEXT, RESPONSE, SET, V2C,
-                                V3Message, Varbind)
-from ibsnmp.wire.request import (
-    Request,
-    encode_response_pdu,
-    largest_content,
-    request_of,
-    varbind_room,
-)
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
+from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT, SET, V2C, V3Message, Varbind
+from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
                                      localize_users, process)
-from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
+from ibsnmp.wire.usm_message import ReportWriter
 
 from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_SET_REQUESTS, OUT_GET_RESPONSES,
                              OUT_PKTS, OUT_TOO_BIG, SILENT_DROP, Counter, PendingCounts)
@@ -63,6 +55,7 @@ TOO_BIG = 1
 AUTHORIZATION_ERROR = 16
 IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS,
               SET: IN_SET_REQUESTS}  # GETBULK has no counter
+KEPT_PDU_LIMITS = 256  # max_pdu_octets's results (see there)
 
 
 class PysnmpEngineClock:
@@ -93,9 +86,8 @@ class Principal:
     view: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A responder's answer to one read request."""
+class Answer(NamedTuple):
+    """A responder's answer to one read request (a named tuple: one per request)."""
 
     error_status: int
     error_index: int
@@ -149,6 +141,9 @@ class FastV3:
         # [limits] fast_path: reads answered here; off, pysnmp answers them.
         self.answer_reads = True
         self._counts = counts
+        self._principals: dict[tuple[str, str | None], Principal] = {}
+        # max_pdu_octets by what it depends on (see there).
+        self._pdu_limits: dict[tuple[int, int, int, bytes, int, int], int] = {}
         self._counter_oids: dict[Counter, bytes] = {}  # the reported ones' OID elements
         for refusal in Refusal:
             if refusal.reported:
@@ -162,6 +157,7 @@ class FastV3:
     def replace_users(self, users: Iterable[UserEntry]) -> None:
         """A reload's users from now on (keys localized here, once)."""
         self.users = localize_users(tuple(users), self.engine_id)
+        self._pdu_limits = {}  # kept by user name: a name may now have other protocols
 
     def handle(self, message: V3Message, datagram: bytes,
                varbinds: tuple[Varbind, ...] | None = None) -> Verdict | None:
@@ -194,14 +190,15 @@ class FastV3:
         except HeaderError:
             return None  # a read with values: pysnmp's
         user = accepted.user
-        answer = self._respond(request, scoped.context_name, Principal(user.access, user.view),
+        principal = self._principals.get((user.access, user.view))
+        if principal is None:
+            principal = self._principals[user.access, user.view] = Principal(user.access,
+                                                                             user.view)
+        answer = self._respond(request, scoped.context_name, principal,
                                self.max_pdu_octets(accepted))
         if answer is None:
             return None
-        response = encode_response_pdu(request.request_id, answer.error_status,
-                                       answer.error_index, answer.varbinds)
-        return Verdict((), self.sealer.seal(accepted, encode_scoped_pdu(
-            scoped.context_engine_id, scoped.context_name, response)))
+        return Verdict((), self.sealer.seal_response(accepted, *answer))
 
     def _refuse(self, refused: Refused) -> Verdict:
         counts, refusal = self._counts, refused.refusal
@@ -222,12 +219,7 @@ class FastV3:
         """More varbinds than [limits] max_varbinds: tooBig with no varbinds
         (RFC 3416 4.2.1), sealed at the request's level."""
         pdu = accepted.scoped.pdu
-        response = element(RESPONSE, element(INTEGER, integer_octets(pdu.request_id))
-                           + element(INTEGER, bytes((TOO_BIG,))) + element(INTEGER, b"\x00")
-                           + element(SEQUENCE, b""))
-        scoped = accepted.scoped
-        sealed = self.sealer.seal(accepted, encode_scoped_pdu(
-            scoped.context_engine_id, scoped.context_name, response))
+        sealed = self.sealer.seal_response(accepted, TOO_BIG, 0, b"")
         counted = IN_REQUEST.get(pdu.tag)
         return Verdict((OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG)
                        + ((counted,) if counted else ()), sealed)
@@ -236,20 +228,28 @@ class FastV3:
         """VACM has no access entry below the user's level: authorizationError,
         error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1)."""
         pdu = accepted.scoped.pdu
-        echoed = octets[pdu.varbinds[0]:pdu.varbinds[1]]
-        response = element(RESPONSE, element(INTEGER, integer_octets(pdu.request_id))
-                           + element(INTEGER, bytes((AUTHORIZATION_ERROR,)))
-                           + element(INTEGER, b"\x00") + element(SEQUENCE, echoed))
-        scoped = accepted.scoped
-        sealed = self.sealer.seal(accepted, encode_scoped_pdu(
-            scoped.context_engine_id, scoped.context_name, response))
+        sealed = self.sealer.seal_response(accepted, AUTHORIZATION_ERROR, 0,
+                                           octets[pdu.varbinds[0]:pdu.varbinds[1]])
         counted = IN_REQUEST.get(pdu.tag)
         return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + ((counted,) if counted else ()), sealed)
 
     def max_pdu_octets(self, accepted: Accepted) -> int:
         """The largest Response PDU element the sealed response may carry."""
-        scoped_limit = self.sealer.scoped_pdu_budget(accepted)
-        names = (len(element(OCTET_STRING, accepted.scoped.context_engine_id))
-                 + len(element(OCTET_STRING, accepted.scoped.context_name)))
-        return largest_content(scoped_limit, names)
+        request, user, level, scoped = accepted
+        # What the message around the PDU takes depends on the request's
+        # msgMaxSize, the user (name, protocols) and level, and the octets of
+        # msgID, of msgAuthoritativeEngineTime (boots never change under this
+        # clock) and of the context's names: kept by those, not computed again.
+        key = (request.max_size, request.message_id.bit_length() >> 3,
+               self.clock.time().bit_length() >> 3, user.name, level,
+               len(scoped.context_engine_id) << 16 | len(scoped.context_name))
+        limit = self._pdu_limits.get(key)
+        if limit is None:
+            engine_id, name = len(scoped.context_engine_id), len(scoped.context_name)
+            names = 2 + length_octets(engine_id) + engine_id + length_octets(name) + name
+            if len(self._pdu_limits) >= KEPT_PDU_LIMITS:
+                self._pdu_limits.clear()  # managers' msgMaxSize values: kept few
+            limit = self._pdu_limits[key] = largest_content(
+                self.sealer.scoped_pdu_budget(accepted), names)
+        return limit
 

@@ -10,6 +10,9 @@ needs; it has no side effect and counts nothing (the caller does, once).
 
 Keys are localized once per engine ID (and user set), never per message;
 each user's HMAC and cipher are prepared once (ibsnmp.wire.usm_crypto).
+A sealed message is written around its data from what the engine's
+messages to the user share (usm_message.MessageTemplate), hashed in parts
+and joined once: its data is not copied to splice the MAC in.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from .header import (AUTH_NO_PRIV, AUTH_PRIV, FLAG_AUTH, FLAG_PRIV, FLAG_REPORTA
                      PduHeader, V3Message, read_header, read_scoped_pdu)
 from .usm_crypto import MacKey, PrivKey, SaltCounter
 from .usm_keys import AUTH_PROTOCOLS, PRIV_PROTOCOLS, AuthProtocol, auth_key, priv_key
-from .usm_message import Outgoing, encode_v3, overhead
+from .usm_message import (MessageTemplate, Outgoing, encode_scoped_response, message_template,
+                          overhead)
 
 MAX_BOOTS = 2147483647  # RFC 3414 2.2.2: latched, nothing authenticated is in time
 TIME_WINDOW = 150  # seconds, RFC 3414 2.2.3
@@ -32,6 +36,10 @@ TIME_WINDOW = 150  # seconds, RFC 3414 2.2.3
 ENGINE_ID_LENGTHS = range(5, 33)
 # RFC 3411's Confirmed Class: what a reportable message may carry.
 CONFIRMED_PDUS = frozenset({GET, GET_NEXT, GET_BULK, SET, INFORM})
+# The security level of msgFlags' auth and priv bits (priv alone is refused first).
+_LEVELS = {0: NO_AUTH_NO_PRIV, FLAG_AUTH: AUTH_NO_PRIV, FLAG_AUTH | FLAG_PRIV: AUTH_PRIV}
+# msgFlags of a response at each security level (never reportable: RFC 3412 6.4).
+_LEVEL_FLAGS = {NO_AUTH_NO_PRIV: 0, AUTH_NO_PRIV: FLAG_AUTH, AUTH_PRIV: FLAG_AUTH | FLAG_PRIV}
 
 
 _SNMPV2_MIB, _MPD_MIB, _USM_MIB = "__SNMPv2-MIB", "__SNMP-MPD-MIB", "__SNMP-USER-BASED-SM-MIB"
@@ -155,25 +163,22 @@ class Refused(NamedTuple):
 def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes, UsmUser],
             clock: EngineClock) -> Accepted | Refused:
     """The security steps for `message` (the datagram `data`), see the module."""
-    reportable = bool(message.flags & FLAG_REPORTABLE)
+    flags = message.flags
+    reportable = bool(flags & FLAG_REPORTABLE)
     if message.security_model != USM:
         return Refused(Refusal.UNKNOWN_SECURITY_MODEL, message, 0, None, False)
-    if message.flags & FLAG_PRIV and not message.flags & FLAG_AUTH:
+    if flags & FLAG_PRIV and not flags & FLAG_AUTH:
         return Refused(Refusal.INVALID_MESSAGE, message, 0, None, False)
-    level = message.level
+    level = _LEVELS[flags & (FLAG_AUTH | FLAG_PRIV)]  # V3Message.level, checked just above
     pdu = message.pdu
     request_id = 0
     if pdu is not None:
         if reportable and pdu.tag not in CONFIRMED_PDUS:
             return Refused(Refusal.INVALID_MESSAGE, message, 0, None, False)
         request_id = pdu.request_id
-
-    def refused(refusal: Refusal, signer: UsmUser | None = None) -> Refused:
-        return Refused(refusal, message, request_id, None, reportable, signer)
-
     if message.engine_id != engine_id:  # step 3
         if len(message.engine_id) in ENGINE_ID_LENGTHS:
-            return refused(Refusal.UNKNOWN_ENGINE_ID)
+            return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, None, reportable)
         # Discovery: only a noAuthNoPriv one is answered, in the request's own context.
         if pdu is None or level != NO_AUTH_NO_PRIV:
             return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, None, False)
@@ -181,16 +186,19 @@ def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes
         return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, context, reportable)
     user = users.get(message.user_name or b"")
     if user is None:  # step 4
-        return refused(Refusal.UNKNOWN_USER)
-    if level > user.level:  # step 5: no key for that level
-        return refused(Refusal.UNSUPPORTED_LEVEL)
+        return Refused(Refusal.UNKNOWN_USER, message, request_id, None, reportable)
+    if level == AUTH_PRIV and user.priv is None:  # step 5: no key for that level
+        return Refused(Refusal.UNSUPPORTED_LEVEL, message, request_id, None, reportable)
     if level >= AUTH_NO_PRIV:
-        if not user.mac.matches(message.without_mac(data), message.mac(data)):  # step 6
-            return refused(Refusal.WRONG_DIGEST)
+        auth_params = message.auth_params
+        assert auth_params is not None  # read for every USM message
+        if not user.mac.signed(data, *auth_params):  # step 6
+            return Refused(Refusal.WRONG_DIGEST, message, request_id, None, reportable)
         boots = clock.boots()  # step 7
         if (boots == MAX_BOOTS or message.boots != boots
                 or abs(message.engine_time - clock.time()) > TIME_WINDOW):
-            return refused(Refusal.NOT_IN_TIME_WINDOW, signer=user)
+            return Refused(Refusal.NOT_IN_TIME_WINDOW, message, request_id, None, reportable,
+                           user)
     if pdu is not None:
         scoped = ScopedPdu(data, message.context_engine_id, message.context_name, pdu)
         return Accepted(message, user, level, scoped)
@@ -199,7 +207,7 @@ def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes
         plaintext = user.priv.decrypt(message.boots, message.engine_time, message.priv_params,
                                       message.data)
     except ValueError:
-        return refused(Refusal.DECRYPTION_ERROR)
+        return Refused(Refusal.DECRYPTION_ERROR, message, request_id, None, reportable)
     try:
         context_engine_id, context_name, pdu = read_scoped_pdu(plaintext)
     except HeaderError:
@@ -223,28 +231,38 @@ class Sealer:
 
     def _outgoing(self, request: V3Message, user: UsmUser, level: int, boots: int,
                   salt: bytes) -> Outgoing:
-        flags = (FLAG_AUTH if level >= AUTH_NO_PRIV else 0) | (
-            FLAG_PRIV if level == AUTH_PRIV else 0)
-        return Outgoing(message_id=request.message_id, max_size=self.max_size, flags=flags,
-                        engine_id=self.engine_id, boots=boots,
-                        engine_time=self.clock.time(), user=user.name,
-                        mac_length=user.mac.mac_length if level >= AUTH_NO_PRIV else 0,
-                        priv_params=salt)
+        # Positional: one is built for every response.
+        return Outgoing(request.message_id, self.max_size, _LEVEL_FLAGS[level], self.engine_id,
+                        boots, self.clock.time(), user.name,
+                        user.mac.mac_length if level >= AUTH_NO_PRIV else 0, salt)
 
     def scoped_pdu_budget(self, accepted: Accepted) -> int:
-        """The largest ScopedPDU element a response to `accepted` may carry."""
-        limit = min(accepted.request.max_size, self.max_size)
-        salt = bytes(8) if accepted.level == AUTH_PRIV else b""
-        out = self._outgoing(accepted.request, accepted.user, accepted.level, 0, salt)
+        """The largest ScopedPDU element a response to `accepted` may carry.
+
+        It depends on the octets the header's integers take, not on their
+        values (agent.fast_v3 keeps it by those)."""
+        request, user, level, _ = accepted
+        limit = min(request.max_size, self.max_size)
+        salt = bytes(8) if level == AUTH_PRIV else b""
+        out = self._outgoing(request, user, level, self.clock.boots(), salt)
         # Measured at the limit itself: the lengths' own octets grow with it.
         budget = limit - overhead(out, limit)
-        if accepted.level == AUTH_PRIV and accepted.user.priv_name == "DES":
+        if level == AUTH_PRIV and user.priv_name == "DES":
             budget -= 7  # CBC pads to whole blocks of eight octets
         return budget
 
     def seal(self, accepted: Accepted, scoped_pdu: bytes) -> bytes:
         """The response message carrying the ScopedPDU element `scoped_pdu`."""
         return self.seal_as(accepted.request, accepted.user, accepted.level, scoped_pdu)
+
+    def seal_response(self, accepted: Accepted, error_status: int, error_index: int,
+                      varbinds: bytes) -> bytes:
+        """The Response PDU to `accepted` carrying `varbinds` (the concatenated varbind
+        elements), in the request's context, sealed at its level."""
+        request, user, level, scoped = accepted
+        return self.seal_as(request, user, level, encode_scoped_response(
+            scoped.context_engine_id, scoped.context_name, scoped.pdu.request_id, error_status,
+            error_index, varbinds))
 
     def seal_as(self, request: V3Message, user: UsmUser, level: int, scoped_pdu: bytes) -> bytes:
         """A message answering `request` at `level`, as `user`, carrying `scoped_pdu`."""
@@ -253,20 +271,30 @@ class Sealer:
         if level == AUTH_PRIV:
             assert user.priv is not None
             salt = user.priv.salt(self._salts, boots)
-        return seal_message(self._outgoing(request, user, level, boots, salt), user, scoped_pdu)
+        template = message_template(self.max_size, _LEVEL_FLAGS[level], self.engine_id, boots,
+                                    user.name, user.mac.mac_length if level >= AUTH_NO_PRIV else 0)
+        return _seal(template, user, request.message_id, boots, self.clock.time(), salt,
+                     scoped_pdu)
 
 
 def seal_message(out: Outgoing, user: UsmUser, scoped_pdu: bytes) -> bytes:
     """`out` with `scoped_pdu`, encrypted if its flags say so, then authenticated."""
+    template = message_template(out.max_size, out.flags, out.engine_id, out.boots, out.user,
+                                out.mac_length)
+    return _seal(template, user, out.message_id, out.boots, out.engine_time, out.priv_params,
+                 scoped_pdu)
+
+
+def _seal(template: MessageTemplate, user: UsmUser, message_id: int, boots: int,
+          engine_time: int, salt: bytes, scoped_pdu: bytes) -> bytes:
     data = scoped_pdu
-    if out.flags & FLAG_PRIV:
+    if template.flags & FLAG_PRIV:
         assert user.priv is not None
-        data = user.priv.encrypt(out.boots, out.engine_time, out.priv_params, scoped_pdu)
-    message, mac_at = encode_v3(out, data)
-    if not out.flags & FLAG_AUTH:
-        return message
-    mac = user.mac.digest(message)
-    return message[:mac_at] + mac + message[mac_at + len(mac):]
+        data = user.priv.encrypt(boots, engine_time, salt, scoped_pdu)
+    head, tail = template.parts(message_id, engine_time, salt, len(data))
+    if not template.flags & FLAG_AUTH:
+        return b"".join((head, template.zeros, tail, data))
+    return b"".join((head, user.mac.digest(head + template.zeros + tail, data), tail, data))
 
 
 def accept(data: bytes, engine_id: bytes, users: dict[bytes, UsmUser],

@@ -9,28 +9,71 @@ Reports.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Protocol
 
 from .ber import element as encode_element
-from .ber import COUNTER32, integer_element, length_octets
+from .ber import COUNTER32, encode_length, integer_element
 from .header import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, INTEGER, OCTET_STRING, REPORT,
-                     SEQUENCE, USM, V3, V3Message)
+                     RESPONSE, SEQUENCE, USM, V3, V3Message)
 
-__all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "Outgoing", "ReportWriter", "Signer",
-           "encode_scoped_pdu", "encode_unsigned", "encode_v3", "overhead"]
+__all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "MessageTemplate", "Outgoing",
+           "ReportWriter", "Signer", "encode_scoped_pdu", "encode_scoped_response",
+           "encode_unsigned", "encode_v3", "frame", "message_template", "overhead"]
 
 
 def encode_unsigned(value: int) -> bytes:
-    """A non-negative INTEGER element, shortest form."""
-    return integer_element(INTEGER, value)
+    """A non-negative INTEGER element, shortest form (OverflowError for a negative one)."""
+    octets = value.bit_length() // 8 + 1
+    return bytes((INTEGER, octets)) + value.to_bytes(octets, "big")
 
 
 _VERSION = encode_unsigned(V3)
+_VERSION_OCTETS = len(_VERSION)
 
 
 def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes) -> bytes:
     return encode_element(SEQUENCE, encode_element(OCTET_STRING, context_engine_id)
                           + encode_element(OCTET_STRING, context_name) + pdu)
+
+
+class _Lengths(dict[int, bytes]):
+    """Length octets by length: those of the usual sizes looked up, not encoded
+    (a response's message has about ten lengths, each a call otherwise)."""
+
+    def __missing__(self, length: int) -> bytes:
+        return encode_length(length)
+
+
+_LENGTH = _Lengths((length, encode_length(length)) for length in range(4096))
+_SEQUENCE, _OCTET_STRING, _RESPONSE = bytes((SEQUENCE,)), bytes((OCTET_STRING,)), bytes((RESPONSE,))
+
+
+@functools.lru_cache(maxsize=64)
+def _context(context_engine_id: bytes, context_name: bytes) -> bytes:
+    """A ScopedPDU's contextEngineID and contextName elements (a few contexts
+    answer every request)."""
+    return (encode_element(OCTET_STRING, context_engine_id)
+            + encode_element(OCTET_STRING, context_name))
+
+
+def encode_scoped_response(context_engine_id: bytes, context_name: bytes, request_id: int,
+                           error_status: int, error_index: int, varbinds: bytes) -> bytes:
+    """The ScopedPDU of a Response PDU around `varbinds` (the concatenated varbind
+    elements): `encode_scoped_pdu` of `ibsnmp.wire.request.encode_response_pdu`,
+    with the varbinds copied once."""
+    # The request-id as integer_octets writes it; the error fields mostly zero.
+    request_id_octets = request_id.to_bytes(request_id.bit_length() // 8 + 1, "big",
+                                            signed=True)
+    errors = _NO_ERROR if not (error_status or error_index) else (
+        integer_element(INTEGER, error_status) + integer_element(INTEGER, error_index))
+    list_length = _LENGTH[len(varbinds)]
+    pdu = 3 + len(request_id_octets) + len(errors) + len(list_length) + len(varbinds)
+    pdu_length = _LENGTH[pdu]
+    context = _context(context_engine_id, context_name)
+    return b"".join((_SEQUENCE, _LENGTH[len(context) + 1 + len(pdu_length) + pdu], context,
+                     _RESPONSE, pdu_length, bytes((INTEGER, len(request_id_octets))),
+                     request_id_octets, errors, _SEQUENCE, list_length, varbinds))
 
 
 class Outgoing(NamedTuple):
@@ -54,18 +97,90 @@ _FLAGS = [encode_element(OCTET_STRING, bytes((flags,))) for flags in range(8)]
 _MODEL = encode_unsigned(USM)
 
 
-def _before_data(out: Outgoing) -> tuple[bytes, int]:
-    """msgVersion, msgGlobalData and the security parameters; where the MAC's value ends."""
-    element = encode_element
-    global_data = element(SEQUENCE, encode_unsigned(out.message_id)
-                          + encode_unsigned(out.max_size) + _FLAGS[out.flags] + _MODEL)
-    before_mac = (element(OCTET_STRING, out.engine_id) + encode_unsigned(out.boots)
-                  + encode_unsigned(out.engine_time) + element(OCTET_STRING, out.user))
-    mac = element(OCTET_STRING, bytes(out.mac_length))
-    priv = element(OCTET_STRING, out.priv_params)
-    params = element(OCTET_STRING, element(SEQUENCE, before_mac + mac + priv))
-    prefix = _VERSION + global_data + params
-    return prefix, len(prefix) - len(priv)
+class MessageTemplate:
+    """What the messages of one engine to one user at one level share, encoded
+    once: `parts` writes the rest of a message around its MAC and data.
+
+    The message is head + MAC + tail + data, the MAC computed over it with
+    zeros (`zeros`) in its place (RFC 3414 6.3.1, 7.3.1), so a sealer hashes
+    and joins the parts and copies the data once. The data is the ScopedPDU
+    element, or the ciphertext when the privacy flag is set (the tail then
+    ends with its OCTET STRING's header).
+    """
+
+    __slots__ = ("flags", "mac_length", "zeros", "_global_tail", "_before_time", "_to_mac",
+                 "_usm_fixed", "_private", "_usm_headers")
+
+    def __init__(self, max_size: int, flags: int, engine_id: bytes, boots: int, user: bytes,
+                 mac_length: int) -> None:
+        self.flags = flags
+        self.mac_length = mac_length
+        self.zeros = bytes(mac_length)
+        # msgGlobalData after msgID; the USM parameters before msgAuthoritativeEngineTime,
+        # and from msgUserName to the MAC's value.
+        self._global_tail = encode_unsigned(max_size) + _FLAGS[flags] + _MODEL
+        self._before_time = encode_element(OCTET_STRING, engine_id) + encode_unsigned(boots)
+        self._to_mac = (encode_element(OCTET_STRING, user) + _OCTET_STRING
+                        + _LENGTH[mac_length])
+        self._usm_fixed = len(self._before_time) + len(self._to_mac) + mac_length
+        self._private = bool(flags & FLAG_PRIV)
+        # By the octets of msgAuthoritativeEngineTime and of the salt (what the
+        # lengths around the USM parameters depend on): those lengths' octets,
+        # the parameters' whole element's size, the salt's identifier and length.
+        self._usm_headers: dict[int, tuple[bytes, int, bytes]] = {}
+
+    def _usm_header(self, time_octets: int, salt_octets: int) -> tuple[bytes, int, bytes]:
+        salt_header = _OCTET_STRING + _LENGTH[salt_octets]
+        usm = self._usm_fixed + 2 + time_octets + len(salt_header) + salt_octets
+        usm_header = _SEQUENCE + _LENGTH[usm]
+        params = len(usm_header) + usm
+        params_header = _OCTET_STRING + _LENGTH[params]
+        return params_header + usm_header, len(params_header) + params, salt_header
+
+    def parts(self, message_id: int, engine_time: int, salt: bytes,
+              data_length: int) -> tuple[bytes, bytes]:
+        """(head, tail) of the message with these values and `data_length` octets of data.
+
+        `message_id` and `engine_time` are not negative (the reader's and the
+        clock's); they are written as encode_unsigned writes them, inline.
+        """
+        id_octets = message_id.bit_length() // 8 + 1
+        time_octets = engine_time.bit_length() // 8 + 1
+        sizes = time_octets << 16 | len(salt)
+        usm = self._usm_headers.get(sizes)
+        if usm is None:
+            usm = self._usm_headers[sizes] = self._usm_header(time_octets, len(salt))
+        usm_headers, params, salt_header = usm
+        global_data = 2 + id_octets + len(self._global_tail)  # under 128 octets
+        if self._private:
+            data_header = _OCTET_STRING + _LENGTH[data_length]
+            tail = b"".join((salt_header, salt, data_header))
+            data_length += len(data_header)
+        else:
+            tail = salt_header + salt
+        head = b"".join((
+            _SEQUENCE, _LENGTH[_VERSION_OCTETS + 2 + global_data + params + data_length],
+            _VERSION, bytes((SEQUENCE, global_data, INTEGER, id_octets)),
+            message_id.to_bytes(id_octets, "big"), self._global_tail, usm_headers,
+            self._before_time, bytes((INTEGER, time_octets)),
+            engine_time.to_bytes(time_octets, "big"), self._to_mac))
+        return head, tail
+
+
+@functools.lru_cache(maxsize=256)
+def message_template(max_size: int, flags: int, engine_id: bytes, boots: int, user: bytes,
+                     mac_length: int) -> MessageTemplate:
+    """The MessageTemplate of these values, made once (users who passed
+    authentication, and the test's and manager's few: the cache stays small)."""
+    return MessageTemplate(max_size, flags, engine_id, boots, user, mac_length)
+
+
+def frame(out: Outgoing, data_length: int) -> tuple[bytes, bytes]:
+    """The message `out` around its MAC's value and its data: (head, tail), see
+    MessageTemplate."""
+    template = message_template(out.max_size, out.flags, out.engine_id, out.boots, out.user,
+                                out.mac_length)
+    return template.parts(out.message_id, out.engine_time, out.priv_params, data_length)
 
 
 def encode_v3(out: Outgoing, data: bytes) -> tuple[bytes, int]:
@@ -74,21 +189,14 @@ def encode_v3(out: Outgoing, data: bytes) -> tuple[bytes, int]:
     `data` is the ScopedPDU element, or the ciphertext when the privacy flag
     is set (it is then wrapped as an OCTET STRING here).
     """
-    prefix, mac_end = _before_data(out)
-    body = encode_element(OCTET_STRING, data) if out.flags & FLAG_PRIV else data
-    message = encode_element(SEQUENCE, prefix + body)
-    mac_at = len(message) - len(body) - len(prefix) + mac_end - out.mac_length
-    return message, mac_at
+    head, tail = frame(out, len(data))
+    return b"".join((head, bytes(out.mac_length), tail, data)), len(head)
 
 
 def overhead(out: Outgoing, data_length: int) -> int:
     """Octets a message adds around `data_length` octets of scoped PDU."""
-    prefix, _ = _before_data(out)
-    body = data_length
-    if out.flags & FLAG_PRIV:
-        body += 1 + length_octets(data_length)
-    inner = len(prefix) + body
-    return 1 + length_octets(inner) + inner - data_length
+    head, tail = frame(out, data_length)
+    return len(head) + out.mac_length + len(tail)
 
 
 _EMPTY_OCTETS = encode_element(OCTET_STRING, b"")
