@@ -29,7 +29,7 @@ from ibsnmp.fabric.model import Fabric, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.broker import BrokerSettings
-from ibsnmp.mqtt.codec import encode_state, record_of
+from ibsnmp.mqtt.codec import counters_of, encode_counters, encode_state, record_of
 from ibsnmp.providers.mqtt import MqttAggregator
 from ibsnmp.wire.ber import END_OF_MIB_VIEW, read_element
 
@@ -209,16 +209,25 @@ def test_mqtt_updates_are_served_at_once() -> None:
     host = int(contexts[1], 16)
     ref = _linked_host_port(fabric)
     down, _ = with_port_state(fabric, ref, PortState.DOWN, at=15.0)
-    updates = [
-        (fabric, 20.0, True),  # counters moved: values only
-        (fabric, 30.0, True),
-        (down, 40.0, False),  # the host's port went down: its node changes
+    updates = [  # (the publisher's fabric, its time, a counters message, a structure change)
+        (fabric, 20.0, False, False),  # counters moved: a state of the same structure
+        (fabric, 30.0, True, False),  # counters alone, as a publisher sends them between states
+        (down, 40.0, False, True),  # the host's port went down: its node changes
     ]
-    for source, at, values_only in updates:
+    state_time = 10.0
+    for source, at, counters, structural in updates:
         before = held.snapshot
-        aggregator.handle(_message(source, host, at))
+        if counters:
+            record = record_of(source, source.nodes[host], at, at, publisher="p")
+            payload = encode_counters(counters_of(record, state_time))
+            aggregator.handle(aiomqtt.Message(topics.node_topic("fab", host, "counters"), payload, 1, False, 1,
+                                              None))
+        else:
+            aggregator.handle(_message(source, host, at))
+            state_time = at
         held.snapshot = aggregator.check(time.monotonic() + 60)  # past the rebuild delay
-        assert (held.snapshot.lineage is before.lineage) is values_only
+        assert (held.snapshot.lineage is not before.lineage) is structural
+        assert held.snapshot.counter_values[host] != before.counter_values[host]  # taken
         assert assert_fresh(paths, held, contexts) > 1000
     aggregator.handle(aiomqtt.Message(topics.node_topic("fab", host, "state"), b"", 1, False, 1, None))
     held.snapshot = aggregator.check(time.monotonic() + 60)

@@ -23,7 +23,7 @@ from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.assemble import assemble
 from ibsnmp.mqtt.broker import Backoff, BrokerError, BrokerSettings, parse_broker_url, settings_from_args
-from ibsnmp.mqtt.codec import EventRecord, encode_event, encode_state, record_of
+from ibsnmp.mqtt.codec import EventRecord, counters_of, encode_counters, encode_event, encode_state, record_of
 from ibsnmp.providers.base import Swap
 from ibsnmp.providers.mqtt import MqttAggregator
 from ibsnmp.providers.sysfs import SysfsProvider
@@ -305,3 +305,30 @@ def test_topics() -> None:
         assert topics.parse("f", foreign) is None
     with pytest.raises(ValueError, match="without '/'"):
         topics.check_fabric_id("a/b")
+
+
+def test_counters_between_states_are_taken_as_values_alone() -> None:
+    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=2)
+    aggregator = MqttAggregator(BrokerSettings("127.0.0.1", 1, False, None, client_id="x"), "fab")
+    sm_nodes = {sm.node_guid for sm in fabric.sms}  # a minute later their ActCounts would have jumped here
+    host = next(g for g, n in fabric.nodes.items() if not n.is_switch and g not in sm_nodes)
+
+    def send(guid: int, kind: str, payload: bytes) -> None:
+        aggregator.handle(aiomqtt.Message(topics.node_topic("fab", guid, kind), payload, 1, False, 1, None))
+
+    for guid in fabric.nodes:
+        send(guid, "state", encode_state(record_of(fabric, fabric.nodes[guid], 1.0, 100.0, publisher="p")))
+    served = aggregator.check(time.monotonic() + 60)
+    later = record_of(fabric, fabric.nodes[host], 61.0, 160.0, publisher="p")
+    # Counters of another state than the one held wait for that state: nothing changes.
+    send(host, "counters", encode_counters(counters_of(later, 99.0)))
+    assert aggregator.check(time.monotonic() + 60) is served
+    send(host, "counters", encode_counters(counters_of(later, 100.0)))
+    taken = aggregator.check(time.monotonic() + 60)
+    assert taken.lineage is served.lineage and taken.nodes is served.nodes  # the structure stays
+    assert {num: dict(values) for num, values in taken.counter_values[host].items()} == \
+        {num: dict(values) for num, values in later.values.items()}
+    assert aggregator.refused == 0
+    # Values that do not fit the node's counters are refused, said once, and nothing changes.
+    send(host, "counters", b'{"version":1,"time":170,"state":100,"ports":{"1":[1,2]}}')
+    assert aggregator.refused == 1 and aggregator.check(time.monotonic() + 60) is taken

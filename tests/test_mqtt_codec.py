@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import dataclasses
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,14 +28,20 @@ from ibsnmp.mqtt.codec import (
     EventRecord,
     PayloadError,
     decode_event,
+    counter_order,
+    counters_of,
+    decode_counters,
     decode_state,
+    encode_counters,
     encode_event,
     encode_state,
     record_of,
+    with_counters,
 )
 from ibsnmp.providers.sysfs import SysfsProvider
 
 STATE_SCHEMA = json.loads(schema.STATE_FILE.read_text())
+COUNTERS_SCHEMA = json.loads(schema.COUNTERS_FILE.read_text())
 EVENT_SCHEMA = json.loads(schema.EVENT_FILE.read_text())
 
 
@@ -47,7 +54,43 @@ def sysfs_fabric(tmp_path: Path):
 
 def test_schema_files_are_current() -> None:
     assert schema.STATE_FILE.read_text() == schema.render(schema.state_schema())
+    assert schema.COUNTERS_FILE.read_text() == schema.render(schema.counters_schema())
     assert schema.EVENT_FILE.read_text() == schema.render(schema.event_schema())
+
+
+def test_counters_carry_the_values_of_a_state_alone() -> None:
+    fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=3)
+    for node in fabric.nodes.values():
+        state = decode_state(encode_state(record_of(fabric, node, 10.0, 100.0)), node.guid)
+        later = record_of(fabric, node, 70.0, 160.0)  # a minute of traffic later, nothing else changed
+        payload = encode_counters(counters_of(later, state.time))
+        jsonschema.validate(json.loads(payload), COUNTERS_SCHEMA)
+        assert len(payload) * 5 < len(encode_state(later))  # a fraction of a state
+        counters = decode_counters(payload)
+        assert counters.state == 100.0 and counters.time == 160.0
+        taken = with_counters(state, counters, counter_order(state))
+        assert taken is not None
+        assert taken.node is state.node and taken.time == 160.0
+        assert {num: dict(values) for num, values in taken.values.items()} == \
+            {num: dict(values) for num, values in later.values.items()}
+        assert [sm.act_count for sm in taken.sms] == [sm.act_count for sm in later.sms]
+        # Values that do not fit the state's counters are refused, not guessed at.
+        short = dataclasses.replace(counters, ports={num: values[:-1] for num, values in counters.ports.items()})
+        assert with_counters(state, short, counter_order(state)) is None
+
+
+@pytest.mark.parametrize(("payload", "reason"), [
+    (b'{"version":1,"time":5,"state":1,"ports":{"1":[-1]}}', "ports.1"),
+    (b'{"version":1,"time":5,"state":1,"ports":{"x":[1]}}', "ports.x"),
+    (b'{"version":1,"time":5,"state":1,"ports":[]}', "ports"),
+    (b'{"version":1,"time":5,"state":1,"ports":{},"act_counts":[4294967296]}', "act_counts"),
+    (b'{"version":1,"time":5,"ports":{}}', "time"),
+    (b'{"version":2,"time":5,"state":1,"ports":{}}', "version"),
+    (b'{"version":1,"time":5,"state":1,"ports":{},"extra":1}', "extra"),
+])
+def test_bad_counters_are_refused_with_a_reason(payload: bytes, reason: str) -> None:
+    with pytest.raises(PayloadError, match=reason):
+        decode_counters(payload)
 
 
 def test_sysfs_nodes_come_back_equal_and_valid(sysfs_fabric) -> None:

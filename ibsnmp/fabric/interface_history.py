@@ -105,21 +105,25 @@ class InterfaceHistory:
         self.observe(provider.snapshot, provider.elapsed())
         provider.add_swap_listener(lambda swap: self.observe_swap(swap, provider.elapsed()))
 
-    def observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None = None) -> None:
+    def observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None = None,
+                valued: Set[int] | None = None) -> None:
         """A new snapshot, whose counters are read at `elapsed` seconds
         after the provider's epoch (which dates its port history);
         `changed`: the GUIDs of the only nodes that may differ from the
-        snapshot observed before (None: any)."""
+        snapshot observed before, `valued` of those whose counter values
+        may (None: any)."""
         with self._lock:
-            self._observe(fabric, elapsed, changed)
+            self._observe(fabric, elapsed, changed, valued)
 
     def observe_swap(self, swap: Swap, elapsed: float) -> None:
         """A provider's swap: only its changed nodes are compared, if the
         snapshot it replaces is the one observed last."""
         with self._lock:
-            self._observe(swap.new, elapsed, swap.changed_since(self._node_map))
+            self._observe(swap.new, elapsed, swap.changed_since(self._node_map),
+                          swap.valued_since(self._values))
 
-    def _observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None) -> None:
+    def _observe(self, fabric: Fabric, elapsed: float, changed: Set[int] | None,
+                 valued: Set[int] | None) -> None:
         now = self._clock() - self._start
         baseline = self._node_map is None
         dated = self._dated_events(fabric, now - elapsed, baseline)
@@ -127,7 +131,7 @@ class InterfaceHistory:
             self._compare_nodes(fabric, now, baseline, dated, None if baseline else changed)
             self._node_map = fabric.nodes
         if fabric.counter_values is not self._values:
-            self._compare_values(fabric, now)
+            self._compare_values(fabric, now, valued)
             self._values = fabric.counter_values
 
     def _compare_nodes(self, fabric: Fabric, now: float, baseline: bool, dated: Mapping[PortRef, float],
@@ -149,11 +153,14 @@ class InterfaceHistory:
         if gone:
             self._table_changed = now
 
-    def _compare_values(self, fabric: Fabric, now: float) -> None:
+    def _compare_values(self, fabric: Fabric, now: float, valued: Set[int] | None) -> None:
         """The measured counters of the nodes whose values the snapshot
-        replaced: a count lower than before is a discontinuity."""
-        before = self._values
-        for guid, values in fabric.counter_values.items():
+        replaced (of `valued` alone, when given): a count lower than before
+        is a discontinuity."""
+        before, current = self._values, fabric.counter_values
+        guids = current if valued is None else [guid for guid in valued if guid in current]
+        for guid in guids:
+            values = current[guid]
             ports = self._nodes.get(guid)
             if ports is None or before.get(guid) is values:
                 continue

@@ -49,6 +49,7 @@ class Built(NamedTuple):
     fabric: Fabric
     mismatches: tuple[LinkMismatch, ...]
     changed: frozenset[int]
+    valued: frozenset[int] = frozenset()  # nodes with new counter values (and the changed ones)
 
 
 def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tuple[LinkMismatch, ...]]:
@@ -142,7 +143,9 @@ class Assembly:
         self._reshaped = True
         self._changed: set[int] = set()  # put with another structure since the last build
         self._removed: set[int] = set()  # removed since the last build
-        self._valued = False  # counter values put since the last build
+        self._valued: set[int] = set()  # counter values put since the last build
+        # Every served node's counter values, kept as the snapshot's are (copied at a build).
+        self._values_by_node: dict[int, Mapping[int, Mapping[str, int]]] = {}
         self.fabric, _ = assemble({}, spec)
 
     def __contains__(self, guid: int) -> bool:
@@ -157,7 +160,7 @@ class Assembly:
 
     @property
     def dirty(self) -> bool:
-        return self._reshaped or bool(self._changed) or self._valued
+        return self._reshaped or bool(self._changed) or bool(self._valued)
 
     def put(self, record: NodeRecord) -> None:
         guid = record.node.guid
@@ -171,16 +174,20 @@ class Assembly:
             self._reshaped = True
             self._shapes[guid] = shape
         self._records[guid] = record
+        self._values_by_node[guid] = record.values
         self._changed.add(guid)
 
     def put_values(self, record: NodeRecord) -> None:
         """A record of a served node whose structure is the served one's."""
-        self._records[record.node.guid] = record
-        self._valued = True
+        guid = record.node.guid
+        self._records[guid] = record
+        self._values_by_node[guid] = record.values
+        self._valued.add(guid)
 
     def remove(self, guid: int) -> None:
         if self._records.pop(guid, None) is not None:
             del self._shapes[guid]
+            del self._values_by_node[guid]
             self._reshaped = True
             self._removed.add(guid)
 
@@ -209,10 +216,12 @@ class Assembly:
             self.fabric = with_values(old, self._values())
         # A rebuild too takes each node from its record: one not put is the object it was.
         changed = frozenset(self._changed | self._removed)
-        self._reshaped = self._valued = False
+        valued = frozenset(self._valued) | changed
+        self._reshaped = False
         self._changed.clear()
         self._removed.clear()
-        return Built(self.fabric, mismatches, changed)
+        self._valued.clear()
+        return Built(self.fabric, mismatches, changed, valued)
 
     def _values(self) -> Mapping[int, Mapping[int, Mapping[str, int]]]:
-        return MappingProxyType({guid: record.values for guid, record in self._records.items()})
+        return MappingProxyType(self._values_by_node.copy())

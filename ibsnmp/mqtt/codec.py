@@ -20,14 +20,13 @@ wide counter.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
@@ -58,6 +57,12 @@ __all__ = [
     "decode_state",
     "encode_event",
     "decode_event",
+    "CountersRecord",
+    "counter_order",
+    "counters_of",
+    "encode_counters",
+    "decode_counters",
+    "with_counters",
 ]
 
 VERSION = 1
@@ -433,76 +438,81 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
                       values)
 
 
-# -- the values of a state, without decoding it ------------------------------------
-# A publisher sends every node's state again whenever its counters moved:
-# mostly the same text with other numbers. `split_state` reads a payload
-# laid out as `encode_state` writes it (version, then time, first) into its
-# time, a digest of the rest with every counter value and ActCount taken
-# out, and those numbers in order; a payload whose digest equals that of a
-# state decoded whole before has that state's structure, and `values_of`
-# gives its values by the plan of that state (`value_plan`). Anything else
-# (another layout, a number JSON or the schema would refuse) is for
-# `decode_state`.
-
-_TIMED = b'{"version":%d,"time":' % VERSION
-_NUMBER = re.compile(rb'("(?:value|act_count)":)(0|[1-9][0-9]{0,19})(?=[,}])')
-_TIME = re.compile(rb"(?:0|[1-9][0-9]{0,15})(?:\.[0-9]{1,17})?")
+# -- counter values alone -------------------------------------------------------------
+# A node's counters move every poll while its structure stays: a publisher
+# sends a state when the structure changed (and at each full refresh), and
+# between states a counters message holding the values alone, in the order
+# the state lists them: each port's counters by name, then the SMs'
+# ActCounts. `state` is the time of the state they belong to; an aggregator
+# that holds another state (a newer one, or none yet) waits for the next.
 
 
-class SplitState(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class CountersRecord:
+    """What one counters message carries (see above)."""
+
     time: float
-    digest: bytes  # of the payload past its time field, numbers taken out
-    numbers: tuple[int, ...]  # counter values, then SM ActCounts, in payload order
+    state: float  # the `time` of the state record whose structure these values fill
+    ports: Mapping[int, tuple[int, ...]]  # port number -> values, in the state's order
+    act_counts: tuple[int, ...] = ()
 
 
-class ValuePlan(NamedTuple):
-    """Where a state's numbers go: each port's counter names in payload
-    order, and how many ActCounts follow."""
+def counter_order(record: NodeRecord) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Each port's counter names in the order a state lists them (and a
+    counters message gives their values in)."""
+    return tuple((port.num, tuple(sorted(name for name in port.counter_layout.names
+                                         if name in record.values.get(port.num, ()))))
+                 for port in record.node.ports if port.counter_layout is not None)
 
-    ports: tuple[tuple[int, tuple[str, ...]], ...]
-    act_counts: int
+
+def counters_of(record: NodeRecord, state_time: float) -> CountersRecord:
+    """The counters message of `record`, whose structure is that of the state sent at `state_time`."""
+    return CountersRecord(record.time, state_time, {
+        num: tuple(record.values[num][name] for name in names) for num, names in counter_order(record)},
+        tuple(sm.act_count for sm in record.sms if sm.act_count is not None))
 
 
-def split_state(payload: bytes) -> SplitState | None:
-    """See above; None for a payload not laid out as this codec writes it."""
-    if not payload.startswith(_TIMED):
+def encode_counters(record: CountersRecord) -> bytes:
+    return json.dumps({"version": VERSION, "time": record.time, "state": record.state,
+                       "ports": {str(num): list(values) for num, values in record.ports.items()},
+                       "act_counts": list(record.act_counts)}, separators=(",", ":")).encode()
+
+
+_COUNTERS_KEYS = frozenset({"version", "time", "state", "ports", "act_counts"})
+
+
+def decode_counters(payload: bytes, max_bytes: int = MAX_PAYLOAD_BYTES) -> CountersRecord:
+    """A counters message; PayloadError says why one is refused."""
+    data = _load(payload, max_bytes, _COUNTERS_KEYS)
+    ports = data.get("ports")
+    if not isinstance(ports, dict):
+        raise PayloadError("ports: expected an object of port number -> values")
+    decoded: dict[int, tuple[int, ...]] = {}
+    for key, values in ports.items():
+        if not key.isdigit() or int(key) > _MAX_PORTS or not isinstance(values, list) or not all(
+                type(v) is int and 0 <= v < 1 << 64 for v in values):
+            raise PayloadError(f"ports.{key}: expected a port number and a list of 64-bit counter values")
+        decoded[int(key)] = tuple(values)
+    act_counts = data.get("act_counts", [])
+    if not isinstance(act_counts, list) or not all(type(v) is int and 0 <= v < 1 << 32 for v in act_counts):
+        raise PayloadError("act_counts: expected a list of 32-bit ActCounts")
+    return CountersRecord(_time(data.get("time")), _time(data.get("state")), decoded, tuple(act_counts))
+
+
+def with_counters(record: NodeRecord, counters: CountersRecord,
+                  order: tuple[tuple[int, tuple[str, ...]], ...]) -> NodeRecord | None:
+    """`record` (the state `counters` belongs to) with its values and
+    ActCounts; None when they do not fit its structure (`order`)."""
+    ports = counters.ports
+    if len(ports) != len(order) or any(len(ports.get(num, ())) != len(names) for num, names in order):
         return None
-    start = len(_TIMED)
-    comma = payload.find(b",", start)
-    found = _TIME.fullmatch(payload, start, comma) if comma > 0 else None
-    if found is None:
+    counted = [sm for sm in record.sms if sm.act_count is not None]
+    if len(counters.act_counts) != len(counted):
         return None
-    parts = _NUMBER.split(payload, 0)
-    # parts: text, key, number, text, key, number, ..., text
-    numbers = tuple(map(int, parts[2::3]))
-    texts = parts[0::3]
-    rest = b"".join(part for pair in zip(texts, parts[1::3] + [b""]) for part in pair)
-    digest = hashlib.blake2b(rest[comma:], digest_size=16).digest()
-    return SplitState(float(payload[start:comma]), digest, numbers)
-
-
-def value_plan(record: NodeRecord) -> ValuePlan:
-    """The plan of a decoded state (its values' names are in payload order)."""
-    ports = tuple((port.num, tuple(record.values[port.num])) for port in record.node.ports
-                  if port.num in record.values)
-    return ValuePlan(ports, sum(1 for sm in record.sms if sm.act_count is not None))
-
-
-def values_of(split: SplitState, plan: ValuePlan
-              ) -> tuple[Mapping[int, Mapping[str, int]], tuple[int, ...]] | None:
-    """(counter values by port, ActCounts) of a split state by `plan`; None
-    when the numbers do not fit it."""
-    numbers = split.numbers
-    if len(numbers) != sum(len(names) for _, names in plan.ports) + plan.act_counts:
-        return None
-    if any(n >> 64 for n in numbers):
-        return None
-    values: dict[int, Mapping[str, int]] = {}
-    at = 0
-    for num, names in plan.ports:
-        values[num] = CounterValues(names, numbers[at:at + len(names)])
-        at += len(names)
-    return MappingProxyType(values), numbers[at:]
+    values = MappingProxyType({num: CounterValues(names, ports[num]) for num, names in order})
+    act_counts = iter(counters.act_counts)
+    sms = tuple(sm if sm.act_count is None else replace(sm, act_count=next(act_counts)) for sm in record.sms)
+    return replace(record, time=counters.time, values=values, sms=sms)
 
 
 # -- events -------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
 """The publisher: every node a provider knows, on the topic tree (see
 topics), for an aggregator to serve.
 
-- state: retained, QoS 1; sent when a node's record changed since it was
-  last sent (checked every `interval`), and every node again each
+- state: retained, QoS 1; sent when a node's structure changed since its
+  state was last sent (checked every `interval`), and every node again each
   `refresh` seconds, so an aggregator can tell a quiet node from a gone
   one while 10,000 idle nodes cost the broker one record each per period;
+- counters: retained, QoS 1; a node whose counters moved and nothing else
+  sends its values alone (codec.CountersRecord, naming the state they
+  belong to): a tenth of a state's size, and an aggregator takes them
+  without decoding the state again;
 - events: QoS 1, each numbered per node.  Numbers start at the publisher's
   start time in microseconds and grow by one, so a restarted publisher's
   events stay above those already taken;
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +42,7 @@ from ibsnmp.providers.base import Provider
 from . import topics
 from .arguments import DEFAULT_INTERVAL_S, DEFAULT_QUEUE, DEFAULT_REFRESH_S
 from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
-from .codec import EventRecord, NodeRecord, encode_event, encode_state, record_of
+from .codec import EventRecord, NodeRecord, counters_of, encode_counters, encode_event, encode_state, record_of
 
 __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publisher", "publishing"]
 
@@ -45,8 +50,15 @@ __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publishe
 log = logging.getLogger("ibsnmp.mqtt.publisher")
 
 
-def _same(a: NodeRecord, b: NodeRecord) -> bool:
-    return a.values == b.values and a.node == b.node and a.sms == b.sms and a.sm_config == b.sm_config
+def _same_structure(a: NodeRecord, b: NodeRecord) -> bool:
+    """Whether two records of a node differ in counter values (ActCounts
+    included) alone."""
+    return (a.node == b.node and a.sm_config == b.sm_config and len(a.sms) == len(b.sms)
+            and all(dataclasses.replace(x, act_count=y.act_count) == y for x, y in zip(a.sms, b.sms)))
+
+
+def _same_values(a: NodeRecord, b: NodeRecord) -> bool:
+    return a.values == b.values and [sm.act_count for sm in a.sms] == [sm.act_count for sm in b.sms]
 
 
 class Publisher:
@@ -67,7 +79,8 @@ class Publisher:
         self.interval = interval
         self.refresh = refresh
         self._elapsed = elapsed or (lambda: time.monotonic() - provider.epoch)
-        self._sent: dict[int, NodeRecord] = {}
+        self._sent: dict[int, NodeRecord] = {}  # the last state or counters sent of each node
+        self._states: dict[int, NodeRecord] = {}  # the last state sent of each node
         self._latest: dict[int, NodeRecord] = {}
         self._events: collections.deque[tuple[int, EventRecord]] = collections.deque()
         self._queue_size = queue_size
@@ -79,6 +92,7 @@ class Publisher:
         self.dropped = 0  # events dropped because the queue was full
         self._said_dropping = False
         self.states_sent = 0
+        self.counters_sent = 0
         self.events_sent = 0
         provider.add_listener(self._on_event)
 
@@ -127,6 +141,7 @@ class Publisher:
         await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id), topics.ONLINE,
                              qos=1, retain=True)
         self._sent.clear()  # everything is sent again on a new connection
+        self._states.clear()
         events = asyncio.create_task(self._send_events(client))
         try:
             while True:
@@ -151,10 +166,16 @@ class Publisher:
             before = self._sent.get(guid)
             if before is None:
                 pending.append((topics.node_topic(self.fabric_id, guid, "status"), topics.ONLINE))
-            if full or before is None or not _same(before, record):
+            state = self._states.get(guid)
+            if full or state is None or not _same_structure(state, record):
                 pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record)))
-                self._sent[guid] = record
+                self._sent[guid] = self._states[guid] = record
                 sent += 1
+            elif before is None or not _same_values(before, record):
+                pending.append((topics.node_topic(self.fabric_id, guid, "counters"),
+                                encode_counters(counters_of(record, state.time))))
+                self._sent[guid] = record
+                self.counters_sent += 1
             if len(pending) >= PUBLISH_WINDOW:
                 # Publish as we go: the broker and the subscribers work on the
                 # first states while the next ones are encoded.
@@ -164,8 +185,10 @@ class Publisher:
         for guid in [g for g in self._sent if g not in fabric.nodes]:
             log.info("mqtt: node %016x is gone: offline", guid)
             del self._sent[guid]
+            self._states.pop(guid, None)
             self._latest.pop(guid, None)
             await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
+            await client.publish(topics.node_topic(self.fabric_id, guid, "counters"), b"", qos=1, retain=True)
             await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
                                  retain=True)
         if full:

@@ -1,6 +1,8 @@
 """The topic tree, version 1:
 
     ibsnmp/v1/<fabric-id>/node/<node guid>/state     retained, QoS 1: the node's record
+    ibsnmp/v1/<fabric-id>/node/<node guid>/counters  retained, QoS 1: its counter values since
+                                                     the state (codec.CountersRecord)
     ibsnmp/v1/<fabric-id>/node/<node guid>/events    QoS 1: its trap events, numbered
     ibsnmp/v1/<fabric-id>/node/<node guid>/status    retained: online / offline
     ibsnmp/v1/<fabric-id>/publisher/<client id>/status
@@ -23,13 +25,13 @@ __all__ = ["PREFIX", "ONLINE", "OFFLINE", "Topic", "check_fabric_id", "node_topi
 PREFIX = "ibsnmp/v1"
 ONLINE = b"online"
 OFFLINE = b"offline"
-NODE_KINDS = ("state", "events", "status")
+NODE_KINDS = ("state", "counters", "events", "status")
 _GUID = re.compile(r"[0-9a-f]{16}")
 _NAME = re.compile(r"[^/+#\x00]{1,128}")
 
 
 class Topic(NamedTuple):
-    """A topic of the tree: `kind` is state/events/status; `guid` the node
+    """A topic of the tree: `kind` is state/counters/events/status; `guid` the node
     (None for a publisher's status, whose client id is `publisher`)."""
 
     kind: str

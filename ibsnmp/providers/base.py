@@ -17,11 +17,19 @@ class Swap(NamedTuple):
     """One snapshot replacing another. `changed`: the GUIDs of the nodes
     the swap added, removed or replaced (each other node is the same
     object in both); None when the provider cannot tell (any may differ).
-    It lets a listener's cost follow the change, not the fabric."""
+    `valued`: the GUIDs of the nodes whose counter values it replaced
+    (every other node's are the same mapping in both); None: any may have.
+    They let a listener's cost follow the change, not the fabric."""
 
     old: Fabric
     new: Fabric
     changed: Set[int] | None
+    valued: Set[int] | None = None
+
+    def valued_since(self, seen: Mapping[int, Mapping[int, Mapping[str, int]]] | None) -> Set[int] | None:
+        """The nodes whose values a listener that last saw the counter values
+        `seen` must look at: `valued` if those are the old snapshot's, else None."""
+        return self.valued if seen is self.old.counter_values else None
 
     def changed_since(self, seen: Mapping[int, Node] | None) -> Set[int] | None:
         """What a listener that last saw the node map `seen` must look at:
@@ -94,14 +102,15 @@ class ProviderCore:
     def _fabric(self, fabric: Fabric) -> None:
         self._swap_in(fabric, _changed_nodes(getattr(self, "_served", None), fabric))
 
-    def _swap_in(self, fabric: Fabric, changed: Set[int] | None) -> None:
+    def _swap_in(self, fabric: Fabric, changed: Set[int] | None, valued: Set[int] | None = None) -> None:
         """Serve `fabric`; `changed`: the GUIDs of the nodes added, removed
-        or replaced since the snapshot served before (None: unknown)."""
+        or replaced since the snapshot served before, `valued` those whose
+        counter values changed (None: unknown)."""
         old = getattr(self, "_served", None)
         self._served = fabric
         if old is None:  # the first snapshot: nobody has seen one before
             return
-        swap = Swap(old, fabric, changed)
+        swap = Swap(old, fabric, changed, valued)
         for listener in self._swap_listeners:
             try:
                 listener(swap)

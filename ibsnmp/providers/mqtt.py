@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import logging
 import time
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
-from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, SplitState, ValuePlan,
-                               decode_event, decode_state, split_state, value_plan, values_of)
+from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, counter_order, decode_counters,
+                               decode_event, decode_state, with_counters)
 
 from .base import ProviderCore, cancel_and_wait
 
@@ -57,10 +58,23 @@ log = logging.getLogger("ibsnmp.providers.mqtt")
 @dataclass
 class _Heard:
     record: NodeRecord  # as served (its node and SMs are the snapshot's objects)
-    seen: float  # monotonic time of the last state
-    digest: bytes = b""  # of the payload past its time field, numbers taken out (codec.split_state)
-    plan: ValuePlan | None = None  # where that payload's numbers go (codec.value_plan)
-    numbers: tuple[int, ...] = ()  # the numbers of the last state taken
+    seen: float  # monotonic time of the last state or counters
+    digest: bytes = b""  # of the payload past its time field (see _refresh_digest)
+    state_time: float = -1.0  # the `time` of the state taken (counters messages name it)
+    order: tuple[tuple[int, tuple[str, ...]], ...] = ()  # codec.counter_order of that state
+
+
+_TIMED = b'{"version":1,"time":'
+
+
+def _refresh_digest(payload: bytes) -> bytes:
+    """A digest of everything a state says besides its time, for payloads
+    laid out as our encoder writes them (version, then time, first): a full
+    refresh of an unchanged node is then recognised without decoding it."""
+    if not payload.startswith(_TIMED):
+        return b""
+    comma = payload.find(b",", len(_TIMED))
+    return hashlib.blake2b(payload[comma:], digest_size=16).digest() if comma > 0 else b""
 
 
 # An SM's ActCount is rebased to the aggregator's epoch (it counts on from
@@ -185,6 +199,8 @@ class MqttAggregator(ProviderCore):
             self._publisher_status(topic.publisher or "", payload)
         elif topic.kind == "state":
             self._state(topic.guid, payload)
+        elif topic.kind == "counters":
+            self._counters(topic.guid, payload)
         elif topic.kind == "status":
             self._node_status(topic.guid, payload)
         else:
@@ -202,10 +218,13 @@ class MqttAggregator(ProviderCore):
             if self._heard.pop(guid, None) is not None:
                 self._update(guid, "its retained state was cleared")
             return
-        split = split_state(payload) if len(payload) <= self.max_payload else None
+        digest = _refresh_digest(payload)
         heard = self._heard.get(guid)
-        if split is not None and heard is not None and heard.digest == split.digest \
-                and heard.plan is not None and self._take_values(guid, heard, split):
+        if digest and heard is not None and heard.digest == digest and len(payload) <= self.max_payload:
+            heard.seen = time.monotonic()  # the same state again: a refresh
+            self.updates += 1
+            if guid not in self._assembly:
+                self._update(guid, "")
             return
         try:
             record = decode_state(payload, guid, self.max_payload)
@@ -216,40 +235,38 @@ class MqttAggregator(ProviderCore):
             served = heard.record.sms if heard is not None else ()
             record = dataclasses.replace(record, sms=_rebased(record.sms, self.elapsed(), served))
         self.updates += 1
-        self._heard[guid] = _Heard(record, time.monotonic(), split.digest if split else b"",
-                                   value_plan(record) if split else None, split.numbers if split else ())
+        self._heard[guid] = _Heard(record, time.monotonic(), digest, record.time, counter_order(record))
         self._update(guid, "")
 
-    def _take_values(self, guid: int, heard: _Heard, split: SplitState) -> bool:
-        """A state whose structure is the one heard last: its values alone
-        are taken (no decoding); False when they do not fit (decode it)."""
-        heard.seen = time.monotonic()
-        if split.numbers == heard.numbers:  # the same state again: a refresh
-            self.updates += 1
-            if guid not in self._assembly:
-                self._update(guid, "")
-            return True
-        found = values_of(split, heard.plan) if heard.plan is not None else None
-        if found is None:
-            return False
-        values, act_counts = found
-        record = heard.record
-        sms = record.sms
-        if act_counts:
-            counted = iter(act_counts)
-            sms = tuple(sm if sm.act_count is None else dataclasses.replace(sm, act_count=next(counted))
-                        for sm in sms)
-            if _rebased(sms, self.elapsed(), record.sms) is not record.sms:
-                return False  # an SM's ActCount jumped (it restarted): decode it whole
-        heard.record = dataclasses.replace(record, time=split.time, values=values)
-        heard.numbers = split.numbers
+    def _counters(self, guid: int, payload: bytes) -> None:
+        """A node's counter values since its state: taken without decoding the
+        state again; waits for the state they belong to when another is held."""
+        heard = self._heard.get(guid)
+        if not payload or heard is None:
+            return
+        try:
+            counters = decode_counters(payload, self.max_payload)
+        except PayloadError as exc:
+            self._refuse(guid, "counters", str(exc))
+            return
+        if counters.state != heard.state_time or counters.time < heard.record.time:
+            return  # for another state than the one held, or older than what is served
+        record = with_counters(heard.record, counters, heard.order)
+        if record is None:
+            self._refuse(guid, "counters", "its values do not fit the node's state")
+            return
+        if record.sms:
+            rebased = _rebased(record.sms, self.elapsed(), heard.record.sms)
+            if rebased is not heard.record.sms:
+                return  # an SM's ActCount jumped (it restarted): its next state says so
+            record = dataclasses.replace(record, sms=rebased)
+        heard.record, heard.seen = record, time.monotonic()
         self.updates += 1
         if guid in self._assembly and not self._why_not_served(guid, heard.seen):
-            self._assembly.put_values(heard.record)
+            self._assembly.put_values(record)
             self._due()
         else:
             self._update(guid, "")
-        return True
 
     def _node_status(self, guid: int, payload: bytes) -> None:
         if payload == topics.OFFLINE:
@@ -333,8 +350,8 @@ class MqttAggregator(ProviderCore):
 
     def _rebuild(self) -> None:
         started = time.perf_counter()
-        fabric, mismatches, changed = self._assembly.build()
-        self._swap_in(fabric, changed)  # one node's update: its listeners look at that node alone
+        fabric, mismatches, changed, valued = self._assembly.build()
+        self._swap_in(fabric, changed, valued)  # one node's update: its listeners look at that node alone
         # Said once the snapshot shows it: a line read means served (or not).
         news, self._news = self._news, []
         for level, text in news:
