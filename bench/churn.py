@@ -23,7 +23,12 @@ binds 127.0.0.1 only; every process started is stopped at the end.
    `ibsnmp run --provider live` agents under ibsim's preload, one polling
    every second and one every hour; walks of ibSmPortInfoTable,
    alternating. Target: polled >= 0.9x unpolled.
-3. Aggregator CPU per node update at 10,026 nodes, in process (decoding,
+3. Cold walks: `ibsnmp run` on a simulated fat-tree of 38 nodes with a
+   scenario that takes a host's port down and up again every 10 s; walks
+   of the whole IB-SM-MIB one after another. A walk that starts after the
+   port changed state since the walk before is the first of a structural
+   change. Target: its agent CPU per varbind <= 2x a kept walk's.
+4. Aggregator CPU per node update at 10,026 nodes, in process (decoding,
    the snapshot, the swap's listeners; bench/mqtt_rebuild.py's method),
    coalesced as the aggregator's 0.2 s rebuild delay does. Target: <= 0.1 ms.
 """
@@ -294,6 +299,69 @@ def live_part(args: argparse.Namespace, procs: Processes, work: Path, results: l
             procs.stop(agent.proc)
 
 
+COLD_FABRIC = "fat-tree:spines=2,leaves=4,hosts=8"  # 38 nodes: its IB-SM-MIB fits the walk cache
+IB_SM_MIB = (1, 3, 6, 1, 3, 117, 7)
+FLAP = """[scenario]
+name = "a host's port goes down and up"
+
+[[event]]
+at = 15
+action = "port-down"
+node = "host001"
+port = 1
+up_after = 5
+repeat = 40
+period = 10
+"""
+# ibSmPortInfoState of host001's first port: 4 (active) or 1 (down).
+_HOST_PORT_STATE = (1, 3, 6, 1, 3, 117, 7, 1, 3, 1, 1, 15)
+
+
+def cold_part(args: argparse.Namespace, procs: Processes, work: Path, results: list[tuple[str, str, bool]]
+              ) -> None:
+    from ibsnmp.fabric.generators import build_fabric
+
+    fabric = build_fabric(COLD_FABRIC, seed=1)
+    host = next(n for n in fabric.nodes.values() if n.description and n.description.startswith("host001"))
+    state_oid = _HOST_PORT_STATE + tuple(fabric.subnet_prefix.to_bytes(8, "big")) + tuple(
+        host.guid.to_bytes(8, "big")) + (1,)
+    say(f"\n== 3. cold walks: IB-SM-MIB of {COLD_FABRIC} ({len(fabric.nodes)} nodes), host001 port 1 "
+        "down and up every 10 s ==")
+    scenario = work / "flap.toml"
+    scenario.write_text(FLAP)
+    port = free_udp_port()
+    state = work / "state"
+    state.mkdir()
+    proc = procs.start("cold", [str(VENV_BIN / "ibsnmp"), "run", "--fabric", COLD_FABRIC, "--seed", "1",
+                                "--scenario", str(scenario), "--listen", f"{LOCALHOST}:{port}",
+                                "--community", "public", "--state-dir", str(state)])
+    proc.wait_for_line(r"^ibsnmp: serving", 60)
+    agent = Agent("cold", port, proc)
+    kept: list[float] = []
+    cold: list[float] = []
+    last_state = None
+    deadline = time.monotonic() + args.cold_seconds
+    with SnmpClient(port, timeout=10.0) as client:
+        while time.monotonic() < deadline or len(cold) < 3:
+            now_state = client.request("get", [state_oid])[0][2]
+            before = cpu_seconds(proc.pid)
+            seconds, count = bulkwalk(port, IB_SM_MIB, work / "walk", expected=0)
+            per_varbind = (cpu_seconds(proc.pid) - before) / count
+            if last_state is not None:
+                (cold if now_state != last_state else kept).append(per_varbind)
+            last_state = now_state
+            if time.monotonic() > deadline + 120:
+                break
+    say(f"  {len(kept)} kept walks: median {statistics.median(kept) * 1e6:.1f} us agent CPU per varbind; "
+        f"{len(cold)} first walks after a change: median {statistics.median(cold) * 1e6:.1f} us "
+        f"({', '.join(f'{c * 1e6:.1f}' for c in cold)})")
+    value = statistics.median(cold) / statistics.median(kept)
+    say(f"  first walk after a structural change / kept walk: {value:.2f}x -> target <= 2x: {verdict(value <= 2)}")
+    results.append(("first walk after a change / kept walk", f"{value:.2f}x", value <= 2.0))
+    del agent
+    procs.stop(proc)
+
+
 def settled_count(agents: list[Agent], timeout: float = 180.0) -> int:
     """The port info varbinds every agent walks alike, twice in a row (OpenSM
     brings the subnet up while the agents start, and a sweep follows it)."""
@@ -316,7 +384,7 @@ def ingest_part(results: list[tuple[str, str, bool]]) -> None:
 
     from ibsnmp.fabric.generators import build_fabric
 
-    say(f"\n== 3. aggregator CPU per node update, {INGEST_FABRIC}, in process ==")
+    say(f"\n== 4. aggregator CPU per node update, {INGEST_FABRIC}, in process ==")
     fabric = build_fabric(INGEST_FABRIC, seed=1)
     guids = list(fabric.nodes)
     first = [mqtt_rebuild.state_message(fabric, guid, 1.0) for guid in guids]
@@ -336,15 +404,18 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=5, help="walk rounds per agent")
     parser.add_argument("--gets", type=int, default=400, help="GET requests a round")
-    parser.add_argument("--parts", nargs="+", choices=("mqtt", "live", "ingest"), default=["mqtt", "live", "ingest"],
+    parser.add_argument("--cold-seconds", type=float, default=90.0, help="seconds of walks in part 3")
+    parser.add_argument("--parts", nargs="+", choices=("mqtt", "live", "cold", "ingest"),
+                        default=["mqtt", "live", "cold", "ingest"],
                         help="which parts to run (default: all; --quick leaves out ingest)")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.gets = 3, 200
+        args.rounds, args.gets, args.cold_seconds = 3, 200, 45.0
     results: list[tuple[str, str, bool]] = []
     with tempfile.TemporaryDirectory(prefix="ibsnmp-churn-") as tmp, Processes() as procs:
         work = Path(tmp)
-        for part, wanted in ((mqtt_part, "mqtt" in args.parts), (live_part, "live" in args.parts)):
+        for part, wanted in ((mqtt_part, "mqtt" in args.parts), (live_part, "live" in args.parts),
+                             (cold_part, "cold" in args.parts)):
             if wanted:
                 directory = work / part.__name__
                 directory.mkdir()
