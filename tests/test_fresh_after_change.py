@@ -219,9 +219,9 @@ def test_mqtt_updates_are_served_at_once() -> None:
         before = held.snapshot
         if counters:
             record = record_of(source, source.nodes[host], at, at, publisher="p")
-            payload = encode_counters(counters_of(record, state_time))
-            aggregator.handle(aiomqtt.Message(topics.node_topic("fab", host, "counters"), payload, 1, False, 1,
-                                              None))
+            payload = encode_counters({host: counters_of(record, state_time)}, at)
+            aggregator.handle(aiomqtt.Message(topics.publisher_topic("fab", "p", "counters"), payload, 0, False,
+                                              1, None))
         else:
             aggregator.handle(_message(source, host, at))
             state_time = at

@@ -313,22 +313,29 @@ def test_counters_between_states_are_taken_as_values_alone() -> None:
     sm_nodes = {sm.node_guid for sm in fabric.sms}  # a minute later their ActCounts would have jumped here
     host = next(g for g, n in fabric.nodes.items() if not n.is_switch and g not in sm_nodes)
 
-    def send(guid: int, kind: str, payload: bytes) -> None:
-        aggregator.handle(aiomqtt.Message(topics.node_topic("fab", guid, kind), payload, 1, False, 1, None))
+    def send(topic: str, payload: bytes) -> None:
+        aggregator.handle(aiomqtt.Message(topic, payload, 1, False, 1, None))
+
+    def counters(payload: bytes) -> None:
+        send(topics.publisher_topic("fab", "p", "counters"), payload)
 
     for guid in fabric.nodes:
-        send(guid, "state", encode_state(record_of(fabric, fabric.nodes[guid], 1.0, 100.0, publisher="p")))
+        send(topics.node_topic("fab", guid, "state"),
+             encode_state(record_of(fabric, fabric.nodes[guid], 1.0, 100.0, publisher="p")))
     served = aggregator.check(time.monotonic() + 60)
     later = record_of(fabric, fabric.nodes[host], 61.0, 160.0, publisher="p")
     # Counters of another state than the one held wait for that state: nothing changes.
-    send(host, "counters", encode_counters(counters_of(later, 99.0)))
+    counters(encode_counters({host: counters_of(later, 99.0)}, 161.0))
     assert aggregator.check(time.monotonic() + 60) is served
-    send(host, "counters", encode_counters(counters_of(later, 100.0)))
+    counters(encode_counters({host: counters_of(later, 100.0)}, 161.0))
     taken = aggregator.check(time.monotonic() + 60)
     assert taken.lineage is served.lineage and taken.nodes is served.nodes  # the structure stays
     assert {num: dict(values) for num, values in taken.counter_values[host].items()} == \
         {num: dict(values) for num, values in later.values.items()}
     assert aggregator.refused == 0
-    # Values that do not fit the node's counters are refused, said once, and nothing changes.
-    send(host, "counters", b'{"version":1,"time":170,"state":100,"ports":{"1":[1,2]}}')
+    # Values that do not fit the node's counters are refused, said once, and nothing changes;
+    # an unreadable message too.
+    counters(b'{"version":1,"time":170,"nodes":{"%016x":{"time":170,"state":100,"ports":{"1":[1,2]}}}}' % host)
     assert aggregator.refused == 1 and aggregator.check(time.monotonic() + 60) is taken
+    counters(b'{"version":1,"time":170,"nodes":')
+    assert aggregator.refused == 2 and aggregator.check(time.monotonic() + 60) is taken

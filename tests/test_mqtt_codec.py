@@ -28,6 +28,7 @@ from ibsnmp.mqtt.codec import (
     EventRecord,
     PayloadError,
     decode_event,
+    CountersRecord,
     counter_order,
     counters_of,
     decode_counters,
@@ -60,35 +61,54 @@ def test_schema_files_are_current() -> None:
 
 def test_counters_carry_the_values_of_a_state_alone() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=3)
-    for node in fabric.nodes.values():
-        state = decode_state(encode_state(record_of(fabric, node, 10.0, 100.0)), node.guid)
-        later = record_of(fabric, node, 70.0, 160.0)  # a minute of traffic later, nothing else changed
-        payload = encode_counters(counters_of(later, state.time))
-        jsonschema.validate(json.loads(payload), COUNTERS_SCHEMA)
-        assert len(payload) * 5 < len(encode_state(later))  # a fraction of a state
-        counters = decode_counters(payload)
-        assert counters.state == 100.0 and counters.time == 160.0
+    states = {guid: decode_state(encode_state(record_of(fabric, node, 10.0, 100.0)), guid)
+              for guid, node in fabric.nodes.items()}
+    later = {guid: record_of(fabric, node, 70.0, 160.0) for guid, node in fabric.nodes.items()}
+    payload = encode_counters({guid: counters_of(record, 100.0) for guid, record in later.items()}, 161.0)
+    jsonschema.validate(json.loads(payload), COUNTERS_SCHEMA)
+    assert len(payload) * 5 < sum(len(encode_state(record)) for record in later.values())  # a fraction
+    received = decode_counters(payload)
+    assert received.keys() == fabric.nodes.keys()
+    for guid, counters in received.items():
+        assert isinstance(counters, CountersRecord) and counters.state == 100.0 and counters.time == 160.0
+        state = states[guid]
         taken = with_counters(state, counters, counter_order(state))
         assert taken is not None
         assert taken.node is state.node and taken.time == 160.0
         assert {num: dict(values) for num, values in taken.values.items()} == \
-            {num: dict(values) for num, values in later.values.items()}
-        assert [sm.act_count for sm in taken.sms] == [sm.act_count for sm in later.sms]
+            {num: dict(values) for num, values in later[guid].values.items()}
+        assert [sm.act_count for sm in taken.sms] == [sm.act_count for sm in later[guid].sms]
         # Values that do not fit the state's counters are refused, not guessed at.
         short = dataclasses.replace(counters, ports={num: values[:-1] for num, values in counters.ports.items()})
         assert with_counters(state, short, counter_order(state)) is None
 
 
-@pytest.mark.parametrize(("payload", "reason"), [
-    (b'{"version":1,"time":5,"state":1,"ports":{"1":[-1]}}', "ports.1"),
-    (b'{"version":1,"time":5,"state":1,"ports":{"x":[1]}}', "ports.x"),
-    (b'{"version":1,"time":5,"state":1,"ports":[]}', "ports"),
-    (b'{"version":1,"time":5,"state":1,"ports":{},"act_counts":[4294967296]}', "act_counts"),
-    (b'{"version":1,"time":5,"ports":{}}', "time"),
-    (b'{"version":2,"time":5,"state":1,"ports":{}}', "version"),
-    (b'{"version":1,"time":5,"state":1,"ports":{},"extra":1}', "extra"),
+@pytest.mark.parametrize(("node", "reason"), [
+    ('{"time":5,"state":1,"ports":{"1":[-1]}}', "ports.1"),
+    ('{"time":5,"state":1,"ports":{"x":[1]}}', "ports.x"),
+    ('{"time":5,"state":1,"ports":{"1":[true]}}', "ports.1"),
+    ('{"time":5,"state":1,"ports":[]}', "ports"),
+    ('{"time":5,"state":1,"ports":{},"act_counts":[4294967296]}', "act_counts"),
+    ('{"time":5,"ports":{}}', "time"),
+    ('{"time":5,"state":1,"ports":{},"extra":1}', "expected"),
 ])
-def test_bad_counters_are_refused_with_a_reason(payload: bytes, reason: str) -> None:
+def test_a_bad_node_in_counters_is_refused_alone(node: str, reason: str) -> None:
+    good = '{"time":5,"state":1,"ports":{"1":[7]}}'
+    payload = ('{"version":1,"time":5,"nodes":{"0000000000000001":%s,"0000000000000002":%s}}'
+               % (good, node)).encode()
+    received = decode_counters(payload)
+    assert isinstance(received[1], CountersRecord) and received[1].ports == {1: (7,)}
+    assert isinstance(received[2], PayloadError) and reason in str(received[2])
+
+
+@pytest.mark.parametrize(("payload", "reason"), [
+    (b'{"version":2,"time":5,"nodes":{}}', "version"),
+    (b'{"version":1,"time":5,"nodes":[]}', "nodes"),
+    (b'{"version":1,"nodes":{}}', "time"),
+    (b'{"version":1,"time":5,"nodes":{"xyz":{}}}', "nodes"),
+    (b'{"version":1,"time":5,"nodes":{},"extra":1}', "extra"),
+])
+def test_an_unreadable_counters_message_is_refused(payload: bytes, reason: str) -> None:
     with pytest.raises(PayloadError, match=reason):
         decode_counters(payload)
 

@@ -57,6 +57,7 @@ __all__ = [
     "decode_state",
     "encode_event",
     "decode_event",
+    "COUNTER_BATCH",
     "CountersRecord",
     "counter_order",
     "counters_of",
@@ -441,15 +442,19 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
 # -- counter values alone -------------------------------------------------------------
 # A node's counters move every poll while its structure stays: a publisher
 # sends a state when the structure changed (and at each full refresh), and
-# between states a counters message holding the values alone, in the order
-# the state lists them: each port's counters by name, then the SMs'
-# ActCounts. `state` is the time of the state they belong to; an aggregator
-# that holds another state (a newer one, or none yet) waits for the next.
+# between states the values alone, in the order the state lists them: each
+# port's counters by name, then the SMs' ActCounts. `state` is the time of
+# the state they belong to; an aggregator that holds another state (a newer
+# one, or none yet) waits for the next. One message carries the counters of
+# up to COUNTER_BATCH of a publisher's nodes: what a message costs to
+# receive is then shared by them.
+
+COUNTER_BATCH = 64
 
 
 @dataclass(frozen=True, slots=True)
 class CountersRecord:
-    """What one counters message carries (see above)."""
+    """One node's counter values since its state (see above)."""
 
     time: float
     state: float  # the `time` of the state record whose structure these values fill
@@ -472,31 +477,62 @@ def counters_of(record: NodeRecord, state_time: float) -> CountersRecord:
         tuple(sm.act_count for sm in record.sms if sm.act_count is not None))
 
 
-def encode_counters(record: CountersRecord) -> bytes:
-    return json.dumps({"version": VERSION, "time": record.time, "state": record.state,
-                       "ports": {str(num): list(values) for num, values in record.ports.items()},
-                       "act_counts": list(record.act_counts)}, separators=(",", ":")).encode()
+def encode_counters(records: Mapping[int, CountersRecord], when: float) -> bytes:
+    """One counters message: the records of several nodes (by GUID), sent at `when`."""
+    return json.dumps({"version": VERSION, "time": when, "nodes": {
+        hex64(guid): {"time": record.time, "state": record.state,
+                      "ports": {str(num): list(values) for num, values in record.ports.items()},
+                      "act_counts": list(record.act_counts)}
+        for guid, record in records.items()}}, separators=(",", ":")).encode()
 
 
-_COUNTERS_KEYS = frozenset({"version", "time", "state", "ports", "act_counts"})
+_COUNTERS_KEYS = frozenset({"version", "time", "nodes"})
+_NODE_COUNTERS_KEYS = frozenset({"time", "state", "ports", "act_counts"})
 
 
-def decode_counters(payload: bytes, max_bytes: int = MAX_PAYLOAD_BYTES) -> CountersRecord:
-    """A counters message; PayloadError says why one is refused."""
+def decode_counters(payload: bytes, max_bytes: int = MAX_PAYLOAD_BYTES
+                    ) -> dict[int, CountersRecord | PayloadError]:
+    """A counters message: each node's record, or why that node's is refused
+    (a node's bad record does not cost the others theirs); PayloadError
+    for a message that cannot be read at all."""
     data = _load(payload, max_bytes, _COUNTERS_KEYS)
-    ports = data.get("ports")
+    _time(data.get("time"))
+    nodes = data.get("nodes")
+    if not isinstance(nodes, dict):
+        raise PayloadError("nodes: expected an object of node GUID -> counters")
+    out: dict[int, CountersRecord | PayloadError] = {}
+    for key, entry in nodes.items():
+        guid = parse_hex64(key, "nodes")
+        try:
+            out[guid] = _node_counters(entry, f"nodes.{key}")
+        except PayloadError as exc:
+            out[guid] = exc
+    return out
+
+
+def _node_counters(entry: object, where: str) -> CountersRecord:
+    if not isinstance(entry, dict) or not entry.keys() <= _NODE_COUNTERS_KEYS:
+        raise PayloadError(f"{where}: expected {{time, state, ports, act_counts}}")
+    ports = entry.get("ports")
     if not isinstance(ports, dict):
-        raise PayloadError("ports: expected an object of port number -> values")
+        raise PayloadError(f"{where}.ports: expected an object of port number -> values")
     decoded: dict[int, tuple[int, ...]] = {}
     for key, values in ports.items():
-        if not key.isdigit() or int(key) > _MAX_PORTS or not isinstance(values, list) or not all(
-                type(v) is int and 0 <= v < 1 << 64 for v in values):
-            raise PayloadError(f"ports.{key}: expected a port number and a list of 64-bit counter values")
+        if not key.isdigit() or int(key) > _MAX_PORTS or not _counter_values(values):
+            raise PayloadError(f"{where}.ports.{key}: expected a port number and a list of 64-bit counter values")
         decoded[int(key)] = tuple(values)
-    act_counts = data.get("act_counts", [])
+    act_counts = entry.get("act_counts", [])
     if not isinstance(act_counts, list) or not all(type(v) is int and 0 <= v < 1 << 32 for v in act_counts):
-        raise PayloadError("act_counts: expected a list of 32-bit ActCounts")
-    return CountersRecord(_time(data.get("time")), _time(data.get("state")), decoded, tuple(act_counts))
+        raise PayloadError(f"{where}.act_counts: expected a list of 32-bit ActCounts")
+    return CountersRecord(_time(entry.get("time")), _time(entry.get("state")), decoded, tuple(act_counts))
+
+
+def _counter_values(values: object) -> bool:
+    """A list of 64-bit counter values (checked in C: min, max and the types
+    of a list; a bool is an int to Python, never to JSON's decoder)."""
+    return isinstance(values, list) and (not values or (
+        all(map(int.__instancecheck__, values)) and not any(map(bool.__instancecheck__, values))
+        and min(values) >= 0 and max(values) < 1 << 64))
 
 
 def with_counters(record: NodeRecord, counters: CountersRecord,

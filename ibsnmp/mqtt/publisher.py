@@ -5,10 +5,11 @@ topics), for an aggregator to serve.
   state was last sent (checked every `interval`), and every node again each
   `refresh` seconds, so an aggregator can tell a quiet node from a gone
   one while 10,000 idle nodes cost the broker one record each per period;
-- counters: retained, QoS 1; a node whose counters moved and nothing else
-  sends its values alone (codec.CountersRecord, naming the state they
-  belong to): a tenth of a state's size, and an aggregator takes them
-  without decoding the state again;
+- counters: QoS 0, on the publisher's topic; the nodes whose counters moved
+  and nothing else send their values alone (codec.CountersRecord, naming
+  the state they belong to; up to codec.COUNTER_BATCH nodes a message): a
+  node's are a tenth of its state, and an aggregator takes them without
+  decoding the state again (the next pass supersedes a lost message);
 - events: QoS 1, each numbered per node.  Numbers start at the publisher's
   start time in microseconds and grow by one, so a restarted publisher's
   events stay above those already taken;
@@ -42,7 +43,8 @@ from ibsnmp.providers.base import Provider
 from . import topics
 from .arguments import DEFAULT_INTERVAL_S, DEFAULT_QUEUE, DEFAULT_REFRESH_S
 from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
-from .codec import EventRecord, NodeRecord, counters_of, encode_counters, encode_event, encode_state, record_of
+from .codec import (COUNTER_BATCH, CountersRecord, EventRecord, NodeRecord, counters_of, encode_counters,
+                    encode_event, encode_state, record_of)
 
 __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_REFRESH_S", "DEFAULT_QUEUE", "Publisher", "publishing"]
 
@@ -158,29 +160,34 @@ class Publisher:
         elapsed = self._elapsed()
         wall = time.time()
         sent = 0
-        pending: list[tuple[str, bytes]] = []  # (topic, payload), all retained
+        pending: list[tuple[str, bytes, int, bool]] = []  # (topic, payload, QoS, retained)
+        counters: dict[int, CountersRecord] = {}  # of the next counters message
         for guid, node in fabric.nodes.items():
             record = record_of(fabric, node, elapsed, wall, publisher=self.settings.client_id,
                                refresh=self.refresh)
             self._latest[guid] = record
             before = self._sent.get(guid)
             if before is None:
-                pending.append((topics.node_topic(self.fabric_id, guid, "status"), topics.ONLINE))
+                pending.append((topics.node_topic(self.fabric_id, guid, "status"), topics.ONLINE, 1, True))
             state = self._states.get(guid)
             if full or state is None or not _same_structure(state, record):
-                pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record)))
+                pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record), 1, True))
                 self._sent[guid] = self._states[guid] = record
                 sent += 1
             elif before is None or not _same_values(before, record):
-                pending.append((topics.node_topic(self.fabric_id, guid, "counters"),
-                                encode_counters(counters_of(record, state.time))))
+                counters[guid] = counters_of(record, state.time)
                 self._sent[guid] = record
                 self.counters_sent += 1
+                if len(counters) >= COUNTER_BATCH:
+                    pending.append(self._counters_message(counters, wall))
+                    counters = {}
             if len(pending) >= PUBLISH_WINDOW:
                 # Publish as we go: the broker and the subscribers work on the
                 # first states while the next ones are encoded.
                 await self._publish_window(client, pending)
                 pending = []
+        if counters:
+            pending.append(self._counters_message(counters, wall))
         await self._publish_window(client, pending)
         for guid in [g for g in self._sent if g not in fabric.nodes]:
             log.info("mqtt: node %016x is gone: offline", guid)
@@ -188,7 +195,6 @@ class Publisher:
             self._states.pop(guid, None)
             self._latest.pop(guid, None)
             await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
-            await client.publish(topics.node_topic(self.fabric_id, guid, "counters"), b"", qos=1, retain=True)
             await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
                                  retain=True)
         if full:
@@ -197,10 +203,17 @@ class Publisher:
         return sent
 
     @staticmethod
-    async def _publish_window(client: aiomqtt.Client, pending: list[tuple[str, bytes]]) -> None:
+    async def _publish_window(client: aiomqtt.Client, pending: list[tuple[str, bytes, int, bool]]) -> None:
         if pending:
-            await asyncio.gather(*(client.publish(topic, payload, qos=1, retain=True)
-                                   for topic, payload in pending))
+            await asyncio.gather(*(client.publish(topic, payload, qos=qos, retain=retain)
+                                   for topic, payload, qos, retain in pending))
+
+    def _counters_message(self, counters: dict[int, CountersRecord], when: float) -> tuple[str, bytes, int, bool]:
+        """Counters of nodes, QoS 0 and not retained: the next pass
+        supersedes a lost one, and a new aggregator has the states' values
+        until then."""
+        return (topics.publisher_topic(self.fabric_id, self.settings.client_id, "counters"),
+                encode_counters(counters, when), 0, False)
 
     async def _send_events(self, client: aiomqtt.Client) -> None:
         while True:

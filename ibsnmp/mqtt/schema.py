@@ -16,7 +16,7 @@ from .fields import HEX64_SCHEMA, HEX128_SCHEMA, UINT64_SCHEMA
 
 SCHEMA_DIR = Path(__file__).parent / "schema"
 STATE_FILE = SCHEMA_DIR / "node-state-v1.json"
-COUNTERS_FILE = SCHEMA_DIR / "node-counters-v1.json"
+COUNTERS_FILE = SCHEMA_DIR / "publisher-counters-v1.json"
 EVENT_FILE = SCHEMA_DIR / "node-event-v1.json"
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -75,22 +75,33 @@ def state_schema() -> dict[str, Any]:
 
 
 def counters_schema() -> dict[str, Any]:
-    return {
-        "$schema": _DRAFT,
-        "$id": "https://ibsnmp.invalid/mqtt/node-counters-v1.json",
-        "title": "ibsnmp node counters (topic ibsnmp/v1/<fabric-id>/node/<node guid>/counters)",
-        "description": "A node's counter values since its state: each port's in the order its state lists "
-                       "them, then the ActCounts of its SMs that have one, in the state's order.",
+    node = {
         "type": "object",
         "properties": {
-            "version": {"const": codec.VERSION},
             "time": _TIME,
             "state": {**_TIME, "description": "the time of the state record these values belong to"},
             "ports": {"type": "object", "propertyNames": {"pattern": "^[0-9]{1,3}$"},
                       "additionalProperties": _list(UINT64_SCHEMA)},
             "act_counts": _list(_uint(32)),
         },
-        "required": ["version", "time", "state", "ports"],
+        "required": ["time", "state", "ports"],
+        "additionalProperties": False,
+    }
+    return {
+        "$schema": _DRAFT,
+        "$id": "https://ibsnmp.invalid/mqtt/publisher-counters-v1.json",
+        "title": "ibsnmp counters (topic ibsnmp/v1/<fabric-id>/publisher/<client id>/counters)",
+        "description": "Counter values of some of the publisher's nodes since their states: each port's in the "
+                       "order its state lists them, then the ActCounts of the node's SMs that have one, in the "
+                       "state's order.",
+        "type": "object",
+        "properties": {
+            "version": {"const": codec.VERSION},
+            "time": _TIME,
+            "nodes": {"type": "object", "propertyNames": HEX64_SCHEMA, "additionalProperties": node,
+                      "maxProperties": codec.COUNTER_BATCH},
+        },
+        "required": ["version", "time", "nodes"],
         "additionalProperties": False,
     }
 

@@ -1,12 +1,13 @@
 """The topic tree, version 1:
 
     ibsnmp/v1/<fabric-id>/node/<node guid>/state     retained, QoS 1: the node's record
-    ibsnmp/v1/<fabric-id>/node/<node guid>/counters  retained, QoS 1: its counter values since
-                                                     the state (codec.CountersRecord)
     ibsnmp/v1/<fabric-id>/node/<node guid>/events    QoS 1: its trap events, numbered
     ibsnmp/v1/<fabric-id>/node/<node guid>/status    retained: online / offline
     ibsnmp/v1/<fabric-id>/publisher/<client id>/status
         retained: online, or offline (the connection's last will)
+    ibsnmp/v1/<fabric-id>/publisher/<client id>/counters
+        QoS 0: counter values of some of its nodes since their states
+        (codec.CountersRecord, up to codec.COUNTER_BATCH nodes a message)
 
 A node GUID is 16 lower-case hex digits, as in SNMP context names.  One
 publisher may serve many nodes on one connection and MQTT gives a
@@ -25,14 +26,15 @@ __all__ = ["PREFIX", "ONLINE", "OFFLINE", "Topic", "check_fabric_id", "node_topi
 PREFIX = "ibsnmp/v1"
 ONLINE = b"online"
 OFFLINE = b"offline"
-NODE_KINDS = ("state", "counters", "events", "status")
+NODE_KINDS = ("state", "events", "status")
+PUBLISHER_KINDS = ("status", "counters")
 _GUID = re.compile(r"[0-9a-f]{16}")
 _NAME = re.compile(r"[^/+#\x00]{1,128}")
 
 
 class Topic(NamedTuple):
-    """A topic of the tree: `kind` is state/counters/events/status; `guid` the node
-    (None for a publisher's status, whose client id is `publisher`)."""
+    """A topic of the tree: `kind` is state/events/status of a node `guid`,
+    or status/counters of a publisher (guid None, client id `publisher`)."""
 
     kind: str
     guid: int | None
@@ -49,8 +51,8 @@ def node_topic(fabric_id: str, guid: int, kind: str) -> str:
     return f"{PREFIX}/{fabric_id}/node/{guid:016x}/{kind}"
 
 
-def publisher_topic(fabric_id: str, client_id: str) -> str:
-    return f"{PREFIX}/{fabric_id}/publisher/{client_id}/status"
+def publisher_topic(fabric_id: str, client_id: str, kind: str = "status") -> str:
+    return f"{PREFIX}/{fabric_id}/publisher/{client_id}/{kind}"
 
 
 def subscription(fabric_id: str) -> str:
@@ -68,6 +70,6 @@ def parse(fabric_id: str, topic: str) -> Topic | None:
     group, name, kind = parts
     if group == "node" and kind in NODE_KINDS and _GUID.fullmatch(name):
         return Topic(kind, int(name, 16), None)
-    if group == "publisher" and kind == "status" and name:
+    if group == "publisher" and kind in PUBLISHER_KINDS and name:
         return Topic(kind, None, name)
     return None

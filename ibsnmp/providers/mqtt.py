@@ -40,8 +40,8 @@ from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
-from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, NodeRecord, PayloadError, counter_order, decode_counters,
-                               decode_event, decode_state, with_counters)
+from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CountersRecord, NodeRecord, PayloadError, counter_order,
+                               decode_counters, decode_event, decode_state, with_counters)
 
 from .base import ProviderCore, cancel_and_wait
 
@@ -121,7 +121,7 @@ class MqttAggregator(ProviderCore):
         self._offline_nodes: set[int] = set()
         self._offline_publishers: set[str] = set()
         self._last_sequence: dict[int, int] = {}
-        self._warned: set[int] = set()
+        self._warned: set[int | str] = set()  # nodes and publishers whose bad messages were said
         self._said_mismatch: set[object] = set()
         self._news: list[tuple[int, str]] = []  # joins and leaves, logged after the rebuild
         self._connected = False
@@ -196,11 +196,12 @@ class MqttAggregator(ProviderCore):
             return
         payload = bytes(payload)
         if topic.guid is None:
-            self._publisher_status(topic.publisher or "", payload)
+            if topic.kind == "counters":
+                self._counters(topic.publisher or "", payload)
+            else:
+                self._publisher_status(topic.publisher or "", payload)
         elif topic.kind == "state":
             self._state(topic.guid, payload)
-        elif topic.kind == "counters":
-            self._counters(topic.guid, payload)
         elif topic.kind == "status":
             self._node_status(topic.guid, payload)
         else:
@@ -238,18 +239,28 @@ class MqttAggregator(ProviderCore):
         self._heard[guid] = _Heard(record, time.monotonic(), digest, record.time, counter_order(record))
         self._update(guid, "")
 
-    def _counters(self, guid: int, payload: bytes) -> None:
-        """A node's counter values since its state: taken without decoding the
-        state again; waits for the state they belong to when another is held."""
-        heard = self._heard.get(guid)
-        if not payload or heard is None:
-            return
+    def _counters(self, publisher: str, payload: bytes) -> None:
+        """Nodes' counter values since their states: taken without decoding
+        the states again; a node's wait for the state they belong to when
+        another is held."""
         try:
-            counters = decode_counters(payload, self.max_payload)
+            records = decode_counters(payload, self.max_payload)
         except PayloadError as exc:
-            self._refuse(guid, "counters", str(exc))
+            self.refused += 1
+            if publisher not in self._warned:
+                self._warned.add(publisher)
+                log.warning("mqtt: publisher %s: counters message dropped: %s (further bad messages of this "
+                            "publisher are dropped without a word)", publisher, exc)
             return
-        if counters.state != heard.state_time or counters.time < heard.record.time:
+        for guid, counters in records.items():
+            if isinstance(counters, PayloadError):
+                self._refuse(guid, "counters", str(counters))
+            else:
+                self._node_counters(guid, counters)
+
+    def _node_counters(self, guid: int, counters: CountersRecord) -> None:
+        heard = self._heard.get(guid)
+        if heard is None or counters.state != heard.state_time or counters.time < heard.record.time:
             return  # for another state than the one held, or older than what is served
         record = with_counters(heard.record, counters, heard.order)
         if record is None:
