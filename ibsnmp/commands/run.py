@@ -335,6 +335,7 @@ def _run(args: argparse.Namespace) -> int:
         lines += [f"  notifications to {target.label}" for target in settings.trap_targets]
         print_banner(lines, args.log_format)
 
+    from ibsnmp.heap import settle
     from ibsnmp.providers.topology import rereading
 
     # SIGHUP also re-reads a provider's files (the topology dump).
@@ -348,6 +349,7 @@ def _run(args: argparse.Namespace) -> int:
     def started(agent) -> None:  # type: ignore[no-untyped-def]
         agent.reload_hooks.append(link_traps.reload)
         announce(agent)
+        settle()  # the fabric, the MIB modules and the engine live as long as the agent
 
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=started, services=_services(settings, provider, publisher),

@@ -13,6 +13,7 @@ transmits its peer receives, so PortXmitData here equals PortRcvData there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -249,6 +250,13 @@ def interface_counts_of(values: Mapping[str, int], wide: Collection[str]) -> tup
     counts = tuple(None if name not in wide or (value := get(name)) is None else (value * scale) & MASK64
                    for name, scale in _INTERFACE_SOURCES)
     return None if counts == _NO_COUNTS else counts
+
+
+@functools.lru_cache(maxsize=64)
+def interface_sources_in(wide: frozenset[str]) -> tuple[str, ...]:
+    """The 64-bit counters of these that IF-MIB counts come from (in
+    InterfaceCounters' order; a port's layout has a few sets of them)."""
+    return tuple(name for name, _scale in _INTERFACE_SOURCES if name in wide)
 
 
 # InterfaceCounters' fields in order: the extended counter each comes from, and its unit in octets.

@@ -29,7 +29,7 @@ from typing import NamedTuple, Protocol
 
 from ibsnmp.providers.base import Swap, nodes_to_compare
 
-from .counters import interface_counts_of
+from .counters import interface_sources_in
 from .interfaces import IfOperStatus, interface_ports, oper_status
 from .model import Fabric, Node, Port, PortHistory, PortRef
 
@@ -43,8 +43,8 @@ _INF = float("inf")
 class _PortSeen(NamedTuple):
     port: Port  # the object last compared: the same one again is unchanged
     status: IfOperStatus
-    counts: tuple[int | None, ...] | None  # measured ports only (counters.interface_counts_of)
-    values: Mapping[str, int] | None  # the measured values they were counted from
+    readings: tuple[int | None, ...] | None  # measured ports only: the IF-MIB counts' sources, as read
+    values: Mapping[str, int] | None  # the measured values they were taken from
 
 
 class SwappingProvider(Protocol):
@@ -165,11 +165,13 @@ class InterfaceHistory:
             if ports is None or before.get(guid) is values:
                 continue
             for num, old in list(ports.items()):
-                seen = self._port_seen(fabric, old.port)
-                if seen.values is old.values:
+                layout = old.port.counter_layout
+                port_values = values.get(num) if layout is not None else None
+                if port_values is None or port_values is old.values:
                     continue
-                ports[num] = seen._replace(status=old.status)
-                if _went_backwards(old.counts, seen.counts):
+                readings = _traffic_readings(port_values, layout.wide)  # type: ignore[union-attr]
+                ports[num] = old._replace(readings=readings, values=port_values)
+                if _went_backwards(old.readings, readings):
                     self._discontinuity[PortRef(guid, num)] = now
 
     def _first_sight(self, fabric: Fabric, node: Node, now: float | None) -> dict[int, _PortSeen]:
@@ -205,7 +207,7 @@ class InterfaceHistory:
                 if when is None or when <= self._changed.get(ref, 0.0):
                     when = now
                 self._changed[ref] = when
-            if _went_backwards(old.counts, seen.counts):
+            if _went_backwards(old.readings, seen.readings):
                 self._discontinuity[ref] = now
         if len(ports) != len(old_ports) or any(num not in ports for num in old_ports):
             for num in old_ports:
@@ -216,11 +218,12 @@ class InterfaceHistory:
 
     @staticmethod
     def _port_seen(fabric: Fabric, port: Port) -> _PortSeen:
-        measured = fabric.measured(port)
-        if measured is None:
+        layout = port.counter_layout
+        values = fabric.counter_values.get(port.node_guid, {}).get(port.num) if layout is not None else None
+        if values is None:
             return _PortSeen(port, oper_status(port), None, None)
-        return _PortSeen(port, oper_status(port), interface_counts_of(measured.values, measured.wide),
-                         measured.values)
+        return _PortSeen(port, oper_status(port), _traffic_readings(values, layout.wide),  # type: ignore[union-attr]
+                         values)
 
     def _forget(self, ref: PortRef) -> None:
         self._changed.pop(ref, None)
@@ -256,9 +259,17 @@ class InterfaceHistory:
         return ports is not None and ref.port in ports
 
 
+def _traffic_readings(values: Mapping[str, int], wide: frozenset[str]) -> tuple[int | None, ...] | None:
+    """The readings the port's IF-MIB counters are counted from (None: it has
+    none).  Raw, not scaled: a reading that went down is a clear, where a
+    count scaled to octets could also have wrapped."""
+    names = interface_sources_in(wide)
+    return tuple(map(values.get, names)) if names else None
+
+
 def _went_backwards(before: tuple[int | None, ...] | None, after: tuple[int | None, ...] | None) -> bool:
-    """A count lower than before: the counter was cleared (a 64-bit count
-    wrapping is centuries away at any link's rate)."""
+    """A reading lower than before: the counter was cleared (a 64-bit
+    counter wrapping is centuries away at any link's rate)."""
     if before is None or after is None or before == after:
         return False
     return any(a is not None and b is not None and b < a for a, b in zip(before, after))

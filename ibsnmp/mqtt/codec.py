@@ -289,13 +289,18 @@ class CounterValues(Mapping[str, int]):
 
     __slots__ = ("_names", "_values", "_index")
 
-    def __init__(self, names: tuple[str, ...], values: tuple[int, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], values: tuple[int, ...],
+                 index: dict[str, int] | None = None) -> None:
         self._names = names
         self._values = values
-        self._index = _name_index(names)
+        self._index = _name_index(names) if index is None else index
 
     def __getitem__(self, name: str) -> int:
         return self._values[self._index[name]]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        at = self._index.get(name)
+        return default if at is None else self._values[at]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -462,18 +467,26 @@ class CountersRecord:
     act_counts: tuple[int, ...] = ()
 
 
-def counter_order(record: NodeRecord) -> tuple[tuple[int, tuple[str, ...]], ...]:
+# Each port's number, its counter names in a state's order, and their positions.
+CounterOrder = tuple[tuple[int, tuple[str, ...], dict[str, int]], ...]
+
+
+def counter_order(record: NodeRecord) -> CounterOrder:
     """Each port's counter names in the order a state lists them (and a
     counters message gives their values in)."""
-    return tuple((port.num, tuple(sorted(name for name in port.counter_layout.names
+    out = []
+    for port in record.node.ports:
+        if port.counter_layout is not None:
+            names = _shared(tuple(sorted(name for name in port.counter_layout.names
                                          if name in record.values.get(port.num, ()))))
-                 for port in record.node.ports if port.counter_layout is not None)
+            out.append((port.num, names, _name_index(names)))
+    return tuple(out)
 
 
 def counters_of(record: NodeRecord, state_time: float) -> CountersRecord:
     """The counters message of `record`, whose structure is that of the state sent at `state_time`."""
     return CountersRecord(record.time, state_time, {
-        num: tuple(record.values[num][name] for name in names) for num, names in counter_order(record)},
+        num: tuple(record.values[num][name] for name in names) for num, names, _ in counter_order(record)},
         tuple(sm.act_count for sm in record.sms if sm.act_count is not None))
 
 
@@ -528,24 +541,26 @@ def _node_counters(entry: object, where: str) -> CountersRecord:
 
 
 def _counter_values(values: object) -> bool:
-    """A list of 64-bit counter values (checked in C: min, max and the types
-    of a list; a bool is an int to Python, never to JSON's decoder)."""
-    return isinstance(values, list) and (not values or (
-        all(map(int.__instancecheck__, values)) and not any(map(bool.__instancecheck__, values))
-        and min(values) >= 0 and max(values) < 1 << 64))
+    """A list of 64-bit counter values (checked in C: the set of the types,
+    min and max; JSON's true is a bool, not an int, by type)."""
+    return type(values) is list and (not values or (
+        set(map(type, values)) == _INTEGERS and min(values) >= 0 and max(values) < _TOP64))
 
 
-def with_counters(record: NodeRecord, counters: CountersRecord,
-                  order: tuple[tuple[int, tuple[str, ...]], ...]) -> NodeRecord | None:
+_INTEGERS = {int}
+_TOP64 = 1 << 64
+
+
+def with_counters(record: NodeRecord, counters: CountersRecord, order: CounterOrder) -> NodeRecord | None:
     """`record` (the state `counters` belongs to) with its values and
     ActCounts; None when they do not fit its structure (`order`)."""
     ports = counters.ports
-    if len(ports) != len(order) or any(len(ports.get(num, ())) != len(names) for num, names in order):
+    if len(ports) != len(order) or any(len(ports.get(num, ())) != len(names) for num, names, _ in order):
         return None
     counted = [sm for sm in record.sms if sm.act_count is not None]
     if len(counters.act_counts) != len(counted):
         return None
-    values = MappingProxyType({num: CounterValues(names, ports[num]) for num, names in order})
+    values = MappingProxyType({num: CounterValues(names, ports[num], index) for num, names, index in order})
     act_counts = iter(counters.act_counts)
     sms = tuple(sm if sm.act_count is None else replace(sm, act_count=next(act_counts)) for sm in record.sms)
     return replace(record, time=counters.time, values=values, sms=sms)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Set
 from typing import NamedTuple, Protocol
 
 from ibsnmp.events import TrapEvent
+from ibsnmp.heap import note_replaced
 from ibsnmp.fabric.model import Fabric, Node
 
 
@@ -108,6 +109,10 @@ class ProviderCore:
         counter values changed (None: unknown)."""
         old = getattr(self, "_served", None)
         self._served = fabric
+        # A structure change built objects that will live (heap.note_replaced);
+        # counter values alone are freed as they are replaced.
+        structure_changed = fabric.lineage is not getattr(old, "lineage", None)
+        note_replaced((None if changed is None else len(changed)) if structure_changed else 0)
         if old is None:  # the first snapshot: nobody has seen one before
             return
         swap = Swap(old, fabric, changed, valued)

@@ -40,7 +40,7 @@ from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
-from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CountersRecord, NodeRecord, PayloadError, counter_order,
+from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CounterOrder, CountersRecord, NodeRecord, PayloadError, counter_order,
                                decode_counters, decode_event, decode_state, with_counters)
 
 from .base import ProviderCore, cancel_and_wait
@@ -61,7 +61,7 @@ class _Heard:
     seen: float  # monotonic time of the last state or counters
     digest: bytes = b""  # of the payload past its time field (see _refresh_digest)
     state_time: float = -1.0  # the `time` of the state taken (counters messages name it)
-    order: tuple[tuple[int, tuple[str, ...]], ...] = ()  # codec.counter_order of that state
+    order: CounterOrder = ()  # codec.counter_order of that state
 
 
 _TIMED = b'{"version":1,"time":'
