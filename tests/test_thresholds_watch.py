@@ -173,3 +173,21 @@ def test_a_poll_of_a_ten_thousand_node_fabric_is_cheap() -> None:
     per_poll = (time.perf_counter() - start) / 10
     assert len(counters.threshold_watch_ports(fabric)) < 200
     assert per_poll < 0.02, f"{per_poll * 1e3:.1f} ms per poll"
+
+
+def test_a_poll_that_read_what_the_last_read_judges_alike() -> None:
+    """The same counters on the same structure are not judged again (the
+    watcher's shortcut), and what grows after still fires exactly once."""
+    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
+    assert not fabric.port_history
+    ref = sorted(counters.threshold_watch_ports(fabric))[0]
+    threshold = fabric.port_at(ref).info.local_phy_errors_threshold
+    watcher = ThresholdWatcher()
+    assert watcher.poll(fabric, 0.0, {ref: (0, 0)}) == []
+    below = {ref: (threshold - 1, 0)}
+    assert watcher.poll(fabric, 1.0, below) == []
+    assert watcher.poll(fabric, 2.0, dict(below)) == []
+    assert watcher.armed(ref) == (0, 0)
+    (crossing,) = watcher.poll(fabric, 3.0, {ref: (threshold, 0)})
+    assert (crossing.ref, crossing.trap, crossing.value) == (ref, IbaTrap.LOCAL_LINK_INTEGRITY, threshold)
+    assert watcher.poll(fabric, 4.0, {ref: (threshold, 0)}) == []

@@ -22,6 +22,8 @@ from ibsnmp.mad.packets import MadError, directed_route_get, lid_routed_get, rep
 from ibsnmp.mad.umad import DIRECTED_ROUTE, Address
 from ibsnmp.mad.window import MadWindow
 
+from .snapshot import PmaValues, pma_values
+
 Values = dict[str, FieldValue]
 
 
@@ -33,9 +35,12 @@ class Refresh:
     # The PortInfo octets of every port that answered (the next poll's `known`).
     port_octets: dict[PortRef, bytes] = field(default_factory=dict)
     switch_infos: dict[int, Values] = field(default_factory=dict)
-    counters: dict[PortRef, Counters] = field(default_factory=dict)
-    # The PerfMgt names of each port's counters read from PortCountersExtended (64-bit).
-    wide: dict[PortRef, frozenset[str]] = field(default_factory=dict)
+    # Each PMA port's counters under the model's names (snapshot.pma_values),
+    # by node GUID and port number: what a snapshot's counter_values holds.
+    counters: dict[int, dict[int, PmaValues]] = field(default_factory=dict)
+    # LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors of each port
+    # read (the threshold watcher's two, 4-bit fields as decoded).
+    thresholds: dict[PortRef, tuple[int | None, int | None]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
 
@@ -130,11 +135,29 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
         targets = counter_targets(fabric)
         wide: dict[tuple[int, int], frozenset[str]] = {}
         values, failures = poll_counters(window, targets, extended_lids, wide)
-        result.counters = {targets[key]: read for key, read in values.items()}
-        result.wide = {targets[key]: names for key, names in wide.items()}
+        _name_counters(result, values, wide, targets)
         result.failures.update((f"counters {lid}/{port}", why)
                                for (lid, port), why in failures.items())
     return result
+
+
+def _name_counters(result: Refresh, answers: Mapping[tuple[int, int], Counters],
+                   wide: Mapping[tuple[int, int], frozenset[str]], targets: Mapping[tuple[int, int], PortRef]) -> None:
+    """The PMA answers in `result` under the model's names, by node, with the
+    threshold watcher's two (part of decoding: it runs in the poll's worker
+    thread, once per port per poll)."""
+    by_node, thresholds, wide_of, narrow = result.counters, result.thresholds, wide.get, _NARROW
+    for key, answer in answers.items():
+        ref = targets[key]
+        guid = ref.guid
+        ports = by_node.get(guid)
+        if ports is None:
+            ports = by_node[guid] = {}
+        ports[ref.port] = pma_values(answer, wide_of(key, narrow))
+        thresholds[ref] = (answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors"))
+
+
+_NARROW: frozenset[str] = frozenset()  # no 64-bit counter read
 
 
 def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from ibsnmp.fabric.counters import PortCounters
 from ibsnmp.fabric.iba import (
     DEFAULT_SUBNET_PREFIX,
     LinkDownDefaultState,
@@ -101,8 +100,6 @@ class SaRecords:
     services: tuple[ServiceRecord, ...] = ()
 
 
-_INTEGRITY_TOP = (1 << PortCounters.BITS["local_link_integrity_errors"]) - 1
-_OVERRUN_TOP = (1 << PortCounters.BITS["excessive_buffer_overrun_errors"]) - 1
 
 
 class PmaValues(Mapping[str, int]):
@@ -116,14 +113,6 @@ class PmaValues(Mapping[str, int]):
     def __init__(self, answer: Counters, plan: _Plan) -> None:
         self._answer = answer
         self.plan = plan
-
-    def thresholds(self) -> tuple[int | None, int | None]:
-        """LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors as
-        counters.threshold_counters reads them (4-bit IBA fields)."""
-        answer = self._answer
-        integrity, overrun = answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors")
-        return (None if integrity is None else min(int(integrity), _INTEGRITY_TOP),  # type: ignore[arg-type]
-                None if overrun is None else min(int(overrun), _OVERRUN_TOP))  # type: ignore[arg-type]
 
     def __getitem__(self, name: str) -> int:
         return self._answer[self.plan.fields[name]]  # type: ignore[return-value]

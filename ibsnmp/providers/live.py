@@ -49,7 +49,7 @@ from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
 from ibsnmp.live.refresh import Refresh, active_lids, refresh
 from ibsnmp.live.sa_follow import FollowingBackend
-from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state, pma_values
+from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
@@ -78,7 +78,6 @@ _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterS
 # SwitchInfo.PortStateChange flips with every port change and is cleared by
 # the SM; the rest changes when the SM re-programs the switch.
 _VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
-_NARROW: frozenset[str] = frozenset()  # no 64-bit counter read
 # The traps a poll raises too (see _swap): a Report of one is matched with the poll's.
 _POLLED_TRAPS = frozenset({IbaTrap.LINK_STATE_CHANGE, IbaTrap.LOCAL_LINK_INTEGRITY,
                            IbaTrap.EXCESSIVE_BUFFER_OVERRUN})
@@ -95,7 +94,7 @@ class _Sweep:
     subnet: Subnet
     local_guid: int
     extended_lids: dict[int, frozenset[str]]
-    counters: dict[PortRef, PmaValues]
+    counters: dict[int, dict[int, PmaValues]]  # by node and port
 
 
 class LiveProvider(ProviderCore):
@@ -321,8 +320,7 @@ class LiveProvider(ProviderCore):
         if subnet.unanswered:
             log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                       subnet.unanswered[0])
-        return _Sweep(subnet, local, extended,
-                      {ref: pma_values(c, read.wide.get(ref, _NARROW)) for ref, c in read.counters.items()})
+        return _Sweep(subnet, local, extended, read.counters)
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
@@ -339,13 +337,14 @@ class LiveProvider(ProviderCore):
 
     def _install(self, sweep: _Sweep) -> None:
         self._subnet, self._local = sweep.subnet, sweep.local_guid
-        self._extended, self._counters = sweep.extended_lids, sweep.counters
+        self._extended = sweep.extended_lids
+        self._counters = sweep.counters
         self._port_infos = {}
         self._port_octets: dict[PortRef, bytes] = {}  # as the last poll read them
 
     def _build(self) -> Fabric:
-        measured = {ref: MeasuredCounters(values, values.plan.layout.wide)
-                    for ref, values in self._counters.items()}
+        measured = {PortRef(guid, num): MeasuredCounters(values, values.plan.layout.wide)
+                    for guid, ports in self._counters.items() for num, values in ports.items()}
         return build_fabric(self._subnet, self._local, port_infos=self._port_infos,
                             counters=measured, sa=self.sa_records,
                             spec=f"live ({self._where})")
@@ -383,39 +382,44 @@ class LiveProvider(ProviderCore):
         self._port_octets.update(result.port_octets)
         for guid, info in result.switch_infos.items():
             node = self._subnet.nodes[guid]
+            if node.switch_info == info:
+                continue  # as read before (compared whole first: the usual case)
             if node.switch_info is not None and any(
-                    node.switch_info[f] != v for f, v in info.items()
-                    if f not in _VOLATILE_SWITCH_FIELDS):
+                    node.switch_info[f] != v for f, v in info.items() if f not in _VOLATILE_SWITCH_FIELDS):
                 changed = True
-            if node.switch_info != info:
-                reread.add(guid)
+            reread.add(guid)
             node.switch_info = info
         answered = {ref.guid for ref in result.port_octets}
         if any(guid not in answered for guid in self._fabric.nodes):
             changed = True  # a node stopped answering: the subnet changed shape
-        counters, wide, narrow = self._counters, result.wide, _NARROW
-        thresholds = self._thresholds = {}
-        for ref, read in result.counters.items():
-            values = pma_values(read, wide.get(ref, narrow))
-            before_values = counters.get(ref)
-            if before_values is None or before_values.plan is not values.plan:
-                reread.add(ref.guid)  # the PMA reports other counters: its rows change
-            counters[ref] = values
-            thresholds[ref] = values.thresholds()
+        self._thresholds = self._take_counters(result, reread)
         if result.failures:
             log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
                       next(iter(result.failures.items())))
         if reread:
             self._swap(successor(self._fabric, self._build(), reread))
         else:
-            by_node: dict[int, dict[int, Mapping[str, int]]] = {}
-            for ref, values in counters.items():
-                node = by_node.get(ref.guid)
-                if node is None:
-                    node = by_node[ref.guid] = {}
-                node[ref.port] = values
-            self._swap(with_values(self._fabric, MappingProxyType(by_node)))
+            self._swap(with_values(self._fabric, MappingProxyType(self._counters)))
         return changed
+
+    def _take_counters(self, result: Refresh, reread: set[int]) -> dict[PortRef, tuple[int | None, int | None]]:
+        """Keep the counters `result` read (by node: what a snapshot's
+        counter_values is, never changed after), adding to `reread` the
+        nodes whose PMA now reports other counters (their rows change); a
+        port not read this time keeps its last values.  The threshold
+        watcher's two counters of each port read."""
+        before, counters = self._counters, result.counters
+        for guid, ports in counters.items():
+            was = before.get(guid)
+            if was is None or any(
+                    (old := was.get(num)) is None or old.plan is not values.plan for num, values in ports.items()):
+                reread.add(guid)
+        if sum(map(len, counters.values())) < sum(map(len, before.values())):  # some port did not answer
+            for guid, ports in before.items():
+                for num, values in ports.items():
+                    counters.setdefault(guid, {}).setdefault(num, values)
+        self._counters = counters
+        return result.thresholds
 
     def _swap(self, new: Fabric) -> None:
         """Serve `new`, then raise trap 128 for the switch ports whose link

@@ -136,6 +136,7 @@ class ThresholdWatcher:
         self.clear_after_trap = clear_after_trap
         self._armed: dict[PortRef, tuple[int | None, int | None]] = {}
         self._last: tuple[Fabric, float] | None = None
+        self._last_read: Mapping[PortRef, tuple[int | None, int | None]] | None = None
 
     def armed(self, ref: PortRef) -> tuple[int | None, int | None] | None:
         return self._armed.get(ref)
@@ -151,6 +152,13 @@ class ThresholdWatcher:
         crossings: list[Crossing] = []
         last = self._last
         port_history = fabric.port_history
+        last_read, self._last_read = self._last_read, read
+        if (read is not None and not port_history and last is not None and last[0].lineage is fabric.lineage
+                and read == last_read):
+            # The same counters on the same ports and thresholds as the poll
+            # before judged: it left every port armed where nothing fires.
+            self._last = (fabric, elapsed)
+            return crossings
         armed_at = self._armed
         for ref, port in _watched(fabric):
             values = read.get(ref) if read is not None else None
