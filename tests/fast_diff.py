@@ -54,7 +54,7 @@ class TwoPaths:
             system=SystemInfo(sys_name="ibsnmp-test", sys_contact="", sys_location=""),
             communities=(Community(name=COMMUNITY), Community(name=KEYS_COMMUNITY,
                                                               view="with-keys")),
-            limits=Limits(max_varbinds=65_535))
+            limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0))  # whole GETBULKs: compared
         self.agent: AgentEngine = build_engine(settings, frozen, build_mib(), fabric_summary="diff")
         self.engine = self.agent.engine
         self.capture = _Capture()

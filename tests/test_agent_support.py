@@ -30,6 +30,7 @@ sys.path.insert(0, str(TESTS_DIR.parent))
 from pysnmp.proto import rfc1902  # noqa: E402
 
 from ibsnmp.agent import AgentSettings, Community, Endpoint, SystemInfo, User  # noqa: E402
+from ibsnmp.agent.config import Limits  # noqa: E402
 from ibsnmp.agent.runner import (  # noqa: E402
     Agent,
     add_run_arguments,
@@ -200,6 +201,7 @@ def agent_settings(listen: tuple[str, ...] = ("127.0.0.1:0", "[::1]:0")) -> Agen
                           sys_location="rack 7"),
         communities=(Community(READ_COMMUNITY, "read"), Community(WRITE_COMMUNITY, "write")),
         users=V3_USERS,
+        limits=Limits(getbulk_fill_ms=0),  # GETBULK answers as whole as the message and count allow
     )
 
 

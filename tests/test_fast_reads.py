@@ -167,3 +167,29 @@ def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
     assert reply is None and fast_reads.failures == failures + 1
     assert paths.counters() == before
     assert "Traceback" not in caplog.text
+
+
+def test_getbulk_repetitions_stop_at_the_fill_time(paths: TwoPaths) -> None:
+    """`[limits] getbulk_fill_ms`: past it no more repetitions are added (a
+    few always come, the non-repeaters all); what comes is the start of the
+    whole answer, without an error."""
+    data = community_request("bulk", [SYS_DESCR, INFINIBAND], non_repeaters=1, max_repetitions=100)
+    whole = paths.fast(data)
+    reads = paths.dispatcher.fast_reads
+    reads.getbulk_fill_ms = 1e-9  # over at once: stops at the first look at the clock
+    try:
+        cut = paths.fast(data)
+    finally:
+        reads.getbulk_fill_ms = 0
+    assert whole is not None and cut is not None
+    assert decode_response(cut)[1:3] == (0, 0)
+    whole_varbinds, cut_varbinds = response_varbinds(whole), response_varbinds(cut)
+    assert len(whole_varbinds) == 100
+    assert len(cut_varbinds) == 1 + 7 and cut_varbinds == whole_varbinds[:8]
+
+
+def test_getbulk_fill_time_is_configured_in_limits() -> None:
+    assert parse_config({}).limits.getbulk_fill_ms == 0.5
+    assert parse_config({"limits": {"getbulk_fill_ms": 0}}).limits.getbulk_fill_ms == 0
+    with pytest.raises(ConfigError, match="limits.getbulk_fill_ms"):
+        parse_config({"limits": {"getbulk_fill_ms": -1}})

@@ -200,17 +200,19 @@ def test_a_set_from_a_read_only_principal_gets_no_access(agent: RunningAgent,
 
 
 def test_a_getbulk_brings_back_at_most_100_varbinds(agent: RunningAgent) -> None:
-    """README: "a 36-octet GETBULK (max-repetitions 10000) brings back 100
-    varbinds (`[limits] max_getbulk_varbinds`, as net-snmp's
-    maxGetbulkResponses), about 2.5 KB from the top of the tree, 70 times
-    what was sent"."""
+    """README: "a 36-octet GETBULK (max-repetitions 10000) brings back up to
+    100 varbinds (`[limits] max_getbulk_varbinds`, as net-snmp's
+    maxGetbulkResponses): with `getbulk_fill_ms = 0` about 2.5 KB from the
+    top of the tree, 70 times what was sent; by default as many as 0.5 ms
+    of filling gives, which from the top of the tree ... is 7-15" (7 at
+    least: the clock is first read at the eighth)."""
     request = community_request("bulk", [(1, 3, 6, 1)], max_repetitions=10_000, request_id=1)
+    assert len(request) == 36
     answer = exchange(agent.address, request, timeout=5.0)
     assert answer is not None
-    assert len(request) == 36
     _, error_status, _, bound = decode_response(answer)
-    assert error_status == 0 and len(bound) == 100
-    assert 2_300 <= len(answer) <= 2_700 and 64 <= len(answer) / len(request) <= 75
+    assert error_status == 0 and 7 <= len(bound) <= 100
+    assert len(answer) / len(request) <= 75
 
 
 def test_json_log_format_writes_one_record_per_line(tmp_path: Path) -> None:

@@ -260,7 +260,7 @@ def test_set_whose_response_would_be_too_big_is_refused_before_writing(
 def wide_agent(backend: Backend) -> AgentThread:
     """An agent that takes requests of up to 512 varbinds."""
     settings = dataclasses.replace(agent_settings(("127.0.0.1:0",)),
-                                   limits=Limits(max_varbinds=512))
+                                   limits=Limits(max_varbinds=512, getbulk_fill_ms=0))
     return AgentThread(settings, backend).start()
 
 

@@ -46,6 +46,10 @@ DEFAULT_MAX_VARBINDS = 64
 # (100 by default there too): a walk asks again, and no request costs more
 # than this many steps (RFC 3416 4.2.3 lets an agent answer fewer).
 DEFAULT_MAX_GETBULK_VARBINDS = 100
+# The time, in ms, a GETBULK's repetitions may take to fill (0: no limit):
+# from the top of a fresh agent's tree 100 varbinds take about 1 ms here,
+# a kept walk's about 0.1 ms.
+DEFAULT_GETBULK_FILL_MS = 0.5
 MAX_VARBINDS_CEILING = 65_535
 # Walk steps the fast responder keeps encoded (agent.walk_cache): about 200
 # octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
@@ -61,7 +65,7 @@ DEFAULT_REQUESTS_PER_SECOND = 5_000.0
 # path from one LID (without LMC) of a 1,000-port fabric fits in one request.
 DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 1_024
 DEFAULT_MAX_RESULT_ROWS = 16_384
-LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "requests_per_second_per_source",
+LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "requests_per_second_per_source",
               "requests_per_second", "fast_path", "walk_cache", "max_result_rows_per_request",
               "max_result_rows")
 TRAPS_KEYS = ("if_mib",)
@@ -101,7 +105,8 @@ class Limits:
 
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
     v1/v2c, dropped for v3), `max_getbulk_varbinds` those of a GETBULK's
-    answer (0: as many as the message holds); `requests_per_second_per_source` (None: no
+    answer (0: as many as the message holds), `getbulk_fill_ms` the time
+    its repetitions may take (0: no limit); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate, `requests_per_second`
     (0: no limit) those of all sources together. `fast_path` answers
     v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads);
@@ -113,6 +118,7 @@ class Limits:
 
     max_varbinds: int = DEFAULT_MAX_VARBINDS
     max_getbulk_varbinds: int = DEFAULT_MAX_GETBULK_VARBINDS
+    getbulk_fill_ms: float = DEFAULT_GETBULK_FILL_MS
     requests_per_second_per_source: float | None = None
     requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND
     fast_path: bool = True
@@ -457,6 +463,8 @@ def _parse_limits(value: Any, fail) -> Limits:
         raise fail("limits.max_varbinds", f"must be at most {MAX_VARBINDS_CEILING}")
     max_getbulk = _number(value, "max_getbulk_varbinds", "limits", fail, integer=True,
                           minimum=0, default=DEFAULT_MAX_GETBULK_VARBINDS)
+    fill_ms = _number(value, "getbulk_fill_ms", "limits", fail, integer=False, minimum=0,
+                      default=DEFAULT_GETBULK_FILL_MS)
     rate = None
     if "requests_per_second_per_source" in value:
         rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
@@ -470,7 +478,7 @@ def _parse_limits(value: Any, fail) -> Limits:
                           minimum=0, default=DEFAULT_MAX_RESULT_ROWS_PER_REQUEST)
     result_rows = _number(value, "max_result_rows", "limits", fail, integer=True, minimum=0,
                           default=DEFAULT_MAX_RESULT_ROWS)
-    return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk,
+    return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk, getbulk_fill_ms=fill_ms,
                   requests_per_second_per_source=rate,
                   requests_per_second=aggregate, fast_path=fast_path, walk_cache=walk_cache,
                   max_result_rows_per_request=per_request, max_result_rows=result_rows)

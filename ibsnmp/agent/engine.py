@@ -223,6 +223,7 @@ class AgentEngine:
         if dispatcher.fast_reads is not None:
             dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
             dispatcher.fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
+            dispatcher.fast_reads.getbulk_fill_ms = settings.limits.getbulk_fill_ms
         self.settings = settings
 
 
@@ -255,7 +256,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     counts = dispatcher.counts = PendingCounts(engine.get_mib_builder())
     fast_reads = dispatcher.fast_reads = FastReads(
         engine, directory, mib, counts, settings.limits.walk_cache,
-        settings.limits.max_getbulk_varbinds)
+        settings.limits.max_getbulk_varbinds, settings.limits.getbulk_fill_ms)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
                      directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds)
     fast_v3.answer_reads = settings.limits.fast_path

@@ -24,12 +24,16 @@ Departures from pysnmp, both allowed by RFC 3416 4.2.3: GETBULK returns
 as many varbinds as fit the agent's maximum message size, up to `[limits]
 max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at 64
 repeater varbinds), and fills it exactly rather than against pysnmp's
-upper-bound estimate of the message header.
+upper-bound estimate of the message header. It also stops filling the
+repetitions after `[limits] getbulk_fill_ms` (once some are in): no GETBULK
+buys more than about a millisecond of the agent; a manager asks again from
+the last name it got, as it does after a full message.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -112,7 +116,7 @@ class FastReads:
 
     def __init__(self, engine: SnmpEngine, directory: ContextDirectory, mib: VirtualMib,
                  counts: PendingCounts, walk_cache: int = DEFAULT_LIMIT,
-                 max_getbulk_varbinds: int = 0) -> None:
+                 max_getbulk_varbinds: int = 0, getbulk_fill_ms: float = 0.0) -> None:
         self._engine = engine
         self._directory = directory
         self._mib = mib
@@ -134,6 +138,7 @@ class FastReads:
         # changes that cannot alter them, where the MIB can tell which).
         self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None))
         self.max_getbulk_varbinds = max_getbulk_varbinds
+        self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp
 
     def answer(self, data: bytes, community_of: CommunityLookup,
@@ -256,6 +261,9 @@ class _Request:
         elements = request.oid_elements
         n = min(request.non_repeaters, len(elements))
         full = not all(out.add(step_after(element)) for element in elements[:n])
+        budget = self._owner.getbulk_fill_ms
+        if budget:  # the repetitions only: the non-repeaters all come
+            out.start_clock(time.perf_counter() + budget / 1000)
         repetitions = request.max_repetitions
         row: list[Step] = [(element, b"", END_OF_MIB_VIEW, None) for element in elements[n:]]
         if len(row) == 1:
@@ -388,23 +396,43 @@ class _Request:
                     tag = (first[0], tag[1], first[2], tag[3])
                 return next_oid, cell, static, tag
 
+# A GETBULK's fill time (wall clock on the event loop: what the agent spends
+# on one request) is checked every this many varbinds.
+_BUDGET_EVERY = 8
+
+
 class _Filling:
     """A GETBULK response's varbinds, up to the octets the message has room
-    for and the most varbinds one GETBULK answers (0: no such limit)."""
+    for, the most varbinds one GETBULK answers (0: no such limit) and the
+    time it may take (`deadline`, perf_counter; checked every few varbinds
+    from `start_clock` on, so some always come)."""
 
-    __slots__ = ("parts", "retrieved", "_left", "_count_left")
+    __slots__ = ("parts", "retrieved", "_left", "_count_left", "deadline", "_until_check")
 
     def __init__(self, room: int, most: int = 0) -> None:
         self.parts: list[bytes] = []
         self.retrieved = 0  # values, not exceptions
         self._left = room
         self._count_left = most if most > 0 else -1
+        self.deadline = float("inf")
+        self._until_check = _BUDGET_EVERY
+
+    def start_clock(self, deadline: float) -> None:
+        """Stop adding at `deadline` (perf_counter), after a few more varbinds."""
+        self.deadline = deadline
+        self._until_check = _BUDGET_EVERY
 
     def add(self, step: Step) -> bool:
         """Append `step`'s varbind if it still fits; False when it does not."""
         encoded = step[1]
         if len(encoded) > self._left or self._count_left == 0:
             return False
+        self._until_check -= 1
+        if not self._until_check:
+            self._until_check = _BUDGET_EVERY
+            if time.perf_counter() > self.deadline:
+                self._count_left = 0  # out of time: what is in it is the answer
+                return False
         self._count_left -= 1
         self._left -= len(encoded)
         self.parts.append(encoded)

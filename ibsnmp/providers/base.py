@@ -109,12 +109,12 @@ class ProviderCore:
         counter values changed (None: unknown)."""
         old = getattr(self, "_served", None)
         self._served = fabric
+        if old is None:  # the first snapshot: nobody has seen one before (the agent settles it at start)
+            return
         # A structure change built objects that will live (heap.note_replaced);
         # counter values alone are freed as they are replaced.
-        structure_changed = fabric.lineage is not getattr(old, "lineage", None)
+        structure_changed = fabric.lineage is not old.lineage
         note_replaced((None if changed is None else len(changed)) if structure_changed else 0)
-        if old is None:  # the first snapshot: nobody has seen one before
-            return
         swap = Swap(old, fabric, changed, valued)
         for listener in self._swap_listeners:
             try:
