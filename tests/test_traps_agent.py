@@ -225,6 +225,13 @@ def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
         assert stream[5].context == f"{host002.guid:016x}"
         known = {""} | {f"{guid:016x}" for guid in fabric.nodes if guid != fabric.local_node_guid}
         assert {r.context for r in stream} <= known
+    # One log line per notification: which, from which node and port, to how many receivers.
+    sent = [line for line in agent.output.splitlines() if "sent to 5 receivers" in line]
+    assert len(sent) == len(EXPECTED), agent.output
+    assert (f"notification ibSmaPortLinkStateChange (IBA trap 128) from node {leaf02.guid:016x}, "
+            f"LID {leaf02.management_port.lid} sent to 5 receivers") in sent[0]
+    assert (f"notification ibSmaLinkIntegrityThresReached (IBA trap 129) from node {leaf01.guid:016x}, "
+            f"LID {leaf01.management_port.lid} port 3 sent to 5 receivers") in sent[1]
 
 
 def test_bad_trap_target_config_fails_at_start(tmp_path: Path) -> None:

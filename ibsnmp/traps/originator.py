@@ -35,6 +35,7 @@ from ibsnmp.events import TrapEvent
 
 from .mapping import SNMP_TRAP_ADDRESS_0, MappingError, Notification, map_event
 from .queue import DropQueue, RateLimiter
+from .sent_log import SentLog
 
 log = logging.getLogger("ibsnmp.traps")
 
@@ -243,6 +244,7 @@ class TrapOriginator:
         self._domains: list[tuple[int, ...]] = []
         self._communities: dict[str, str] = {}  # community -> security name
         self._rejected_traps: set[int] = set()
+        self._sent_log = SentLog(log)
         (self._sys_up_time,) = engine.get_mib_builder().import_symbols(
             "__SNMPv2-MIB", "sysUpTime")
 
@@ -287,6 +289,7 @@ class TrapOriginator:
             log.info("sending notifications to %s", target.label)
 
     async def stop(self) -> None:
+        self._sent_log.flush()
         for sender in self._senders:
             if sender.task is not None:
                 sender.task.cancel()
@@ -324,14 +327,18 @@ class TrapOriginator:
                 self._rejected_traps.add(int(event.trap))
                 log.error("event not sent: %s (further such events are only counted)", exc)
             return
-        self.submit(notification)
+        place = f"LID {event.lid}" + (f" port {event.port}" if event.port is not None else "")
+        self.submit(notification, place)
 
-    def submit(self, notification: Notification) -> Outgoing:
+    def submit(self, notification: Notification, where: str = "") -> Outgoing:
+        """Queue `notification` to every receiver (`where`: its node's LID
+        and port, for the log line)."""
         item = Outgoing(notification,
                         node_context_name(notification.node_guid, self._local_node_guid()),
                         self.uptime())
         for sender in self._senders:
             sender.queue.put(item)
+        self._sent_log.sent(notification, len(self._senders), where)
         return item
 
     def stats(self) -> list[tuple[TrapTarget, TargetStats]]:

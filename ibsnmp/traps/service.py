@@ -40,8 +40,9 @@ class NotificationService:
         self.if_mib = if_mib
         self._links: PortStatusWatch | None = None  # while IF-MIB notifications are sent
         self._loop: asyncio.AbstractEventLoop | None = None
-        # Link notifications found at a swap, not sent yet (a provider may swap in a thread).
-        self._pending: list[Notification] = []
+        # Link notifications found at a swap, not sent yet (a provider may swap in a thread),
+        # each with the port it speaks of (for the log line).
+        self._pending: list[tuple[Notification, str]] = []
         self._pending_lock = threading.Lock()
         provider.add_listener(self._forward)
         add_swap_listener = getattr(provider, "add_swap_listener", None)
@@ -61,7 +62,8 @@ class NotificationService:
         if links is None or loop is None:
             return
         self._send_pending()
-        found = [n for n in map(link_notification, links.changes_at(swap)) if n is not None]
+        found = [(n, f"port {change.port.num}") for change in links.changes_at(swap)
+                 if (n := link_notification(change)) is not None]
         if found:
             with self._pending_lock:
                 self._pending.extend(found)
@@ -71,8 +73,8 @@ class NotificationService:
         with self._pending_lock:
             pending, self._pending = self._pending, []
         if self.originator is not None:
-            for notification in pending:
-                self.originator.submit(notification)
+            for notification, where in pending:
+                self.originator.submit(notification, where)
 
     async def apply(self, targets: tuple[TrapTarget, ...], if_mib: bool | None = None) -> None:
         """Send to `targets` from now on (IF-MIB link notifications too unless
