@@ -125,7 +125,7 @@ def test_the_backend_serves_what_saquery_reads(fabric_with_sa: Fabric) -> None:
         assert [gid_text(path[2]), gid_text(path[3])] == [theirs["sgid"], theirs["dgid"]]
         assert path[4:8] == [int(theirs["pkey"], 16), int(theirs["mtu"], 16) & 0x3F,
                              int(theirs["rate"], 16) & 0x3F, int(theirs["pkt_life"], 16) & 0x3F]
-        assert path[8] == 1
+        assert path[8] == int(theirs["num_path_revers"], 16) & 0x7F == 0  # NumbPath as answered
     # Partitions: OpenSM's default partition, every end port a full member of
     # 0x7fff (saquery PKTR shows 0xffff first in its block 0); IPoIB runs on it.
     ((pkey, ipoib, members),) = ours["partitions"]
@@ -159,7 +159,8 @@ def path_row(path: dict[str, str]) -> dict[str, object]:
     return {"SrcLID": int(path["slid"]), "DstLID": int(path["dlid"]),
             "MTU": (int(path["mtu"], 16) & 0x3F) - 1,  # IB-SM-MIB: mtu256(0) is IBA 1
             "Rate": int(path["rate"], 16) & 0x3F, "PKey": path["pkey"][2:].lower(),
-            "PktLifeTime": int(path["pkt_life"], 16) & 0x3F, "NumbPath": 1,
+            "PktLifeTime": int(path["pkt_life"], 16) & 0x3F,
+            "NumbPath": int(path["num_path_revers"], 16) & 0x7F,  # as the SA answered
             "SL": int(path["sl"], 16)}
 
 

@@ -10,7 +10,6 @@ from ibsnmp.mad import sa_records as records
 from ibsnmp.sa.mad_backend import (
     block_number,
     groups_of,
-    numbered,
     partitions_of,
     path_record,
     path_values,
@@ -31,15 +30,14 @@ def test_a_path_query_asks_only_for_what_it_constrains() -> None:
     assert "SLID" not in path_values(PathQuery(slid=1, sl=3), multipath=True)
 
 
-def test_numb_path_counts_the_records_of_each_gid_pair() -> None:
-    def record(slid: int, dgid: int) -> dict[str, object]:
+def test_numb_path_is_the_sas_as_answered() -> None:
+    def record(slid: int, numb_path: int) -> dict[str, object]:
         r = records.PATH_RECORD.layout.decode(bytes(64))
         return {**r, "SLID": slid, "SGID": (1).to_bytes(16, "big"),
-                "DGID": dgid.to_bytes(16, "big")}
+                "DGID": (5).to_bytes(16, "big"), "NumbPath": numb_path}
 
-    paths = numbered([path_record(record(1, 5)), path_record(record(2, 5)),  # type: ignore[arg-type]
-                      path_record(record(1, 6))])  # type: ignore[arg-type]
-    assert [p.numb_path for p in paths] == [2, 2, 1]
+    paths = [path_record(record(1, 0)), path_record(record(2, 3))]  # type: ignore[arg-type]
+    assert [p.numb_path for p in paths] == [0, 3]
     assert all(p.route is None for p in paths)
 
 

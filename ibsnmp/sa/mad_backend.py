@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 
 from ibsnmp.fabric.iba import JoinState, Mtu, Rate
 from ibsnmp.fabric.model import (
@@ -86,15 +85,7 @@ def path_record(record: Record) -> PathRecord:
         tclass=_int(record["TClass"]), pkey=_int(record["PKey"]), sl=_int(record["SL"]),
         mtu=_int(record["MTU"]), rate=_int(record["Rate"]),
         pkt_life=_int(record["PacketLifeTime"]), preference=_int(record["Preference"]),
-        route=None)
-
-
-def numbered(paths: Sequence[PathRecord]) -> list[PathRecord]:
-    """NumbPath of each record: how many the answer holds for its GID pair."""
-    count: dict[tuple[int, int], int] = defaultdict(int)
-    for path in paths:
-        count[(path.sgid, path.dgid)] += 1
-    return [replace(p, numb_path=count[(p.sgid, p.dgid)]) for p in paths]
+        route=None, numb_path=_int(record["NumbPath"]))  # as the SA answered (OpenSM: 0)
 
 
 def block_number(raw: int) -> int:
@@ -201,7 +192,7 @@ class MadSaBackend:
     async def path_records(self, query: PathQuery) -> list[PathRecord]:
         values = path_values(query)
         found = await self._ask(lambda c: c.get_table(records.PATH_RECORD, values), "PathRecord")
-        return numbered([path_record(r) for r in found])
+        return [path_record(r) for r in found]
 
     async def multipath_records(self, query: PathQuery, sgids: Sequence[int],
                                 dgids: Sequence[int], *, independent: bool = False
@@ -217,7 +208,7 @@ class MadSaBackend:
         found = await self._ask(
             lambda c: c.get_multi(records.MULTIPATH_RECORD, values, components,
                                   answer=records.PATH_RECORD), "MultiPathRecord")
-        return numbered([path_record(r) for r in found])
+        return [path_record(r) for r in found]
 
     async def partitions(self) -> tuple[Partition, ...]:
         groups = await self.multicast_groups()
