@@ -61,10 +61,16 @@ class SubnetManager:
         self._stack = ExitStack()
 
     def start(self, host: str | None = None) -> None:
-        self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC), host=host))
+        self._process = self._stack.enter_context(opensm_running(self.fabric, "--lmc", str(LMC), host=host))
 
     def stop(self) -> None:
         self._stack.close()
+
+    def kill(self) -> None:
+        """kill -9: nothing of its state is saved or unsubscribed."""
+        self._process.kill()
+        self._process.wait()
+        self.stop()
         self._stack = ExitStack()
 
 
@@ -132,12 +138,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(fabric, sm, agent, address, traps, log)
 
 
-def live_agent(stack: ExitStack, fabric: Fabric, log: Path, *options: str
+def live_agent(stack: ExitStack, fabric: Fabric, log: Path, *options: str, host: str | None = None
                ) -> subprocess.Popen[bytes]:
-    """`ibsnmp run --provider live` on `fabric`, serving once it returns; stopped with `stack`."""
+    """`ibsnmp run --provider live` on `fabric` (attached to `host`, default its
+    first node), serving once it returns; stopped with `stack`."""
     agent = subprocess.Popen([sys.executable, "-m", "ibsnmp", "run", "--provider", "live",
                               *options],
-                             env=fabric.environment(), cwd=fabric.workdir,
+                             env=fabric.environment(host), cwd=fabric.workdir,
                              stdout=stack.enter_context(open(log, "wb")), stderr=subprocess.STDOUT)
     stack.callback(stop, agent)
     until("the agent's banner", lambda: (agent.poll(), log.read_text(errors="replace")),
@@ -472,6 +479,32 @@ def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
     until("S-1's new routes served", lambda: lft_pair(live, S1), lambda pair: pair[0] == pair[1])
     assert 5 not in lft_pair(live, S1)[0].values()
     assert live.agent.poll() is None
+
+
+def test_agent_subscribes_again_after_an_sm_restart_no_sweep_saw(live: Live, tmp_path: Path) -> None:
+    """OpenSM killed (-9) and started again between two sweeps of an agent
+    (one sweep an hour): after a poll the SA lists none of its InformInfoRecords,
+    and it subscribes again. On H-2: subscriptions from the module's agent's
+    port (H-1) would be the same records."""
+    log = tmp_path / "agent.log"
+    sm_key = tmp_path / "sm_key"
+    sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
+    sm_key.chmod(0o600)
+    text = lambda: log.read_text(errors="replace")  # noqa: E731
+    with ExitStack() as stack:
+        state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
+        live_agent(stack, live.fabric, log, "--listen", f"127.0.0.1:{free_udp_port()}",
+                   "--state-dir", state, "--poll-interval", str(POLL_S), "--sweep-interval", "3600",
+                   "--sm-key-file", str(sm_key), host="H-2")
+        until("its subscriptions", text, lambda seen: "SA subscriptions: traps [1" in seen)
+        time.sleep(3 * POLL_S)  # a poll's check found them listed
+        assert "lists no InformInfoRecord" not in text(), text()
+        live.sm.kill()
+        live.sm.start()
+        until("subscribed again", text, lambda seen: "subscribing again" in seen)
+        assert "reopening the client there" not in text(), text()  # no sweep saw the restart
+        assert text().count("SA subscriptions: traps [1") == 2, text()
+    until("subscriptions at the new SM", lambda: subscribed_traps(live), bool)
 
 
 def test_no_umad_port_is_a_clear_error(live: Live) -> None:

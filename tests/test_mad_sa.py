@@ -243,3 +243,14 @@ def test_mcmember_records_as_opensm_sends_them() -> None:
     assert (member["MLID"], member["Scope"], member["JoinState"], member["ProxyJoin"]) == (
         0xC000, 2, 1, 0)
     assert (member["QKey"], member["PKey"]) == (0x0B1B, 0xFFFF)
+
+
+def test_inform_info_record_holds_the_inform_info_at_octet_24() -> None:
+    """IBA 15.2.5.12: SubscriberGID, Enum, 6 reserved octets, then the InformInfo."""
+    gid = bytes.fromhex("fe800000000000000000000000100001")
+    inform = bytes(records.INFORM_INFO.layout.encode(subscription(130)))
+    record = records.INFORM_INFO_RECORD.layout.decode(gid + (7).to_bytes(2, "big") + bytes(6) + inform)
+    assert (record["SubscriberGID"], record["Enum"]) == (gid, 7)
+    assert (record["IsGeneric"], record["Subscribe"], record["Type"], record["TrapNumber"]) == (1, 1, 0xFFFF, 130)
+    assert records.INFORM_INFO_RECORD.mask(["SubscriberGID"]) == 1
+    assert records.INFORM_INFO_RECORD.record_size == 64

@@ -27,6 +27,7 @@ from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import decode_reply, directed_route_get
 from ibsnmp.mad.sa_records import (
     INFORM_INFO,
+    INFORM_INFO_RECORD,
     METHOD_GET,
     METHOD_GET_MULTI,
     METHOD_GET_TABLE,
@@ -418,3 +419,11 @@ def subscribe(client: SaClient, traps: Iterable[int], subscribe: bool = True
         except (SaError, UmadError) as exc:
             outcome[trap] = str(exc)
     return outcome
+
+
+def subscribed_traps(client: SaClient, subscriber_gid: int) -> set[int]:
+    """The generic traps the SA lists subscriptions of `subscriber_gid` to
+    (GetTable(InformInfoRecord) by SubscriberGID). A transport that cuts long
+    answers (ibsim: 256 octets) shows only the first few."""
+    answer = client.get_table(INFORM_INFO_RECORD, {"SubscriberGID": subscriber_gid.to_bytes(16, "big")})
+    return {int(r["TrapNumber"]) for r in answer.records if r["IsGeneric"]}  # type: ignore[call-overload]

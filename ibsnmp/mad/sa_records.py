@@ -203,6 +203,17 @@ INFORM_INFO = SaAttribute(0x0003, Layout("InformInfo", 36, (
     Field("ProducerType", 264, 24),  # VendorID when not generic
 )))
 
+# InformInfoRecord (IBA 15.2.5.12): a subscription as the SA keeps it, by
+# subscriber; the InformInfo it holds starts at octet 24 (its fields read here).
+INFORM_INFO_RECORD = SaAttribute(0x00F3, Layout("InformInfoRecord", 60, (
+    _gid("SubscriberGID", 0),
+    Field("Enum", 128, 16),
+    Field("IsGeneric", 192 + 176, 8),
+    Field("Subscribe", 192 + 184, 8),
+    Field("Type", 192 + 192, 16),
+    Field("TrapNumber", 192 + 208, 16),
+)), ("SubscriberGID", "Enum"))
+
 NOTICE_DATA_DETAILS = 54
 
 # Notice (IBA 13.4.8.2): what a Report carries.
@@ -219,4 +230,4 @@ NOTICE = SaAttribute(0x0002, Layout("Notice", 80, (
 )))
 
 SA_RECORDS = (PATH_RECORD, MULTIPATH_RECORD, PKEY_TABLE_RECORD, MCMEMBER_RECORD, SERVICE_RECORD,
-              INFORM_INFO, NOTICE)
+              INFORM_INFO, INFORM_INFO_RECORD, NOTICE)

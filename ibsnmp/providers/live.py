@@ -24,7 +24,9 @@ after every sweep, and its `sa_backend` answers IB-SM-MIB's path,
 multipath and trace requests. A sweep that finds the master SM at another
 LID than the SA client asks (another SM took over), or a master SM again
 after sweeps that found none (it restarted and forgot the subscriptions),
-reopens the client there, subscriptions included (logged). No SM at
+reopens the client there, subscriptions included (logged). An SM that
+restarted between two sweeps is told after a poll: the SA then lists none
+of the agent's InformInfoRecords, and it subscribes again (logged). No SM at
 start: none of these is served (logged), the rest works as without.
 
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
@@ -142,6 +144,7 @@ class LiveProvider(ProviderCore):
         self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
         self._sa_lid = 0  # the LID the SA client asks (0: none open)
         self._follow_task: asyncio.Task[None] | None = None
+        self._subscriptions_task: asyncio.Task[None] | None = None
         # Since the client opened: a sweep read a master SM's SMInfo, then one read none.
         self._saw_master = self._sm_was_gone = False
         self._sa = self._open_sa() if use_sa else None
@@ -224,7 +227,7 @@ class LiveProvider(ProviderCore):
             return
         self._sa, self.sa_backend.current = new, new.backend
         try:
-            await new.start()
+            await new.start(self._fabric.local_node.management_port.gid())
         except Exception as exc:
             log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
         self._read_sa_soon()
@@ -236,15 +239,16 @@ class LiveProvider(ProviderCore):
             return
         if self._sa is not None:
             try:
-                await self._sa.start()
+                await self._sa.start(self._fabric.local_node.management_port.gid())
             except Exception as exc:
                 log.warning("live: SA subscriptions failed (%s): traps come from polls only", exc)
             self._read_sa_soon()
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, self._sa_task, self._follow_task) if t is not None]
-        self._task = self._sa_task = self._follow_task = None
+        tasks = [t for t in (self._task, self._sa_task, self._follow_task, self._subscriptions_task)
+                 if t is not None]
+        self._task = self._sa_task = self._follow_task = self._subscriptions_task = None
         await cancel_and_wait(tasks)
         if self._sa is not None:
             try:
@@ -252,6 +256,22 @@ class LiveProvider(ProviderCore):
             except Exception as exc:  # the SM may be gone: the port is closed all the same
                 log.info("live: SA unsubscribe failed: %s", exc)
         await asyncio.to_thread(self._close)  # after a worker still in umad_recv
+
+    def _check_subscriptions_soon(self) -> None:
+        """After a poll: ask the SA whether it still lists the agent's trap
+        subscriptions (LiveSa.keep_subscribed), beside the polls; one at a time."""
+        sa = self._sa
+        if sa is None or (self._subscriptions_task is not None and not self._subscriptions_task.done()):
+            return
+        self._subscriptions_task = asyncio.create_task(self._check_subscriptions(sa),
+                                                       name="ibsnmp-live-sa-subscriptions")
+
+    async def _check_subscriptions(self, sa: LiveSa) -> None:
+        try:
+            gid = self._fabric.local_node.management_port.gid()
+            await sa.keep_subscribed(gid)
+        except Exception as exc:  # the SM may be restarting: asked again after the next poll
+            log.debug("live: SA subscriptions not checked: %s", exc)
 
     def _read_sa_soon(self) -> None:
         """Re-read the SA's objects beside the polls (an SA slow to answer,
@@ -456,6 +476,7 @@ class LiveProvider(ProviderCore):
                 due = time.monotonic() >= next_sweep
                 if not due:
                     due = self._apply_refresh(await asyncio.to_thread(self._refresh_now))
+                    self._check_subscriptions_soon()
                 if due:
                     sweep = await asyncio.to_thread(self._sweep_now)
                     if sweep is None:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe
+from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe, subscribed_traps
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import Address
@@ -56,11 +56,17 @@ class LiveSa:
         self._traps = tuple(traps)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.subscribed: tuple[int, ...] = ()
+        # Whether the SA lists this port's subscriptions to it (keep_subscribed):
+        # None until asked once after subscribing.
+        self.lists_subscriptions: bool | None = None
+        self._resubscribing = False  # the SA lost them and has not accepted them again yet
         self.worker = SaWorker(lambda: open_client(self._on_report))
         self.backend = MadSaBackend(self.worker, node_of_lid, port_of_gid, lid_ports)
 
-    async def start(self) -> dict[int, str | None]:
-        """Opens the port and subscribes: per trap, None if the SA accepted it, else why not."""
+    async def start(self, subscriber_gid: int | None = None) -> dict[int, str | None]:
+        """Opens the port and subscribes: per trap, None if the SA accepted it,
+        else why not. `subscriber_gid`: this port's GID, to ask at once
+        whether the SA lists the subscriptions it just accepted (keep_subscribed)."""
         self._loop = asyncio.get_running_loop()
         await self._loop.run_in_executor(None, self.worker.start)
         outcome = await self.worker.call(lambda client: subscribe(client, self._traps))
@@ -68,7 +74,43 @@ class LiveSa:
         refused = {t: why for t, why in outcome.items() if why is not None}
         log.info("SA subscriptions: traps %s%s", list(self.subscribed),
                  f"; refused {refused}" if refused else "")
+        if self.subscribed and subscriber_gid is not None:
+            try:
+                listed = await self.worker.call(lambda client: subscribed_traps(client, subscriber_gid))
+            except Exception as exc:  # judged by the first check that gets an answer
+                log.debug("SA InformInfoRecords not read: %s", exc)
+            else:
+                self.lists_subscriptions = bool(listed)
+                if not listed:
+                    log.info("SA lists no InformInfoRecord of this port: an SM restart is told by "
+                             "sweeps alone")
         return outcome
+
+    async def keep_subscribed(self, subscriber_gid: int) -> bool:
+        """Subscribe again if the SA lists none of this port's subscriptions:
+        a new SM instance (restarted, or another one taking over at the same
+        LID) knows none of its predecessor's, and no sweep may have seen it go.
+        True if it subscribed again. Judged only where the SA showed the
+        subscriptions once (`start` asks right after making them): an SA that
+        lists them to nobody, or not to this requester, tells nothing."""
+        if self.lists_subscriptions is False or not self._traps:
+            return False
+        listed = await self.worker.call(lambda client: subscribed_traps(client, subscriber_gid))
+        if self.lists_subscriptions is None:  # not known yet: a listing seen says it
+            self.lists_subscriptions = True if listed else None
+            return False
+        if listed:
+            return False
+        if not self._resubscribing:  # said once; tried again after every poll until accepted
+            log.warning("SA lists none of the agent's trap subscriptions (a new SM instance): "
+                        "subscribing again")
+        outcome = await self.worker.call(lambda client: subscribe(client, self._traps))
+        accepted = tuple(t for t, refused in outcome.items() if refused is None)
+        self._resubscribing = not accepted
+        if accepted:
+            self.subscribed = accepted
+            log.info("SA subscriptions: traps %s", list(accepted))
+        return bool(accepted)
 
     async def stop(self) -> None:
         """Unsubscribes (the SA would otherwise keep sending) and closes the port."""
