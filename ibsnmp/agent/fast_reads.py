@@ -20,7 +20,7 @@ context that vanished, a failing read, a GET or GETNEXT response too big
 It counts the SNMPv2-MIB statistics pysnmp would count for the requests
 it answers, and none for those it leaves.
 
-Departures from pysnmp, both allowed by RFC 3416 4.2.3: GETBULK returns
+Departures from pysnmp, all allowed by RFC 3416 4.2.3: GETBULK returns
 as many varbinds as fit the agent's maximum message size, up to `[limits]
 max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at 64
 repeater varbinds), and fills it exactly rather than against pysnmp's
@@ -395,6 +395,7 @@ class _Request:
                 if tag is not first:  # from where the first step began to the answer
                     tag = (first[0], tag[1], first[2], tag[3])
                 return next_oid, cell, static, tag
+
 
 # A GETBULK's fill time (wall clock on the event loop: what the agent spends
 # on one request) is checked every this many varbinds.
