@@ -95,6 +95,23 @@ def test_not_nvt_ascii_is_wrong_value_and_not_stored(agent: RunningAgent, name: 
     assert read(agent, SYSTEM[name]) == before
 
 
+@pytest.mark.parametrize("value", [b"a\rb", b"end\r", b"a\x00b"], ids=["cr-alone", "cr-last", "nul-alone"])
+def test_a_cr_not_before_lf_or_nul_is_wrong_value(agent: RunningAgent, value: bytes) -> None:
+    """RFC 2579 DisplayString is NVT ASCII: a CR only before LF or NUL (RFC 854)."""
+    before = read(agent, SYSTEM["sysLocation"])
+    status, index, _ = send(agent, "set", [SYSTEM["sysLocation"]], [text(value)])
+    assert (status, index) == (WRONG_VALUE, 1)
+    assert read(agent, SYSTEM["sysLocation"]) == before
+
+
+def test_crlf_and_cr_nul_are_display_string_text(agent: RunningAgent) -> None:
+    before = read(agent, SYSTEM["sysLocation"])
+    for value in (b"rack 7\r\nrow 2", b"rack 7\r\x00", before):
+        status, index, _ = send(agent, "set", [SYSTEM["sysLocation"]], [text(value)])
+        assert (status, index) == (0, 0)
+        assert read(agent, SYSTEM["sysLocation"]) == value
+
+
 def test_an_ib_sm_mib_display_string_with_control_octets_is_wrong_value(
         agent: RunningAgent) -> None:
     column = ".".join(map(str, definitions().objects["ibSmServiceAssocName"].oid))

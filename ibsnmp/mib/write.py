@@ -99,8 +99,12 @@ def _display_string_type(kind: type) -> bool:
 
 
 def _printable(data: bytes) -> bool:
-    """DisplayString (RFC 2579): NVT ASCII, i.e. printable ASCII plus CR, LF."""
-    return all(32 <= c < 127 or c in (10, 13) for c in data)
+    """DisplayString (RFC 2579): NVT ASCII (RFC 854) as text holds it:
+    printable ASCII and LF, a CR only before LF or NUL, and a NUL only after CR."""
+    if not all(32 <= c < 127 or c in (0, 10, 13) for c in data):
+        return False
+    rest = data.replace(b"\r\n", b"").replace(b"\r\x00", b"")
+    return b"\r" not in rest and b"\x00" not in rest
 
 
 def row_status_check(exists: bool, requested: int, index: int) -> None:
