@@ -218,12 +218,11 @@ class InterfaceHistory:
 
     @staticmethod
     def _port_seen(fabric: Fabric, port: Port) -> _PortSeen:
-        layout = port.counter_layout
-        values = fabric.counter_values.get(port.node_guid, {}).get(port.num) if layout is not None else None
-        if values is None:
+        measured = fabric.measured(port)
+        if measured is None:
             return _PortSeen(port, oper_status(port), None, None)
-        return _PortSeen(port, oper_status(port), _traffic_readings(values, layout.wide),  # type: ignore[union-attr]
-                         values)
+        return _PortSeen(port, oper_status(port), _traffic_readings(measured.values, measured.wide),
+                         measured.values)
 
     def _forget(self, ref: PortRef) -> None:
         self._changed.pop(ref, None)

@@ -100,8 +100,6 @@ class SaRecords:
     services: tuple[ServiceRecord, ...] = ()
 
 
-
-
 class PmaValues(Mapping[str, int]):
     """A PMA's decoded answer read under the model's counter names
     (COUNTER_NAMES), without copying it: a poll reads every port's counters,

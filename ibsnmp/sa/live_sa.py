@@ -69,11 +69,7 @@ class LiveSa:
         whether the SA lists the subscriptions it just accepted (keep_subscribed)."""
         self._loop = asyncio.get_running_loop()
         await self._loop.run_in_executor(None, self.worker.start)
-        outcome = await self.worker.call(lambda client: subscribe(client, self._traps))
-        self.subscribed = tuple(t for t, refused in outcome.items() if refused is None)
-        refused = {t: why for t, why in outcome.items() if why is not None}
-        log.info("SA subscriptions: traps %s%s", list(self.subscribed),
-                 f"; refused {refused}" if refused else "")
+        outcome = await self._subscribe()
         if self.subscribed and subscriber_gid is not None:
             try:
                 listed = await self.worker.call(lambda client: subscribed_traps(client, subscriber_gid))
@@ -104,13 +100,18 @@ class LiveSa:
         if not self._resubscribing:  # said once; tried again after every poll until accepted
             log.warning("SA lists none of the agent's trap subscriptions (a new SM instance): "
                         "subscribing again")
+        await self._subscribe()
+        self._resubscribing = not self.subscribed
+        return bool(self.subscribed)
+
+    async def _subscribe(self) -> dict[int, str | None]:
+        """Set(InformInfo) for every trap; `subscribed` becomes those the SA accepted (logged)."""
         outcome = await self.worker.call(lambda client: subscribe(client, self._traps))
-        accepted = tuple(t for t, refused in outcome.items() if refused is None)
-        self._resubscribing = not accepted
-        if accepted:
-            self.subscribed = accepted
-            log.info("SA subscriptions: traps %s", list(accepted))
-        return bool(accepted)
+        self.subscribed = tuple(t for t, refused in outcome.items() if refused is None)
+        refused = {t: why for t, why in outcome.items() if why is not None}
+        log.info("SA subscriptions: traps %s%s", list(self.subscribed),
+                 f"; refused {refused}" if refused else "")
+        return outcome
 
     async def stop(self) -> None:
         """Unsubscribes (the SA would otherwise keep sending) and closes the port."""
