@@ -104,8 +104,11 @@ async def test_a_scenario_run_gives_the_traps_in_order() -> None:
 
     times = [t for t, _, _ in got]
     assert times == sorted(times)
+    # Never early; late by at most half a second, since a loaded 2-core CI
+    # machine can stall the event loop for 0.15 s (a full collection of the
+    # heap earlier tests left). The order is the list's, checked above.
     for (t, _, _), due in zip(got, (0.05, 0.10, 0.20, 0.25, 0.30)):
-        assert due <= t < due + 0.1
+        assert due <= t < due + 0.5
     # The snapshot a listener sees already holds the change the trap reports.
     down_snapshot = got[0][2]
     assert down_snapshot.port(host3.guid, 1).info.port_state is PortState.DOWN  # type: ignore[union-attr]
