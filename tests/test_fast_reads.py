@@ -193,3 +193,48 @@ def test_getbulk_fill_time_is_configured_in_limits() -> None:
     assert parse_config({"limits": {"getbulk_fill_ms": 0}}).limits.getbulk_fill_ms == 0
     with pytest.raises(ConfigError, match="limits.getbulk_fill_ms"):
         parse_config({"limits": {"getbulk_fill_ms": -1}})
+
+
+# A GUID-indexed IB-SM-MIB column (ibSmNodeTable's): names under it reach
+# past every instance when longer than the index.
+SM_NODE_COLUMN = INFINIBAND + (7, 1, 2, 1, 2)
+PAST_ANY_INSTANCE = (2**32 - 1,) * 20  # 100 octets: a name past SHORT_NAME
+
+
+def _long_names() -> list[tuple[int, ...]]:
+    """Names that agree in every arc an instance has and differ after it,
+    one of them twice, and some past the end of the MIB (endOfMibView)."""
+    under_column = [SM_NODE_COLUMN + PAST_ANY_INSTANCE + (i,) for i in range(6)]
+    past_the_end = [(2, 1) + PAST_ANY_INSTANCE + (i,) for i in range(3)]
+    return under_column + [under_column[2]] + past_the_end
+
+
+@pytest.mark.parametrize("kind", ["get", "next"])
+def test_long_names_looked_up_once_are_answered_each_as_pysnmp_does(paths: TwoPaths,
+                                                                   kind: str) -> None:
+    """One lookup serves the names that differ only past every instance (the
+    request's memo): each varbind still carries its own name where the answer
+    echoes it (a GET's exceptions, GETNEXT's endOfMibView)."""
+    names = _long_names()
+    data = community_request(kind, names)
+    fast = paths.fast(data)
+    assert_same_response(data, paths.pysnmp(data), fast)
+    assert fast is not None
+    answered = [tuple(int(arc) for arc in oid.split(".")) for oid, _ in decode_response(fast)[3]]
+    if kind == "get":
+        assert answered == names
+    else:
+        assert len(set(answered[:7])) == 1  # one next instance for all of them
+        assert answered[7:] == names[7:]  # endOfMibView names the asked OID
+
+
+def test_getnext_of_long_names_keeps_no_walk_step(paths: TwoPaths) -> None:
+    """Names past SHORT_NAME octets are nobody's walk: kept, they would push
+    a walk's steps out of the cache."""
+    walks = paths.dispatcher.fast_reads.walks
+    short = community_request("next", [SM_NODE_COLUMN])
+    assert paths.fast(short) is not None
+    before = walks._size
+    assert paths.fast(community_request("next", [SM_NODE_COLUMN + (7,) + PAST_ANY_INSTANCE])) \
+        is not None
+    assert walks._size == before

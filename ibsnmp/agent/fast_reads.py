@@ -210,7 +210,7 @@ class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
-                 "_base", "_cells", "_subtrees", "_steps")
+                 "_base", "_cells", "_subtrees", "_steps", "_answers")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -227,6 +227,11 @@ class _Request:
         # Walk steps and GET answers kept for this context (SNMPv1's GETNEXT,
         # which skips Counter64 objects, aside).
         self._steps: Steps | None = None
+        # This request's answers so far, by the asked name's element, and for
+        # GETNEXT names longer than SHORT_NAME by the arcs of them that matter
+        # (`_name`): a request naming one OID many times, or many names that
+        # differ only in arcs past every instance, looks up one of them.
+        self._answers: dict[bytes | tuple[Oid, bool], Step] = {}
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
 
@@ -234,9 +239,9 @@ class _Request:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
         request = self._request
         if request.pdu_type == GET:
-            rows = [self._get(element) for element in request.oid_elements]
+            rows = [self._once(element, self._get) for element in request.oid_elements]
         elif request.pdu_type == GET_NEXT:
-            rows = [self._step(element) for element in request.oid_elements]
+            rows = [self._once(element, self._step) for element in request.oid_elements]
         else:
             return self._bulk()
         status = index = 0
@@ -289,6 +294,13 @@ class _Request:
 
     # -- reading ------------------------------------------------------------------
 
+    def _once(self, element: bytes, answer: Callable[[bytes], Step]) -> Step:
+        """`answer(element)`, looked up once per request."""
+        step = self._answers.get(element)
+        if step is None:
+            step = self._answers[element] = answer(element)
+        return step
+
     def _get(self, element: bytes) -> Step:
         """The varbind answering a GET of the OID whose element is `element`."""
         steps = self._steps
@@ -330,15 +342,31 @@ class _Request:
             known = steps.get(element)
             if known is not None:
                 return _step_of(known)
+        long_key = None
         if oid is None:
-            oid = self._name(element)[0]
+            name = self._name(element)
+            oid = name[0]
+            if len(element) > SHORT_NAME:
+                long_key = name
+                known_step = self._answers.get(long_key)
+                if known_step is not None:
+                    return known_step
+        step = self._step_from(element, oid, steps)
+        if long_key is not None and step[2] != END_OF_MIB_VIEW:  # that one echoes the name
+            self._answers[long_key] = step
+        return step
+
+    def _step_from(self, element: bytes, oid: Oid, steps: Steps | None) -> Step:
+        """`_step` once the name is decoded (`oid`: the arcs that matter)."""
         encode_oid = self._owner._encode_oid
         end = self._subtrees.end_of(oid)
         found = self._next_in_subtree(oid)
         if end is not None and found is not None and found[0] < end:
             next_oid, cell, static, tag = found
             step = _encoded(next_oid, cell, encode_oid)
-            if static and steps is not None:
+            if static and steps is not None and len(element) <= SHORT_NAME:
+                # A walk's names are instances'; longer ones are anyone's
+                # (kept, they would only push a walk's steps out).
                 self._owner.walks.remember(steps, element, step[1], tag)
             return step
         # Across or outside the subtrees: the agent's own objects may come first.
