@@ -130,6 +130,44 @@ def test_a_scalar_instance_other_than_0_is_no_creation(agent: RunningAgent) -> N
         assert_echoed(varbinds, [oid], [value])
 
 
+@pytest.mark.parametrize("oid", ["1.3.6.1.2.1.1.6", "1.3.6.1.6.3.1.1.6.1"])
+def test_an_object_types_own_name_is_no_creation(agent: RunningAgent, oid: str) -> None:
+    """sysLocation, snmpSetSerialNo without .0: no variable, never one (snmpd
+    answers noCreation too)."""
+    status, index, varbinds = send(agent, "set", [oid], [text("x")])
+    assert (status, index) == (NO_CREATION, 1)
+    assert_echoed(varbinds, [oid], [text("x")])
+
+
+SET_SERIAL_NO = "1.3.6.1.6.3.1.1.6.1.0"
+INCONSISTENT_VALUE = 12
+
+
+def _serial(agent: RunningAgent) -> int:
+    status, _, ((_, value),) = send(agent, "get", [SET_SERIAL_NO], community="public")
+    assert status == NO_ERROR
+    return int(value)
+
+
+def test_snmp_set_serial_no_is_a_test_and_incr_lock(agent: RunningAgent) -> None:
+    """RFC 3418's advisory lock (SNMPv2-TC TestAndIncr): a writer that sends the
+    value held takes it (the value moves on by one), one that sends another
+    value gets inconsistentValue and changes nothing; a reader gets noAccess."""
+    held = _serial(agent)
+    value = rfc1902.Integer32(held)
+    status, index, varbinds = send(agent, "set", [SET_SERIAL_NO], [value])
+    assert (status, index) == (NO_ERROR, 0)
+    assert_echoed(varbinds, [SET_SERIAL_NO], [value])
+    assert _serial(agent) == (held + 1) % 2**31
+    status, index, varbinds = send(agent, "set", [SET_SERIAL_NO], [value])  # stale now
+    assert (status, index) == (INCONSISTENT_VALUE, 1)
+    assert_echoed(varbinds, [SET_SERIAL_NO], [value])
+    assert _serial(agent) == (held + 1) % 2**31
+    status, index, _ = send(agent, "set", [SET_SERIAL_NO], [rfc1902.Integer32(_serial(agent))],
+                            community="public")
+    assert (status, index) == (NO_ACCESS, 1)
+
+
 def test_one_object_twice_echoes_the_request_and_keeps_the_last(agent: RunningAgent) -> None:
     oids = [SYSTEM["sysContact"], SYSTEM["sysName"], SYSTEM["sysContact"]]
     values = [text("first"), text("node-a"), text("second")]

@@ -7,6 +7,7 @@ be bound, and failures reported, before the engine exists.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,9 @@ READ_VIEWS: dict[View, str] = {"no-keys": READ_VIEW, "with-keys": KEYS_READ_VIEW
 
 # Writers may not rewrite the agent's security configuration over SNMP.
 CONFIG_SUBTREES = ((1, 3, 6, 1, 6, 3), (1, 3, 6, 1, 4, 1, 20408))
+# Inside them, what a writer may still SET: SNMPv2-MIB's snmpSet group
+# (snmpSetSerialNo, the TestAndIncr lock of RFC 3418 managers coordinate by).
+WRITABLE_IN_CONFIG = ((1, 3, 6, 1, 6, 3, 1, 1, 6),)
 
 AUTH = {
     "MD5": pc.USM_AUTH_HMAC96_MD5,
@@ -326,6 +330,8 @@ def _configure_views(engine: SnmpEngine) -> None:
     pc.add_vacm_view(engine, WRITE_VIEW, "included", VIEW_ROOT, b"")
     for subtree in CONFIG_SUBTREES:
         pc.add_vacm_view(engine, WRITE_VIEW, "excluded", subtree, b"")
+    for subtree in WRITABLE_IN_CONFIG:  # the longer subtree decides (RFC 3415 5.2)
+        pc.add_vacm_view(engine, WRITE_VIEW, "included", subtree, b"")
     # An explicit empty view: pysnmp treats a view with no entries as "all".
     pc.add_vacm_view(engine, NO_VIEW, "excluded", (1,), b"")
     for access, view in ((access, view) for access in ("read", "write") for view in VIEWS):
@@ -367,3 +373,7 @@ def _set_system_group(engine: SnmpEngine, settings: AgentSettings, fabric_summar
     )
     for instance, value in values:
         instance.syntax = instance.syntax.clone(value)
+    # SNMPv2-TC TestAndIncr: at re-initialisation a pseudo-random value (as
+    # snmpd), so a manager's lock taken before a restart does not match.
+    (serial,) = builder.import_symbols("__SNMPv2-MIB", "snmpSetSerialNo")
+    serial.syntax = serial.syntax.clone(random.SystemRandom().randrange(2**31 - 1))

@@ -61,6 +61,7 @@ _SET_ERRORS = {
     "genErr": smi_error.GenError,
 }
 
+SET_SERIAL_NO = (1, 3, 6, 1, 6, 3, 1, 1, 6, 1, 0)  # SNMPv2-MIB snmpSetSerialNo.0 (RFC 3418)
 END_OF_MIB_VIEW = rfc1905.endOfMibView
 _EndOfMibView = rfc1905.EndOfMibView
 _NoSuchObject = rfc1905.noSuchObject
@@ -281,6 +282,8 @@ class ContextView:
             if not self._subtrees.holds(oid):
                 if writes_outside is None or not writes_outside(oid):
                     self._check_base_type(oid, val, idx)
+                    if oid == SET_SERIAL_NO:
+                        self._check_set_serial_no(val, idx)
                     base_positions.append(idx)
                     continue
                 shown.append((oid, val))
@@ -309,6 +312,13 @@ class ContextView:
         for oid, val in shown:  # committed: pysnmp's instances now read them
             self._show_base(oid, val)
         return out
+
+    def _check_set_serial_no(self, val: Any, idx: int) -> None:
+        """SNMPv2-TC TestAndIncr: a value other than the one held is
+        inconsistentValue (pysnmp turns it into wrongValue)."""
+        (serial,) = self._base.get_mib_builder().import_symbols("__SNMPv2-MIB", "snmpSetSerialNo")
+        if int(val) != int(serial.syntax):
+            raise smi_error.InconsistentValueError(name=SET_SERIAL_NO, idx=idx)
 
     def _show_base(self, oid: Oid, val: Any) -> None:
         # The objects written outside the subtrees are system group scalars,
@@ -340,11 +350,17 @@ class ContextView:
     def _check_base_type(self, oid: Oid, val: Any, idx: int) -> None:
         # pysnmp would coerce e.g. an INTEGER into sysContact; RFC 3416
         # 4.2.5 wants wrongType. Objects pysnmp cannot find are left to it.
-        (tree,) = self._base.get_mib_builder().import_symbols("SNMPv2-SMI", "iso")
+        tree, scalar_class = self._base.get_mib_builder().import_symbols(
+            "SNMPv2-SMI", "iso", "MibScalar")
         try:
             node = tree.getNode(oid)
         except smi_error.SmiError:
             return
+        if isinstance(node, scalar_class) and as_oid(node.name) == oid:
+            # An object type's own name (sysLocation without .0, a column
+            # without an index) names no variable and never will: noCreation,
+            # as snmpd answers (pysnmp: noAccess, though it is in the view).
+            raise smi_error.NoCreationError(name=oid, idx=idx)
         syntax = getattr(node, "syntax", None)
         tag_set = getattr(val, "tagSet", None)
         if syntax is not None and tag_set is not None and tag_set != syntax.tagSet:
