@@ -164,6 +164,31 @@ def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
     assert check(LISTEN, LOCAL, bad) == Verdict((PARSE_ERROR,))
 
 
+def _get_of(varbinds: bytes) -> bytes:
+    pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)
+    return tlv(0x30, tlv(0x02, b"\x01") + tlv(0x04, b"public") + tlv(0xA0, pdu))
+
+
+def test_long_lists_are_judged_by_their_null_prefix_as_when_read() -> None:
+    """A list longer than the limit's varbinds could be, scanned in C first,
+    gets what reading it would give: tooBig when all { OID, NULL }, a silent
+    drop when more than twice the limit of them come before anything else,
+    a parse error for a malformed varbind among the first the limit reads."""
+    check = prefilter(max_varbinds=3).check
+    null = bytes.fromhex("3005 06012b 0500")  # 7 octets: 200 of them are over 3 x 129
+    verdict = check(LISTEN, LOCAL, _get_of(null * 200))
+    assert verdict is not None and verdict.reply is not None
+    assert decode_response(verdict.reply)[1] == 1  # tooBig
+    assert check(LISTEN, LOCAL, _get_of(null * 200 + bytes.fromhex("3006 06012b 020101"))) \
+        == Verdict((SILENT_DROP,))
+    # A sub-identifier starting 0x80 (not minimal) among them: the prefix ends
+    # before it; read as before, the first seven are fine: a silent drop.
+    assert check(LISTEN, LOCAL, _get_of(null * 100 + bytes.fromhex("3007 06032b8001 0500")
+                                        + null * 100)) == Verdict((SILENT_DROP,))
+    indefinite = bytes.fromhex("3007 06012b 05800000")
+    assert check(LISTEN, LOCAL, _get_of(indefinite + null * 200)) == Verdict((PARSE_ERROR,))
+
+
 def test_rate_limit_drops_the_excess_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     check = prefilter(rate=2.0, clock=lambda: now[0]).check

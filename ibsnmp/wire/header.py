@@ -225,17 +225,32 @@ class PduHeader(NamedTuple):
         holds, checked in C by two regular expressions (under 1 ms for 64 KB,
         where reading it varbind by varbind takes 10 ms).
         """
+        return self.null_prefix(data) == self.varbinds[1]
+
+    def null_prefix(self, data: bytes) -> int:
+        """Where the list's first varbind that is not `{ OID, NULL }` in short
+        form (or not within RFC 2578's limits) starts, at the latest: the
+        end of the list when `is_null_list` holds. One scan in C: a list
+        that fails at its end is not read again to learn so."""
         start, end = self.varbinds
-        return (_NULL_VARBINDS.fullmatch(data, start, end) is not None
-                and not has_bad_arc(data[start:end]))
+        prefix = _NULL_VARBINDS.match(data, start, end)
+        assert prefix is not None  # the repetition matches the empty string
+        stop = prefix.end()
+        if has_bad_arc(data[start:stop]):
+            return start
+        return stop
 
 
 # One alternative per OID length n (1..123): 30 <n+4> 06 <n> <n octets, the last
 # ending a sub-identifier> 05 00. The lengths tell the alternatives apart, so the
 # possessive repetition never backtracks.
+_NULL_LIST_OID_MAX = 123
 _NULL_VARBIND_PATTERN = rb"|".join(
     re.escape(bytes((SEQUENCE, n + 4, OBJECT_IDENTIFIER, n))) + rb"[\x00-\xff]{%d}[\x00-\x7f]\x05\x00"
-    % (n - 1) for n in range(1, 124))
+    % (n - 1) for n in range(1, _NULL_LIST_OID_MAX + 1))
+# The most octets one varbind of such a list takes: a list longer than n of
+# them holds more than n varbinds.
+MAX_NULL_VARBIND = 6 + _NULL_LIST_OID_MAX
 _NULL_VARBINDS = re.compile(rb"(?:" + _NULL_VARBIND_PATTERN + rb")*+")
 _NULL_VARBIND = re.compile(_NULL_VARBIND_PATTERN)  # one of them, to split a checked list
 # Lists longer than this are not split here: over any varbind limit, they are
