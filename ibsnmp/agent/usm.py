@@ -48,6 +48,8 @@ from pysnmp.proto.secmod.rfc3414.auth import noauth
 from pysnmp.proto.secmod.rfc3414.priv import nopriv
 from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel, UsmSecurityParameters
 
+from .statistics import add_to_counter
+
 REPORTABLE_FLAG = 0x04
 NO_AUTH_NO_PRIV, AUTH_NO_PRIV = 1, 2
 # RFC 3411 SnmpEngineID: 5 to 32 octets; anything else asks for discovery.
@@ -179,7 +181,7 @@ def _is_confirmed(scoped: Any) -> bool:
 
 def _count(snmpEngine, module: str, name: str) -> Any:
     (counter,) = snmpEngine.get_mib_builder().import_symbols(module, name)
-    counter.syntax += 1
+    add_to_counter(counter, 1)
     return counter
 
 
