@@ -38,6 +38,7 @@ bench: setup
 	$(BIN)/python bench/sa_queries.py
 	$(BIN)/python bench/prometheus_scrape.py
 	$(BIN)/python bench/churn.py
+	$(BIN)/python bench/agentx.py
 	$(BIN)/python bench/soak.py
 
 setup: debian-packages $(STAMP)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ibsnmp.agentx.address import AgentxAddressError, MasterAddress, parse_master_address
+
 from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view
@@ -69,6 +71,8 @@ LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "reques
               "requests_per_second", "fast_path", "walk_cache", "max_result_rows_per_request",
               "max_result_rows")
 TRAPS_KEYS = ("if_mib",)
+AGENTX_KEYS = ("socket", "ping_interval")
+DEFAULT_AGENTX_PING_INTERVAL = 15.0  # seconds between pings: a master gone silent is noticed
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
 
@@ -179,6 +183,15 @@ class TrapSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentxSettings:
+    """AgentX subagent mode ([agentx], --agentx): the master's socket and
+    how often it is pinged (0: never)."""
+
+    master: MasterAddress
+    ping_interval: float = DEFAULT_AGENTX_PING_INTERVAL
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     """Everything the engine needs, after config file and flags are merged."""
 
@@ -193,6 +206,7 @@ class AgentSettings:
     # Default endpoints the agent may start without (IPv6 disabled on the host).
     optional_listen: tuple[Endpoint, ...] = ()
     engine_boots: int | None = None  # snmpEngineBoots from the state directory
+    agentx: AgentxSettings | None = None  # None: no AgentX subagent
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +221,7 @@ class FileConfig:
     engine_id: bytes | None = None
     limits: Limits = Limits()
     traps: TrapSettings = TrapSettings()
+    agentx: AgentxSettings | None = None
 
 
 def load_config(path: str | Path) -> FileConfig:
@@ -235,7 +250,7 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
         return ConfigError(f"{source}: {key}: {problem}")
 
     _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
-                       "limits", "traps"), "", fail)
+                       "limits", "traps", "agentx"), "", fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -250,7 +265,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     return FileConfig(listen=listen, system=system, communities=communities, users=users,
                       trap_targets=targets, engine_id=engine_id,
                       limits=_parse_limits(data.get("limits", {}), fail),
-                      traps=_parse_traps(data.get("traps", {}), fail))
+                      traps=_parse_traps(data.get("traps", {}), fail),
+                      agentx=_parse_agentx(data["agentx"], fail) if "agentx" in data else None)
 
 
 def merge_settings(
@@ -260,6 +276,7 @@ def merge_settings(
     trap_targets: list[str] | None = None,
     write_communities: list[str] | None = None,
     *,
+    agentx: str | None = None,
     community_key: str = "--community",
     write_community_key: str = "--write-community",
 ) -> AgentSettings:
@@ -274,18 +291,30 @@ def merge_settings(
     "public", like most agents' packaged defaults (also beside a
     --write-community, as net-snmp's rocommunity/rwcommunity pair).
     `community_key` / `write_community_key` name where the communities came
-    from (a flag, its file or a variable) in error messages.
+    from (a flag, its file or a variable) in error messages. `agentx`
+    (--agentx: the master's socket) turns on the AgentX subagent; with it
+    and no listen list from flag or file, no UDP port is bound.
     """
     file = file or FileConfig()
 
     def flag_fail(key: str, problem: str) -> ConfigError:
         return ConfigError(f"command line: {key}: {problem}")
 
+    agentx_settings = file.agentx
+    if agentx is not None:
+        try:
+            master = parse_master_address(agentx)
+        except AgentxAddressError as exc:
+            raise flag_fail("--agentx", str(exc)) from None
+        agentx_settings = AgentxSettings(master, file.agentx.ping_interval if file.agentx
+                                         else DEFAULT_AGENTX_PING_INTERVAL)
     optional: tuple[Endpoint, ...] = ()
     if listen:
         endpoints = _parse_listen(list(listen), flag_fail, key="--listen")
     elif file.listen is not None:
         endpoints = file.listen
+    elif agentx_settings is not None:
+        endpoints = ()  # the master serves the managers
     else:
         endpoints = tuple(parse_endpoint(text) for text in DEFAULT_LISTEN)
         optional = tuple(e for e in endpoints if e.ipv6)
@@ -314,7 +343,7 @@ def merge_settings(
         targets += parse_trap_targets(entries, file.users, flag_fail, key="--trap-target")
     return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users,
                          trap_targets=targets, engine_id=file.engine_id, limits=file.limits,
-                         optional_listen=optional, traps=file.traps)
+                         optional_listen=optional, traps=file.traps, agentx=agentx_settings)
 
 
 # -- validation helpers ----------------------------------------------------------
@@ -488,6 +517,20 @@ def _parse_traps(value: Any, fail) -> TrapSettings:
     _expect(value, dict, "traps", fail)
     _check_keys(value, TRAPS_KEYS, "traps.", fail)
     return TrapSettings(if_mib=_expect(value.get("if_mib", True), bool, "traps.if_mib", fail))
+
+
+def _parse_agentx(value: Any, fail) -> AgentxSettings:
+    _expect(value, dict, "agentx", fail)
+    _check_keys(value, AGENTX_KEYS, "agentx.", fail)
+    try:
+        master = parse_master_address(_expect(value.get("socket", ""), str, "agentx.socket", fail))
+    except AgentxAddressError as exc:
+        raise fail("agentx.socket", str(exc)) from None
+    interval = value.get("ping_interval", DEFAULT_AGENTX_PING_INTERVAL)
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) \
+            or not 0 <= interval <= 3600:
+        raise fail("agentx.ping_interval", "expected seconds from 0 (no pings) to 3600")
+    return AgentxSettings(master, float(interval))
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:

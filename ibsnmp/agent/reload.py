@@ -19,7 +19,7 @@ log = logging.getLogger("ibsnmp.agent")
 ReloadHook = Callable[[AgentSettings], Awaitable[None]]
 # Settings that only a restart applies: the sockets are bound and the
 # engine ID is what SNMPv3 peers know the agent by.
-RESTART_ONLY = ("listen", "engine_id", "system")
+RESTART_ONLY = ("listen", "engine_id", "system", "agentx")
 
 
 def describe_changes(old: AgentSettings, new: AgentSettings) -> list[str]:

@@ -78,7 +78,8 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
                           communities=communities,
                           trap_targets=getattr(args, "trap_target", None),
                           write_communities=writers,
-                          community_key=community_key, write_community_key=writer_key)
+                          community_key=community_key, write_community_key=writer_key,
+                          agentx=getattr(args, "agentx", None))
 
 
 @dataclass(slots=True)

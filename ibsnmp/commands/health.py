@@ -99,6 +99,11 @@ def _health(args: argparse.Namespace) -> int:
     if not settings.communities and not settings.users:
         print("ibsnmp health: no community and no SNMPv3 user configured", file=sys.stderr)
         return EXIT_USAGE
+    if not settings.listen:
+        # An AgentX subagent without --listen: the master answers, not the agent.
+        print("ibsnmp health: no UDP listen address to ask (an AgentX subagent: give it "
+              "--listen 127.0.0.1:PORT too)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         uptime = asyncio.run(ask_uptime(settings, args.timeout, args.retries))
     except (RuntimeError, OSError) as exc:

@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +31,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--trap-target", action="append", metavar="ADDR[:PORT]",
         help="send SNMPv2c traps (community public) to this receiver, e.g. 127.0.0.1:1162; "
              "repeatable; added to the config file's [[trap_target]] entries")
+    parser.add_argument(
+        "--agentx", nargs="?", const="", metavar="SOCKET|tcp:HOST:PORT",
+        help="serve as an AgentX subagent (RFC 2741) of the master agent at this socket "
+             "(default /var/agentx/master, net-snmp's); no UDP port unless --listen is given "
+             "too; the config file's [agentx] table does the same")
     add_provider_arguments(parser, ("simulated", "sysfs", "topology", "live", "mqtt"))
     add_state_arguments(parser)
     from ibsnmp.mqtt.arguments import add_aggregator_arguments
@@ -212,17 +217,28 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--provider live: {exc}") from None
 
 
-def _services(settings: AgentSettings, provider: Provider, publisher=None):  # type: ignore[no-untyped-def]
-    """What runs beside the agent: the notification originator, then the
-    provider, then the publisher (--publish)."""
+def _services(settings: AgentSettings, provider: Provider, publisher=None,  # type: ignore[no-untyped-def]
+              subagent_of=None):
+    """What runs beside the agent: the AgentX subagent (`subagent_of(agent)`,
+    with --agentx), the notification originator, then the provider, then the
+    publisher (--publish)."""
     from ibsnmp.mqtt.publisher import publishing
     from ibsnmp.traps.service import notifications
 
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
-        # Targets first, so no event of the provider's first moments is missed.
-        async with notifications(agent.engine.engine, settings.trap_targets, provider,
-                                 if_mib=settings.traps.if_mib) as service:
+        async with AsyncExitStack() as stack:
+            relays = []
+            if subagent_of is not None:
+                from ibsnmp.agentx.service import master_relay, subagent_running
+
+                # Before the provider: its first events go through the master too.
+                subagent = await stack.enter_async_context(subagent_running(subagent_of(agent)))
+                relays.append(master_relay(subagent))
+            # Targets first, so no event of the provider's first moments is missed.
+            service = await stack.enter_async_context(notifications(
+                agent.engine.engine, settings.trap_targets, provider,
+                if_mib=settings.traps.if_mib, relays=relays))
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
             agent.reload_hooks.append(
                 lambda new: service.apply(new.trap_targets, new.traps.if_mib))
@@ -324,12 +340,15 @@ def _run(args: argparse.Namespace) -> int:
         settings, system=with_saved_values(settings.system, state.config.system))
 
     def announce(agent) -> None:  # type: ignore[no-untyped-def]
-        endpoint = agent.endpoints[0]
         community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
         switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
-        lines = [f"ibsnmp: serving {summary}",
-                 f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117"]
-        if switch is not None:
+        lines = [f"ibsnmp: serving {summary}"]
+        if settings.agentx is not None:
+            lines.append(f"  as an AgentX subagent of the master at {settings.agentx.master}")
+        endpoint = agent.endpoints[0] if agent.endpoints else None
+        if endpoint is not None:
+            lines.append(f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117")
+        if switch is not None and endpoint is not None:
             lines.append(f"  a switch: snmpbulkwalk -v2c -c {community}@{switch.guid:016x} "
                          f"{endpoint} SMA-MIB::ibSmaMIB")
         lines += [f"  notifications to {target.label}" for target in settings.trap_targets]
@@ -351,8 +370,18 @@ def _run(args: argparse.Namespace) -> int:
         announce(agent)
         settle()  # the fabric, the MIB modules and the engine live as long as the agent
 
+    subagent_of = None
+    if settings.agentx is not None:
+        from ibsnmp.agentx.service import build_subagent, sys_up_time
+
+        agentx_settings = settings.agentx
+
+        def subagent_of(agent):  # type: ignore[no-untyped-def]
+            return build_subagent(agentx_settings, contexts, mib, lambda: provider.snapshot,
+                                  sys_up_time(agent.engine.engine))
+
     return run(settings, contexts, mib, fabric_summary=summary,
-               on_started=started, services=_services(settings, provider, publisher),
+               on_started=started, services=_services(settings, provider, publisher, subagent_of),
                reload=reload)
 
 

@@ -231,12 +231,15 @@ class TrapOriginator:
 
     `notify` is the provider listener. `local_node_guid()` names the node
     the default context speaks for (its notifications use contextName "").
+    `relays` get every notification too, as queued (the AgentX master).
     """
 
     def __init__(self, engine: SnmpEngine, targets: Sequence[TrapTarget], *,
-                 local_node_guid: Callable[[], int | None] = lambda: None) -> None:
+                 local_node_guid: Callable[[], int | None] = lambda: None,
+                 relays: Sequence[Callable[[Outgoing], None]] = ()) -> None:
         self.engine = engine
         self.targets = tuple(targets)
+        self.relays = tuple(relays)
         self.rejected = 0  # events that could not be mapped
         self._local_node_guid = local_node_guid
         self._ntf = ntforg.NotificationOriginator()
@@ -338,7 +341,9 @@ class TrapOriginator:
                         self.uptime())
         for sender in self._senders:
             sender.queue.put(item)
-        self._sent_log.sent(notification, len(self._senders), where)
+        for relay in self.relays:
+            relay(item)
+        self._sent_log.sent(notification, len(self._senders) + len(self.relays), where)
         return item
 
     def stats(self) -> list[tuple[TrapTarget, TargetStats]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from pysnmp.entity.engine import SnmpEngine
@@ -24,7 +24,7 @@ from ibsnmp.providers.base import Provider, Swap
 
 from .link_events import PortStatusWatch, link_notification
 from .mapping import Notification
-from .originator import TrapOriginator
+from .originator import Outgoing, TrapOriginator
 
 log = logging.getLogger("ibsnmp.traps")
 
@@ -32,8 +32,10 @@ log = logging.getLogger("ibsnmp.traps")
 class NotificationService:
     """The originator in force for the configured targets (None without targets)."""
 
-    def __init__(self, engine: SnmpEngine, provider: Provider, *, if_mib: bool = True) -> None:
+    def __init__(self, engine: SnmpEngine, provider: Provider, *, if_mib: bool = True,
+                 relays: Sequence[Callable[[Outgoing], None]] = ()) -> None:
         self._engine = engine
+        self._relays = tuple(relays)  # beside the targets: the AgentX master
         self._provider = provider
         self.originator: TrapOriginator | None = None
         self.targets: tuple[TrapTarget, ...] = ()
@@ -84,11 +86,12 @@ class NotificationService:
         self.targets = targets
         if if_mib is not None:
             self.if_mib = if_mib
-        if not targets:
+        if not targets and not self._relays:
             return
         originator = TrapOriginator(
             self._engine, targets,
-            local_node_guid=lambda: self._provider.snapshot.local_node_guid)
+            local_node_guid=lambda: self._provider.snapshot.local_node_guid,
+            relays=self._relays)
         await originator.start()
         if any(t.version == "3" and t.kind == "trap" for t in targets):
             # v3 trap receivers must know the sender's engine ID (snmptrapd: createUser -e).
@@ -108,12 +111,13 @@ class NotificationService:
 
 @asynccontextmanager
 async def notifications(engine: SnmpEngine, targets: tuple[TrapTarget, ...],
-                        provider: Provider, *,
-                        if_mib: bool = True) -> AsyncIterator[NotificationService]:
+                        provider: Provider, *, if_mib: bool = True,
+                        relays: Sequence[Callable[[Outgoing], None]] = (),
+                        ) -> AsyncIterator[NotificationService]:
     """Send a notification to every target for every event `provider` emits,
     and IF-MIB linkDown / linkUp for its ports (unless `if_mib` is false),
     for as long as the context lasts."""
-    service = NotificationService(engine, provider, if_mib=if_mib)
+    service = NotificationService(engine, provider, if_mib=if_mib, relays=relays)
     await service.apply(targets)
     try:
         yield service
