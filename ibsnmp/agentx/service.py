@@ -9,6 +9,7 @@ serves itself); in each node's context every subtree the agent serves
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -57,7 +58,16 @@ class NodeContexts:
 def sys_up_time(engine: Any) -> Callable[[], int]:
     """sysUpTime now, in hundredths, from the engine's own SNMPv2-MIB instance."""
     (instance,) = engine.get_mib_builder().import_symbols("__SNMPv2-MIB", "sysUpTime")
-    return lambda: int(instance.syntax.clone())
+
+    def uptime() -> int:
+        # Every Response carries it: pysnmp's clone of the instance builds
+        # pyasn1 objects each time; its own formula, from its own start, does not.
+        created = getattr(instance.syntax, "createdAt", None)
+        if created is None:
+            return int(instance.syntax.clone())
+        return int((time.time() - created) * 100) & 0xFFFFFFFF
+
+    return uptime
 
 
 def build_subagent(settings: AgentxSettings, resolver: ContextResolver, mib: VirtualMib,
