@@ -16,7 +16,9 @@ from pyasn1.type import namedtype, univ
 from pysnmp.entity.engine import SnmpEngine
 from pysnmp.proto import rfc1905
 
-V2C_MODEL, V3_MODEL = 1, 3
+from ibsnmp.wire.constants import Version
+
+V2C_MODEL, V3_MODEL = Version.V2C, Version.V3  # pysnmp's message processing models
 _RELAXED_FIELDS = ("non-repeaters", "max-repetitions")
 
 

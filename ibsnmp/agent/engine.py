@@ -23,6 +23,7 @@ from pysnmp.smi import error as smi_error
 from ibsnmp import __version__
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
+from ibsnmp.wire.constants import SecurityLevel, SecurityModel
 
 from .config import AgentSettings, User
 from .bulk_decoding import relax_bulk_decoding
@@ -75,10 +76,8 @@ PRIV = {
     "AES256C": pc.USM_PRIV_CFB256_AES,
 }
 
-NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = 1, 2, 3
-SECURITY_LEVEL_NAMES = {NO_AUTH_NO_PRIV: "noAuthNoPriv", AUTH_NO_PRIV: "authNoPriv",
-                        AUTH_PRIV: "authPriv"}
-V1, V2C, USM = 1, 2, 3
+NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = SecurityLevel
+V1, V2C, USM = SecurityModel  # VACM groups are keyed by security model
 
 
 class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):

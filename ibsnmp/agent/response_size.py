@@ -18,7 +18,9 @@ from typing import Any
 from pyasn1.codec.ber import encoder
 from pyasn1.type import univ
 
-V1_MODEL, V2C_MODEL = 0, 1
+from ibsnmp.wire.constants import Version
+
+V1_MODEL, V2C_MODEL = Version.V1, Version.V2C  # message processing models
 # Room for a community-based message's header (version, community) around
 # the PDU: pysnmp's own allowance (rfc2576 maxSizeResponseScopedPDU).
 COMMUNITY_HEADER_ALLOWANCE = 128

@@ -48,10 +48,12 @@ from pysnmp.proto.secmod.rfc3414.auth import noauth
 from pysnmp.proto.secmod.rfc3414.priv import nopriv
 from pysnmp.proto.secmod.rfc3414.service import SnmpUSMSecurityModel, UsmSecurityParameters
 
+from ibsnmp.wire.constants import SecurityLevel
+
 from .statistics import add_to_counter
 
 REPORTABLE_FLAG = 0x04
-NO_AUTH_NO_PRIV, AUTH_NO_PRIV = 1, 2
+NO_AUTH_NO_PRIV, AUTH_NO_PRIV = SecurityLevel.NO_AUTH_NO_PRIV, SecurityLevel.AUTH_NO_PRIV
 # RFC 3411 SnmpEngineID: 5 to 32 octets; anything else asks for discovery.
 ENGINE_ID_LENGTHS = range(5, 33)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from .constants import Version
+
 Oid = tuple[int, ...]
 
 INTEGER, OCTET_STRING, NULL, OBJECT_IDENTIFIER, SEQUENCE = 0x02, 0x04, 0x05, 0x06, 0x30
@@ -32,7 +34,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 UINT32_MAX, UINT64_MAX = (1 << 32) - 1, (1 << 64) - 1
 MAX_OCTET_STRING = 65535  # OCTET STRING (SIZE (0..65535)), RFC 2578 7.1.2
 IP_ADDRESS_OCTETS = 4
-SNMP_V1 = 0  # the message version of SNMPv1: no Counter64, no exception values
+SNMP_V1 = Version.V1  # no Counter64, no exception values
 # Value ranges and most octets of the integer types (Counter64: 9 octets, a leading 0).
 _INTEGER_VALUES = {INTEGER: (INT32_MIN, INT32_MAX, 5), COUNTER32: (0, UINT32_MAX, 5),
                    GAUGE32: (0, UINT32_MAX, 5), TIMETICKS: (0, UINT32_MAX, 5),

@@ -47,6 +47,7 @@ from .ber import (
     read_oid,
     read_value,
 )
+from .constants import SecurityLevel, SecurityModel, Version
 
 SEQUENCE, INTEGER, OCTET_STRING, OBJECT_IDENTIFIER = 0x30, 0x02, 0x04, 0x06
 
@@ -54,7 +55,7 @@ SEQUENCE, INTEGER, OCTET_STRING, OBJECT_IDENTIFIER = 0x30, 0x02, 0x04, 0x06
 GET, GET_NEXT, RESPONSE, SET, TRAP_V1 = 0xA0, 0xA1, 0xA2, 0xA3, 0xA4
 GET_BULK, INFORM, TRAP_V2, REPORT = 0xA5, 0xA6, 0xA7, 0xA8
 
-V1, V2C, V3 = 0, 1, 3
+V1, V2C, V3 = Version.V1, Version.V2C, Version.V3
 PDU_TAGS = {V1: frozenset({GET, GET_NEXT, RESPONSE, SET, TRAP_V1}),
             V2C: frozenset({GET, GET_NEXT, RESPONSE, SET, GET_BULK, INFORM, TRAP_V2, REPORT})}
 # error-status and error-index: RFC 3416 bounds them (0..18, 0..max-bindings);
@@ -63,9 +64,9 @@ ERROR_FIELDS = {V1: ((INT32_MIN, INT32_MAX), (INT32_MIN, INT32_MAX)),
                 V2C: ((0, 18), (0, INT32_MAX))}
 MAX_GENERIC_TRAP = 6  # enterpriseSpecific (RFC 1157)
 
-USM = 3  # msgSecurityModel of the User-based Security Model
+USM = SecurityModel.USM  # msgSecurityModel of the User-based Security Model
 FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE = 0x01, 0x02, 0x04
-NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = 1, 2, 3
+NO_AUTH_NO_PRIV, AUTH_NO_PRIV, AUTH_PRIV = SecurityLevel
 TOO_BIG = 1  # error-status
 MAX_INTEGER_OCTETS = 5  # an INTEGER (-2^31..2^32-1) takes at most five octets
 NULL_ELEMENT = b"\x05\x00"
