@@ -119,23 +119,37 @@ def port_state(fabric: Fabric, route: str, port: int) -> int:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     workdir = tmp_path_factory.mktemp("ibsim-live")
     with ibsim_fabric(NET_DIR / "live.net", workdir) as fabric, ExitStack() as stack:
-        sm = SubnetManager(fabric)
-        stack.callback(sm.stop)
-        sm.start()
-        # The subnet is up once the far end of the 1X link (H-6) is active.
-        until("H-6 port 1", lambda: port_state(fabric, "0,1,8,2", 1), lambda s: s == PORT_ACTIVE)
+        sm = subnet_up(stack, fabric)
         traps = stack.enter_context(TrapReceiver(tmp_path_factory.mktemp("trapd")))
-        state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
-        address = f"127.0.0.1:{free_udp_port()}"
-        log = workdir / "agent.log"
         sm_key = workdir / "sm_key"
         sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
         sm_key.chmod(0o600)
-        agent = live_agent(stack, fabric, log, "--listen", address, "--state-dir", state,
-                           "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
-                           "--trap-target", traps.address, "--write-community", "private",
-                           "--sm-key-file", str(sm_key))
+        agent, address, log = agent_listening(
+            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+            "--trap-target", traps.address, "--write-community", "private",
+            "--sm-key-file", str(sm_key))
         yield Live(fabric, sm, agent, address, traps, log)
+
+
+def subnet_up(stack: ExitStack, fabric: Fabric) -> SubnetManager:
+    """OpenSM on live.net (stopped with `stack`), once the subnet is up: the
+    far end of the 1X link (H-6) is active."""
+    sm = SubnetManager(fabric)
+    stack.callback(sm.stop)
+    sm.start()
+    until("H-6 port 1", lambda: port_state(fabric, "0,1,8,2", 1), lambda s: s == PORT_ACTIVE)
+    return sm
+
+
+def agent_listening(stack: ExitStack, fabric: Fabric, *options: str
+                    ) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """`live_agent` on a free port of 127.0.0.1 with a state directory of its
+    own, logging to the fabric's agent.log: (process, address, log)."""
+    state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
+    address = f"127.0.0.1:{free_udp_port()}"
+    log = fabric.workdir / "agent.log"
+    agent = live_agent(stack, fabric, log, "--listen", address, "--state-dir", state, *options)
+    return agent, address, log
 
 
 def live_agent(stack: ExitStack, fabric: Fabric, log: Path, *options: str, host: str | None = None

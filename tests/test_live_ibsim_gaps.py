@@ -6,26 +6,23 @@ takes over on another node (another LID) gets the agent's SA questions."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
 from test_live_ibsim import (
-    PORT_ACTIVE,
     Live,
-    SubnetManager,
+    agent_listening,
     ca_lid,
-    live_agent,
-    port_state,
     request_path,
     session_rows,
+    subnet_up,
     subscribed_traps,
     until,
 )
 
-from e2e import free_udp_port, net_snmp
+from e2e import net_snmp
 from ibsim import NET_DIR, ibsim_fabric
 from trapd import TrapReceiver
 
@@ -41,19 +38,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     workdir = tmp_path_factory.mktemp("ibsim-live-gaps")
     with ibsim_fabric(NET_DIR / "live.net", workdir, console=True) as fabric, \
             ExitStack() as stack:
-        sm = SubnetManager(fabric)
-        stack.callback(sm.stop)
-        sm.start()
-        until("H-6 port 1", lambda: port_state(fabric, "0,1,8,2", 1), lambda s: s == PORT_ACTIVE)
+        sm = subnet_up(stack, fabric)
         # Until the test that needs it ends, H-6's SMA drops every NodeDescription request.
         fabric.command(f'Error "H-6" 100 {ATTR_NODE_DESCRIPTION}')
         traps = stack.enter_context(TrapReceiver(tmp_path_factory.mktemp("trapd")))
-        state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
-        address = f"127.0.0.1:{free_udp_port()}"
-        log = workdir / "agent.log"
-        agent = live_agent(stack, fabric, log, "--listen", address, "--state-dir", state,
-                           "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
-                           "--trap-target", traps.address, "--write-community", "private")
+        agent, address, log = agent_listening(
+            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+            "--trap-target", traps.address, "--write-community", "private")
         yield Live(fabric, sm, agent, address, traps, log)
 
 

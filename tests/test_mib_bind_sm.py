@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from types import MappingProxyType
+
 import pytest
 from mib_walk import walk as walk_from
 
@@ -380,6 +383,24 @@ def test_switch_sl_to_vl_rows_cover_every_port_pair(mib, target, fabric):
     assert walk(mib, target, oid_of("ibSmCaSLtoVLMapSL0toVL") + tuple(prefix + guid(switch.guid))) == []
     ca_rows = walk(mib, target, oid_of("ibSmCaSLtoVLMapSL15toVL") + tuple(prefix + guid(ca.guid)))
     assert [int(v) for _, v in ca_rows] == [p.sl2vl[15] for p in ca.ports]
+
+
+def test_switch_sl_to_vl_rows_of_tables_read_per_input_port(mib, fabric):
+    # Output port 3's tables were read per input port: input 0 (outside the
+    # INDEX) and 5 only; the other output ports keep one table for every input.
+    prefix = fabric.subnet_prefix.to_bytes(8, "big")
+    switch = fabric.nodes[fabric.sorted_switch_guids()[1]]
+    ports = tuple(dataclasses.replace(p, sl2vl_inputs=((0, (1,) * 16), (5, (6,) * 16)))
+                  if p.num == 3 else p for p in switch.ports)
+    changed = dataclasses.replace(fabric, nodes=MappingProxyType(
+        {**fabric.nodes, switch.guid: dataclasses.replace(switch, ports=ports)}))
+    target = ContextTarget(changed, changed.local_node, True, 10.0)
+    rows = walk(mib, target, oid_of("ibSmSwSLtoVLMapSL4toVL") + tuple(prefix + guid(switch.guid)))
+    pairs = {oid[-2:]: int(value) for oid, value in rows}
+    data_ports = len(switch.data_ports)
+    assert {pair: vl for pair, vl in pairs.items() if pair[1] == 3} == {(5, 3): 6}
+    assert len(pairs) == data_ports * (data_ports - 1) + 1
+    assert pairs[(5, 4)] == switch.port(4).sl2vl[4]
 
 
 def test_vl_arbitration_serves_the_first_entry_per_priority(mib, target, fabric):

@@ -342,6 +342,30 @@ def test_sl_to_vl(switch_walk, sm_host_walk, switch, sm_host):
                 assert table[key] == switch.port(out).sl2vl[sl]
 
 
+def with_sl2vl_inputs(fabric, guid: int, num: int, inputs):
+    """A copy of the fabric whose switch port (guid, num) has per-input SL-to-VL tables."""
+    node = fabric.nodes[guid]
+    ports = tuple(dataclasses.replace(p, sl2vl_inputs=inputs) if p.num == num else p for p in node.ports)
+    nodes = dict(fabric.nodes)
+    nodes[guid] = dataclasses.replace(node, ports=ports)
+    return dataclasses.replace(fabric, nodes=MappingProxyType(nodes))
+
+
+def test_sl_to_vl_tables_read_per_input_port(mib, fabric, switch):
+    # Port 1's tables were read from input ports 0 and 3 only (as a live
+    # sweep whose other SMPs went unanswered leaves them): those two pairs
+    # have rows, the others of port 1 none; port 2 keeps one table for all.
+    from_switch, from_port_3 = tuple(range(16)), (7,) * 16
+    changed = with_sl2vl_inputs(fabric, switch.guid, 1, ((0, from_switch), (3, from_port_3)))
+    table = cells(walk(mib, ContextTarget(changed, changed.nodes[switch.guid], False, 10.0)),
+                  "ibSmaVirtualLane")
+    port_1 = {key: vl for key, vl in table.items() if key[0] == 1}
+    assert port_1 == {**{(1, 255, sl + 1): vl for sl, vl in enumerate(from_switch)},
+                      **{(1, 3, sl + 1): vl for sl, vl in enumerate(from_port_3)}}
+    ports = switch.num_ports + 1
+    assert len([key for key in table if key[0] == 2]) == ports * 16
+
+
 def test_vl_arbitration(switch_walk, sm_host_walk, switch, sm_host):
     for found, node in ((switch_walk, switch), (sm_host_walk, sm_host)):
         high = cells(found, "ibSmaHiPriWeight")

@@ -3,9 +3,11 @@ and the configuration applied to provider snapshots."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -156,6 +158,20 @@ def test_apply_config_changes_the_snapshot_and_shares_routing() -> None:
     assert SmState.MASTER in states.values() or len(new.sms) == 1
     # Routing computed on the provider's snapshot is reused, not recomputed.
     assert routing.linear_forwarding_table(new, switch.guid) is lft
+
+
+def test_a_written_switch_table_replaces_each_input_ports_table_read() -> None:
+    fabric = build_fabric(SPEC, seed=1)
+    switch = next(n for n in fabric.nodes.values() if n.is_switch)
+    read = ((0, tuple(range(16))), (2, (3,) * 16))  # as a live sweep reads them
+    out = dataclasses.replace(switch.port(1), sl2vl=read[0][1], sl2vl_inputs=read)
+    ports = tuple(out if p.num == 1 else p for p in switch.ports)
+    fabric = dataclasses.replace(fabric, nodes=MappingProxyType(
+        {**fabric.nodes, switch.guid: dataclasses.replace(switch, ports=ports)}))
+    new = apply_config(fabric, ConfigState(sl2vl={(switch.guid, 1): (5,) * 16}))
+    written = new.port(switch.guid, 1)
+    assert written.sl2vl == (5,) * 16
+    assert written.sl2vl_inputs == ((0, (5,) * 16), (2, (5,) * 16))  # the same pairs, no more
 
 
 def test_configured_provider_follows_provider_swaps() -> None:

@@ -623,34 +623,81 @@ _OVERRUN_BITS = PortCounters.BITS["excessive_buffer_overrun_errors"]
 _COUNTER_NAMES = tuple(PortCounters.BITS)
 
 
+# The detail attributes a measured port may report, by the profile method
+# that serves each: a class of fields (its BITS name them), or a per-VL class
+# whose sixteen values are named `prefix`_0 .. `prefix`_15.
+MEASURED_DETAILS: dict[str, type] = {
+    "rcv_error_details_at": PortRcvErrorDetails,
+    "xmit_discard_details_at": PortXmitDiscardDetails,
+    "flow_ctl_counters_at": PortFlowCtlCounters,
+}
+MEASURED_PER_VL: dict[str, tuple[type, str]] = {
+    "vl_xmit_flow_ctl_update_errors_at": (PortVLXmitFlowCtlUpdateErrors, "vl_xmit_flow_ctl_update_errors"),
+    "vl_xmit_wait_at": (PortVLXmitWaitCounters, "vl_xmit_wait"),
+}
+_PER_VL_NAMES = {method: tuple(f"{prefix}_{vl}" for vl in range(NUM_VLS))
+                 for method, (_, prefix) in MEASURED_PER_VL.items()}
+_NO_DETAILS: Mapping[str, object] = MappingProxyType({})
+
+
+def _measured_details(values: Mapping[str, int]) -> Mapping[str, object]:
+    """The detail attributes of which `values` holds every field, saturated
+    at their IBA widths, by the method that serves each."""
+    details: dict[str, object] = {}
+    for method, kind in MEASURED_DETAILS.items():
+        bits = kind.BITS  # type: ignore[attr-defined]
+        if all(name in values for name in bits):
+            details[method] = kind(*(saturate(values[name], width) for name, width in bits.items()))
+    for method, (kind, _) in MEASURED_PER_VL.items():
+        names = _PER_VL_NAMES[method]
+        if all(name in values for name in names):
+            width = kind.BITS  # type: ignore[attr-defined]
+            details[method] = kind(tuple(saturate(values[name], width) for name in names))
+    return MappingProxyType(details) if details else _NO_DETAILS
+
+
+def _detail_reader(method: str) -> Callable[..., object]:
+    """A MeasuredProfile *_at method: the detail attribute as read, whatever `t`."""
+    def read(self: MeasuredProfile, t: float) -> object:
+        return self.details.get(method)
+    read.__name__ = method
+    return read
+
+
 @dataclass(frozen=True, slots=True)
 class MeasuredProfile:
     """A port whose counters were measured (model.MeasuredCounters, from a
-    host's sysfs): PortCounters as read at the last poll, whatever `t`,
-    each saturated at its IBA width (a 64-bit PortCountersExtended data
+    host's sysfs or a PMA): PortCounters as read at the last poll, whatever
+    `t`, each saturated at its IBA width (a 64-bit PortCountersExtended data
     counter above 2^32-1 reads all ones, never wrapped).  A counter the
-    device did not report is None; every other PMA attribute is not
-    measured (`serves` is false, its *_at method returns None).
-    `interface`: IF-MIB's counters from the values read from a 64-bit
-    source (MeasuredCounters.wide), None if none was."""
+    device did not report is None.  `details`: the detail attributes whose
+    every field was read (a PMA's PortRcvErrorDetails ..., see
+    MEASURED_DETAILS), by the *_at method that serves each; any other
+    attribute is not measured (`serves` is false, its *_at method returns
+    None).  `interface`: IF-MIB's counters from the values read from a
+    64-bit source (MeasuredCounters.wide), None if none was."""
 
     counters: PortCounters | None
     interface: InterfaceCounters | None = None
+    details: Mapping[str, object] = dataclasses.field(default_factory=lambda: _NO_DETAILS)
 
     @staticmethod
     def of(measured: MeasuredCounters) -> MeasuredProfile:
         values = measured.values
         interface = interface_counters_of(values, measured.wide) if measured.wide else None
+        details = _measured_details(values)
         if not any(name in values for name in _COUNTER_NAMES):
-            return MeasuredProfile(None, interface)
+            return MeasuredProfile(None, interface, details)
         return MeasuredProfile(PortCounters(*(
             saturate(values[name], bits) if name in values else None  # type: ignore[arg-type]
             for name, bits in PortCounters.BITS.items()
-        )), interface)
+        )), interface, details)
 
     def serves(self, method: str) -> bool:
         if method == "interface_counters_at":
             return self.interface is not None
+        if method in self.details:
+            return True
         return self.counters is not None and method in ("counters_at", "threshold_counters_at")
 
     def counters_at(self, t: float) -> PortCounters | None:
@@ -668,9 +715,14 @@ class MeasuredProfile:
     def _none(self, *args: object) -> None:
         return None
 
-    rcv_error_details_at = xmit_discard_details_at = op_rcv_counters_at = _none
-    flow_ctl_counters_at = vl_op_packets_at = vl_op_data_at = _none
-    vl_xmit_flow_ctl_update_errors_at = vl_xmit_wait_at = sw_port_vl_congestion_at = _none
+    rcv_error_details_at = _detail_reader("rcv_error_details_at")
+    xmit_discard_details_at = _detail_reader("xmit_discard_details_at")
+    flow_ctl_counters_at = _detail_reader("flow_ctl_counters_at")
+    vl_xmit_flow_ctl_update_errors_at = _detail_reader("vl_xmit_flow_ctl_update_errors_at")
+    vl_xmit_wait_at = _detail_reader("vl_xmit_wait_at")
+    op_rcv_counters_at = vl_op_packets_at = vl_op_data_at = sw_port_vl_congestion_at = _none
+
+
 _COUNTER_BITS = tuple(PortCounters.BITS.values())
 # The fields a PMA Set(PortCounters) can clear (CounterSelect bits).
 CLEARABLE: frozenset[str] = frozenset(PortCounters.BITS)

@@ -15,7 +15,7 @@ only in counter values share.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
@@ -257,7 +257,12 @@ class Port:
     ports).  Tables hold what the SM programmed: `pkeys` the used entries
     of the P_Key table (the rest up to PartitionCap are 0), `guids` the
     GUIDInfo entries in use.  `sl2vl` maps SL to VL for traffic leaving
-    this port (for a switch, from every input port).
+    this port (for a switch, from input port 0, and from every input port
+    unless `sl2vl_inputs` says otherwise).  `sl2vl_inputs`: a switch output
+    port's table of each input port, (input port, table) in port order, as
+    read where the provider read each pair (IBA keeps one per pair); an
+    input port missing from it was not read.  None: `sl2vl` holds for every
+    input port.
 
     What a provider cannot tell is None (`guid`, `guids` of a RoCE port,
     `physical_interface`, `led_on`, `vendor_diag`) or an empty table
@@ -284,6 +289,7 @@ class Port:
     vendor_diag: bytes | None = b""
     gids: tuple[int, ...] | None = None
     counter_layout: CounterLayout | None = None
+    sl2vl_inputs: tuple[tuple[int, tuple[int, ...]], ...] | None = None
 
     @property
     def ref(self) -> PortRef:
@@ -314,6 +320,16 @@ class Port:
             return self.gids[index]
         assert self.info.gid_prefix is not None and self.guids is not None
         return make_gid(self.info.gid_prefix, self.guids[index])
+
+
+def sl2vl_by_input(port: Port, inputs: Iterable[int]) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(input port, SL-to-VL table) of a switch output port: each pair read
+    (`Port.sl2vl_inputs`), else its one table under each of `inputs`; none
+    for a port without a table."""
+    if port.sl2vl_inputs is not None:
+        return iter(port.sl2vl_inputs)
+    table = port.sl2vl
+    return ((into, table) for into in inputs) if table else iter(())
 
 
 @dataclass(frozen=True, slots=True)

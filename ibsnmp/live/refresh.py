@@ -19,6 +19,7 @@ from ibsnmp.mad.counters import Counters, poll_counters
 from ibsnmp.mad.discovery import Subnet
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import MadError, directed_route_get, lid_routed_get, reply_octets
+from ibsnmp.mad.pma_details import DetailReading
 from ibsnmp.mad.umad import DIRECTED_ROUTE, Address
 from ibsnmp.mad.window import MadWindow
 
@@ -114,11 +115,13 @@ def _ask_node(window: MadWindow, fabric: Fabric, subnet: Subnet, guid: int, lid:
 
 
 def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Mapping[int, frozenset[str]],
-            *, ports: bool = True, counters: bool = True, known: Mapping[PortRef, bytes] | None = None) -> Refresh:
+            *, ports: bool = True, counters: bool = True, known: Mapping[PortRef, bytes] | None = None,
+            details: Mapping[tuple[int, int], DetailReading] | None = None) -> Refresh:
     """PortInfo of every port and SwitchInfo of every switch of `fabric`, then
     the counters of every PMA port (blocking: run it in a worker thread).
     `known`: the PortInfo octets read last time; a port that reads the same
-    is not in `port_infos`."""
+    is not in `port_infos`. `details`: the detail attributes read of each
+    (LID, port) (at the last sweep), served with its counters."""
     result = Refresh()
     known = known or {}
     polled = [guid for guid in fabric.nodes if ports and guid in subnet.nodes]
@@ -135,29 +138,38 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
         targets = counter_targets(fabric)
         wide: dict[tuple[int, int], frozenset[str]] = {}
         values, failures = poll_counters(window, targets, extended_lids, wide)
-        _name_counters(result, values, wide, targets)
+        _name_counters(result, values, wide, targets, details or _NO_DETAILS)
         result.failures.update((f"counters {lid}/{port}", why)
                                for (lid, port), why in failures.items())
     return result
 
 
 def _name_counters(result: Refresh, answers: Mapping[tuple[int, int], Counters],
-                   wide: Mapping[tuple[int, int], frozenset[str]], targets: Mapping[tuple[int, int], PortRef]) -> None:
+                   wide: Mapping[tuple[int, int], frozenset[str]], targets: Mapping[tuple[int, int], PortRef],
+                   details: Mapping[tuple[int, int], DetailReading]) -> None:
     """The PMA answers in `result` under the model's names, by node, with the
     threshold watcher's two (part of decoding: it runs in the poll's worker
-    thread, once per port per poll)."""
+    thread, once per port per poll). A port's detail attributes join its
+    answer (a dict of this poll's own)."""
     by_node, thresholds, wide_of, narrow = result.counters, result.thresholds, wide.get, _NARROW
+    detail_of = details.get
     for key, answer in answers.items():
         ref = targets[key]
         guid = ref.guid
         ports = by_node.get(guid)
         if ports is None:
             ports = by_node[guid] = {}
-        ports[ref.port] = pma_values(answer, wide_of(key, narrow))
+        detail = detail_of(key)
+        if detail is None:
+            ports[ref.port] = pma_values(answer, wide_of(key, narrow))
+        else:
+            answer.update(detail.values)
+            ports[ref.port] = pma_values(answer, wide_of(key, narrow), detail.fields)
         thresholds[ref] = (answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors"))
 
 
 _NARROW: frozenset[str] = frozenset()  # no 64-bit counter read
+_NO_DETAILS: Mapping[tuple[int, int], DetailReading] = {}
 
 
 def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from ibsnmp.fabric.counters import NUM_VLS
 from ibsnmp.fabric.iba import (
     DEFAULT_SUBNET_PREFIX,
     LinkDownDefaultState,
@@ -63,6 +64,11 @@ log = logging.getLogger("ibsnmp.live")
 _E = TypeVar("_E", bound=enum.Enum)
 Counters = Mapping[str, FieldValue]
 
+# The per-VL detail counters' PerfMgt names (VL n: the prefix and n) -> the
+# model's (counters.MEASURED_PER_VL: the prefix, "_" and n).
+VL_COUNTER_FIELDS = {"PortVLXmitFlowCtlUpdateErrors": "vl_xmit_flow_ctl_update_errors",
+                     "PortVLXmitWait": "vl_xmit_wait"}
+
 # PerfMgt field names -> the names model.MeasuredCounters keeps (the
 # counters.PortCounters fields and the PortCountersExtended-only ones).
 COUNTER_NAMES: dict[str, str] = {
@@ -87,6 +93,20 @@ COUNTER_NAMES: dict[str, str] = {
     "PortUnicastRcvPkts": "unicast_rcv_pkts",
     "PortMulticastXmitPkts": "multicast_xmit_pkts",
     "PortMulticastRcvPkts": "multicast_rcv_pkts",
+    # The detail attributes (mad.pma_details): counters.PortRcvErrorDetails ...
+    "PortLocalPhysicalErrors": "port_local_physical_errors",
+    "PortMalformedPktErrors": "port_malformed_packet_errors",
+    "PortBufferOverrunErrors": "port_buffer_overrun_errors",
+    "PortDLIDMappingErrors": "port_dlid_mapping_errors",
+    "PortVLMappingErrors": "port_vl_mapping_errors",
+    "PortLoopingErrors": "port_looping_errors",
+    "PortInactiveDiscards": "port_inactive_discards",
+    "PortNeighborMTUDiscards": "port_neighbor_mtu_discards",
+    "PortSwLifetimeLimitDiscards": "port_sw_lifetime_limit_discards",
+    "PortSwHOQLifetimeLimitDiscards": "port_sw_hoq_limit_discards",
+    "PortXmitFlowPkts": "port_xmit_flow_pkts",
+    "PortRcvFlowPkts": "port_rcv_flow_pkts",
+    **{f"{field}{vl}": f"{name}_{vl}" for vl in range(NUM_VLS) for field, name in VL_COUNTER_FIELDS.items()},
 }
 
 
@@ -143,13 +163,16 @@ class _Plan:
         self.layout = layout
 
 
-def pma_values(counters: Counters, wide: frozenset[str] = frozenset()) -> PmaValues:
-    """A PMA's answer (PortCounters merged with PortCountersExtended) as the
-    model's counter values; `wide`: the PerfMgt names read from
-    PortCountersExtended. Its layout is `.plan.layout`."""
-    plan = _PLANS.get(wide)
+def pma_values(counters: Counters, wide: frozenset[str] = frozenset(),
+               details: frozenset[str] = frozenset()) -> PmaValues:
+    """A PMA's answer (PortCounters merged with PortCountersExtended and
+    the detail attributes read) as the model's counter values; `wide`: the
+    PerfMgt names read from PortCountersExtended, `details`: those read from
+    detail attributes. Its layout is `.plan.layout`."""
+    key = (wide, details)
+    plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[wide] = _plan_of(frozenset(PORT_COUNTERS.layout.by_name) | wide, wide)
+        plan = _PLANS[key] = _plan_of(frozenset(PORT_COUNTERS.layout.by_name) | wide | details, wide)
     if len(counters) < plan.answered:  # not a whole decoded answer: name what it has
         plan = _plan_of(frozenset(counters), wide)
     return PmaValues(counters, plan)
@@ -167,9 +190,10 @@ def layout_of(measured: MeasuredCounters) -> CounterLayout:
     return values.plan.layout if isinstance(values, PmaValues) else measured.layout
 
 
-# The plan of an answer whose 64-bit fields are those of the key: PortCounters'
-# fields, those PortCountersExtended fields in place of theirs (a few kinds).
-_PLANS: dict[frozenset[str], _Plan] = {}
+# The plan of an answer whose 64-bit fields and detail fields are those of the
+# key: PortCounters' fields, those PortCountersExtended fields in place of
+# theirs, the detail attributes' (a few kinds).
+_PLANS: dict[tuple[frozenset[str], frozenset[str]], _Plan] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -275,6 +299,14 @@ def _vl_arb(entries: tuple[int, ...] | None, capacity: int | None) -> tuple[VlAr
                  for vl, weight in vl_arbitration_entries(entries[:capacity]))
 
 
+def _sl2vl_inputs(tables: PortTables) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """A switch output port's SL-to-VL table of each input port read, one
+    object per distinct table (an SM usually programs a few for all pairs)."""
+    distinct: dict[tuple[int, ...], tuple[int, ...]] = {}
+    return tuple((into, distinct.setdefault(table, table))
+                 for into, table in sorted(tables.sl2vl_by_input.items()))
+
+
 def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None,
           layout: CounterLayout) -> Port:
     tables = node.tables.get(num, PortTables())
@@ -291,7 +323,9 @@ def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None
     return Port(
         node_guid=node.guid, num=num, guid=guid, info=info,
         pkeys=_used(tables.table("pkeys"), pkey_cap) or (),
-        sl2vl=tables.table("sl2vl") or (),
+        sl2vl=(tables.sl2vl_by_input.get(0) or () if node.is_switch
+               else tables.table("sl2vl") or ()),
+        sl2vl_inputs=_sl2vl_inputs(tables) if node.is_switch and num else None,
         vl_arb_high=_vl_arb(tables.table("vl_arb_high"), info.vl_arb_high_cap),
         vl_arb_low=_vl_arb(tables.table("vl_arb_low"), info.vl_arb_low_cap),
         guids=guids, remote=remote, physical_interface=None, led_on=tables.led_on,

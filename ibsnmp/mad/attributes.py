@@ -299,6 +299,49 @@ PORT_COUNTERS_EXTENDED = Attribute(0x001D, Layout("PortCountersExtended", GS_DAT
 )))
 
 
+# PerfMgt detail attributes (IBA 16.1.4), as perfquery names their fields.
+# Each begins with PortSelect and CounterSelect, as PortCounters does.
+_PERF_SELECT = (Field("PortSelect", 8, 8), Field("CounterSelect", 16, 16))
+NUM_VLS = 16
+
+
+def _perf_layout(name: str, fields: tuple[Field, ...]) -> Layout:
+    return Layout(name, GS_DATA_SIZE, (*_PERF_SELECT, *fields))
+
+
+def _per_vl(prefix: str, width: int) -> tuple[Field, ...]:
+    """`prefix`0 .. `prefix`15, one per VL, packed from bit 32."""
+    return tuple(Field(f"{prefix}{vl}", 32 + vl * width, width) for vl in range(NUM_VLS))
+
+
+PORT_RCV_ERROR_DETAILS = Attribute(0x0015, _perf_layout("PortRcvErrorDetails", (
+    Field("PortLocalPhysicalErrors", 32, 16),
+    Field("PortMalformedPktErrors", 48, 16),
+    Field("PortBufferOverrunErrors", 64, 16),
+    Field("PortDLIDMappingErrors", 80, 16),
+    Field("PortVLMappingErrors", 96, 16),
+    Field("PortLoopingErrors", 112, 16),
+)))
+
+PORT_XMIT_DISCARD_DETAILS = Attribute(0x0016, _perf_layout("PortXmitDiscardDetails", (
+    Field("PortInactiveDiscards", 32, 16),
+    Field("PortNeighborMTUDiscards", 48, 16),
+    Field("PortSwLifetimeLimitDiscards", 64, 16),
+    Field("PortSwHOQLifetimeLimitDiscards", 80, 16),
+)))
+
+PORT_FLOW_CTL_COUNTERS = Attribute(0x0018, _perf_layout("PortFlowCtlCounters", (
+    Field("PortXmitFlowPkts", 32, 32),
+    Field("PortRcvFlowPkts", 64, 32),
+)))
+
+PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS = Attribute(0x001B, _perf_layout(
+    "PortVLXmitFlowCtlUpdateErrors", _per_vl("PortVLXmitFlowCtlUpdateErrors", 2)))
+
+PORT_VL_XMIT_WAIT_COUNTERS = Attribute(0x001C, _perf_layout(
+    "PortVLXmitWaitCounters", _per_vl("PortVLXmitWait", 16)))
+
+
 def vl_arbitration_entries(block: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """(VL, weight) pairs of a decoded VLWeightBlock."""
     return tuple((entry >> 8, entry & 0xFF) for entry in block)

@@ -36,8 +36,10 @@ ALL_EXTENDED = frozenset({"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRc
 DATA_EXTENDED = frozenset({"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"})
 
 
-def _get(window: MadWindow, attribute: Attribute, lid: int, port: int,
-         into: dict[PortKey, Counters], failures: dict[PortKey, str]) -> None:
+def ask_counters(window: MadWindow, attribute: Attribute, lid: int, port: int,
+                 into: dict[PortKey, Counters], failures: dict[PortKey, str]) -> None:
+    """`attribute` of one PMA port; its answer's fields are added to `into`,
+    a timeout or an error status noted in `failures`."""
     def handle(answer: bytes | None) -> None:
         if answer is None:
             failures[(lid, port)] = f"{attribute.name}: timeout"
@@ -61,7 +63,7 @@ def extended_counter_lids(window: MadWindow, lids: Iterable[int]) -> dict[int, f
     infos: dict[PortKey, Counters] = {}
     failures: dict[PortKey, str] = {}
     for lid in set(lids):
-        _get(window, CLASS_PORT_INFO, lid, 0, infos, failures)
+        ask_counters(window, CLASS_PORT_INFO, lid, 0, infos, failures)
     window.drain()
     kept: dict[int, frozenset[str]] = {}
     for (lid, _), info in infos.items():
@@ -89,9 +91,9 @@ def poll_counters(window: MadWindow, ports: Iterable[PortKey],
     failures: dict[PortKey, str] = {}
     wanted = list(ports)
     for lid, port in wanted:
-        _get(window, PORT_COUNTERS, lid, port, basic, failures)
+        ask_counters(window, PORT_COUNTERS, lid, port, basic, failures)
         if lid in extended_lids:
-            _get(window, PORT_COUNTERS_EXTENDED, lid, port, extended, failures)
+            ask_counters(window, PORT_COUNTERS_EXTENDED, lid, port, extended, failures)
     window.drain()
     merged: dict[PortKey, Counters] = {}
     for key in wanted:

@@ -1,7 +1,8 @@
 """A directed-route sweep of the subnet, as the SM and ibnetdiscover make it:
 every node's NodeInfo, NodeDescription and PortInfo of each port; each
 switch's SwitchInfo, linear and multicast forwarding tables; each port's
-GUIDInfo, P_Key table, SL-to-VL table, VL arbitration tables and LedInfo
+GUIDInfo, P_Key table, SL-to-VL table (a switch output port's, one per
+input port), VL arbitration tables and LedInfo
 (where its CapabilityMask has IsLEDInfoSupported); SMInfo of every port
 whose CapabilityMask has IsSM; and the links between them.
 
@@ -75,6 +76,9 @@ class PortTables:
     port_guid: int | None = None
     led_on: bool | None = None
     sm_info: dict[str, FieldValue] | None = None
+    # A switch output port's SL-to-VL table of each input port that answered
+    # (IBA keeps one per input and output port pair; SMA-MIB indexes them so).
+    sl2vl_by_input: dict[int, tuple[int, ...]] = field(default_factory=dict)
     _expected: dict[str, int] = field(default_factory=dict)
     _blocks: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
 
@@ -288,10 +292,13 @@ class _Sweep:
             partition_cap = int(node.info["PartitionCap"])  # type: ignore[arg-type]
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", route,
                            list(range(_blocks(partition_cap, P_KEY_BLOCK))))
+        if switch and port != 0:
+            for into in node.port_numbers:  # the modifier: input port << 8 | output port
+                self.ask(SL_TO_VL_MAPPING_TABLE, route, (into << 8) | port,
+                         self.on_sl2vl_of_input, tables, into)
+        elif not switch:  # a CA's own port is implied
+            self.ask_table(node, port, "sl2vl", SL_TO_VL_MAPPING_TABLE, "SLtoVL", route, [0])
         if not switch or port != 0:
-            # (input port 0, output port) on a switch; a CA's own port is implied.
-            self.ask_table(node, port, "sl2vl", SL_TO_VL_MAPPING_TABLE, "SLtoVL", route,
-                           [port if switch else 0])
             for name, cap_field, blocks in (("vl_arb_low", "VLArbitrationLowCap", VL_ARB_LOW_BLOCKS),
                                             ("vl_arb_high", "VLArbitrationHighCap",
                                              VL_ARB_HIGH_BLOCKS)):
@@ -302,6 +309,12 @@ class _Sweep:
             self.ask(LED_INFO, route, port if switch else 0, self.on_led_info, tables)
         if capabilities & IS_SM:
             self.ask(SM_INFO, route, 0, self.on_sm_info, tables)
+
+    @staticmethod
+    def on_sl2vl_of_input(tables: PortTables, into: int, values: dict[str, FieldValue]) -> None:
+        entries = values["SLtoVL"]
+        assert isinstance(entries, tuple)
+        tables.sl2vl_by_input[into] = entries
 
     @staticmethod
     def on_led_info(tables: PortTables, values: dict[str, FieldValue]) -> None:

@@ -7,9 +7,11 @@ they grow with time and saturate at all ones at the IBA field width, which
 the compiled ranges match (see mibs/ERRATA.md for the widened ones). Data
 counters count 4-octet words, as IBA and the MIB's DESCRIPTIONs say.
 
-A port with measured counters (a sysfs host, counters.MeasuredProfile)
-serves them as read at the last poll: only the attributes it measured have
-rows, and a counter its device does not report has no instance.
+A port with measured counters (a sysfs host, a PMA read by the live
+provider: counters.MeasuredProfile) serves them as read: PortCounters at
+the last poll, a PMA's detail attributes at the last sweep. Only the
+attributes it measured have rows, and a counter its device does not report
+has no instance.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.lineage import Aspect, Derived
-from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo
+from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo, sl2vl_by_input
 from ibsnmp.sa.overrides import PartitionBuffer
 
 from .api import ContextTarget
@@ -92,7 +92,8 @@ def _switch_view(node: Node) -> Any:
 
 
 def _sw_sl2vl_view(node: Node) -> tuple[Any, ...]:
-    return node.is_switch, tuple((port.num, port.sl2vl) for port in node.data_ports)
+    return node.is_switch, tuple((port.num, port.sl2vl, port.sl2vl_inputs)
+                                 for port in node.data_ports)
 
 
 def _ca_sl2vl_view(node: Node) -> tuple[Any, ...]:
@@ -766,8 +767,8 @@ _SERVICE = TableBinding(
 
 
 # -- SL to VL mapping tables -------------------------------------------------------------
-# The model keeps one SLtoVL table per output port ("for a switch, from every
-# input port"): a switch row (input, output) shows the output port's table.
+# A switch row (input, output) shows the table of that pair where the provider
+# read each (Port.sl2vl_inputs), else the output port's one table.
 # Switch rows cover every pair of data ports (1..255 in the INDEX), so the
 # table grows with the square of the radix: a 10,000-node two-level
 # fat-tree (leaves of ~230 ports) has ~2.5 million rows. It is served as one
@@ -791,10 +792,17 @@ def _sw_sl2vl_shards(target: ContextTarget) -> Iterator[tuple[tuple[Any, ...], S
 
 
 def _switch_sl2vl_rows(prefix: bytes, key: bytes, switch: Any) -> Iterator[Row]:
-    ports = [(p.num, p.sl2vl) for p in switch.data_ports if p.sl2vl]
-    for in_num, _ in ports:
-        for out_num, table in ports:
-            yield (prefix, key, in_num, out_num), _SwSl2Vl(key, in_num, out_num, table)
+    ports = switch.data_ports
+    if all(p.sl2vl_inputs is None for p in ports):  # one table per output port
+        tables = [(p.num, p.sl2vl) for p in ports if p.sl2vl]
+        pairs: Iterable[tuple[int, int, tuple[int, ...]]] = (
+            (in_num, out_num, table) for in_num, _ in tables for out_num, table in tables)
+    else:  # input port 0 (the switch itself) is outside the INDEX's 1..255
+        inputs = [p.num for p in ports if p.sl2vl]
+        pairs = sorted((in_num, out.num, table) for out in ports
+                       for in_num, table in sl2vl_by_input(out, inputs) if in_num)
+    for in_num, out_num, table in pairs:
+        yield (prefix, key, in_num, out_num), _SwSl2Vl(key, in_num, out_num, table)
 
 
 def _ca_sl2vl_rows(target: ContextTarget) -> Iterator[Row]:

@@ -39,6 +39,7 @@ from ..fabric.iba import (
     SmState,
     guid_bytes,
 )
+from ..fabric.model import sl2vl_by_input
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
@@ -431,21 +432,27 @@ def _pkey_membership(entry: int) -> int:
 
 def _sl2vl_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int, int], int]]:
     """A switch has one SL-to-VL table per (output port, input port) pair,
-    port 0 indexed 255; the model keeps the table of each output port, the
-    same for every input port. A CA port's table has no input port (the
-    packet comes from the CA itself): input index 255."""
+    port 0 indexed 255: each pair the provider read (Port.sl2vl_inputs), or
+    for a port whose table holds for every input port, that table under
+    each. A CA port's table has no input port (the packet comes from the CA
+    itself): input index 255."""
     node = target.node
     if node.is_switch:
-        numbers = [(port, NO_DATA_PORT if port.num == 0 else port.num) for port in node.ports
-                   if port.num <= MAX_PHYS_PORTS]
-        inputs = [number for _, number in numbers]
-        for port, out in numbers:
-            cells = tuple(enumerate(port.sl2vl[:16], start=1))
-            yield from (((out, into, sl), vl) for into in inputs for sl, vl in cells)
+        ports = [port for port in node.ports if port.num <= MAX_PHYS_PORTS]
+        inputs = [port.num for port in ports]
+        for port in ports:
+            out = _sl2vl_index(port.num)
+            for into, table in sl2vl_by_input(port, inputs):
+                yield from (((out, _sl2vl_index(into), sl + 1), vl)
+                            for sl, vl in enumerate(table[:16]))
     else:
         for port in _data_ports(target):
             for sl, vl in enumerate(port.sl2vl[:16]):
                 yield (port.num, NO_DATA_PORT, sl + 1), vl
+
+
+def _sl2vl_index(num: int) -> int:
+    return NO_DATA_PORT if num == 0 else num
 
 
 def _vl_arb_rows(high: bool):  # type: ignore[no-untyped-def]

@@ -81,7 +81,7 @@ CA_FIELDS = StructCodec(CaInfo)
 PORT_INFO_FIELDS = StructCodec(PortInfo)
 PORT_FIELDS = StructCodec(Port, skip=frozenset({
     "node_guid", "info", "pkeys", "sl2vl", "vl_arb_high", "vl_arb_low", "guids", "remote", "vendor_diag",
-    "gids", "counter_layout"}))
+    "gids", "counter_layout", "sl2vl_inputs"}))
 SM_FIELDS = StructCodec(SmInfo, skip=frozenset({"node_guid"}))
 SM_CONFIG_FIELDS = StructCodec(SmConfig)
 EVENT_FIELDS = StructCodec(TrapEvent)

@@ -10,10 +10,13 @@ swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
 (its forwarding table tops: the SM re-routed), or a node that stops
 answering, brings a full sweep at once; without one, a full sweep every
 `sweep_interval` seconds finds what a poll cannot (new nodes, tables the SM
-re-programmed). A port that crossed Down raises trap 128 from its switch,
-as the scenario path raises it; PortCounters LocalLinkIntegrityErrors and
-ExcessiveBufferOverrunErrors that grew by the port's PortInfo threshold
-raise 129 / 130 (providers.thresholds' rule, as the sysfs provider does).
+re-programmed). The PMA detail attributes (mad.pma_details) are read at
+each sweep, not each poll (up to five more MADs a port): a poll serves the
+last sweep's with its fresh PortCounters. A port that crossed Down raises
+trap 128 from its switch, as the scenario path raises it; PortCounters
+LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors that grew by the
+port's PortInfo threshold raise 129 / 130 (providers.thresholds' rule, as
+the sysfs provider does).
 
 With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
 on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
@@ -49,13 +52,14 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
-from ibsnmp.live.refresh import Refresh, active_lids, refresh
+from ibsnmp.live.refresh import Refresh, active_lids, counter_targets, refresh
 from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import Subnet, discover
 from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
 from ibsnmp.mad.sa_client import sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
@@ -97,6 +101,7 @@ class _Sweep:
     local_guid: int
     extended_lids: dict[int, frozenset[str]]
     counters: dict[int, dict[int, PmaValues]]  # by node and port
+    details: dict[tuple[int, int], DetailReading]  # by (LID, port)
 
 
 class LiveProvider(ProviderCore):
@@ -336,16 +341,18 @@ class LiveProvider(ProviderCore):
             local = next(iter(subnet.nodes))  # the route-less node answers first
             fabric = build_fabric(subnet, local)
             extended = extended_counter_lids(window, active_lids(fabric))
-            read = refresh(window, fabric, subnet, extended, ports=False)
+            targets = counter_targets(fabric)
+            details = read_details(window, targets, offered_details(window, targets))
+            read = refresh(window, fabric, subnet, extended, ports=False, details=details)
         if subnet.unanswered:
             log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                       subnet.unanswered[0])
-        return _Sweep(subnet, local, extended, read.counters)
+        return _Sweep(subnet, local, extended, read.counters, details)
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
             return refresh(self._window(), self._fabric, self._subnet, self._extended,
-                           known=self._port_octets)
+                           known=self._port_octets, details=self._details)
 
     def _close(self) -> None:
         with self._lock:
@@ -358,6 +365,7 @@ class LiveProvider(ProviderCore):
     def _install(self, sweep: _Sweep) -> None:
         self._subnet, self._local = sweep.subnet, sweep.local_guid
         self._extended = sweep.extended_lids
+        self._details = sweep.details
         self._counters = sweep.counters
         self._port_infos = {}
         self._port_octets: dict[PortRef, bytes] = {}  # as the last poll read them

@@ -160,7 +160,11 @@ def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
     for (guid, num), table in state.sl2vl.items():
         current = port(PortRef(guid, num))
         if current is not None and current.sl2vl and tuple(current.sl2vl) != table:
-            ports[current.ref] = dataclasses.replace(current, sl2vl=table)
+            # A written table is the output port's for every input port read.
+            inputs = current.sl2vl_inputs
+            ports[current.ref] = dataclasses.replace(
+                current, sl2vl=table,
+                sl2vl_inputs=None if inputs is None else tuple((into, table) for into, _ in inputs))
     for (guid, num, priority), weight in state.vl_arb.items():
         current = port(PortRef(guid, num))
         if current is None:
