@@ -1,9 +1,11 @@
 """`ibsnmp run --provider live` on ibsim's live.net: the PMA detail
 attributes ibsim answers (PortRcvErrorDetails, PortXmitDiscardDetails,
-PortFlowCtlCounters, PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters)
-are served in PMA-MIB's detail tables as perfquery reads them, after
-ibsim's `PerformanceSet` gave every field its own value; what ibsim does not
-answer (SwPortVLCongestion) and the per-opcode attributes have no instance."""
+PortFlowCtlCounters, PortVLXmitFlowCtlUpdateErrors, PortVLXmitWaitCounters,
+and the per-opcode PortOpRcvCounters, PortVLOpPackets, PortVLOpData) are
+served in PMA-MIB's detail tables as perfquery reads them, after ibsim's
+`PerformanceSet` gave every field its own value; a per-opcode one in the
+one row of the opcode it counted; what ibsim does not answer
+(SwPortVLCongestion) has no instance."""
 
 from __future__ import annotations
 
@@ -54,7 +56,21 @@ IBSIM_SETS = [
     *(f"PortVLXmitFlowCtlUpdateErrors.PortVLXmitFlowCtlUpdateErrors{vl}={vl % 4}"
       for vl in range(NUM_VLS)),
     *(f"PortVLXmitWaitCounters.PortVLXmitWaitCounters{vl}={300 + vl}" for vl in range(NUM_VLS)),
+    "PortOpRcvCounters.PortOpRcvPkts=90000", "PortOpRcvCounters.PortOpRcvData=91000",
+    *(f"PortVLOpPackets.PortVLOpPackets{vl}={400 + vl}" for vl in range(NUM_VLS)),
+    *(f"PortVLOpData.PortVLOpData{vl}={500 + vl}" for vl in range(NUM_VLS)),
 ]
+# The per-opcode ones: perfquery's option and labels -> PMA-MIB's table and
+# columns (indexed by port and opcode + 1).
+OPCODE_ATTRIBUTES = {
+    "--oprcvcounters": ("ibPmaPortOpCodeRcvCntrsTable", {
+        "PortOpRcvPkts": "ibPmaPortOpCodeRcvCntrsRcvPkts",
+        "PortOpRcvData": "ibPmaPortOpCodeRcvCntrsRcvData"}),
+    "--vloppackets": ("ibPmaPortOpCodeVlCntrsTable", {
+        f"PortVLOpPackets{vl}": f"ibPmaPortVlOpPkt{vl}" for vl in range(NUM_VLS)}),
+    "--vlopdata": ("ibPmaPortOpCodeVlDataCntrsTable", {
+        f"PortVLOpData{vl}": f"ibPmaPortVlOpData{vl}" for vl in range(NUM_VLS)}),
+}
 SET_PORTS = (("S-3", 1), ("S-3", 8), ("H-6", 1))
 
 
@@ -105,15 +121,44 @@ def test_detail_attributes_are_served_as_perfquery_reads_them(live: Live) -> Non
         "ibPmaPortFlowCtlXmitFlowPkts": 70000, "ibPmaPortFlowCtlRcvFlowPkts": 80000}
 
 
+def served_rows(live: Live, guid: int, table: str, port: int) -> dict[int, dict[str, int]]:
+    """The rows of a per-opcode PMA-MIB table of one port: opcode index ->
+    column -> value."""
+    rows: dict[int, dict[str, int]] = {}
+    for key, value in live.walk(guid, f"PMA-MIB::{table}").items():
+        column, _, index = key.partition(".")
+        if index.startswith(f"{port}."):
+            rows.setdefault(int(index.split(".")[1]), {})[column] = int(value)
+    return rows
+
+
+def test_per_opcode_attributes_are_served_for_the_opcode_counted(live: Live) -> None:
+    """Each counts the one opcode a PerfMgt Set() chose: one row per port, that
+    opcode's, holding what perfquery reads."""
+    until("H-6's op data on VL14", lambda: served_rows(live, H6, "ibPmaPortOpCodeVlDataCntrsTable", 1),
+          lambda rows: [row.get("ibPmaPortVlOpData14") for row in rows.values()] == [514])
+    for guid, ports in ((S3, range(1, 9)), (H6, (1,))):
+        lid = lid_of(live, guid)
+        for option, (table, columns) in OPCODE_ATTRIBUTES.items():
+            for port in ports:
+                theirs = perfquery(live, option, lid, port)
+                assert set(theirs) == set(columns), (option, theirs)
+                rows = served_rows(live, guid, table, port)
+                assert len(rows) == 1, (hex(guid), port, option, rows)
+                (ours,) = rows.values()
+                assert ours == {columns[label]: value for label, value in theirs.items()}, \
+                    (hex(guid), port, option)
+    (row,) = served_rows(live, S3, "ibPmaPortOpCodeRcvCntrsTable", 8).values()
+    assert row == {"ibPmaPortOpCodeRcvCntrsRcvPkts": 90000, "ibPmaPortOpCodeRcvCntrsRcvData": 91000}
+
+
 def test_attributes_ibsim_does_not_answer_have_no_instances(live: Live) -> None:
     # (Asked of a switch: under ibsim, a PerfMgt MAD it does not answer goes
     # on to the client attached at the node, and OpenSM does not survive it.)
     lid = str(lid_of(live, S3))
     done = live.fabric.run(["perfquery", "--swportvlcong", "-t", "200", lid, "1"])
     assert done.returncode != 0  # ibsim has no SwPortVLCongestion
-    for table in ("ibPmaPortVlSwCongestionTable", "ibPmaPortOpCodeRcvCntrsTable",
-                  "ibPmaPortOpCodeVlCntrsTable", "ibPmaPortOpCodeVlDataCntrsTable"):
-        assert instances(live, S3, table) == 0, table
+    assert instances(live, S3, "ibPmaPortVlSwCongestionTable") == 0
     # The PortCounters rows are there, for comparison.
     assert instances(live, S3, "ibPmaPortCntrsTable") == 8 * 12
 

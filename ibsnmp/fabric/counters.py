@@ -635,8 +635,17 @@ MEASURED_PER_VL: dict[str, tuple[type, str]] = {
     "vl_xmit_flow_ctl_update_errors_at": (PortVLXmitFlowCtlUpdateErrors, "vl_xmit_flow_ctl_update_errors"),
     "vl_xmit_wait_at": (PortVLXmitWaitCounters, "vl_xmit_wait"),
 }
+# The per-opcode attributes: the kind, the prefix of its per-VL names (None:
+# PortOpRcvCounters' two fields), and the name of the opcode it counts.
+MEASURED_OPCODE: dict[str, tuple[type, str | None, str]] = {
+    "op_rcv_counters_at": (PortOpRcvCounters, None, "port_op_rcv_opcode"),
+    "vl_op_packets_at": (PortVLOpPackets, "vl_op_packets", "vl_op_packets_opcode"),
+    "vl_op_data_at": (PortVLOpData, "vl_op_data", "vl_op_data_opcode"),
+}
 _PER_VL_NAMES = {method: tuple(f"{prefix}_{vl}" for vl in range(NUM_VLS))
                  for method, (_, prefix) in MEASURED_PER_VL.items()}
+_PER_VL_NAMES.update({method: tuple(f"{prefix}_{vl}" for vl in range(NUM_VLS))
+                      for method, (_, prefix, _) in MEASURED_OPCODE.items() if prefix})
 _NO_DETAILS: Mapping[str, object] = MappingProxyType({})
 
 
@@ -653,6 +662,17 @@ def _measured_details(values: Mapping[str, int]) -> Mapping[str, object]:
         if all(name in values for name in names):
             width = kind.BITS  # type: ignore[attr-defined]
             details[method] = kind(tuple(saturate(values[name], width) for name in names))
+    for method, (kind, prefix, opcode_name) in MEASURED_OPCODE.items():
+        names = _PER_VL_NAMES[method] if prefix else tuple(kind.BITS)  # type: ignore[attr-defined]
+        if opcode_name not in values or not all(name in values for name in names):
+            continue
+        opcode = values[opcode_name]
+        if prefix:
+            width = kind.BITS  # type: ignore[attr-defined]
+            details[method] = kind(opcode, tuple(saturate(values[name], width) for name in names))
+        else:
+            details[method] = kind(opcode, *(saturate(values[name], width)
+                                             for name, width in kind.BITS.items()))  # type: ignore[attr-defined]
     return MappingProxyType(details) if details else _NO_DETAILS
 
 
@@ -672,7 +692,8 @@ class MeasuredProfile:
     counter above 2^32-1 reads all ones, never wrapped).  A counter the
     device did not report is None.  `details`: the detail attributes whose
     every field was read (a PMA's PortRcvErrorDetails ..., see
-    MEASURED_DETAILS), by the *_at method that serves each; any other
+    MEASURED_DETAILS; a per-opcode one for the opcode it names, see
+    MEASURED_OPCODE), by the *_at method that serves each; any other
     attribute is not measured (`serves` is false, its *_at method returns
     None).  `interface`: IF-MIB's counters from the values read from a
     64-bit source (MeasuredCounters.wide), None if none was."""
@@ -720,7 +741,26 @@ class MeasuredProfile:
     flow_ctl_counters_at = _detail_reader("flow_ctl_counters_at")
     vl_xmit_flow_ctl_update_errors_at = _detail_reader("vl_xmit_flow_ctl_update_errors_at")
     vl_xmit_wait_at = _detail_reader("vl_xmit_wait_at")
-    op_rcv_counters_at = vl_op_packets_at = vl_op_data_at = sw_port_vl_congestion_at = _none
+    sw_port_vl_congestion_at = _none
+
+    def opcodes(self, method: str) -> tuple[int, ...]:
+        """The opcode a per-opcode attribute was read for (its OpCode
+        component: the one a PerfMgt Set() chose); none if not read."""
+        value = self.details.get(method)
+        return () if value is None else (value.opcode,)  # type: ignore[attr-defined]
+
+    def _of_opcode(self, method: str, opcode: int) -> object:
+        value = self.details.get(method)
+        return value if value is not None and value.opcode == opcode else None  # type: ignore[attr-defined]
+
+    def op_rcv_counters_at(self, opcode: int, t: float) -> object:
+        return self._of_opcode("op_rcv_counters_at", opcode)
+
+    def vl_op_packets_at(self, opcode: int, t: float) -> object:
+        return self._of_opcode("vl_op_packets_at", opcode)
+
+    def vl_op_data_at(self, opcode: int, t: float) -> object:
+        return self._of_opcode("vl_op_data_at", opcode)
 
 
 _COUNTER_BITS = tuple(PortCounters.BITS.values())

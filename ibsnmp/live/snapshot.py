@@ -67,7 +67,8 @@ Counters = Mapping[str, FieldValue]
 # The per-VL detail counters' PerfMgt names (VL n: the prefix and n) -> the
 # model's (counters.MEASURED_PER_VL: the prefix, "_" and n).
 VL_COUNTER_FIELDS = {"PortVLXmitFlowCtlUpdateErrors": "vl_xmit_flow_ctl_update_errors",
-                     "PortVLXmitWait": "vl_xmit_wait"}
+                     "PortVLXmitWait": "vl_xmit_wait", "PortVLOpPackets": "vl_op_packets",
+                     "PortVLOpData": "vl_op_data"}
 
 # PerfMgt field names -> the names model.MeasuredCounters keeps (the
 # counters.PortCounters fields and the PortCountersExtended-only ones).
@@ -106,6 +107,12 @@ COUNTER_NAMES: dict[str, str] = {
     "PortSwHOQLifetimeLimitDiscards": "port_sw_hoq_limit_discards",
     "PortXmitFlowPkts": "port_xmit_flow_pkts",
     "PortRcvFlowPkts": "port_rcv_flow_pkts",
+    # The per-opcode ones, with the opcode each counts (counters.MEASURED_OPCODE).
+    "PortOpRcvOpCode": "port_op_rcv_opcode",
+    "PortOpRcvPkts": "port_op_rcv_pkts",
+    "PortOpRcvData": "port_op_rcv_data",
+    "PortVLOpPacketsOpCode": "vl_op_packets_opcode",
+    "PortVLOpDataOpCode": "vl_op_data_opcode",
     **{f"{field}{vl}": f"{name}_{vl}" for vl in range(NUM_VLS) for field, name in VL_COUNTER_FIELDS.items()},
 }
 

@@ -335,6 +335,21 @@ PORT_FLOW_CTL_COUNTERS = Attribute(0x0018, _perf_layout("PortFlowCtlCounters", (
     Field("PortRcvFlowPkts", 64, 32),
 )))
 
+# The per-opcode attributes count the one opcode a PerfMgt Set() chose, which
+# their OpCode component names (bits 0..7), each under a name of its own here:
+# a port's answers are merged into one set of fields.
+PORT_OP_RCV_COUNTERS = Attribute(0x0017, _perf_layout("PortOpRcvCounters", (
+    Field("PortOpRcvOpCode", 0, 8),
+    Field("PortOpRcvPkts", 32, 32),
+    Field("PortOpRcvData", 64, 32),
+)))
+
+PORT_VL_OP_PACKETS = Attribute(0x0019, _perf_layout("PortVLOpPackets", (
+    Field("PortVLOpPacketsOpCode", 0, 8), *_per_vl("PortVLOpPackets", 16))))
+
+PORT_VL_OP_DATA = Attribute(0x001A, _perf_layout("PortVLOpData", (
+    Field("PortVLOpDataOpCode", 0, 8), *_per_vl("PortVLOpData", 32))))
+
 PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS = Attribute(0x001B, _perf_layout(
     "PortVLXmitFlowCtlUpdateErrors", _per_vl("PortVLXmitFlowCtlUpdateErrors", 2)))
 

@@ -1,13 +1,15 @@
 """The PMA detail attributes (IBA 16.1.4) a PMA answers, read port by port
-as `perfquery -E`, `-D`, `--flowctlcounters`, `--vlxmitflowctlerrors` and
-`--vlxmitcounters` read one.
+as `perfquery -E`, `-D`, `--flowctlcounters`, `--vlxmitflowctlerrors`,
+`--vlxmitcounters`, `--oprcvcounters`, `--vloppackets` and `--vlopdata`
+read one.
 
 No ClassPortInfo capability bit tells whether a PMA keeps one of these: it
 shows it by answering. Each LID's PMA is asked each attribute once, of its
 lowest port polled; the attributes it answered are then read of each of its
 ports. The per-opcode attributes (PortOpRcvCounters, PortVLOpPackets,
-PortVLOpData) count the one opcode a PerfMgt Set() chose and are not read.
-Nor is SwPortVLCongestion: ibsim does not answer it (so nothing tests it),
+PortVLOpData) count the one opcode a PerfMgt Set() chose, which their
+OpCode component names: they are served for that opcode alone. Not read
+is SwPortVLCongestion: ibsim does not answer it (so nothing tests it),
 and under ibsim a PerfMgt MAD it does not answer reaches the SM's port and
 brings OpenSM down.
 """
@@ -18,7 +20,10 @@ from collections.abc import Collection, Mapping
 
 from ibsnmp.mad.attributes import (
     PORT_FLOW_CTL_COUNTERS,
+    PORT_OP_RCV_COUNTERS,
     PORT_RCV_ERROR_DETAILS,
+    PORT_VL_OP_DATA,
+    PORT_VL_OP_PACKETS,
     PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
     PORT_VL_XMIT_WAIT_COUNTERS,
     PORT_XMIT_DISCARD_DETAILS,
@@ -28,7 +33,8 @@ from ibsnmp.mad.counters import Counters, PortKey, ask_counters
 from ibsnmp.mad.window import MadWindow
 
 DETAIL_ATTRIBUTES = (PORT_RCV_ERROR_DETAILS, PORT_XMIT_DISCARD_DETAILS, PORT_FLOW_CTL_COUNTERS,
-                     PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS, PORT_VL_XMIT_WAIT_COUNTERS)
+                     PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS, PORT_VL_XMIT_WAIT_COUNTERS,
+                     PORT_OP_RCV_COUNTERS, PORT_VL_OP_PACKETS, PORT_VL_OP_DATA)
 
 
 class DetailReading:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, traffic_profile
+from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, MeasuredProfile, traffic_profile
 from ..fabric.lineage import Aspect, NodeDerived
 from ..fabric.model import Port
 from .api import ContextTarget
@@ -85,13 +85,22 @@ def _switch_port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]
 # so opcode 0x00 is index 1 and 0xFE is 255. Rows exist for the opcodes the
 # port's PMA tracks (counters.TRACKED_OPCODES); the model counts 0 for every
 # other opcode, which are left out rather than listed as 250 rows of zeros.
+# A measured port has the one row of the opcode its PMA counted (0xFF: none,
+# the index stops at 255).
 def _opcode_rows(method: str) -> Callable[[ContextTarget], Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]]:
     def rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], tuple[_PortRow, int]]]:
         for (num,), row in _rows(method)(target):
-            for opcode in TRACKED_OPCODES:
-                yield (num, opcode + 1), (row, opcode)
+            profile = traffic_profile(target.fabric, row.port)
+            opcodes = (profile.opcodes(method) if isinstance(profile, MeasuredProfile)
+                       else TRACKED_OPCODES)
+            for opcode in opcodes:
+                if opcode < _NO_OPCODE:
+                    yield (num, opcode + 1), (row, opcode)
 
     return rows
+
+
+_NO_OPCODE = 0xFF  # past ibPmaPortOpCode*Index's 255
 
 
 def _part(value: Any, name: str) -> Any:
