@@ -29,7 +29,7 @@ from trapd import TrapReceiver
 from ibsnmp.agent import Agent, serve
 from ibsnmp.agent.config import AgentSettings, AgentxSettings, Community
 from ibsnmp.agent.transport import parse_endpoint
-from ibsnmp.agentx.address import MasterAddress
+from ibsnmp.agent.agentx_master import MasterAddress
 from ibsnmp.agentx.service import build_subagent, subagent_running, sys_up_time
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget
 from ibsnmp.mib.registry import build_mib

@@ -22,7 +22,7 @@ from ibsnmp.agent.cells import tag_of
 from ibsnmp.agent.config import AgentxSettings, ConfigError, merge_settings, parse_config
 from ibsnmp.agent.context_hooks import ContextDirectory
 from ibsnmp.agentx import pdu as ax
-from ibsnmp.agentx.address import (
+from ibsnmp.agent.agentx_master import (
     DEFAULT_SOCKET,
     AgentxAddressError,
     MasterAddress,

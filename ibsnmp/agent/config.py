@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ibsnmp.agentx.address import AgentxAddressError, MasterAddress, parse_master_address
-
+from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
 from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view

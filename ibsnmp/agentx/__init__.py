@@ -2,5 +2,6 @@
 
 pdu: the PDUs as bytes and back; session: one session's protocol state;
 answers: requests answered from the served MIB; connection: the socket,
-pings, reconnects; address and service: how `ibsnmp run --agentx` sets it up.
+pings, reconnects; service: how `ibsnmp run --agentx` sets it up (the master's
+address is configuration's: ibsnmp.agent.agentx_master).
 """

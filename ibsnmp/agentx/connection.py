@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ibsnmp.mib.subtrees import Subtrees
 
 from . import pdu as ax
-from .address import MasterAddress
+from ibsnmp.agent.agentx_master import MasterAddress
 from .answers import MasterRequests
 from .pdu import AgentxParseError, Oid, VarBind
 from .session import (
