@@ -50,10 +50,10 @@ from typing import Any, NamedTuple
 
 from ibsnmp.wire.header import (
     FLAG_REPORTABLE,
-    MAX_NULL_VARBIND,
     GET,
     GET_BULK,
     GET_NEXT,
+    MAX_NULL_VARBIND,
     REPORT,
     RESPONSE,
     SET,
