@@ -122,10 +122,6 @@ class DeviceModel:
     multicast_fdb_cap: int = 16384
     partition_enforcement_cap: int = 8
 
-    @property
-    def speed_supported(self) -> LinkSpeed:
-        return ALL_SPEEDS
-
 
 @dataclass(frozen=True, slots=True)
 class Generation:

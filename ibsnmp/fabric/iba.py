@@ -318,28 +318,12 @@ PKEY_FULL_BIT = 0x8000
 DEFAULT_PKEY = 0x7FFF
 
 
-def pkey_base(pkey: int) -> int:
-    return pkey & 0x7FFF
-
-
-def pkey_is_full(pkey: int) -> bool:
-    return bool(pkey & PKEY_FULL_BIT)
-
-
 def make_gid(prefix: int, guid: int) -> int:
     return (prefix << 64) | guid
 
 
-def gid_bytes(gid: int) -> bytes:
-    return gid.to_bytes(16, "big")
-
-
 def guid_bytes(guid: int) -> bytes:
     return guid.to_bytes(8, "big")
-
-
-def format_guid(guid: int) -> str:
-    return f"0x{guid:016x}"
 
 
 def format_gid(gid: int) -> str:

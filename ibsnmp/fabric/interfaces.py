@@ -52,11 +52,6 @@ def if_index(position: int, port_num: int) -> int:
     return position * PORTS_PER_POSITION + port_num
 
 
-def position_and_port(index: int) -> tuple[int, int]:
-    """The inverse of `if_index`."""
-    return divmod(index, PORTS_PER_POSITION)
-
-
 def entity_nodes(nodes: Iterable[Node]) -> tuple[Node, ...]:
     """The nodes of a context in ifIndex position order (by node GUID)."""
     return tuple(sorted(nodes, key=lambda node: node.guid))

@@ -15,7 +15,7 @@ only in counter values share.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
@@ -178,10 +178,6 @@ class PortInfo(NamedTuple):
     @property
     def rate(self) -> Rate:
         return link_rate(self.link_width_active, self.link_speed_active, self.link_speed_ext_active)
-
-    @property
-    def lid_count(self) -> int:
-        return 1 << self.lmc
 
 
 class VlArbEntry(NamedTuple):
@@ -556,10 +552,6 @@ class Partition:
     def full_pkey(self) -> int:
         return self.pkey | 0x8000
 
-    @property
-    def limited_pkey(self) -> int:
-        return self.pkey & 0x7FFF
-
 
 class McMember(NamedTuple):
     guid: int
@@ -826,9 +818,6 @@ class Fabric:
     def group_by_mlid(self, mlid: int) -> tuple[MulticastGroup, ...]:
         return self.derive(_GROUPS_BY_MLID).get(mlid, ())
 
-    def gid_of(self, ref: PortRef) -> int:
-        return self.port_at(ref).gid()
-
     @property
     def max_lid(self) -> int:
         """The highest unicast LID in use (LinearFDBTop)."""
@@ -865,9 +854,6 @@ class Fabric:
     def sorted_service_keys(self) -> tuple[tuple[int, int, int], ...]:
         """(service ID, GID, P_Key) of every service, sorted."""
         return self.derive(_SERVICE_KEYS)
-
-    def sorted_sm_guids(self) -> tuple[int, ...]:
-        return self.derive(_SM_GUIDS)
 
     # -- derived data ------------------------------------------------------
 
@@ -916,4 +902,3 @@ _PARTITION_KEYS = Derived("partition keys", Aspect.SA, lambda f: tuple(
 _MGIDS = Derived("MGIDs", Aspect.SA, lambda f: tuple(sorted(g.mgid for g in f.multicast_groups)))
 _SERVICE_KEYS = Derived("service keys", Aspect.SA, lambda f: tuple(
     sorted((s.service_id, s.gid, s.pkey) for s in f.services)))
-_SM_GUIDS = Derived("SM GUIDs", Aspect.SMS, lambda f: tuple(sorted(sm.guid for sm in f.sms)))

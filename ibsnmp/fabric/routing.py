@@ -316,10 +316,6 @@ class Path:
         """Links traversed."""
         return len(self.hops) - 1
 
-    @property
-    def switch_count(self) -> int:
-        return sum(1 for hop in self.hops if hop.node_type is NodeType.SWITCH)
-
 
 def _hop(node: Node, in_port: int | None, out_port: int | None) -> Hop:
     def guid_of(num: int | None) -> int | None:

@@ -10,7 +10,6 @@ only if given.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from ibsnmp.events import IbaTrap, TrapEvent
@@ -82,12 +81,6 @@ def default_event(fabric: Fabric, trap: IbaTrap, node_guid: int | None = None,
     fields = {name: value for name, value in values.items() if name in needed}
     fields.update({k: v for k, v in overrides.items() if k not in ("trap", "node_guid")})
     return TrapEvent(trap=trap, node_guid=node.guid, **fields)
-
-
-def event_fields() -> tuple[str, ...]:
-    """TrapEvent's optional fields (one command-line option each)."""
-    return tuple(f.name for f in dataclasses.fields(TrapEvent)
-                 if f.name not in ("trap", "node_guid"))
 
 
 def _default_port(node: Node, wanted: int | None) -> Port | None:

@@ -49,11 +49,6 @@ class DropQueue(Generic[T]):
         self._items.append(item)
         self._ready.set()
 
-    def put_front(self, item: T) -> None:
-        """Give back an item taken with `get` (an unanswered inform) without dropping it."""
-        self._items.appendleft(item)
-        self._ready.set()
-
     async def get(self) -> T:
         while not self._items:
             self._ready.clear()

@@ -39,7 +39,6 @@ from .header import (
     PduHeader,
     Varbind,
     read_header,
-    read_pdu,
 )
 
 READS = {V1: frozenset({GET, GET_NEXT}), V2C: frozenset({GET, GET_NEXT, GET_BULK})}
@@ -83,12 +82,6 @@ def decode_request(data: bytes,
         read = message, message.pdu.read_varbinds(data)
     message, varbinds = read
     return request_of(data, message.pdu, varbinds, message.version, message.community)
-
-
-def decode_pdu(data: bytes, pos: int, end: int, version: int, community: bytes = b"") -> Request:
-    """The read request PDU from `pos` to `end` (an SNMPv3 scoped PDU's too: V2C)."""
-    pdu = read_pdu(data, pos, end, version)
-    return request_of(data, pdu, pdu.read_varbinds(data), version, community)
 
 
 def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], version: int,
