@@ -9,7 +9,7 @@ one row of the opcode it counted; what ibsim does not answer
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
 import pytest
@@ -100,21 +100,29 @@ def served(live: Live, guid: int, table: str, port: int) -> dict[str, int]:
             live.walk(guid, f"PMA-MIB::{table}").items() if key.endswith(f".{port}")}
 
 
+def assert_served_as_perfquery_reads(live: Live, attributes: dict[str, tuple[str, dict[str, str]]],
+                                     row_of: Callable[[int, str, int], dict[str, int]]) -> None:
+    """Each attribute of S-3's eight ports and H-6's one, as perfquery reads it,
+    equals the PMA-MIB row `row_of(guid, table, port)` serves."""
+    for guid, ports in ((S3, range(1, 9)), (H6, (1,))):
+        lid = lid_of(live, guid)
+        for option, (table, columns) in attributes.items():
+            for port in ports:
+                theirs = perfquery(live, option, lid, port)
+                assert set(theirs) == set(columns), (option, theirs)
+                ours = row_of(guid, table, port)
+                assert ours == {columns[label]: value for label, value in theirs.items()}, \
+                    (hex(guid), port, option)
+
+
 def test_detail_attributes_are_served_as_perfquery_reads_them(live: Live) -> None:
     # The values set show once a sweep has read them.
     until("S-3 port 8's looping errors", lambda: served(live, S3, "ibPmaPortRcvErrTable", 8),
           lambda row: row.get("ibPmaPortLoopingErrs") == 15)
     until("H-6's VL15 wait", lambda: served(live, H6, "ibPmaPortVlXmitWaitCntrsTable", 1),
           lambda row: row.get("ibPmaPortVlXmitWait15") == 315)
-    for guid, ports in ((S3, range(1, 9)), (H6, (1,))):
-        lid = lid_of(live, guid)
-        for option, (table, columns) in ATTRIBUTES.items():
-            for port in ports:
-                theirs = perfquery(live, option, lid, port)
-                assert set(theirs) == set(columns), (option, theirs)
-                ours = served(live, guid, table, port)
-                assert ours == {columns[label]: value for label, value in theirs.items()}, \
-                    (hex(guid), port, option)
+    assert_served_as_perfquery_reads(
+        live, ATTRIBUTES, lambda guid, table, port: served(live, guid, table, port))
     # Every field was set to a value of its own: a field read from another
     # offset would not match above.
     assert served(live, S3, "ibPmaPortFlowCtlCntrsTable", 1) == {
@@ -137,17 +145,14 @@ def test_per_opcode_attributes_are_served_for_the_opcode_counted(live: Live) -> 
     opcode's, holding what perfquery reads."""
     until("H-6's op data on VL14", lambda: served_rows(live, H6, "ibPmaPortOpCodeVlDataCntrsTable", 1),
           lambda rows: [row.get("ibPmaPortVlOpData14") for row in rows.values()] == [514])
-    for guid, ports in ((S3, range(1, 9)), (H6, (1,))):
-        lid = lid_of(live, guid)
-        for option, (table, columns) in OPCODE_ATTRIBUTES.items():
-            for port in ports:
-                theirs = perfquery(live, option, lid, port)
-                assert set(theirs) == set(columns), (option, theirs)
-                rows = served_rows(live, guid, table, port)
-                assert len(rows) == 1, (hex(guid), port, option, rows)
-                (ours,) = rows.values()
-                assert ours == {columns[label]: value for label, value in theirs.items()}, \
-                    (hex(guid), port, option)
+
+    def the_one_row(guid: int, table: str, port: int) -> dict[str, int]:
+        rows = served_rows(live, guid, table, port)
+        assert len(rows) == 1, (hex(guid), port, table, rows)
+        (row,) = rows.values()
+        return row
+
+    assert_served_as_perfquery_reads(live, OPCODE_ATTRIBUTES, the_one_row)
     (row,) = served_rows(live, S3, "ibPmaPortOpCodeRcvCntrsTable", 8).values()
     assert row == {"ibPmaPortOpCodeRcvCntrsRcvPkts": 90000, "ibPmaPortOpCodeRcvCntrsRcvData": 91000}
 

@@ -684,6 +684,16 @@ def _detail_reader(method: str) -> Callable[..., object]:
     return read
 
 
+def _opcode_reader(method: str) -> Callable[..., object]:
+    """A MeasuredProfile per-opcode *_at method: the attribute as read, for the
+    opcode it counted only, whatever `t`."""
+    def read(self: MeasuredProfile, opcode: int, t: float) -> object:
+        value = self.details.get(method)
+        return value if value is not None and value.opcode == opcode else None  # type: ignore[attr-defined]
+    read.__name__ = method
+    return read
+
+
 @dataclass(frozen=True, slots=True)
 class MeasuredProfile:
     """A port whose counters were measured (model.MeasuredCounters, from a
@@ -749,18 +759,9 @@ class MeasuredProfile:
         value = self.details.get(method)
         return () if value is None else (value.opcode,)  # type: ignore[attr-defined]
 
-    def _of_opcode(self, method: str, opcode: int) -> object:
-        value = self.details.get(method)
-        return value if value is not None and value.opcode == opcode else None  # type: ignore[attr-defined]
-
-    def op_rcv_counters_at(self, opcode: int, t: float) -> object:
-        return self._of_opcode("op_rcv_counters_at", opcode)
-
-    def vl_op_packets_at(self, opcode: int, t: float) -> object:
-        return self._of_opcode("vl_op_packets_at", opcode)
-
-    def vl_op_data_at(self, opcode: int, t: float) -> object:
-        return self._of_opcode("vl_op_data_at", opcode)
+    op_rcv_counters_at = _opcode_reader("op_rcv_counters_at")
+    vl_op_packets_at = _opcode_reader("vl_op_packets_at")
+    vl_op_data_at = _opcode_reader("vl_op_data_at")
 
 
 _COUNTER_BITS = tuple(PortCounters.BITS.values())
