@@ -33,8 +33,8 @@ from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.broker import BrokerSettings
 from ibsnmp.mqtt.codec import COUNTER_BATCH, counters_of, encode_counters, encode_state, record_of
-from ibsnmp.providers.base import Swap
-from ibsnmp.providers.mqtt import MqttAggregator
+from ibsnmp.fabric.swap import Swap
+from ibsnmp.mqtt.aggregator import MqttAggregator
 from ibsnmp.traps.link_events import PortStatusWatch
 
 SPEC = "fat-tree:spines=18,leaves=72,hosts=138"

@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 from ibsnmp.mib.loader import definitions
-from ibsnmp.sa.overrides import FULL, ConfigState, PartitionEdit, mib_problem
-from ibsnmp.sa.store import load_state_file, save_state_file
+from ibsnmp.mib.write import state_value_problem
+from ibsnmp.state.overrides import FULL, ConfigState, PartitionEdit
+from ibsnmp.state.store import load_state_file, save_state_file
 
 ROUNDS = 5
 
@@ -52,10 +53,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "ibsnmp-state.json"
         save_state_file(path, state)
-        assert load_state_file(path) == state
+        assert load_state_file(path, state_value_problem) == state
         def cold_load() -> None:
-            mib_problem.cache_clear()  # as at start: no value checked yet
-            load_state_file(path)
+            state_value_problem.cache_clear()  # as at start: no value checked yet
+            load_state_file(path, state_value_problem)
 
         load = median_seconds(cold_load)
         parse = median_seconds(lambda: json.loads(path.read_text()))

@@ -21,7 +21,7 @@ from ibsnmp.mad.sa_client import SaClient
 from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import UmadPort
 from ibsnmp.mad.window import MadWindow
-from ibsnmp.sa.mad_backend import MadSaBackend
+from ibsnmp.live.sa_backend import MadSaBackend
 from ibsnmp.sa.query import PathQuery
 
 IPOIB_BROADCAST = bytes.fromhex("ff12401bffff000000000000ffffffff")

@@ -32,7 +32,7 @@ from ibsnmp.mad.sa_client import (
     sa_request,
     subscribe,
 )
-from ibsnmp.sa.live_sa import LiveSa
+from ibsnmp.live.subnet_sa import LiveSa
 
 
 def plain(answer: SaAnswer) -> dict[str, object]:

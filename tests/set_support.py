@@ -12,8 +12,9 @@ from ibsnmp.mib.api import NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Oid
 from ibsnmp.mib.index import IndexCodec
 from ibsnmp.mib.loader import definitions
 from ibsnmp.mib.registry import build_mib
+from ibsnmp.mib.write import state_value_problem
 from ibsnmp.providers.simulated import SimulatedProvider
-from ibsnmp.sa.store import AgentState, ConfiguredProvider
+from ibsnmp.state.store import AgentState, ConfiguredProvider
 
 DEFS = definitions()
 
@@ -57,7 +58,7 @@ class Agent:
     def __init__(self, spec: str, seed: int = 1, path: Path | None = None, **options: Any) -> None:
         self.clock = FakeClock()
         self.spec, self.seed, self.path, self.options = spec, seed, path, options
-        self.state = AgentState.open(path, clock=self.clock, **options)
+        self.state = AgentState.open(path, state_value_problem, clock=self.clock, **options)
         self.raw = SimulatedProvider(spec, seed, watch_interval=0)
         self.provider = ConfiguredProvider(self.raw, self.state)
         self.contexts = FabricContexts(self.provider)

@@ -25,7 +25,7 @@ from ibsnmp.agent.engine_state import (
     next_engine_state,
     start_engine,
 )
-from ibsnmp.sa.store import STATE_FILE_NAME
+from ibsnmp.state.store import STATE_FILE_NAME
 from ibsnmp.statedir import StateDirError, default_state_dir, prepare_state_dir
 
 SNMP_ENGINE_BOOTS = ".1.3.6.1.6.3.10.2.1.2.0"

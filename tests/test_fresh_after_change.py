@@ -30,7 +30,7 @@ from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.broker import BrokerSettings
 from ibsnmp.mqtt.codec import counters_of, encode_counters, encode_state, record_of
-from ibsnmp.providers.mqtt import MqttAggregator
+from ibsnmp.mqtt.aggregator import MqttAggregator
 from ibsnmp.wire.ber import END_OF_MIB_VIEW, read_element
 
 SPEC = "fat-tree:spines=1,leaves=2,hosts=2"

@@ -16,7 +16,7 @@ from ibsnmp.fabric.counters import EXTENDED_NAMES
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, Port, PortRef
-from ibsnmp.providers.base import Swap
+from ibsnmp.fabric.swap import Swap
 from ibsnmp.providers.simulated import SimulatedProvider
 
 SPEC = "fat-tree:spines=2,leaves=3,hosts=4,ports=2"

@@ -20,7 +20,7 @@ from ibsnmp.mad.sa_client import (
 )
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.umad import Address, UmadError
-from ibsnmp.sa.mad_backend import block_number
+from ibsnmp.live.sa_backend import block_number
 
 MADS = Path(__file__).parent / "data" / "mads"
 SM = Address(lid=1, qp=1, qkey=0x80010000)

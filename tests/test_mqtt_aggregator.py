@@ -24,8 +24,8 @@ from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.assemble import assemble
 from ibsnmp.mqtt.broker import Backoff, BrokerError, BrokerSettings, parse_broker_url, settings_from_args
 from ibsnmp.mqtt.codec import EventRecord, counters_of, encode_counters, encode_event, encode_state, record_of
-from ibsnmp.providers.base import Swap
-from ibsnmp.providers.mqtt import MqttAggregator
+from ibsnmp.fabric.swap import Swap
+from ibsnmp.mqtt.aggregator import MqttAggregator
 from ibsnmp.providers.sysfs import SysfsProvider
 from mosquitto import Mosquitto
 
@@ -127,7 +127,7 @@ async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_pa
 
 
 def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkeypatch) -> None:
-    import ibsnmp.providers.mqtt as aggregator_module
+    import ibsnmp.mqtt.aggregator as aggregator_module
 
     decoded: list[int] = []
     real = aggregator_module.decode_state

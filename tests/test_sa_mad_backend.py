@@ -7,7 +7,7 @@ import asyncio
 from ibsnmp.fabric.iba import JoinState
 from ibsnmp.fabric.model import PartitionMember, ServiceRecord
 from ibsnmp.mad import sa_records as records
-from ibsnmp.sa.mad_backend import (
+from ibsnmp.live.sa_backend import (
     block_number,
     groups_of,
     partitions_of,
@@ -16,7 +16,7 @@ from ibsnmp.sa.mad_backend import (
     services_of,
 )
 from ibsnmp.sa.backend import SaUnavailable
-from ibsnmp.sa.live_sa import read_sa_objects
+from ibsnmp.live.subnet_sa import read_sa_objects
 from ibsnmp.sa.query import PathQuery
 
 IPOIB = 0xFF12_401B_FFFF_0000_0000_0000_FFFF_FFFF

@@ -14,7 +14,8 @@ import pytest
 from ibsnmp.fabric import routing
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import SmState
-from ibsnmp.sa.overrides import (
+from ibsnmp.mib.write import state_value_problem
+from ibsnmp.state.overrides import (
     FULL,
     HIGH,
     LIMITED,
@@ -29,7 +30,7 @@ from ibsnmp.sa.overrides import (
     to_json,
 )
 from ibsnmp.sa.sessions import PATH, Session
-from ibsnmp.sa.store import (
+from ibsnmp.state.store import (
     AgentState,
     ConfiguredProvider,
     StateFileError,
@@ -56,10 +57,10 @@ FULL_STATE = ConfigState(
 
 def test_state_document_round_trip() -> None:
     doc = to_json(FULL_STATE)
-    assert from_json(json.loads(json.dumps(doc))) == FULL_STATE
+    assert from_json(json.loads(json.dumps(doc)), state_value_problem) == FULL_STATE
     assert doc["sm"] == [{"guid": "0x0000000000001122", "priority": 3,
                           "sm_key": "0x000000000000cafe", "admin": "disable"}]
-    assert from_json(to_json(ConfigState())) == ConfigState()
+    assert from_json(to_json(ConfigState()), state_value_problem) == ConfigState()
 
 
 @pytest.mark.parametrize("change,key", [
@@ -75,7 +76,7 @@ def test_bad_documents_name_the_key(change, key: str) -> None:  # type: ignore[n
     doc = json.loads(json.dumps(to_json(FULL_STATE)))
     change(doc)
     with pytest.raises(ValueError, match=key.replace("[", r"\[").replace("]", r"\]")):
-        from_json(doc)
+        from_json(doc, state_value_problem)
 
 
 def test_saves_are_atomic_and_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,7 +86,7 @@ def test_saves_are_atomic_and_durable(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     save_state_file(path, FULL_STATE)
     assert len(synced) == 2  # the file, then its directory
-    assert load_state_file(path) == FULL_STATE
+    assert load_state_file(path, state_value_problem) == FULL_STATE
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary left
 
     def failing_replace(src, dst):  # type: ignore[no-untyped-def]
@@ -94,21 +95,21 @@ def test_saves_are_atomic_and_durable(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(OSError):
         save_state_file(path, ConfigState())
-    assert load_state_file(path) == FULL_STATE  # the old file, whole
+    assert load_state_file(path, state_value_problem) == FULL_STATE  # the old file, whole
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
 
 
 def test_state_file_locations_and_errors(tmp_path: Path) -> None:
     assert state_file_for(tmp_path / "d") == tmp_path / "d" / "ibsnmp-state.json"
-    assert AgentState.open(tmp_path / "new" / "s.json").config == ConfigState()
+    assert AgentState.open(tmp_path / "new" / "s.json", state_value_problem).config == ConfigState()
     assert (tmp_path / "new").is_dir()
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(StateFileError, match="bad.json"):
-        AgentState.open(bad)
+        AgentState.open(bad, state_value_problem)
     bad.write_text(json.dumps({"format": "ibsnmp-state", "version": 1, "sm": 3}))
     with pytest.raises(StateFileError, match="sm: expected list"):
-        AgentState.open(bad)
+        AgentState.open(bad, state_value_problem)
 
 
 def test_transactions_and_expiry(tmp_path: Path) -> None:
@@ -122,7 +123,7 @@ def test_transactions_and_expiry(tmp_path: Path) -> None:
     txn = state.begin()
     txn.config = ConfigState(sm_config={"lmc": 1})
     state.commit(txn)
-    assert load_state_file(tmp_path / "s.json").sm_config == {"lmc": 1}
+    assert load_state_file(tmp_path / "s.json", state_value_problem).sm_config == {"lmc": 1}
     stamp = state.stamp()
     now[0] += 10
     assert state.stamp() != stamp and list(state.sessions_of(PATH)) == []

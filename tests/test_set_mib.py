@@ -422,7 +422,7 @@ def test_configuration_survives_a_restart(agent: Agent) -> None:
 
 def test_a_failed_save_is_commit_failed_and_changes_nothing(agent: Agent,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import ibsnmp.sa.store as store
+    import ibsnmp.state.store as store
 
     def broken(path, state):  # type: ignore[no-untyped-def]
         raise OSError(28, "No space left on device")

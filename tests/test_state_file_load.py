@@ -14,8 +14,9 @@ import pytest
 from e2e import PROJECT_ROOT, free_udp_port, ibsnmp_agent
 from wire import community_request, decode_response, exchange
 
-from ibsnmp.sa.overrides import ConfigState, to_json
-from ibsnmp.sa.store import MAX_NESTING, STATE_FILE_NAME, StateFileError, load_state_file
+from ibsnmp.state.overrides import ConfigState, to_json
+from ibsnmp.mib.write import state_value_problem
+from ibsnmp.state.store import MAX_NESTING, STATE_FILE_NAME, StateFileError, load_state_file
 
 EXIT_START_FAILED = 2
 SYS_CONTACT = "1.3.6.1.2.1.1.4.0"
@@ -67,7 +68,7 @@ def test_nesting_is_refused_before_parsing(tmp_path: Path) -> None:
     deep = '{"a": ' * MAX_NESTING + "0" + "}" * MAX_NESTING
     path.write_text('{"partitions": [{"members": [' + deep + "]}]}")
     with pytest.raises(StateFileError, match=r": partitions\[0\]\.members\[0\]\.a\.a"):
-        load_state_file(path)
+        load_state_file(path, state_value_problem)
 
 
 def test_a_good_state_file_loads_and_is_served(tmp_path: Path) -> None:
@@ -91,16 +92,16 @@ def test_an_integer_beyond_any_value_is_refused_by_its_key(tmp_path: Path) -> No
     path.write_text(json.dumps(document(sl2vl=[{"guid": "0x1", "port": 1, "map": [0] * 16}]))
                     .replace('"port": 1', '"port": ' + "9" * 5000))
     with pytest.raises(StateFileError, match=r": sl2vl\[0\]\.port: expected an integer"):
-        load_state_file(path)
+        load_state_file(path, state_value_problem)
 
 
 def test_a_file_larger_than_the_bound_is_refused(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / STATE_FILE_NAME
     path.write_text(json.dumps(document()))
-    monkeypatch.setattr("ibsnmp.sa.store.MAX_STATE_FILE_BYTES", 64)
+    monkeypatch.setattr("ibsnmp.state.store.MAX_STATE_FILE_BYTES", 64)
     with pytest.raises(StateFileError, match="larger than 64 octets"):
-        load_state_file(path)
+        load_state_file(path, state_value_problem)
 
 
 @pytest.mark.parametrize("section,key,value,descriptor", [
@@ -115,4 +116,4 @@ def test_values_are_checked_against_the_compiled_mib(tmp_path: Path, section: st
     path = tmp_path / STATE_FILE_NAME
     path.write_text(json.dumps(doc))
     with pytest.raises(StateFileError, match=f": {section}.{key}: not a value of {descriptor}"):
-        load_state_file(path)
+        load_state_file(path, state_value_problem)

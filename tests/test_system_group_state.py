@@ -11,7 +11,7 @@ from e2e import RunningAgent, ibsnmp_agent
 from pysnmp.proto import rfc1902
 from wire import community_request, decode_response, exchange
 
-from ibsnmp.sa.store import STATE_FILE_NAME
+from ibsnmp.state.store import STATE_FILE_NAME
 
 OIDS = {"sysContact": "1.3.6.1.2.1.1.4.0", "sysName": "1.3.6.1.2.1.1.5.0",
         "sysLocation": "1.3.6.1.2.1.1.6.0"}

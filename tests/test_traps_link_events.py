@@ -34,7 +34,7 @@ from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interfaces import IfOperStatus
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
-from ibsnmp.providers.base import Swap
+from ibsnmp.fabric.swap import Swap
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.sysfs import SysfsProvider
 from ibsnmp.traps.link_events import (

@@ -26,7 +26,7 @@ from ibsnmp.agent.config import ConfigError, load_config
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.sa import query
 from ibsnmp.sa.sessions import PATH, Session
-from ibsnmp.sa.store import AgentState
+from ibsnmp.state.store import AgentState
 
 REQ = "IB-SM-MIB::ibSmPathReq"
 

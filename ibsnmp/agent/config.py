@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ibsnmp.sa.sessions import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
+
 from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
 from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
@@ -59,13 +61,6 @@ DEFAULT_WALK_CACHE = 262_144
 # above what one manager gets answered at all (a tight GET loop: ~2,700/s, measured),
 # so no manager notices it; it stops many sources from adding up past that.
 DEFAULT_REQUESTS_PER_SECOND = 5_000.0
-# Result rows of SA requests (ibSmPath/MultiPath/TraceResultTable) one request
-# and all open requests may hold. A kept result row costs about 1.1 KB and
-# computing a path row about 0.3 ms (measured on a 532-node fat-tree), so one
-# SET computes for at most ~0.3 s and all results hold at most ~18 MB; every
-# path from one LID (without LMC) of a 1,000-port fabric fits in one request.
-DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 1_024
-DEFAULT_MAX_RESULT_ROWS = 16_384
 LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "requests_per_second_per_source",
               "requests_per_second", "fast_path", "walk_cache", "max_result_rows_per_request",
               "max_result_rows")

@@ -147,7 +147,7 @@ def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
 def _make_provider(args: argparse.Namespace) -> Provider:
     """The provider --provider names; its errors become ConfigError (exit 2)."""
     if args.provider == "mqtt":
-        from ibsnmp.mqtt.options import make_aggregator
+        from ibsnmp.commands.mqtt_options import make_aggregator
 
         return make_aggregator(args)
     if args.provider == "sysfs":
@@ -277,11 +277,12 @@ def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettin
 def _open_state(state_dir: Path, args: argparse.Namespace,  # type: ignore[no-untyped-def]
                 limits: Limits):
     """The write store: the state file (loaded if present), session and result limits."""
-    from ibsnmp.sa.store import AgentState, StateFileError, state_file_for
+    from ibsnmp.mib.write import state_value_problem
+    from ibsnmp.state.store import AgentState, StateFileError, state_file_for
 
     path = state_file_for(state_dir)
     try:
-        state = AgentState.open(path, lifetime=args.session_lifetime,
+        state = AgentState.open(path, state_value_problem, lifetime=args.session_lifetime,
                                 max_sessions=args.max_sessions,
                                 max_result_rows_per_request=limits.max_result_rows_per_request,
                                 max_result_rows=limits.max_result_rows)
@@ -306,13 +307,13 @@ def _run(args: argparse.Namespace) -> int:
         state = _open_state(state_dir, args, settings.limits)
         publisher = None
         if args.publish:
-            from ibsnmp.mqtt.options import make_publisher
+            from ibsnmp.commands.mqtt_options import make_publisher
 
             publisher = make_publisher(args, provider, args.publish)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
-    from ibsnmp.sa.store import ConfiguredProvider
+    from ibsnmp.state.store import ConfiguredProvider
 
     # Every snapshot the agent serves carries what SETs configured.
     provider = ConfiguredProvider(provider, state)
@@ -361,7 +362,7 @@ def _run(args: argparse.Namespace) -> int:
     reload = rereading(provider.inner, _reloader(args, configured, settings))
     contexts = FabricContexts(provider)
     if args.provider == "mqtt":
-        from ibsnmp.mqtt.options import AggregatorContexts
+        from ibsnmp.commands.mqtt_options import AggregatorContexts
 
         contexts = AggregatorContexts(provider)
 

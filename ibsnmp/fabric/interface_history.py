@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Set
 from typing import NamedTuple, Protocol
 
-from ibsnmp.providers.base import Swap, nodes_to_compare
+from ibsnmp.fabric.swap import Swap, nodes_to_compare
 
 from .counters import interface_sources_in
 from .interfaces import IfOperStatus, interface_ports, oper_status

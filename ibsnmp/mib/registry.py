@@ -21,7 +21,7 @@ MODULE_BINDINGS = (SMA_MIB, IB_CA_MIB, PMA_MIB, IB_SM_MIB, IBCONNECTION_MIB)
 def build_mib(state: Any = None, read_only_system: Iterable[str] = (), *,
               interfaces: InterfaceEvents | None = None,
               link_traps: Callable[[], bool] = link_traps_on) -> InfinibandMib:
-    """The agent's MIB. With `state` (an ibsnmp.sa.store.AgentState) IB-SM-MIB
+    """The agent's MIB. With `state` (an ibsnmp.state.store.AgentState) IB-SM-MIB
     serves its request sessions and configuration and accepts SETs, and so
     do sysContact, sysName and sysLocation except those in
     `read_only_system` (set by the configuration file); without, every

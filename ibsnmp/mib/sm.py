@@ -26,7 +26,7 @@ from ibsnmp.fabric.counters import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo, sl2vl_by_input
-from ibsnmp.sa.overrides import PartitionBuffer
+from ibsnmp.state.overrides import PartitionBuffer
 
 from .api import ContextTarget
 from .binding import (
@@ -642,7 +642,7 @@ _LINK = TableBinding(
 
 
 # -- request/result tables and service associations: rows created by SETs ------------------
-# Rows come from the agent's write store (ibsnmp.sa.store.AgentState): each
+# Rows come from the agent's write store (ibsnmp.state.store.AgentState): each
 # request session is one row of its request table and owns its result rows;
 # service associations are configuration. Row objects are {short column
 # name: value} mappings (a column never written has no instance). Without a
@@ -906,7 +906,7 @@ _VL_ARBITRATION = TableBinding(
 # -- ibSmPartitionConfig scalars -------------------------------------------------------
 # Operands for the next partition action, written by SETs (see sm_write):
 # each reads what was last written, else its initial value (see
-# sa.overrides.PartitionBuffer.operands); the action reads the last one
+# state.overrides.PartitionBuffer.operands); the action reads the last one
 # performed, none(1) before any (its DEFVAL).
 
 
@@ -929,7 +929,7 @@ def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
 
 def ib_sm_binding(state: Any = None, writers: tuple[WriterBinding, ...] = ()) -> ModuleBinding:
     """IB-SM-MIB over the fabric, with the rows of `state` (an
-    ibsnmp.sa.store.AgentState) when given: request sessions, service
+    ibsnmp.state.store.AgentState) when given: request sessions, service
     associations and the partition configuration scalars. `writers` (from
     sm_write.sm_writers(state)) accept the SETs."""
     designated = None

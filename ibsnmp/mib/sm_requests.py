@@ -14,7 +14,7 @@ from typing import Any
 
 from ibsnmp.sa import query
 from ibsnmp.sa.sessions import MULTIPATH, PATH, TRACE, Session
-from ibsnmp.sa.store import AgentState
+from ibsnmp.state.store import AgentState
 
 
 def number(value: Any) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 from ibsnmp.fabric import routing
 from ibsnmp.sa.backend import SaBackend, SaUnavailable
 from ibsnmp.sa.sessions import Session
-from ibsnmp.sa.store import AgentState
+from ibsnmp.state.store import AgentState
 
 from .sm_write import sa_results
 

@@ -1,7 +1,7 @@
 """IB-SM-MIB SETs: SA request sessions, SM configuration, partitions,
 service associations, SL-to-VL maps and VL arbitration.
 
-Every writer plans into the write store's transaction (ibsnmp.sa.store):
+Every writer plans into the write store's transaction (ibsnmp.state.store):
 nothing changes before all varbinds of a SET passed, and the store saves
 configuration before the SET is acknowledged. Error statuses follow RFC
 3416 4.2.5 and RFC 2579 (RowStatus) as net-snmp applies them:
@@ -43,7 +43,7 @@ from typing import Any
 from ibsnmp.fabric import routing
 from ibsnmp.sa import query
 from ibsnmp.sa.backend import SaBackend
-from ibsnmp.sa.overrides import (
+from ibsnmp.state.overrides import (
     FULL,
     HIGH,
     LIMITED,
@@ -56,7 +56,7 @@ from ibsnmp.sa.overrides import (
     with_entry,
 )
 from ibsnmp.sa.sessions import MULTIPATH, PATH, TRACE, Session
-from ibsnmp.sa.store import AgentState, Transaction
+from ibsnmp.state.store import AgentState, Transaction
 
 from .api import ContextTarget, SetError
 from .binding import WriterBinding

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ibsnmp.sa.overrides import SYSTEM_OBJECTS
+from ibsnmp.state.overrides import SYSTEM_OBJECTS
 
 from .api import ContextTarget, SetError
 from .binding import WriterBinding

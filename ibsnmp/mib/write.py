@@ -12,15 +12,17 @@ there is nothing to undo.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from typing import Any, Protocol
 
 from pyasn1.error import PyAsn1Error
 from pyasn1.type import univ
 
+from ibsnmp.state.overrides import SYSTEM_OBJECTS
+
 from .api import SetError
 from .facts import convention_value
-from .loader import ObjectDef
+from .loader import ObjectDef, definitions
 
 WRITABLE = frozenset({"read-write", "read-create"})
 
@@ -90,12 +92,17 @@ def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
 
 
 def _is_display_string(syntax: Any) -> bool:
-    return _display_string_type(type(syntax))
+    kind = type(syntax)
+    found = _DISPLAY_STRING_TYPES.get(kind)
+    if found is None:
+        found = _DISPLAY_STRING_TYPES[kind] = any(
+            cls.__name__ == "DisplayString" for cls in kind.__mro__)
+    return found
 
 
-@cache
-def _display_string_type(kind: type) -> bool:
-    return any(cls.__name__ == "DisplayString" for cls in kind.__mro__)
+# Syntax class -> whether it is a DisplayString (a dict: functools' caches take
+# only what mypy can prove Hashable, and a class is not typed so).
+_DISPLAY_STRING_TYPES: dict[type, bool] = {}
 
 
 def _printable(data: bytes) -> bool:
@@ -129,3 +136,15 @@ def require_range(request: WriteRequest, low: int, high: int, what: str = "") ->
         raise SetError("wrongValue", request.index,
                        f"{request.name}: {what or 'value'} must be {low}..{high}")
     return int(value)
+
+
+@lru_cache(maxsize=4096, typed=True)  # a state repeats small values (ports, VLs, statuses) often
+def state_value_problem(descriptor: str, value: int | bytes) -> str | None:
+    """Why `value` cannot be served as `descriptor` (an object of a served
+    module, or a writable SNMPv2-MIB system object), None if it can: the
+    check of every value a state file holds (ibsnmp.state.overrides.from_json)."""
+    mib = definitions()
+    obj = mib.base_scalar("SNMPv2-MIB", descriptor) if descriptor in SYSTEM_OBJECTS \
+        else mib.objects[descriptor]
+    problem = value_problem(obj.syntax, value)
+    return None if problem is None else problem[1]

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
@@ -203,7 +203,7 @@ def _counter(value: int, bits: int, wide: bool) -> dict[str, Any]:
 def state_dict(record: NodeRecord) -> dict[str, Any]:
     node = record.node
     # version and time first: an aggregator recognises an unchanged state
-    # by what follows them (providers.mqtt._refresh_digest).
+    # by what follows them (mqtt.aggregator._refresh_digest).
     out: dict[str, Any] = {"version": VERSION, "time": record.time}
     if record.publisher is not None:
         out["publisher"] = record.publisher
@@ -247,10 +247,15 @@ def _load(payload: bytes, max_bytes: int, keys: frozenset[str]) -> dict[str, Any
     return data
 
 
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number exactly (not bool, which is an int subclass)."""
+    return type(value) in (int, float)
+
+
 def _time(value: object) -> float:
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
+    if not _is_number(value) or not math.isfinite(value) or value < 0:
         raise PayloadError(f"time: expected seconds since 1970, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 # Tables most ports share (SL-to-VL maps, VL arbitration, default P_Keys,
@@ -272,7 +277,7 @@ def _shared(value: Any) -> Any:
 def _int_list(value: object, where: str, bits: int) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(v) is int and 0 <= v < 1 << bits for v in value):
         raise PayloadError(f"{where}: expected a list of {bits}-bit integers")
-    return _shared(tuple(value))  # type: ignore[no-any-return]
+    return _shared(tuple(value))
 
 
 def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
@@ -280,7 +285,7 @@ def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
             isinstance(e, list) and len(e) == 2 and all(type(v) is int and 0 <= v <= 255 for v in e)
             for e in value):
         raise PayloadError(f"{where}: expected a list of [VL, weight] pairs")
-    return _shared(tuple(_shared(VlArbEntry(vl, weight)) for vl, weight in value))  # type: ignore[no-any-return]
+    return _shared(tuple(_shared(VlArbEntry(vl, weight)) for vl, weight in value))
 
 
 class CounterValues(Mapping[str, int]):

@@ -18,7 +18,7 @@ LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors that grew by the
 port's PortInfo threshold raise 129 / 130 (providers.thresholds' rule, as
 the sysfs provider does).
 
-With a subnet manager, the provider also opens the SA (ibsnmp.sa.live_sa)
+With a subnet manager, the provider also opens the SA (ibsnmp.live.subnet_sa)
 on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
 SM's Reports become notifications without polling (a trap that both a
 Report and a poll tell of is sent once, whichever came first:
@@ -63,7 +63,7 @@ from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
 from ibsnmp.mad.sa_client import sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow
-from ibsnmp.sa.live_sa import LiveSa, client_opener, log_once, read_sa_objects
+from ibsnmp.live.subnet_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps

@@ -34,7 +34,7 @@ the provider also looks at the files' modification time and size every
 the same for one interval (a file being written is not read half), so a new
 ibnetdiscover run or an OpenSM re-route is served without a signal (SIGHUP
 reloads at once, see commands/run.py).  What SETs configured lives outside
-the snapshot (sa.store.ConfiguredProvider) and is applied to the new one.
+the snapshot (state.store.ConfiguredProvider) and is applied to the new one.
 """
 
 from __future__ import annotations

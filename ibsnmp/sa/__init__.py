@@ -1,5 +1,5 @@
-"""Subnet administration over SNMP: SA queries computed from the fabric
-model (query), request sessions with expiry and a cap (sessions), the
-configuration a manager writes (config), and the store that keeps both,
-saves configuration durably and applies it to the provider's snapshots
-(store)."""
+"""Subnet administration computed from the fabric model: SA queries
+(PathRecord, MultiPathRecord, TraceRecord: query), the request sessions
+IB-SM-MIB's request tables open (sessions), and the interface of an SA that
+answers them (backend). The subnet's own SA, asked over MADs, is in
+ibsnmp.live."""

@@ -39,7 +39,7 @@ from ibsnmp.fabric.interfaces import (
 )
 from ibsnmp.fabric.model import Fabric, Node, Port
 from ibsnmp.mib.loader import definitions
-from ibsnmp.providers.base import Swap, nodes_to_compare
+from ibsnmp.fabric.swap import Swap, nodes_to_compare
 
 from .mapping import Notification, NotificationSpec, Oid
 

@@ -20,7 +20,8 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.agent.config import TrapTarget
 from ibsnmp.events import TrapEvent
-from ibsnmp.providers.base import Provider, Swap
+from ibsnmp.fabric.swap import Swap
+from ibsnmp.providers.base import Provider
 
 from .link_events import PortStatusWatch, link_notification
 from .mapping import Notification

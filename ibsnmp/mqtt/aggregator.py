@@ -43,7 +43,7 @@ from ibsnmp.mqtt.broker import BrokerSettings, run_session
 from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CounterOrder, CountersRecord, NodeRecord, PayloadError, counter_order,
                                decode_counters, decode_event, decode_state, with_counters)
 
-from .base import ProviderCore, cancel_and_wait
+from ibsnmp.providers.base import ProviderCore, cancel_and_wait
 
 __all__ = ["DEFAULT_REFRESH_S", "MqttAggregator"]
 
@@ -52,7 +52,7 @@ STALE_REFRESHES = 3
 DEFAULT_REBUILD_DELAY = 0.2
 _HOUSEKEEPING_S = 0.5
 
-log = logging.getLogger("ibsnmp.providers.mqtt")
+log = logging.getLogger("ibsnmp.mqtt.aggregator")
 
 
 @dataclass

@@ -14,9 +14,8 @@ A ConfigState is never changed in place: writers make a new one.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -24,8 +23,6 @@ from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.lineage import Aspect
 from ibsnmp.fabric.succession import derived_successor
 from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
-from ibsnmp.mib.loader import definitions
-from ibsnmp.mib.write import value_problem
 
 FORMAT = "ibsnmp-state"
 VERSION = 1
@@ -383,15 +380,20 @@ _ENTRY_KEYS = {
                                    "member_type", "last_action"}),
     "system": frozenset(SYSTEM_OBJECTS),
 }
+# Why a value cannot be served as the named MIB object (a served module's
+# object or a writable SNMPv2-MIB system object), None if it can: the MIB
+# layer's check (ibsnmp.mib.write.state_value_problem), handed in by whoever loads.
+ValueProblem = Callable[[str, int | bytes], str | None]
+
 _SM_CONFIG_COLUMN_OF = {name: column for column, (name, _, _) in SM_CONFIG_COLUMNS.items()}
 MAX_NAME_LENGTH = 255  # a partition name (no MIB object serves it)
 
 
-def from_json(doc: Any) -> ConfigState:
+def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
     """The state a to_json document describes; StateFormatError naming the
     key if invalid. Every value is checked against the syntax of the MIB
-    object that serves it (mib.write.value_problem), so what loads can be
-    read, and against the IBA width the writers enforce."""
+    object that serves it (`mib_problem`), so what loads can be read, and
+    against the IBA width the writers enforce."""
 
     def fail(key: str, problem: str) -> StateFormatError:
         return StateFormatError(f"{key}: {problem}")
@@ -559,17 +561,6 @@ def from_json(doc: Any) -> ConfigState:
               keys(doc.get("system", {}), _ENTRY_KEYS["system"], "system").items()}
     return ConfigState(sm=sm, sm_config=sm_config, partitions=partitions, service_assoc=assoc,
                        sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system)
-
-
-@lru_cache(maxsize=4096, typed=True)  # a state repeats small values (ports, VLs, statuses) often
-def mib_problem(descriptor: str, value: int | bytes) -> str | None:
-    """Why `value` cannot be served as `descriptor` (an object of a served
-    module, or a writable SNMPv2-MIB system object), None if it can."""
-    mib = definitions()
-    obj = mib.base_scalar("SNMPv2-MIB", descriptor) if descriptor in SYSTEM_OBJECTS \
-        else mib.objects[descriptor]
-    problem = value_problem(obj.syntax, value)
-    return None if problem is None else problem[1]
 
 
 def referenced_nodes(state: ConfigState) -> Iterable[int]:

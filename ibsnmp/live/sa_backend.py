@@ -31,8 +31,8 @@ from ibsnmp.mad.sa_client import Record, SaAnswer, SaClient, SaError
 from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import UmadError
 
-from .backend import SaUnavailable
-from .query import PathQuery, PathRecord
+from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.query import PathQuery, PathRecord
 
 log = logging.getLogger("ibsnmp.sa.backend")
 

@@ -29,15 +29,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ibsnmp.agent.config import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 from ibsnmp.atomicfile import write_atomically
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.succession import with_values
 
-from .overrides import ConfigState, StateFormatError, apply_config, from_json, referenced_nodes, to_json
-from .sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS, Session, SessionKey
+from .overrides import (ConfigState, StateFormatError, ValueProblem, apply_config, from_json, referenced_nodes,
+                        to_json)
+from ibsnmp.sa.sessions import (DEFAULT_LIFETIME_S, DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST,
+                                DEFAULT_MAX_SESSIONS, Session, SessionKey)
 
 log = logging.getLogger("ibsnmp.sa")
 
@@ -54,13 +55,14 @@ def state_file_for(state_dir: str | Path) -> Path:
     return Path(state_dir) / STATE_FILE_NAME
 
 
-def load_state_file(path: Path) -> ConfigState:
+def load_state_file(path: Path, mib_problem: ValueProblem) -> ConfigState:
     """The configuration saved in `path` (empty if there is no such file).
 
     StateFileError names the file and, where there is one, the key: the
     file is bounded in size (MAX_STATE_FILE_BYTES), nesting (MAX_NESTING)
     and integer digits before it is parsed, and every value is checked
-    against the MIB object that serves it (config.from_json)."""
+    against the MIB object that serves it (`mib_problem`, see
+    overrides.from_json)."""
     try:
         with path.open("rb") as file:
             raw = file.read(MAX_STATE_FILE_BYTES + 1)
@@ -82,7 +84,7 @@ def load_state_file(path: Path) -> ConfigState:
     except (ValueError, RecursionError) as exc:
         raise StateFileError(f"{path}: not a JSON document: {exc}") from None
     try:
-        return from_json(doc)
+        return from_json(doc, mib_problem)
     except StateFormatError as exc:
         raise StateFileError(f"{path}: {exc}") from None
 
@@ -242,10 +244,10 @@ class AgentState:
         self.sm_config_writable = True
 
     @classmethod
-    def open(cls, path: Path | None, *, check_writable: bool = True,
+    def open(cls, path: Path | None, mib_problem: ValueProblem, *, check_writable: bool = True,
              **options: Any) -> AgentState:
-        """A store over the state file at `path` (loaded if it exists; its
-        directory is created if needed). StateFileError if it cannot be
+        """A store over the state file at `path` (loaded if it exists, its
+        values checked by `mib_problem`; its directory is created if needed). StateFileError if it cannot be
         read, or (with `check_writable`) if its directory cannot be written;
         without the check, SETs that change configuration answer
         commitFailed while the file cannot be saved."""
@@ -262,7 +264,7 @@ class AgentState:
             elif not os.access(path.parent, os.W_OK):
                 log.warning("%s is not writable: SETs that change configuration will fail "
                             "(commitFailed); use --state-dir", path.parent)
-            config = load_state_file(path)
+            config = load_state_file(path, mib_problem)
         return cls(config, path=path, **options)
 
     # -- time and expiry ------------------------------------------------------------

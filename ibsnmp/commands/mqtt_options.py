@@ -14,11 +14,11 @@ from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.providers.base import Provider
 
-from . import topics
-from .arguments import add_aggregator_arguments, add_publisher_arguments
-from .broker import BrokerError, BrokerRefused, BrokerSettings, check_credentials
-from .broker import settings_from_args as broker_settings
-from .publisher import Publisher
+from ibsnmp.mqtt import topics
+from ibsnmp.mqtt.arguments import add_aggregator_arguments, add_publisher_arguments
+from ibsnmp.mqtt.broker import BrokerError, BrokerRefused, BrokerSettings, check_credentials
+from ibsnmp.mqtt.broker import settings_from_args as broker_settings
+from ibsnmp.mqtt.publisher import Publisher
 
 __all__ = ["add_aggregator_arguments", "add_publisher_arguments", "make_aggregator", "make_publisher",
            "AggregatorContexts"]
@@ -46,7 +46,7 @@ def _settings(args: argparse.Namespace, role: str, url: str | None = None) -> Br
 
 
 def make_aggregator(args: argparse.Namespace) -> Provider:
-    from ibsnmp.providers.mqtt import MqttAggregator
+    from ibsnmp.mqtt.aggregator import MqttAggregator
 
     if not args.broker:
         raise ConfigError("--provider mqtt needs --broker URL")

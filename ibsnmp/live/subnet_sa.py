@@ -24,8 +24,8 @@ from ibsnmp.mad.umad import Address
 
 from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
 
-from .backend import SaBackend, SaUnavailable
-from .mad_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
+from ibsnmp.sa.backend import SaBackend, SaUnavailable
+from .sa_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
 
 log = logging.getLogger("ibsnmp.sa")
 
