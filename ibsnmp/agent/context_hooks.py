@@ -104,7 +104,7 @@ class NodeSnmpContext(SnmpContext):
         self._mib = mib
         self._base = snmpEngine.message_dispatcher.mib_instrum_controller
 
-    def get_mib_instrum(self, contextName: Any = b"") -> Any:  # type: ignore[override]
+    def get_mib_instrum(self, contextName: Any = b"") -> Any:
         target = self._directory.resolve(_octets(contextName))
         return ContextView(self._base, self._mib, target)
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pysnmp.entity.engine import SnmpEngine
 
@@ -80,6 +80,9 @@ from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, O
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
+
+if TYPE_CHECKING:
+    from .config import Community
 
 log = logging.getLogger(__name__)
 
@@ -158,10 +161,10 @@ class FastReads:
             return None
         fixed = (request.version, request.community, request.request_id)
         room = message_varbind_room(*fixed, int(self._max_size.syntax))
-        found = self.read(request, target, community.access, community.view, room)
-        if found is None:
+        answered = self.read(request, target, community.access, community.view, room)
+        if answered is None:
             return None
-        status, index, varbinds = found
+        status, index, varbinds = answered
         return encode_response(*fixed, status, index, varbinds)
 
     def read(self, request: Request, target: ContextTarget, access: str, view: View | None,

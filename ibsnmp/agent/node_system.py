@@ -28,7 +28,7 @@ def node_target(context: dict[str, Any]) -> ContextTarget | None:
     target = context.get("contextTarget")
     if target is None or target.default_context:
         return None
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 def install_node_system_group(engine: SnmpEngine) -> None:

@@ -160,7 +160,7 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
         message's level are hidden from that check (they are not used at
         that level anyway).
         """
-        info = SnmpUSMSecurityModel._SnmpUSMSecurityModel__get_user_info(  # type: ignore[attr-defined]
+        info = SnmpUSMSecurityModel._SnmpUSMSecurityModel__get_user_info(
             mibInstrumController, securityEngineID, userName)
         level = self._incoming_level
         if level is None:
@@ -188,4 +188,4 @@ def _count(snmpEngine, module: str, name: str) -> Any:
 
 
 def _items(status: error.StatusInformation) -> dict[str, Any]:
-    return dict(status._StatusInformation__errorIndication)  # type: ignore[attr-defined]
+    return dict(status._StatusInformation__errorIndication)

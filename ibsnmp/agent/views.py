@@ -46,7 +46,7 @@ def parse_view(entry: Mapping[str, Any], access: str, key: str,
     if view not in VIEWS:
         expected = " or ".join(f'"{name}"' for name in VIEWS)
         raise fail(key, f"expected {expected}")
-    return view  # type: ignore[no-any-return]
+    return view
 
 
 @cache

@@ -127,6 +127,7 @@ class WalkCache:
             self._contexts.clear()
             self._size = 0
             return
+        assert current is not None and self._judge is not None  # changes needs both
         changed, nodes = changes
         if not changed:
             return

@@ -17,6 +17,7 @@ import errno
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ibsnmp.mib.subtrees import Subtrees
 
@@ -191,7 +192,7 @@ class Subagent:
         else:
             transport, _ = await loop.create_connection(lambda: link, self.address.host,
                                                         self.address.port)
-        return transport, link  # type: ignore[return-value]
+        return transport, link
 
     def _drop(self, transport: asyncio.Transport) -> None:
         self.open_event.clear()
@@ -215,7 +216,8 @@ class Subagent:
         try:
             opened = self._expect(1)  # the Open is the session's first packet
             transport.write(session.open())
-            done, _ = await asyncio.wait({opened, link.ended}, timeout=OPEN_TIMEOUT_S,
+            first: set[asyncio.Future[Any]] = {opened, link.ended}
+            done, _ = await asyncio.wait(first, timeout=OPEN_TIMEOUT_S,
                                          return_when=asyncio.FIRST_COMPLETED)
             if link.ended in done:
                 link.ended.result()  # raises why it ended

@@ -582,8 +582,9 @@ def _read_payload(header: Header, read: _Reader) -> Pdu:
     if kind in (TEST_SET, NOTIFY, INDEX_DEALLOCATE):
         context = read.context(flags)
         varbinds = read.varbinds()
-        return {TEST_SET: TestSet, NOTIFY: Notify, INDEX_DEALLOCATE: IndexDeallocate}[kind](
-            varbinds, context)
+        with_varbinds: dict[int, type[TestSet | Notify | IndexDeallocate]] = {
+            TEST_SET: TestSet, NOTIFY: Notify, INDEX_DEALLOCATE: IndexDeallocate}
+        return with_varbinds[kind](varbinds, context)
     if kind == INDEX_ALLOCATE:
         context = read.context(flags)
         return IndexAllocate(read.varbinds(), context, bool(flags & NEW_INDEX),
@@ -600,7 +601,9 @@ def _read_payload(header: Header, read: _Reader) -> Pdu:
     if kind == RESPONSE:
         sys_up_time, error, index = read.unpack("IHH")
         return Response(sys_up_time, error, index, read.varbinds())
-    return {COMMIT_SET: CommitSet, UNDO_SET: UndoSet, CLEANUP_SET: CleanupSet}[kind]()
+    bare: dict[int, type[CommitSet | UndoSet | CleanupSet]] = {
+        COMMIT_SET: CommitSet, UNDO_SET: UndoSet, CLEANUP_SET: CleanupSet}
+    return bare[kind]()
 
 
 _NO_CONTEXT = frozenset({OPEN, CLOSE, COMMIT_SET, UNDO_SET, CLEANUP_SET, RESPONSE})

@@ -412,7 +412,8 @@ class TrafficProfile:
             errors = tuple(saturate(value, width) for value, width in zip(raw, bits))
             downed = errors[2]
         return PortCounters(
-            errors[0], errors[1], downed, *errors[3:],
+            errors[0], errors[1], downed, errors[3], errors[4], errors[5], errors[6], errors[7],
+            errors[8], errors[9], errors[10], errors[11],
             saturate(xmit_octets / 4, bits[12]),
             saturate(rcv_octets / 4, bits[13]),
             saturate(xmit_octets / self.xmit.packet_bytes, bits[14]) if self.xmit.packet_bytes else 0,
@@ -477,7 +478,7 @@ class TrafficProfile:
         raw: Iterable[float]
         if self.history is not None:
             tau = self._up_time(t)
-            raw: Iterable[float] = (self._error(n, t, tau) for n in _RCV_ERROR_NAMES)
+            raw = (self._error(n, t, tau) for n in _RCV_ERROR_NAMES)
         else:
             raw = _raw_rcv_errors(self.errors, t)
         widths = PortRcvErrorDetails.BITS.values()
@@ -487,7 +488,7 @@ class TrafficProfile:
         raw: Iterable[float]
         if self.history is not None:
             tau = self._up_time(t)
-            raw: Iterable[float] = (self._error(n, t, tau) for n in _DISCARD_NAMES)
+            raw = (self._error(n, t, tau) for n in _DISCARD_NAMES)
         else:
             raw = _raw_discards(self.errors, t)
         widths = PortXmitDiscardDetails.BITS.values()
@@ -930,7 +931,9 @@ def _derive_profile(fabric: Fabric, port: Port) -> TrafficProfile:
         return _unit(seed, *here, salt)
 
     xmit = _flow(seed, here, there, gbps)
-    data_vls = port.info.operational_vls.data_vls
+    vls = port.info.operational_vls
+    assert vls is not None  # known wherever rate_gbps above was
+    data_vls = vls.data_vls
     return TrafficProfile(
         active=True,
         is_switch=is_switch,

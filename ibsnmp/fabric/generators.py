@@ -577,7 +577,7 @@ class _Builder:
             guid=guid,
             info=info,
             pkeys=pkeys,
-            sl2vl=_sl2vl(info.operational_vls.data_vls),
+            sl2vl=_sl2vl(_generated(info.operational_vls).data_vls),
             vl_arb_high=_vl_arb(model.vl_arb_high_cap, high=True),
             vl_arb_low=_vl_arb(model.vl_arb_low_cap, high=False),
             guids=(guid,) if (not is_switch or num == 0) else (),
@@ -676,6 +676,12 @@ _FAULT_TEXT = {
 }
 _SL2VL: dict[int, tuple[int, ...]] = {}
 _VL_ARB: dict[tuple[int, bool], tuple[VlArbEntry, ...]] = {}
+
+
+def _generated(vls: VLCap | None) -> VLCap:
+    """The operational VLs of a port made here: PortTemplate.make always sets them."""
+    assert vls is not None
+    return vls
 
 
 def _sl2vl(data_vls: int) -> tuple[int, ...]:

@@ -84,7 +84,7 @@ def _node(fabric: Fabric, node: Node) -> dict[str, Any]:
     for port, written in zip(node.ports, out["ports"]):
         del written["counter_layout"]
         written["counters"] = _plain(fabric.measured(port))
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 def fabric_to_dict(fabric: Fabric, include_connections: bool = False) -> dict[str, Any]:

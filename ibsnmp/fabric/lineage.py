@@ -106,19 +106,19 @@ class Lineage:
     def get(self, derived: Derived[T], fabric: Any) -> T:
         whole = self._whole
         try:
-            return whole[derived]  # type: ignore[no-any-return]
+            return whole[derived]
         except KeyError:
             # setdefault keeps the first value if two threads raced.
-            return whole.setdefault(derived, derived.build(fabric))  # type: ignore[no-any-return]
+            return whole.setdefault(derived, derived.build(fabric))
 
     def get_for(self, derived: NodeDerived[T], fabric: Any, node: Any) -> T:
         values = self._per_node.get(derived)
         if values is None:
             values = self._per_node.setdefault(derived, {})
         try:
-            return values[node.guid]  # type: ignore[no-any-return]
+            return values[node.guid]
         except KeyError:
-            return values.setdefault(node.guid, derived.build(fabric, node))  # type: ignore[no-any-return]
+            return values.setdefault(node.guid, derived.build(fabric, node))
 
     def successor(self, changed: Aspect, nodes: Iterable[int] | None = None) -> Lineage:
         """The lineage of a snapshot whose structure differs from this one's
@@ -152,7 +152,8 @@ class Lineage:
         serials = [entry[0] for entry in self.ancestry]
         if serial not in serials:
             return None
-        changed, nodes, any_node = Aspect(0), set(), False
+        changed, any_node = Aspect(0), False
+        nodes: set[int] = set()
         for _, aspects, touched in self.ancestry[serials.index(serial) + 1:]:
             changed |= aspects
             if touched is None:

@@ -83,6 +83,13 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+def _known(value: _T | None, name: str) -> _T:
+    """A PortInfo field a derived value needs; None (the provider cannot tell) refused."""
+    if value is None:
+        raise ValueError(f"PortInfo.{name} is not known")
+    return value
+
+
 class PortRef(NamedTuple):
     """A port named by its node GUID and port number; sorts as MIB indexes do."""
 
@@ -150,18 +157,18 @@ class PortInfo(NamedTuple):
 
     @property
     def capabilities(self) -> tuple[str, ...]:
-        return capability_names(self.capability_mask)
+        return capability_names(_known(self.capability_mask, "capability_mask"))
 
     def has(self, capability: CapabilityMask) -> bool:
-        return bool(self.capability_mask & capability)
+        return bool(_known(self.capability_mask, "capability_mask") & capability)
 
     @property
     def generic_diag_code(self) -> DiagCode:
-        return DiagCode(self.diag_code & 0xF)
+        return DiagCode(_known(self.diag_code, "diag_code") & 0xF)
 
     @property
     def vendor_diag_code(self) -> int:
-        return self.diag_code >> 4
+        return _known(self.diag_code, "diag_code") >> 4
 
     @property
     def is_active(self) -> bool:
@@ -169,15 +176,25 @@ class PortInfo(NamedTuple):
 
     @property
     def speed_name(self) -> str:
-        return speed_name(self.link_speed_active, self.link_speed_ext_active)
+        _, speed, speed_ext = self._active_link(width=False)
+        return speed_name(speed, speed_ext)
 
     @property
     def rate_gbps(self) -> float:
-        return link_gbps(self.link_width_active, self.link_speed_active, self.link_speed_ext_active)
+        return link_gbps(*self._active_link())
 
     @property
     def rate(self) -> Rate:
-        return link_rate(self.link_width_active, self.link_speed_active, self.link_speed_ext_active)
+        return link_rate(*self._active_link())
+
+    def _active_link(self, width: bool = True) -> tuple[int, int, int]:
+        """(width, speed, extended speed) active, for iba's rate functions: no
+        extended speed (None) reads as 0, and a non-zero one makes the speed unused."""
+        speed_ext = self.link_speed_ext_active or 0
+        return (_known(self.link_width_active, "link_width_active") if width else 0,
+                self.link_speed_active or 0 if speed_ext
+                else _known(self.link_speed_active, "link_speed_active"),
+                speed_ext)
 
 
 class VlArbEntry(NamedTuple):
@@ -650,10 +667,11 @@ class LinkTraining(NamedTuple):
     """What a link trained to (PortInfo's active width, speeds and VLs),
     kept while the link is down so it comes back the same."""
 
-    width: LinkWidth
-    speed: LinkSpeed
-    speed_ext: LinkSpeedExt
-    operational_vls: VLCap
+    # As PortInfo has them: None where the provider cannot tell.
+    width: LinkWidth | None
+    speed: LinkSpeed | None
+    speed_ext: LinkSpeedExt | None
+    operational_vls: VLCap | None
 
 
 ALWAYS_UP: tuple[tuple[float, float], ...] = ((0.0, float("inf")),)

@@ -175,7 +175,9 @@ def _compute_lft(fabric: Fabric, switch_guid: int) -> bytes:
     lft = bytearray([UNROUTED_PORT]) * (graph.top + 1)
     # Paths already routed through each port: min-hop picks the least used
     # of the equal-cost ports for each DLID in turn, as OpenSM does.
-    load = [0] * (fabric.nodes[switch_guid].num_ports + 1)
+    num_ports = fabric.nodes[switch_guid].num_ports
+    assert num_ports is not None  # a switch in a routed fabric has its NodeInfo
+    load = [0] * (num_ports + 1)
     choices: dict[int, tuple[int, ...]] = {}
     for lid in range(1, graph.top + 1):
         target = lid_switch[lid]
@@ -293,7 +295,7 @@ class Hop:
 
     node_guid: int
     node_type: NodeType
-    system_image_guid: int
+    system_image_guid: int | None  # the node's, which a provider may not know
     in_port: int | None
     out_port: int | None
     in_port_guid: int | None

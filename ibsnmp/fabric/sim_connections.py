@@ -67,7 +67,7 @@ class SimulatedConnections(Mapping[int, NodeConnections]):
         for port in node.ports:
             if port.is_active and port.lid:
                 gid = port.gid()
-                ipoib_qpn = 0x100 + _mix(seed, port.guid, 7) % 0x10000
+                ipoib_qpn = 0x100 + _mix(seed, _guid(port), 7) % 0x10000
                 ud.extend(UdEndpoint(gid, port.lid, qpn) for qpn in (0, 1, ipoib_qpn))
         connected = []
         count = len(self._hosts)
@@ -89,7 +89,7 @@ class SimulatedConnections(Mapping[int, NodeConnections]):
     def _connection(self, client: int, server: int, offset: int, local_is_client: bool) -> ConnectedQp:
         seed = self._seed
         a, b = self._endpoint(client), self._endpoint(server)
-        key = (a.guid, b.guid, offset)
+        key = (_guid(a), _guid(b), offset)
         client_qpn = 0x100 + _mix(seed, *key, 1) % _QPN_SPACE
         server_qpn = 0x100 + _mix(seed, *key, 2) % _QPN_SPACE
         client_state, server_state = _states(_unit(seed, *key, 3))
@@ -116,3 +116,9 @@ def _offsets(seed: int, count: int) -> tuple[int, ...]:
         return ()
     chosen = {1, count // 2, 1 + _mix(seed, count, 5) % (count - 1)}
     return tuple(sorted(d for d in chosen if 0 < d < count))
+
+
+def _guid(port: Port) -> int:
+    """A simulated port's GUID: the simulation gives every port one."""
+    assert port.guid is not None
+    return port.guid

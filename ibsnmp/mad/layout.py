@@ -12,11 +12,20 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 FieldValue = int | bytes | str | tuple[int, ...]
 Decoder = Callable[[bytes | bytearray], dict[str, FieldValue]]
 Packer = Callable[..., bytearray]
 Reader = Callable[[bytes | bytearray], tuple[FieldValue, ...]]
+
+
+def field_int(value: FieldValue) -> int:
+    """`int(value)` of an integer field's value, typed: only a tuple (an array
+    field) is refused, as int() refuses it."""
+    if isinstance(value, tuple):
+        raise TypeError(f"an array field has no int value: {value!r}")
+    return int(value)
 
 
 class LayoutError(ValueError):
@@ -206,8 +215,7 @@ class Layout:
         found = self._readers.get(key)
         if found is None:
             wanted = tuple(self._field(n) for n in key)
-            reader = compile_decoder(self, wanted, as_tuple=True)
-            found = self._readers[key] = reader  # type: ignore[assignment]
+            found = self._readers[key] = compile_decoder(self, wanted, as_tuple=True)
         return found
 
     def packer(self, names: Sequence[str], fixed: Mapping[str, FieldValue] | None = None) -> Packer:
@@ -345,7 +353,13 @@ def _generated(source: list[str], namespace: dict[str, object], name: str) -> Ca
     return namespace[name]  # type: ignore[return-value]
 
 
-def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: bool = False) -> Decoder:
+@overload
+def compile_decoder(layout: Layout, fields: Sequence[Field],
+                    as_tuple: Literal[False] = False) -> Decoder: ...
+@overload
+def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: Literal[True]) -> Reader: ...
+def compile_decoder(layout: Layout, fields: Sequence[Field],
+                    as_tuple: bool = False) -> Decoder | Reader:
     """A function equal to `layout.decode_generic` restricted to `fields` (or to
     the tuple of its values, `as_tuple`)."""
     plan = _plan(fields)
@@ -452,7 +466,7 @@ def compile_packer(layout: Layout, fields: Sequence[Field],
         for f in span.fields:
             shift, mask = span.cut(f)
             if f.name in constants:
-                folded |= int(constants[f.name]) << shift  # type: ignore[call-overload]
+                folded |= field_int(constants[f.name]) << shift
                 continue
             a = argument[f.name]
             # The common case (a plain int in range) costs one test, no call.

@@ -17,7 +17,7 @@ from ibsnmp.mad.attributes import (
     METHOD_GET,
     Attribute,
 )
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 
 # The permissive LID: a directed-route SMP's DR SLID/DLID when the whole
 # route, at both ends, is directed (IBA 14.2.2).
@@ -141,9 +141,9 @@ def _checked_status(mad: bytes, attribute: Attribute) -> int:
     if not response:
         raise MadError("not a response")
     if attribute_id != attribute.attribute_id:
-        raise MadError(f"answer for attribute {attribute_id:#06x}, "
+        raise MadError(f"answer for attribute {field_int(attribute_id):#06x}, "
                        f"asked {attribute.attribute_id:#06x}")
-    return int(status)  # type: ignore[arg-type]
+    return field_int(status)
 
 
 def reply_octets(mad: bytes, attribute: Attribute) -> tuple[int, bytes]:

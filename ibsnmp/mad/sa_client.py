@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.packets import decode_reply, directed_route_get
 from ibsnmp.mad.sa_records import (
     INFORM_INFO,
@@ -322,7 +322,7 @@ class SaClient:
                                complete=True)
             if header["RMPPType"] in (RMPP_STOP, RMPP_ABORT):
                 raise UmadError(errno.EPROTO, f"SA {attribute.name}: the transfer was "
-                                              f"stopped (RMPP status {header['RMPPStatus']})")
+                                              f"stopped (RMPP status {field_int(header['RMPPStatus'])})")
             if header["RMPPType"] != RMPP_DATA or header["RMPPData1"] == 0:
                 # RMPP flagged but not numbered: no RMPP underneath (ibsim).
                 # Shorter than a MAD: the sender's whole answer; else perhaps cut.
@@ -367,7 +367,7 @@ class SaClient:
 class SaPort(UmadPort):
     """A port with an SA agent (Reports included) and directed-route SMPs, to find the SM."""
 
-    CLASSES = (CLASS_SUBN_DIRECTED_ROUTE,)
+    CLASSES: tuple[int, ...] = (CLASS_SUBN_DIRECTED_ROUTE,)
 
     def __init__(self, ca: str | None = None, port: int = 0) -> None:
         super().__init__(ca, port)
@@ -426,4 +426,4 @@ def subscribed_traps(client: SaClient, subscriber_gid: int) -> set[int]:
     (GetTable(InformInfoRecord) by SubscriberGID). A transport that cuts long
     answers (ibsim: 256 octets) shows only the first few."""
     answer = client.get_table(INFORM_INFO_RECORD, {"SubscriberGID": subscriber_gid.to_bytes(16, "big")})
-    return {int(r["TrapNumber"]) for r in answer.records if r["IsGeneric"]}  # type: ignore[call-overload]
+    return {field_int(r["TrapNumber"]) for r in answer.records if r["IsGeneric"]}

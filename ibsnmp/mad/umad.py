@@ -137,7 +137,7 @@ class UmadPort:
     keep many MADs in flight (see `ibsnmp.mad.window`).
     """
 
-    CLASSES = (CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED, CLASS_PERF_MGT)
+    CLASSES: tuple[int, ...] = (CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED, CLASS_PERF_MGT)
 
     def __init__(self, ca: str | None = None, port: int = 0) -> None:
         self._lib = library()

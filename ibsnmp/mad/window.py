@@ -86,13 +86,13 @@ class MadWindow:
                 deadlines.popleft()  # answered already
             answer = receive(max(deadlines[0][0] - clock(), 0.0))
             if answer is not None:
-                item = in_flight.pop(from_bytes(answer[TID_OURS_START:TID_OURS_END], "big"),
-                                     None)
-                if item is None:
+                asked = in_flight.pop(from_bytes(answer[TID_OURS_START:TID_OURS_END], "big"),
+                                      None)
+                if asked is None:
                     stats.stray += 1
                 else:
                     stats.answered += 1
-                    item[2](answer)
+                    asked[2](answer)
             if deadlines and deadlines[0][0] <= clock():
                 self._expire(clock())
         return stats

@@ -99,6 +99,11 @@ class VirtualMib(Protocol):
 
     subtrees: Subtrees
 
+    @property
+    def object_oids(self) -> list[Oid]:
+        """Every scalar and column it serves, in OID order."""
+        ...
+
     def get_cell(self, target: ContextTarget, oid: Oid) -> Cell | Missing:
         """The cell at `oid`, or NO_SUCH_OBJECT / NO_SUCH_INSTANCE."""
         ...

@@ -80,7 +80,7 @@ def _max_gids(row: Any) -> int:
     return _gid_count(size)
 
 
-def _attr(name: str):  # type: ignore[no-untyped-def]
+def _attr(name: str):
     """A TruthValue column read from one CaInfo flag."""
     return lambda node, target: _truth(getattr(node.ca, name))
 

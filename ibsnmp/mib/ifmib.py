@@ -52,7 +52,9 @@ MAX_GAUGE32 = 4_294_967_295  # ifSpeed above this reads this (RFC 2863)
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
 ENABLED, DISABLED = 1, 2  # ifLinkUpDownTrapEnable
-ALIAS_OCTETS = size_range(definitions().objects["ifAlias"].syntax)[1]  # 64
+_ALIAS_SIZE = size_range(definitions().objects["ifAlias"].syntax)
+assert _ALIAS_SIZE is not None  # ifAlias is a DisplayString (SIZE(0..64))
+ALIAS_OCTETS = _ALIAS_SIZE[1]  # 64
 
 
 class InterfaceEvents(Protocol):

@@ -455,7 +455,7 @@ def _sl2vl_index(num: int) -> int:
     return NO_DATA_PORT if num == 0 else num
 
 
-def _vl_arb_rows(high: bool):  # type: ignore[no-untyped-def]
+def _vl_arb_rows(high: bool):
     """VLArbitration entries of each data port, 1-based (up to 64); an entry
     naming VL15 is ignored by IBA and the draft's VL range stops at 14."""
 

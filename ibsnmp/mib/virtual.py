@@ -731,11 +731,12 @@ class InfinibandMib:
             if found.codec is None:
                 if suffix != (0,):
                     raise SetError("noCreation", index, "a scalar's instance is .0")
-                instance: tuple[Any, ...] | None = ()
+                instance: tuple[Any, ...] = ()
             else:
-                instance = found.codec.decode(suffix)
-                if instance is None:
+                decoded = found.codec.decode(suffix)
+                if decoded is None:
                     raise SetError("noCreation", index, "not a valid instance of the table")
+                instance = decoded
             plain = checked_value(found.obj, value, index)
             request = WriteRequest(index, found.obj.name, instance, plain)
             by_writer.setdefault(id(found.writer), (found.writer, []))[1].append(request)

@@ -97,6 +97,13 @@ def detect_layout(draft_text: str) -> str:
 
 # --- paginated drafts -------------------------------------------------------
 
+def _module_start(text: str) -> re.Match[str]:
+    """Where the module starts in text that detect_layout found one in."""
+    match = MODULE_START.search(text)
+    assert match is not None
+    return match
+
+
 def _from_paged_text(draft_text: str) -> str:
     lines = [line.rstrip() for line in draft_text.replace("\f", "\n").splitlines()]
     lines = _drop_page_breaks(lines)
@@ -109,7 +116,7 @@ def _from_paged_text(draft_text: str) -> str:
     if end is None:
         raise ExtractError("no line holding only 'END' after the module start")
     body = lines[start : end + 1]
-    body[0] = body[0][MODULE_START.search(body[0]).start() :]
+    body[0] = body[0][_module_start(body[0]).start() :]
     return _dedent("\n".join(body)) + "\n"
 
 
@@ -153,7 +160,7 @@ def _dedent(text: str) -> str:
 
 def _numbered_line_start(draft_text: str) -> int | None:
     """Line number just before the module start, when the text carries them."""
-    match = MODULE_START.search(draft_text)
+    match = _module_start(draft_text)
     before = re.search(r"(?:^|\s)(\d+)\s+$", draft_text[: match.start()])
     if before is None:
         return None
@@ -167,7 +174,7 @@ def _numbered_line_start(draft_text: str) -> int | None:
 
 def _from_numbered_lines(draft_text: str) -> str:
     """Cut the text at each embedded line number; numbers run upwards with gaps."""
-    match = MODULE_START.search(draft_text)
+    match = _module_start(draft_text)
     number = _numbered_line_start(draft_text)
     assert number is not None
     rest = draft_text[match.start() :]
@@ -198,7 +205,7 @@ def _from_numbered_lines(draft_text: str) -> str:
 # --- one collapsed line ------------------------------------------------------
 
 def _from_collapsed_line(draft_text: str) -> str:
-    match = MODULE_START.search(draft_text)
+    match = _module_start(draft_text)
     text = FOLDED_PAGE_BREAK.sub(" ", draft_text[match.start() :])
     end = _end_token(text)
     if end is None:

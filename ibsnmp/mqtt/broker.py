@@ -23,8 +23,9 @@ import os
 import random
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -196,7 +197,8 @@ class Backoff:
         return random.uniform(current / 2, current)
 
 
-OnConnect = Callable[[aiomqtt.Client], Awaitable[None]]
+# A coroutine function: run_session runs it as a task.
+OnConnect = Callable[[aiomqtt.Client], Coroutine[Any, Any, None]]
 OnLost = Callable[[str], None]
 
 

@@ -524,7 +524,8 @@ class _Binder:
                                          " (it is down as generated, with no peer port)")
             if action == "port-up":
                 return [(action, port.ref, {"state": p["state"]}, 0.0)]
-            steps = [(action, port.ref, {"phys": p["phys"]}, 0.0)]
+            steps: list[tuple[str, PortRef, Mapping[str, Any], float]] = [
+                (action, port.ref, {"phys": p["phys"]}, 0.0)]
             if p.get("up_after"):
                 steps.append(("port-up", port.ref, {"state": PortState.ACTIVE}, p["up_after"]))
             return steps
@@ -727,6 +728,7 @@ def _system_image_guid(fabric: Fabric, step: Step, at: float) -> tuple[Fabric, t
     node = fabric.nodes[step.target.guid]
     guid = step.params["guid"]
     if guid is None:
+        assert node.system_image_guid is not None  # a simulated node has one
         guid = (node.system_image_guid + 1) & ((1 << 64) - 1)
     new = with_node_info(fabric, node.guid, system_image_guid=guid)
     event = TrapEvent(IbaTrap.SYSTEM_IMAGE_GUID_CHANGED, node.guid, _issuer_lid(fabric, node.management_port),

@@ -72,6 +72,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
@@ -122,7 +123,7 @@ def _is_ib(reading: PortReading) -> bool:
     return reading.link_layer != "Ethernet"
 
 
-_UNKNOWN_INFO = dict.fromkeys(PortInfo._fields)
+_UNKNOWN_INFO: dict[str, Any] = dict.fromkeys(PortInfo._fields)
 
 
 def _port(node_guid: int, r: PortReading, state: PortState) -> Port:

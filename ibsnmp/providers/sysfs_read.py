@@ -317,11 +317,11 @@ class _PortPlan:
         self.num = num
         self.dir = directory
         self.attrs = [f"{directory}/{name}" for name, _ in _PORT_ATTRS]
-        self.counters = self._files(f"{directory}/counters", COUNTER_FILES, before.counters if before else [])
+        self.counters: list[tuple[str, str]] = self._files(f"{directory}/counters", COUNTER_FILES, before.counters if before else [])
         self.wide = _WIDE if any(name == "unicast_xmit_pkts" for name, _ in self.counters) else _NOT_WIDE
-        self.hw = self._files(f"{directory}/hw_counters", HW_COUNTERS, before.hw if before else [])
-        self.gid_paths = _listing(f"{directory}/gids", before.gid_paths if before else [])
-        self.pkey_paths = _listing(f"{directory}/pkeys", before.pkey_paths if before else [])
+        self.hw: list[tuple[str, str]] = self._files(f"{directory}/hw_counters", HW_COUNTERS, before.hw if before else [])
+        self.gid_paths: list[str] = _listing(f"{directory}/gids", before.gid_paths if before else [])
+        self.pkey_paths: list[str] = _listing(f"{directory}/pkeys", before.pkey_paths if before else [])
         self.gids: tuple[int, ...] = before.gids if before else ()
         self.pkeys: tuple[int, ...] = before.pkeys if before else ()
         self.tables_at: float | None = before.tables_at if before else None  # when the tables were read
@@ -494,7 +494,7 @@ class SysfsReader:
     def _device(self, plan: _DevicePlan, now: float, full: bool) -> DeviceReading:
         fast = [self._get(path, parse) for path, (_, parse) in zip(plan.fast, _DEVICE_FAST)]
         ports = tuple(self._port(port, now, full) for port in plan.ports)
-        return DeviceReading(plan.name, *fast, *plan.static, ports)  # type: ignore[arg-type]
+        return DeviceReading._make((plan.name, *fast, *plan.static, ports))
 
     def _port(self, plan: _PortPlan, now: float, full: bool) -> PortReading:
         get = self._get
@@ -516,4 +516,4 @@ class SysfsReader:
                 value = get(path, _dec, directory)
                 if value is not None:
                     counters[field] = value
-        return PortReading(plan.num, *attrs, plan.gids, plan.pkeys, counters, plan.wide)  # type: ignore[arg-type]
+        return PortReading._make((plan.num, *attrs, plan.gids, plan.pkeys, counters, plan.wide))

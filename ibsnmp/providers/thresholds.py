@@ -179,19 +179,21 @@ class ThresholdWatcher:
                 value = values[i]
                 if value is None:  # a measured port whose device does not report it
                     continue
-                if rearmed[i] is None:  # reported for the first time: the baseline
+                base = rearmed[i]
+                if base is None:  # reported for the first time: the baseline
                     rearmed[i] = value
                     continue
                 cleared = history.cleared_at(counter) if history is not None else None
                 if cleared is not None and last is not None and cleared >= last[1]:
-                    rearmed[i] = 0  # cleared since the last poll: it counts from 0
-                elif value < armed[i]:
-                    rearmed[i] = value
+                    base = 0  # cleared since the last poll: it counts from 0
+                elif value < base:
+                    base = value
+                rearmed[i] = base
                 threshold = getattr(port.info, threshold_field)
                 if threshold is None:
                     threshold = DEFAULT_THRESHOLDS[threshold_field]
                 threshold = max(1, threshold)
-                if value - rearmed[i] >= threshold:
+                if value - base >= threshold:
                     clear = self.clear_after_trap and value + threshold > _TOP[i]
                     crossings.append(Crossing(ref, trap, counter, value, threshold, clear))
                     rearmed[i] = value

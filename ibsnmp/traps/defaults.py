@@ -11,6 +11,7 @@ only if given.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.model import Fabric, Node, Port
@@ -58,7 +59,7 @@ def default_event(fabric: Fabric, trap: IbaTrap, node_guid: int | None = None,
     peer_port = _peer_port(fabric, port) if port is not None else None
     peer_node = fabric.nodes.get(peer_port.node_guid) if peer_port is not None else None
     peer_lid = peer_node.management_port.info.lid if peer_node is not None else 0
-    values: dict[str, int] = {
+    values: dict[str, int | None] = {  # None: the provider cannot tell
         "lid": mgmt.info.lid,
         "port": port.num if port is not None else 1,
         "capability_mask": mgmt.info.capability_mask,
@@ -78,7 +79,8 @@ def default_event(fabric: Fabric, trap: IbaTrap, node_guid: int | None = None,
         "key": _bad_key(trap, port or mgmt),
     }
     needed = set(spec_of(trap).fields)
-    fields = {name: value for name, value in values.items() if name in needed}
+    # TrapEvent's keyword fields, the required lid among them.
+    fields: dict[str, Any] = {name: value for name, value in values.items() if name in needed}
     fields.update({k: v for k, v in overrides.items() if k not in ("trap", "node_guid")})
     return TrapEvent(trap=trap, node_guid=node.guid, **fields)
 

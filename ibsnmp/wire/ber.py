@@ -197,7 +197,7 @@ def more_arcs(element: bytes, rest: int, count: int) -> tuple[Oid, int]:
     return tuple(_arcs(element[rest:end])), 0 if end == len(element) else end
 
 
-class _SubIdentifiers(dict):  # type: ignore[type-arg]
+class _SubIdentifiers(dict[int, re.Pattern[bytes]]):
     """n -> the compiled pattern of n sub-identifiers, made on first use."""
 
     def __missing__(self, count: int) -> re.Pattern[bytes]:

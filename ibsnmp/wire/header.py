@@ -56,12 +56,13 @@ GET, GET_NEXT, RESPONSE, SET, TRAP_V1 = 0xA0, 0xA1, 0xA2, 0xA3, 0xA4
 GET_BULK, INFORM, TRAP_V2, REPORT = 0xA5, 0xA6, 0xA7, 0xA8
 
 V1, V2C, V3 = Version.V1, Version.V2C, Version.V3
-PDU_TAGS = {V1: frozenset({GET, GET_NEXT, RESPONSE, SET, TRAP_V1}),
+PDU_TAGS: dict[int, frozenset[int]] = {V1: frozenset({GET, GET_NEXT, RESPONSE, SET, TRAP_V1}),
             V2C: frozenset({GET, GET_NEXT, RESPONSE, SET, GET_BULK, INFORM, TRAP_V2, REPORT})}
 # error-status and error-index: RFC 3416 bounds them (0..18, 0..max-bindings);
 # RFC 1157 leaves them plain INTEGERs, and an SNMPv1 request's are ignored.
-ERROR_FIELDS = {V1: ((INT32_MIN, INT32_MAX), (INT32_MIN, INT32_MAX)),
-                V2C: ((0, 18), (0, INT32_MAX))}
+ERROR_FIELDS: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {
+    V1: ((INT32_MIN, INT32_MAX), (INT32_MIN, INT32_MAX)),
+    V2C: ((0, 18), (0, INT32_MAX))}
 MAX_GENERIC_TRAP = 6  # enterpriseSpecific (RFC 1157)
 
 USM = SecurityModel.USM  # msgSecurityModel of the User-based Security Model
@@ -414,9 +415,9 @@ def _read_v3(data: bytes, pos: int, end: int) -> V3Message:
     if data_end != end:
         raise HeaderError("octets after msgData")
     if model != USM:
-        pdu = None if flags & FLAG_PRIV else _scoped_pdu(data, data_start, data_end)
+        scoped = None if flags & FLAG_PRIV else _scoped_pdu(data, data_start, data_end)
         return V3Message(message_id, max_size, flags, model, None,
-                         pdu=pdu[2] if pdu is not None else None)
+                         pdu=scoped[2] if scoped is not None else None)
     usm_start, usm_end = _span(data, params_start, params_end, SEQUENCE)
     if usm_end != params_end:
         raise HeaderError("octets after the USM parameters")

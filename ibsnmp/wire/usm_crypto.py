@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 try:  # RFC 3826 fixes CFB; newer cryptography files it with the legacy modes
     from cryptography.hazmat.decrepit.ciphers.modes import CFB
 except ImportError:  # pragma: no cover - cryptography before the move
-    from cryptography.hazmat.primitives.ciphers.modes import CFB  # type: ignore[no-redef]
+    from cryptography.hazmat.primitives.ciphers.modes import CFB
 try:  # DES as TripleDES with one key thrice (EDE with K1=K2=K3 is single DES)
     from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
 except ImportError:  # pragma: no cover - cryptography before the move
-    from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES  # type: ignore
+    from cryptography.hazmat.primitives.ciphers.algorithms import TripleDES
 
 from .usm_keys import AuthProtocol, PrivProtocol
 
@@ -116,6 +116,7 @@ class PrivKey:
 
     def __init__(self, priv: PrivProtocol, key: bytes) -> None:
         self._des = priv.cipher == "des-cbc"
+        self._algorithm: TripleDES | algorithms.AES
         if self._des:
             # RFC 3414 8.1.1.1: the first 8 octets are the DES key, the last 8 the pre-IV.
             with warnings.catch_warnings():

@@ -39,7 +39,7 @@ CONFIRMED_PDUS = frozenset({GET, GET_NEXT, GET_BULK, SET, INFORM})
 # The security level of msgFlags' auth and priv bits (priv alone is refused first).
 _LEVELS = {0: NO_AUTH_NO_PRIV, FLAG_AUTH: AUTH_NO_PRIV, FLAG_AUTH | FLAG_PRIV: AUTH_PRIV}
 # msgFlags of a response at each security level (never reportable: RFC 3412 6.4).
-_LEVEL_FLAGS = {NO_AUTH_NO_PRIV: 0, AUTH_NO_PRIV: FLAG_AUTH, AUTH_PRIV: FLAG_AUTH | FLAG_PRIV}
+_LEVEL_FLAGS: dict[int, int] = {NO_AUTH_NO_PRIV: 0, AUTH_NO_PRIV: FLAG_AUTH, AUTH_PRIV: FLAG_AUTH | FLAG_PRIV}
 
 
 _SNMPV2_MIB, _MPD_MIB, _USM_MIB = "__SNMPv2-MIB", "__SNMP-MPD-MIB", "__SNMP-USER-BASED-SM-MIB"
@@ -85,15 +85,23 @@ class UsmUser:
 
 
 class UserEntry(Protocol):
-    """What agent.config.User offers (a Protocol keeps wire/ free of agent/)."""
+    """What agent.config.User offers (a Protocol keeps wire/ free of agent/).
+    Read-only members: User is frozen, and its access and view are narrower str."""
 
-    name: str
-    auth: str
-    auth_key: str
-    priv: str | None
-    priv_key: str | None
-    access: str
-    view: str | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def auth(self) -> str: ...
+    @property
+    def auth_key(self) -> str: ...
+    @property
+    def priv(self) -> str | None: ...
+    @property
+    def priv_key(self) -> str | None: ...
+    @property
+    def access(self) -> str: ...
+    @property
+    def view(self) -> str | None: ...
 
 
 def localize_users(users: Iterable[UserEntry], engine_id: bytes) -> dict[bytes, UsmUser]:
