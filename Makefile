@@ -14,6 +14,7 @@ STAMP := $(VENV)/.installed
 RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 
 test: setup
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -ra
 
 # The agent on a small simulated fat-tree, for a try from another shell.

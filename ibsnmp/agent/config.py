@@ -313,8 +313,8 @@ def merge_settings(
         endpoints = tuple(parse_endpoint(text) for text in DEFAULT_LISTEN)
         optional = tuple(e for e in endpoints if e.ipv6)
     if communities:
-        entries = [{"name": name, "access": "read"} for name in communities]
-        comms = _parse_communities(entries, flag_fail, key=community_key)
+        comms = _parse_communities([{"name": name, "access": "read"} for name in communities],
+                                   flag_fail, key=community_key)
     elif file.communities is not None:
         comms = file.communities  # may be explicitly empty: v3 only
     elif file.users:
@@ -322,9 +322,10 @@ def merge_settings(
     else:
         comms = (Community(name="public", access="read"),)
     if write_communities:
-        entries = [{"name": c.name, "access": c.access, "source": [str(n) for n in c.sources]}
-                   | ({"view": c.view} if c.view else {})
-                   for c in comms]
+        entries: list[dict[str, Any]] = [
+            {"name": c.name, "access": c.access, "source": [str(n) for n in c.sources]}
+            | ({"view": c.view} if c.view else {})
+            for c in comms]
         entries += [{"name": name, "access": "write"} for name in write_communities]
         try:
             comms = _parse_communities(entries, flag_fail, key=write_community_key)
@@ -413,7 +414,7 @@ def _parse_access(table: Mapping[str, Any], key: str, fail) -> Access:
     access = _expect(table.get("access", "read"), str, key, fail)
     if access not in ("read", "write"):
         raise fail(key, 'expected "read" or "write"')
-    return access  # type: ignore[return-value]
+    return access
 
 
 def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Community, ...]:
@@ -730,7 +731,7 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
             rate = _number(entry, "rate_limit", at, fail, integer=False, minimum=0.001,
                            default=None)
         result.append(TrapTarget(
-            address=address, version=version, kind=kind,  # type: ignore[arg-type]
+            address=address, version=version, kind=kind,
             community=community, user=user,
             timeout=_number(entry, "timeout", at, fail, integer=False, minimum=0.01,
                             default=DEFAULT_INFORM_TIMEOUT),

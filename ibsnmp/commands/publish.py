@@ -48,7 +48,7 @@ def _publish(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(provider, publisher))
 
 
-async def _serve(provider, publisher) -> int:  # type: ignore[no-untyped-def]
+async def _serve(provider, publisher) -> int:
     from ibsnmp.mqtt.publisher import publishing
 
     stop = asyncio.Event()

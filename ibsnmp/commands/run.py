@@ -217,7 +217,7 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--provider live: {exc}") from None
 
 
-def _services(settings: AgentSettings, provider: Provider, publisher=None,  # type: ignore[no-untyped-def]
+def _services(settings: AgentSettings, provider: Provider, publisher=None,
               subagent_of=None):
     """What runs beside the agent: the AgentX subagent (`subagent_of(agent)`,
     with --agentx), the notification originator, then the provider, then the
@@ -274,7 +274,7 @@ def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettin
     return replace(settings, engine_id=engine.engine_id, engine_boots=engine.boots)
 
 
-def _open_state(state_dir: Path, args: argparse.Namespace,  # type: ignore[no-untyped-def]
+def _open_state(state_dir: Path, args: argparse.Namespace,
                 limits: Limits):
     """The write store: the state file (loaded if present), session and result limits."""
     from ibsnmp.mib.write import state_value_problem
@@ -340,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
     settings = dataclasses.replace(
         settings, system=with_saved_values(settings.system, state.config.system))
 
-    def announce(agent) -> None:  # type: ignore[no-untyped-def]
+    def announce(agent) -> None:
         community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
         switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
         lines = [f"ibsnmp: serving {summary}"]
@@ -366,7 +366,7 @@ def _run(args: argparse.Namespace) -> int:
 
         contexts = AggregatorContexts(provider)
 
-    def started(agent) -> None:  # type: ignore[no-untyped-def]
+    def started(agent) -> None:
         agent.reload_hooks.append(link_traps.reload)
         announce(agent)
         settle()  # the fabric, the MIB modules and the engine live as long as the agent
@@ -377,7 +377,7 @@ def _run(args: argparse.Namespace) -> int:
 
         agentx_settings = settings.agentx
 
-        def subagent_of(agent):  # type: ignore[no-untyped-def]
+        def subagent_of(agent):
             return build_subagent(agentx_settings, contexts, mib, lambda: provider.snapshot,
                                   sys_up_time(agent.engine.engine))
 

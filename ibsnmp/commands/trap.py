@@ -133,7 +133,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     event.add_argument("--node", type=_hex, metavar="GUID",
                        help="node GUID raising the trap (default: the fabric's local node; a "
                             "switch for switch traps); v3 context = its GUID")
-    metavars = {_hex: "HEX", _gid: "GID"}
+    metavars: dict[Callable[[str], int], str] = {_hex: "HEX", _gid: "GID"}
     for field, parse, text in FIELD_OPTIONS:
         event.add_argument("--" + field.replace("_", "-"), dest=field, type=parse,
                            metavar=metavars.get(parse, "N"), help=text)

@@ -165,7 +165,9 @@ def _name_counters(result: Refresh, answers: Mapping[tuple[int, int], Counters],
         else:
             answer.update(detail.values)
             ports[ref.port] = pma_values(answer, wide_of(key, narrow), detail.fields)
-        thresholds[ref] = (answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors"))
+        integrity, overrun = answer.get("LocalLinkIntegrityErrors"), answer.get("ExcessiveBufferOverrunErrors")
+        thresholds[ref] = (integrity if isinstance(integrity, int) else None,
+                           overrun if isinstance(overrun, int) else None)
 
 
 _NARROW: frozenset[str] = frozenset()  # no 64-bit counter read

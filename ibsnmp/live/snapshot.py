@@ -406,14 +406,14 @@ def build_fabric(subnet: Subnet, local_guid: int, *,
     read; `counters` are the PMA counters of each port (a port without is
     served as one without a PMA)."""
     infos: dict[int, dict[int, PortInfo]] = {}
-    for node in subnet.nodes.values():
-        per_node = infos[node.guid] = {}
-        for num, raw in node.ports.items():
-            raw = (port_infos or {}).get(PortRef(node.guid, num), raw)
+    for found in subnet.nodes.values():
+        per_node = infos[found.guid] = {}
+        for num, swept in found.ports.items():
+            raw = (port_infos or {}).get(PortRef(found.guid, num), swept)
             info = _port_info(raw)
             if info is None:
                 log.warning("live: %016x port %d: PortState %s is no state; port left out",
-                            node.guid, num, raw["PortState"])
+                            found.guid, num, raw["PortState"])
                 continue
             per_node[num] = info
     # A link is up while neither end is Down; a cable whose link is down has no peer.

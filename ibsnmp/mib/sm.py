@@ -425,7 +425,7 @@ _SWITCH_INFO = TableBinding(
 
 class _Vector(NamedTuple):
     key: bytes  # the P_Key or MGID the vector belongs to
-    index: int
+    number: int  # the vector's index (`index` is tuple's method)
     data: bytes
 
 
@@ -486,7 +486,7 @@ def _vector_columns(table: str, key_column: str, element: int) -> dict[str, Any]
     return {
         f"ibSm{table}SubnetPrefix": _subnet_prefix,
         key_column: lambda v, t: v.key,
-        f"ibSm{table}VectorIndex": lambda v, t: v.index,
+        f"ibSm{table}VectorIndex": lambda v, t: v.number,
         f"ibSm{table}Vector": lambda v, t: v.data,
         f"ibSm{table}VectorSize": lambda v, t: len(v.data),
         f"ibSm{table}VectorElementSize": lambda v, t: element,
@@ -820,7 +820,7 @@ def _ca_sl2vl_rows(target: ContextTarget) -> Iterator[Row]:
                 yield (prefix, key, port.num), port
 
 
-def _sl_columns(table: str, get) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _sl_columns(table: str, get) -> dict[str, Any]:
     return {f"ibSm{table}SL{sl}toVL": (lambda r, t, sl=sl: get(r)[sl]) for sl in range(16)}
 
 
@@ -914,7 +914,7 @@ def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
     def current() -> PartitionBuffer:
         return state.config.partition_buffer if state is not None else PartitionBuffer()
 
-    def operand(get):  # type: ignore[no-untyped-def]
+    def operand(get):
         return lambda t: get(current().operands(_prefix(t.fabric)))
 
     return (

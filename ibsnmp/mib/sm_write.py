@@ -632,13 +632,13 @@ LIVE_SM_NOT_WRITABLE = ("a live subnet manager owns its configuration (opensm.co
 
 
 def sm_writers(state: AgentState) -> tuple[WriterBinding, ...]:
-    def bound(plan):  # type: ignore[no-untyped-def]
+    def bound(plan):
         return lambda target, requests, txn: plan(state, target, requests, txn)
 
-    def sm_owned(plan):  # type: ignore[no-untyped-def]
+    def sm_owned(plan):
         # With a live SM these are the SM's own settings: no MAD writes them
         # for good (the SM programs them again on its next sweep).
-        def run(target, requests, txn):  # type: ignore[no-untyped-def]
+        def run(target, requests, txn):
             if not state.sm_config_writable:
                 raise SetError("notWritable", 0, LIVE_SM_NOT_WRITABLE)
             plan(state, target, requests, txn)

@@ -166,11 +166,11 @@ def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
         current = port(PortRef(guid, num))
         if current is None:
             continue
-        name = "vl_arb_high" if priority == HIGH else "vl_arb_low"
-        entries = getattr(current, name)
+        entries = current.vl_arb_high if priority == HIGH else current.vl_arb_low
         if entries and entries[0].weight != weight:
-            changed = (VlArbEntry(entries[0].vl, weight),) + tuple(entries[1:])
-            ports[current.ref] = dataclasses.replace(current, **{name: changed})
+            weighted = (VlArbEntry(entries[0].vl, weight),) + tuple(entries[1:])
+            ports[current.ref] = (dataclasses.replace(current, vl_arb_high=weighted) if priority == HIGH
+                                  else dataclasses.replace(current, vl_arb_low=weighted))
     partitions = fabric.partitions
     if state.partitions:
         partitions, pkey_changes = _partitions(fabric, state.partitions)
@@ -185,7 +185,8 @@ def apply_config(fabric: Fabric, state: ConfigState) -> Fabric:
     sms = _sms(fabric.sms, state.sm) if state.sm else fabric.sms
     sm_config = fabric.sm_config
     if state.sm_config and sm_config is not None:
-        sm_config = dataclasses.replace(sm_config, **dict(state.sm_config))
+        written: dict[str, Any] = dict(state.sm_config)  # SmConfig field -> value
+        sm_config = dataclasses.replace(sm_config, **written)
     # What the edits touch; the rest of what the provider's snapshot
     # derived (routing, counters, sorted keys ...) is kept.
     changed = ((Aspect.NODES if ports else Aspect(0))
@@ -408,7 +409,7 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
         unknown = sorted(set(entry) - allowed)
         if unknown:
             raise fail(f"{key}.{unknown[0]}" if key != "document" else unknown[0], "unknown key")
-        return entry  # type: ignore[no-any-return]
+        return entry
 
     def served(value: Any, key: str, descriptor: str) -> Any:
         problem = mib_problem(descriptor, value)
@@ -424,7 +425,7 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
             raise fail(key, "expected an integer")
         if field is not None and not field[0] <= value <= field[1]:
             raise fail(key, f"expected an integer {field[0]}..{field[1]}")
-        return served(value, key, descriptor)  # type: ignore[no-any-return]
+        return served(value, key, descriptor)
 
     def hexint(value: Any, key: str, bits: int) -> int:
         text = expect(value, str, key)
@@ -445,13 +446,13 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
             data = bytes.fromhex(expect(value, str, key))
         except ValueError:
             raise fail(key, "expected hexadecimal octets") from None
-        return served(data, key, descriptor)  # type: ignore[no-any-return]
+        return served(data, key, descriptor)
 
     def text(value: Any, key: str, descriptor: str) -> bytes:
         data = expect(value, str, key)
         if not data.isascii():
             raise fail(key, f"not a value of {descriptor}: not NVT ASCII text")
-        return served(data.encode("ascii"), key, descriptor)  # type: ignore[no-any-return]
+        return served(data.encode("ascii"), key, descriptor)
 
     def entries(name: str) -> list[tuple[str, dict[str, Any]]]:
         listed = expect(doc.get(name, []), list, name)

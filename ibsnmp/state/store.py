@@ -399,7 +399,7 @@ class ConfiguredProvider:
 
     @property
     def epoch(self) -> float:
-        return self._inner.epoch  # type: ignore[no-any-return]
+        return self._inner.epoch
 
     def add_listener(self, listener: Callable[[TrapEvent], None]) -> None:
         self._inner.add_listener(listener)
