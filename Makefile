@@ -9,7 +9,7 @@ DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman r
   podman-compose ibsim-utils opensm infiniband-diags libibumad3 prometheus-snmp-exporter prometheus
 STAMP := $(VENV)/.installed
 
-.PHONY: test run bench setup debian-packages mibs check-mibs clean
+.PHONY: test run quick bench setup debian-packages mibs check-mibs clean
 
 RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 
@@ -20,6 +20,10 @@ test: setup
 # The agent on a small simulated fat-tree, for a try from another shell.
 run: setup
 	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --fabric $(RUN_FABRIC)
+
+# The in-process tests only (no agent process, ibsim, mosquitto or podman).
+quick: setup
+	$(BIN)/python -m pytest -q -m "(unit or wire or mib) and not slow"
 
 # Benchmarks against peers measured in the same run (see README).
 bench: setup

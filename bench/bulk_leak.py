@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import LOCALHOST, ROOT, Processes, start_ibsnmp, vm_status  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tests"))
-from wire import community_request, exchange_many  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tests.support.wire import community_request, exchange_many  # noqa: E402
 
 FABRIC = "fat-tree:spines=2,leaves=2,hosts=2"
 SYSTEM = "1.3.6.1.2.1.1"

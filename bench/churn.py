@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (  # noqa: E402
     LOCALHOST,
@@ -270,7 +270,7 @@ def mqtt_part(args: argparse.Namespace, procs: Processes, work: Path, results: l
 
 def live_part(args: argparse.Namespace, procs: Processes, work: Path, results: list[tuple[str, str, bool]]
               ) -> None:
-    from ibsim import ibsim_fabric, opensm_running
+    from tests.support.ibsim import ibsim_fabric, opensm_running
     from live_sweep import fat_tree
 
     net = work / "live.net"

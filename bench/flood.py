@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (  # noqa: E402
     LOCALHOST,
@@ -44,7 +44,7 @@ from common import (  # noqa: E402
     start_ibsnmp,
     wait_until_answers,
 )
-from oversized import FLOOD_VARBINDS, oversized_get  # noqa: E402
+from tests.support.oversized import FLOOD_VARBINDS, oversized_get  # noqa: E402
 
 FABRIC = "fat-tree:spines=2,leaves=4,hosts=4"
 SYS_DESCR = parse_oid("1.3.6.1.2.1.1.1.0")

@@ -9,7 +9,7 @@ Seeds: the 26 captured requests of tests/data/wire-corpus (v1, v2c, v3;
 GET, GETNEXT, GETBULK, SET, Response) and 6 built for the running agent
 (SNMPv3 authNoPriv GET, GETNEXT, GETBULK and SET, re-signed after every
 mutation; a v1 Trap, an SNMPv2-Trap and an InformRequest sent to it): 32.
-The mutation engine is tests/wire_fuzz.py's; bench/fuzz_traffic.py sends,
+The mutation engine is tests/support/wire_fuzz.py's; bench/fuzz_traffic.py sends,
 attributes and judges (see there). Prints the figures at the end and every
 100,000 packets; exits 1 when any answer was malformed, a probe went
 unanswered or the agent died.
@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import LOCALHOST, Processes, start_ibsnmp  # noqa: E402
 from fuzz_traffic import AGENT_CONFIG, FuzzSender, SeedSet  # noqa: E402
-from wire_fuzz import mutants  # noqa: E402
-from wire_v3 import discover  # noqa: E402
+from tests.support.wire_fuzz import mutants  # noqa: E402
+from tests.support.wire_v3 import discover  # noqa: E402
 
 FABRIC = "fat-tree:spines=2,leaves=2,hosts=2"
 REPORT_EVERY = 100_000

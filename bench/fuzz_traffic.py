@@ -1,6 +1,6 @@
 """Mutated SNMP traffic against a running agent, every answer accounted for.
 
-The mutants come from the project's one mutation engine (tests/wire_fuzz.py)
+The mutants come from the project's one mutation engine (tests/support/wire_fuzz.py)
 over its captured corpus plus seeds built here for the running agent:
 SNMPv3 authNoPriv requests of every kind signed with its engine ID and
 time, which `Resigner` signs again after each mutation (so the digest
@@ -24,23 +24,28 @@ import hashlib
 import hmac
 import select
 import socket
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyasn1.codec.ber import decoder
 from pysnmp.proto import api
 from pysnmp.proto.mpmod.rfc3412 import SNMPv3Message
-from common import udp_drops
-from wire import community_request
-from wire_fuzz import CORPUS_AGENT_CONFIG, is_well_formed_ber, load_corpus
-from wire_v3 import AUTH_FLAG, REPORTABLE_FLAG, Auth, decode_v3, v3_message
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import udp_drops  # noqa: E402
+from tests.support.wire import community_request  # noqa: E402
+from tests.support.wire_fuzz import CORPUS_AGENT_CONFIG, is_well_formed_ber, load_corpus  # noqa: E402
+from tests.support.wire_v3 import AUTH_FLAG, REPORTABLE_FLAG, Auth, decode_v3, v3_message  # noqa: E402
 
 ENGINE_ID = bytes.fromhex("8000000001020304")  # CORPUS_AGENT_CONFIG's
 # The aggregate rate cap off: the sender goes as fast as the agent answers,
 # above the cap's 5,000 requests a second, and every marker it dropped would
-# count as lost (the cap is tested on its own, tests/test_rate_limits.py).
+# count as lost (the cap is tested on its own, tests/e2e/test_rate_limits.py).
 AGENT_CONFIG = CORPUS_AGENT_CONFIG + """
 [limits]
 requests_per_second = 0

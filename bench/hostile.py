@@ -4,7 +4,7 @@
     .venv/bin/python bench/hostile.py            # about a minute on 2 cores
     .venv/bin/python bench/hostile.py --rounds 50
 
-Every packet of the attack's findings (tests/test_hostile_packets.py) and
+Every packet of the attack's findings (tests/e2e/test_hostile_packets.py) and
 64 KB worst cases are sent to one `ibsnmp run` on 127.0.0.1, in rounds of
 a few packets followed by one GET of sysDescr.0 (answered once the agent
 has handled the packets before it, so the socket buffer never overflows).
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (  # noqa: E402
     LOCALHOST,
@@ -39,15 +39,15 @@ from common import (  # noqa: E402
 )
 from ibsnmp.agent.config import DEFAULT_MAX_VARBINDS  # noqa: E402
 from ibsnmp.wire.ber import element, oid_octets  # noqa: E402
-from wire import community_request  # noqa: E402
-from wire_v3 import discover  # noqa: E402
+from tests.support.wire import community_request  # noqa: E402
+from tests.support.wire_v3 import discover  # noqa: E402
 
 from ibsnmp.agent.config import User  # noqa: E402
 from ibsnmp.wire.usm_inbound import localize_users, seal_message  # noqa: E402
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE,  # noqa: E402
                                      Outgoing, encode_scoped_pdu)
-from oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
-from test_hostile_packets import (  # noqa: E402
+from tests.support.oversized import FLOOD_VARBINDS, oversized_get, v3_plaintext_get  # noqa: E402
+from tests.e2e.test_hostile_packets import (  # noqa: E402
     MALFORMED,
     NULL_VARBIND_OF_SYS_DESCR,
     READ,

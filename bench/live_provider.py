@@ -29,8 +29,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from ibsim import ibsim_fabric, opensm_running  # noqa: E402
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from tests.support.ibsim import ibsim_fabric, opensm_running  # noqa: E402
 from live_sweep import fat_tree  # noqa: E402
 
 # Exit status while OpenSM has not yet made every connected CA port active.

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from ibsim import Fabric, ibsim_fabric, opensm_running  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tests.support.ibsim import Fabric, ibsim_fabric, opensm_running  # noqa: E402
 
 SWEEP = """
 import json, time

@@ -9,7 +9,7 @@ LID 1 and each other LID, `--queries` times over, one query after the other
 (`ibsnmp.mad.sa_client`, as the agent's SA worker does); the same questions
 go to `saquery --src-to-dst` run once per query, the way a script asks.
 Then `--requests` path requests are SET into the agent's MIB, each timed
-until its result row can be read (tests/sa_latency_probe.py: the agent's
+until its result row can be read (tests/support/sa_latency_probe.py: the agent's
 path to the SA through its worker thread, the table read every millisecond).
 Printed: time per query of each, and the median and slowest request.
 Needs ibsim-utils, opensm, infiniband-diags and libibumad3 (`make setup`).
@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running  # noqa: E402
+sys.path.insert(0, str(ROOT))
+from tests.support.ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running  # noqa: E402
 
 LIDS = range(2, 8)  # ring.net: seven nodes, one LID each at LMC 0
-LATENCY_PROBE = ROOT / "tests" / "sa_latency_probe.py"
+LATENCY_PROBE = ROOT / "tests" / "support" / "sa_latency_probe.py"
 UP_TIMEOUT = 60.0
 
 QUERIES = """

@@ -17,7 +17,7 @@ once until the end:
 - SETs: sysContact, and an IB-SM-MIB path request created (createAndGo)
   and destroyed; the fabric walker never runs while a request row exists,
   so its count must not move;
-- fuzz at 500 mutants/s from tests/wire_fuzz.py through bench/fuzz_traffic.py
+- fuzz at 500 mutants/s from tests/support/wire_fuzz.py through bench/fuzz_traffic.py
   (answers judged, a probe GET after every 1,000).
 
 Every minute it prints the agent's RSS; at the end the RSS slope after
@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import LOCALHOST, Processes, start_ibsnmp, vm_status  # noqa: E402
 from fuzz_traffic import AGENT_CONFIG, FuzzSender, SeedSet  # noqa: E402
-from trapd import TrapReceiver  # noqa: E402
-from wire_fuzz import mutants  # noqa: E402
-from wire_v3 import discover  # noqa: E402
+from tests.support.trapd import TrapReceiver  # noqa: E402
+from tests.support.wire_fuzz import mutants  # noqa: E402
+from tests.support.wire_v3 import discover  # noqa: E402
 
 from ibsnmp.fabric.generators import build_fabric  # noqa: E402
 from ibsnmp.mib.loader import definitions  # noqa: E402

@@ -1,7 +1,7 @@
 """Benchmark: CPU time of one sysfs poll of a host with 4 HCAs x 2 ports.
 
 The host is a fake /sys/class/infiniband in the kernel's formats
-(tests/sysfs_trees.bench_host): 4 mlx5 devices, 2 Active InfiniBand ports
+(tests/support/sysfs_trees.bench_host): 4 mlx5 devices, 2 Active InfiniBand ports
 each, 128-entry GID and P_Key tables, every counters/ file of the extended
 set and mlx5's hw_counters.  CPU is time.process_time (user + system CPU of
 this process) around each poll, over many polls:
@@ -38,9 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-import sysfs_trees  # noqa: E402
+from tests.support import sysfs_trees  # noqa: E402
 
 from ibsnmp.providers import sysfs_read  # noqa: E402
 from ibsnmp.providers.sysfs import SysfsProvider  # noqa: E402

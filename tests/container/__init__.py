@@ -1,0 +1,1 @@
+"""container tests (marked `container` by tests/conftest.py)."""

@@ -1,0 +1,1 @@
+"""e2e tests (marked `e2e` by tests/conftest.py)."""

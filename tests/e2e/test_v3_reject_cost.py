@@ -1,0 +1,375 @@
+"""SNMPv3 requests refused without a key: answered before pysnmp, as pysnmp answered them, cheaply.
+
+Each datagram goes through the agent's dispatcher twice on one in-process
+engine: once with the shortcut (agent.fast_v3.FastV3.handle) switched off,
+so pysnmp's USM answers, and once with it on, the counter it moved put
+back in between. The Report must be the same octets and the same counters
+must move. Then the cost: the shortcut's rejection against pysnmp's and
+against a wrong v2c community, CPU time on the same engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.support.agent_support import V3_USERS, agent_settings, make_backend
+
+from ibsnmp.agent.config import User
+from ibsnmp.agent.engine import build_engine
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, oid_octets
+from ibsnmp.wire.header import GET, GET_NEXT, REPORT, RESPONSE, SET, V3Message, read_header
+from ibsnmp.wire.usm_inbound import localize_users, seal_message
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
+                                     encode_scoped_pdu, encode_v3)
+
+UDP = (1, 3, 6, 1, 6, 1, 1)
+SOURCE = ("127.0.0.1", 40000)
+SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
+FOREIGN = bytes.fromhex("8000000001020304")
+COUNTER_MODULES = ("__SNMPv2-MIB", "__SNMP-MPD-MIB", "__SNMP-USER-BASED-SM-MIB")
+AUTH_ONLY = next(user for user in V3_USERS if user.priv is None)  # SHA
+READER = next(user for user in V3_USERS if user.priv == "AES")  # SHA256 + AES
+
+
+class Sent:
+    """The transport dispatcher's send_message, recording instead of sending."""
+
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+
+    def send_message(self, data: bytes, domain: Any, address: Any) -> None:
+        self.messages.append(bytes(data))
+
+    def get_timer_resolution(self) -> float:  # pysnmp's USM asks it on a time-window failure
+        return 0.5
+
+
+@pytest.fixture(scope="module")
+def built() -> Iterator[Any]:
+    built = build_engine(agent_settings(), *make_backend(), fabric_summary="unit")
+    built.engine.transport_dispatcher = Sent()
+    yield built
+
+
+def engine_id(built: Any) -> bytes:
+    (instance,) = built.engine.get_mib_builder().import_symbols(
+        "__SNMP-FRAMEWORK-MIB", "snmpEngineID")
+    return bytes(instance.syntax)
+
+
+def counters(built: Any) -> dict[str, Any]:
+    """Every Counter32 scalar of the snmp group, SNMP-MPD-MIB and USM statistics."""
+    built.engine.message_dispatcher.counts.flush()  # as any reader sees them
+    symbols = built.engine.get_mib_builder().mibSymbols
+    return {name: symbol for module in COUNTER_MODULES for name, symbol in symbols[module].items()
+            if type(getattr(symbol, "syntax", None)).__name__ == "Counter32"}
+
+
+def pdu(tag: int = GET, request_id: int = 4242) -> bytes:
+    value = element(OCTET_STRING, b"x") if tag == SET else b"\x05\x00"
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + value)
+    return element(tag, element(0x02, request_id.to_bytes(2, "big", signed=True))
+                   + b"\x02\x01\x00\x02\x01\x00" + element(SEQUENCE, varbind))
+
+
+def message(*, engine: bytes, user: bytes, flags: int, key_of: User | None = None,
+            key_engine: bytes | None = None, context: tuple[bytes, bytes] | None = None,
+            tag: int = GET, msg_id: int = 5, boots: int = 0, engine_time: int = 0) -> bytes:
+    """A v3 request; signed with `key_of`'s key localized to `key_engine` (default `engine`)."""
+    scoped = encode_scoped_pdu(*(context or (engine, b"")), pdu(tag))
+    mac_length = 0
+    keys = None
+    if key_of is not None:
+        keys = localize_users([key_of], key_engine or engine)[key_of.name.encode()]
+        mac_length = keys.mac.mac_length
+    out = Outgoing(message_id=msg_id, max_size=65507, flags=flags, engine_id=engine, boots=boots,
+                   engine_time=engine_time, user=user, mac_length=mac_length,
+                   priv_params=bytes(8) if flags & FLAG_PRIV else b"")
+    if flags & FLAG_PRIV:
+        # Ciphertext that is never decrypted: every case refuses before that step.
+        return encode_v3(out, b"\x17" * 40)[0]
+    if keys is None:
+        return encode_v3(out, scoped)[0]
+    return seal_message(out, keys, scoped)
+
+
+WRONG_SHA = User(name=AUTH_ONLY.name, auth="SHA", auth_key="not-the-key")
+WRONG_SHA256 = User(name=READER.name, auth="SHA256", auth_key="not-the-key")
+R, A, P = FLAG_REPORTABLE, FLAG_AUTH, FLAG_PRIV
+
+
+def cases(own: bytes) -> dict[str, bytes]:
+    reader, auth_only = READER.name.encode(), AUTH_ONLY.name.encode()
+    return {
+        "discovery": message(engine=b"", user=b"", flags=R, context=(b"", b"")),
+        "discovery with a user": message(engine=b"", user=b"nobody", flags=R),
+        "discovery with a context": message(engine=b"", user=b"", flags=R,
+                                            context=(b"\x80\x00\x01\x02\x03", b"ctx")),
+        "short engine ID": message(engine=b"abc", user=reader, flags=R),
+        "discovery signed (counted, no Report)": message(engine=b"", user=reader, flags=R | A,
+                                                          key_of=WRONG_SHA256, key_engine=own),
+        "discovery encrypted (counted, no Report)": message(engine=b"", user=reader,
+                                                             flags=R | A | P),
+        "foreign engine, noAuthNoPriv": message(engine=FOREIGN, user=b"nobody", flags=R),
+        "foreign engine, signed": message(engine=FOREIGN, user=reader, flags=R | A,
+                                          key_of=READER),
+        "foreign engine, encrypted": message(engine=FOREIGN, user=reader, flags=R | A | P),
+        "foreign engine, a context": message(engine=FOREIGN, user=b"x", flags=R,
+                                             context=(FOREIGN, b"ctx")),
+        "unknown user, noAuthNoPriv": message(engine=own, user=b"nobody", flags=R),
+        "unknown user, signed": message(engine=own, user=b"nobody", flags=R | A,
+                                        key_of=WRONG_SHA),
+        "unknown user, encrypted": message(engine=own, user=b"nobody", flags=R | A | P),
+        "unknown user, SET": message(engine=own, user=b"nobody", flags=R, tag=SET),
+        "unknown user, GETNEXT in a context": message(engine=own, user=b"nobody", flags=R,
+                                                      tag=GET_NEXT, context=(b"zz", b"ctx")),
+        "wrong digest": message(engine=own, user=auth_only, flags=R | A, key_of=WRONG_SHA),
+        "wrong digest, SHA-256 user": message(engine=own, user=reader, flags=R | A,
+                                              key_of=WRONG_SHA256),
+        "wrong digest length": message(engine=own, user=reader, flags=R | A, key_of=WRONG_SHA),
+        "wrong digest, encrypted": message(engine=own, user=reader, flags=R | A | P),
+        "no privacy key for authPriv": message(engine=own, user=auth_only, flags=R | A | P),
+    }
+
+
+def deliver(built: Any, datagram: bytes) -> tuple[bytes | None, dict[str, int]]:
+    """What the agent sends back and which counters moved (by how much)."""
+    dispatcher = built.engine.message_dispatcher
+    sent = built.engine.transport_dispatcher.messages
+    sent.clear()
+    before = {name: int(symbol.syntax) for name, symbol in counters(built).items()}
+    dispatcher.receive_message(built.engine, UDP, SOURCE, datagram)
+    moved = {name: int(symbol.syntax) - before[name] for name, symbol in counters(built).items()
+             if int(symbol.syntax) != before[name]}
+    assert len(sent) <= 1
+    return (sent[0] if sent else None), moved
+
+
+def through_pysnmp(built: Any, datagram: bytes) -> tuple[bytes | None, dict[str, int]]:
+    prefilter = built.engine.message_dispatcher.prefilter
+    shortcut, prefilter.v3_handler = prefilter.v3_handler, None
+    try:
+        return deliver(built, datagram)
+    finally:
+        prefilter.v3_handler = shortcut
+
+
+def shortcut(built: Any, datagram: bytes) -> Any:
+    """What agent.fast_v3 does with `datagram` (None: leaves it to pysnmp)."""
+    message = read_header(datagram)
+    assert isinstance(message, V3Message)
+    return built.fast_v3.handle(message, datagram)
+
+
+def reply_pdu(verdict: Any) -> int:
+    """The PDU type of a handled message's answer."""
+    assert verdict is not None and verdict.reply is not None
+    sent = read_header(verdict.reply)
+    assert isinstance(sent, V3Message)
+    if sent.pdu is not None:
+        return sent.pdu.tag
+    return -1  # encrypted
+
+
+def put_back(built: Any, moved: dict[str, int]) -> None:
+    for name, symbol in counters(built).items():
+        if name in moved:
+            symbol.syntax = symbol.syntax.clone(int(symbol.syntax) - moved[name])
+
+
+CASE_NAMES = list(cases(b"\x80\x00\x00\x00\x01"))
+
+
+def both_ways(built: Any, datagram: bytes) -> tuple[Any, ...]:
+    """(pysnmp's answer, its counters, the shortcut's answer, its counters)."""
+    for _ in range(3):  # the engine time may tick between the two answers
+        expected, expected_moved = through_pysnmp(built, datagram)
+        put_back(built, expected_moved)
+        answered, moved = deliver(built, datagram)
+        if answered == expected:
+            break
+    return expected, expected_moved, answered, moved
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_the_report_is_pysnmps_octet_for_octet(built: Any, case: str) -> None:
+    expected, expected_moved, answered, moved = both_ways(built, cases(engine_id(built))[case])
+    assert moved == expected_moved
+    assert answered == expected
+    assert [name for name in moved if name.startswith("usmStats")], "no USM counter moved"
+    if "no Report" not in case:
+        assert answered is not None, "no Report sent"
+        assert moved.get("snmpOutPkts") == 1
+    else:
+        assert answered is None
+
+
+def test_the_shortcut_answers_before_pysnmp_decodes(built: Any, monkeypatch) -> None:
+    """Proved by taking pysnmp's message processing away: the Reports still go out."""
+    dispatcher = built.engine.message_dispatcher
+    mp = built.engine.message_processing_subsystems[3]
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("pysnmp decoded a message the shortcut answers")
+
+    monkeypatch.setattr(mp, "prepare_data_elements", fail)
+    for case, datagram in cases(engine_id(built)).items():
+        dropped = dispatcher.dropped
+        answered, _ = deliver(built, datagram)
+        assert dispatcher.dropped == dropped, case
+        assert (answered is None) == ("no Report" in case), case
+
+
+def test_an_authentic_request_is_answered_and_a_lower_level_refused_by_vacm(built: Any) -> None:
+    own = engine_id(built)
+    boots, now = built.fast_v3.clock.boots(), built.fast_v3.clock.time()
+    datagram = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                       boots=boots, engine_time=now)
+    assert reply_pdu(shortcut(built, datagram)) == RESPONSE
+    known_no_auth = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R)
+    answered, moved = deliver(built, known_no_auth)
+    sent = read_header(answered) if answered else None
+    assert isinstance(sent, V3Message) and sent.pdu is not None and sent.pdu.tag == RESPONSE
+    assert sent.pdu.fields == (16, 0)  # authorizationError, error-index 0 (RFC 3413 3.2)
+    assert not any(name.startswith("usmStats") for name in moved)
+
+
+def test_a_message_outside_the_time_window_gets_a_signed_report(built: Any) -> None:
+    own = engine_id(built)
+    stale = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                    boots=built.fast_v3.clock.boots() + 1, engine_time=5)
+    answered, moved = deliver(built, stale)
+    assert moved.get("usmStatsNotInTimeWindows") == 1
+    sent = read_header(answered) if answered else None
+    assert isinstance(sent, V3Message) and sent.flags == FLAG_AUTH
+    assert sent.pdu is not None and sent.pdu.tag == REPORT
+    assert sent.boots == built.fast_v3.clock.boots()  # what the manager resynchronizes to
+    keys = localize_users([AUTH_ONLY], own)[AUTH_ONLY.name.encode()]
+    assert keys.mac.matches(sent.without_mac(answered), sent.mac(answered))
+
+
+def test_without_the_reportable_flag_nothing_is_answered(built: Any) -> None:
+    own = engine_id(built)
+    datagram = message(engine=own, user=b"nobody", flags=A, key_of=WRONG_SHA)
+    answered, moved = deliver(built, datagram)
+    assert answered is None
+    assert moved == {"snmpInPkts": 1, "usmStatsUnknownUserNames": 1}
+
+
+def test_rejecting_unauthenticated_v3_never_reaches_pysnmps_decoder(built: Any) -> None:
+    """pysnmp's SNMPv3 decoding took ~1 ms per Report: an unknown user is
+    answered by the project's USM without it (what the rejection costs
+    against a wrong community is bench/v3_reject.py's to measure)."""
+    from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
+
+    decoded: list[bytes] = []
+    original = SnmpV3MessageProcessingModel.prepare_data_elements
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        decoded.append(b"")
+        return original(self, *args, **kwargs)
+
+    own = engine_id(built)
+    unknown = message(engine=own, user=b"nobody", flags=R | A, key_of=WRONG_SHA)
+    SnmpV3MessageProcessingModel.prepare_data_elements = counting  # type: ignore[method-assign]
+    try:
+        answered, moved = deliver(built, unknown)
+        assert decoded == []
+        prefilter = built.engine.message_dispatcher.prefilter
+        prefilter.v3_handler, saved = None, prefilter.v3_handler
+        try:
+            deliver(built, unknown)
+        finally:
+            prefilter.v3_handler = saved
+        assert len(decoded) == 1  # the same datagram through pysnmp: the count is live
+    finally:
+        SnmpV3MessageProcessingModel.prepare_data_elements = original  # type: ignore[method-assign]
+    assert moved.get("usmStatsUnknownUserNames") == 1
+    sent = read_header(answered) if answered else None
+    assert isinstance(sent, V3Message) and sent.pdu is not None and sent.pdu.tag == REPORT
+
+
+# -- net-snmp against a running agent --------------------------------------------------
+
+NET_SNMP_CONFIG = """
+[[community]]
+name = "public"
+
+[[user]]
+name = "authonly"
+auth = "SHA"
+auth_key = "authonly-key"
+"""
+USM_STATS = {"usmStatsUnknownUserNames": "3", "usmStatsUnknownEngineIDs": "4",
+             "usmStatsWrongDigests": "5"}
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.support.e2e import ibsnmp_agent
+
+    config = tmp_path_factory.mktemp("reject") / "agent.toml"
+    config.write_text(NET_SNMP_CONFIG)
+    with ibsnmp_agent("--config", str(config), fabric="single") as agent:
+        yield agent
+
+
+def usm_stats(agent: Any) -> dict[str, int]:
+    oids = [f".1.3.6.1.6.3.15.1.1.{column}.0" for column in USM_STATS.values()]
+    result = agent.snmp("snmpget", "-v2c", "-c", "public", "-Oqv", *oids)
+    assert result.returncode == 0, result.stderr
+    return dict(zip(USM_STATS, map(int, result.stdout.split())))
+
+
+def snmpget_v3(agent: Any, user: str, key: str) -> Any:
+    return agent.snmp("snmpget", "-v3", "-r0", "-t3", "-l", "authNoPriv", "-u", user,
+                      "-a", "SHA", "-A", key, "-Oqv", ".1.3.6.1.2.1.1.5.0")
+
+
+def test_net_snmp_discovers_reads_and_reads_the_reports(running: Any) -> None:
+    """Each snmpget discovers the engine first (a Report the shortcut sends), then:"""
+    before = usm_stats(running)
+    read = snmpget_v3(running, "authonly", "authonly-key")
+    assert read.returncode == 0 and read.stdout.strip(), read.stderr
+    unknown = snmpget_v3(running, "nobody", "authonly-key")
+    assert unknown.returncode != 0 and "Unknown user name" in unknown.stderr
+    wrong = snmpget_v3(running, "authonly", "not-the-key")
+    assert wrong.returncode != 0 and "Authentication failure" in wrong.stderr
+    after = usm_stats(running)
+    assert {name: after[name] - before[name] for name in USM_STATS} == {
+        "usmStatsUnknownUserNames": 1, "usmStatsUnknownEngineIDs": 3,
+        "usmStatsWrongDigests": 1}
+
+
+def test_a_reload_moves_the_users_and_keeps_the_shortcut(built: Any) -> None:
+    """A user added by a reload is no longer unknown; a removed one is."""
+    import dataclasses
+
+    own = engine_id(built)
+    newcomer = User(name="newcomer", auth="SHA", auth_key="newcomer-key")
+    settings = built.settings
+    clock = built.fast_v3.clock
+    signed = message(engine=own, user=b"newcomer", flags=R | A, key_of=newcomer,
+                     boots=clock.boots(), engine_time=clock.time())
+    assert reply_pdu(shortcut(built, signed)) == REPORT  # unknown user
+    built.replace_principals(dataclasses.replace(settings, users=(newcomer,)))
+    try:
+        prefilter = built.engine.message_dispatcher.prefilter
+        assert prefilter.v3_handler == built.fast_v3.handle
+        assert reply_pdu(shortcut(built, signed)) != REPORT  # authentic: goes on
+        gone = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY)
+        answered, moved = deliver(built, gone)
+        assert answered is not None and moved.get("usmStatsUnknownUserNames") == 1
+    finally:
+        built.replace_principals(settings)
+
+
+def test_the_time_window_report_is_pysnmps_octet_for_octet(built: Any) -> None:
+    own = engine_id(built)
+    stale = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
+                    boots=built.fast_v3.clock.boots() + 1, engine_time=5)
+    expected, expected_moved, answered, moved = both_ways(built, stale)
+    assert moved == expected_moved and moved.get("usmStatsNotInTimeWindows") == 1
+    assert answered == expected

@@ -1,0 +1,1 @@
+"""ibsim tests (marked `ibsim` by tests/conftest.py)."""

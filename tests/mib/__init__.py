@@ -1,0 +1,1 @@
+"""mib tests (marked `mib` by tests/conftest.py)."""

@@ -1,0 +1,1 @@
+"""mqtt tests (marked `mqtt` by tests/conftest.py)."""

@@ -1,0 +1,1 @@
+"""Helpers the tests and bench/ import: clients, fixtures, process runners, probes."""

@@ -1,0 +1,1 @@
+"""unit tests (marked `unit` by tests/conftest.py)."""

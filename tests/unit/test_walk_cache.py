@@ -1,0 +1,255 @@
+"""Walk steps kept encoded: what the cache keeps, for how long, and what it never keeps."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.support.fast_diff import TwoPaths, response_varbinds
+from tests.support.set_support import Agent, i, instance
+from tests.support.wire import community_request, decode_response
+
+from ibsnmp.agent.config import ConfigError, parse_config
+from ibsnmp.agent.fast_reads import _step_of
+from ibsnmp.wire.ber import oid_of_element as _oid_of
+from ibsnmp.agent.walk_cache import WalkCache
+from ibsnmp.fabric.lineage import Aspect, Lineage
+from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
+from ibsnmp.providers.simulated import SimulatedProvider
+
+SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
+PMA_OBJECTS = INFINIBAND_MIB + (6, 1)  # PMA-MIB ibPmaObjects: every counter table
+SMA_MIB = INFINIBAND_MIB + (3,)
+
+
+# -- the cache itself ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Node:
+    guid: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Snapshot:
+    """What the cache reads of a fabric snapshot: its lineage."""
+
+    lineage: Lineage = dataclasses.field(default_factory=Lineage)
+
+
+def _target(fabric: object, guid: int = 1) -> ContextTarget:
+    return ContextTarget(fabric, _Node(guid), False)
+
+
+def _key(n: int) -> bytes:
+    return bytes((0x06, 0x02, 0x2B, n))  # OID 1.3.n
+
+
+def _step(n: int) -> bytes:
+    return bytes((0x30, 0x06)) + _key(n) + b"\x05\x00"
+
+
+def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
+    cache, fabric, view = WalkCache(10), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, (0,))
+    assert steps is not None
+    cache.remember(steps, _key(0), _step(1))
+    assert cache.steps_for(_target(fabric), view, (0,)) == {_key(0): _step(1)}
+    assert cache.size == 1
+    # Another view, node or version is another set of steps.
+    assert cache.steps_for(_target(fabric), object(), (0,)) == {}
+    assert cache.steps_for(_target(fabric, 2), view, (0,)) == {}
+    # A new version drops what older versions kept, a new snapshot too.
+    assert cache.steps_for(_target(fabric), view, (1,)) == {}
+    assert cache.size == 0
+    steps = cache.steps_for(_target(fabric), view, (1,))
+    assert steps is not None
+    cache.remember(steps, _key(0), _step(1))
+    assert cache.steps_for(_target(_Snapshot()), view, (1,)) == {}
+    assert cache.size == 0
+
+
+def test_a_snapshot_with_new_counter_values_keeps_the_steps() -> None:
+    cache, fabric, view = WalkCache(10), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, (0,))
+    assert steps is not None
+    cache.remember(steps, _key(0), _step(1))
+    # Another snapshot object of the same structure (succession.with_values shares the lineage).
+    polled = _Snapshot(fabric.lineage)
+    assert cache.steps_for(_target(polled), view, (0,)) == {_key(0): _step(1)}
+    assert cache.steps_for(_target(_Snapshot(fabric.lineage.successor(Aspect.LINKS))), view, (0,)) == {}
+
+
+def test_the_limit_drops_the_least_recently_used_context_first() -> None:
+    cache, fabric, view = WalkCache(4), _Snapshot(), object()
+    first = cache.steps_for(_target(fabric, 1), view, ())
+    second = cache.steps_for(_target(fabric, 2), view, ())
+    assert first is not None and second is not None
+    for n in range(2):
+        cache.remember(first, _key(n), _step(n + 1))
+        cache.remember(second, _key(n), _step(n + 1))
+    assert cache.size == 4
+    cache.steps_for(_target(fabric, 1), view, ())  # the first is used again
+    third = cache.steps_for(_target(fabric, 3), view, ())
+    assert third is not None
+    cache.remember(third, _key(0), _step(1))
+    assert cache.size == 3
+    assert cache.steps_for(_target(fabric, 2), view, ()) == {}  # the second went
+    assert len(cache.steps_for(_target(fabric, 1), view, ()) or {}) == 2
+
+
+def test_a_context_that_fills_the_cache_alone_keeps_what_it_has() -> None:
+    cache, fabric, view = WalkCache(3), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, ())
+    assert steps is not None
+    for n in range(10):
+        cache.remember(steps, _key(n), _step(n + 1))
+    assert cache.size == 3 and sorted(steps) == [_key(0), _key(1), _key(2)]
+
+
+def test_a_limit_of_zero_keeps_nothing_and_resize_applies_at_once() -> None:
+    assert WalkCache(0).steps_for(_target(_Snapshot()), object(), ()) is None
+    cache, fabric, view = WalkCache(8), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, ())
+    assert steps is not None
+    for n in range(8):
+        cache.remember(steps, _key(n), _step(n + 1))
+    cache.resize(0)
+    assert cache.size == 0 and cache.steps_for(_target(fabric), view, ()) is None
+    with pytest.raises(ValueError):
+        WalkCache(-1)
+
+
+def test_the_limit_is_configured_in_limits() -> None:
+    assert parse_config({}).limits.walk_cache == 262_144
+    assert parse_config({"limits": {"walk_cache": 0}}).limits.walk_cache == 0
+    with pytest.raises(ConfigError, match="limits.walk_cache"):
+        parse_config({"limits": {"walk_cache": -1}})
+    with pytest.raises(ConfigError, match="limits.walk_cache"):
+        parse_config({"limits": {"walk_cache": "many"}})
+
+
+# -- what may be kept -----------------------------------------------------------------------
+
+
+def _walk(agent: Agent, target: ContextTarget) -> Iterator[tuple[Oid, Any, bool]]:
+    oid = INFINIBAND_MIB
+    while (found := agent.mib.next_step(target, oid)) is not None:
+        yield found[:3]
+        oid = found[0]
+
+
+def test_every_cell_that_moves_with_time_is_marked_so() -> None:
+    """Each context walked at two instants of one snapshot: a cell that differs
+    comes from an object marked as reading the time (so no walk keeps it)."""
+    agent = Agent("fat-tree:spines=2,leaves=2,hosts=2")
+    moved = timed = 0
+    for context in [b""] + [b"%016x" % guid for guid in sorted(agent.fabric.nodes)]:
+        early = agent.target(context)
+        late = dataclasses.replace(early, elapsed=early.elapsed + 86_400.0)
+        before, after = list(_walk(agent, early)), list(_walk(agent, late))
+        assert [oid for oid, _, _ in before] == [oid for oid, _, _ in after]
+        for (oid, cell, static), (_, later_cell, _) in zip(before, after):
+            timed += not static
+            if cell != later_cell:
+                moved += 1
+                assert not static, f"{'.'.join(map(str, oid))} changes with time"
+    assert moved > 1000 and timed >= moved  # the counters did move, and were marked
+
+
+def test_the_version_changes_with_a_commit_and_with_a_session() -> None:
+    agent = Agent(SPEC)
+    target = agent.target()
+    first = agent.mib.version(target)
+    assert agent.mib.version(target) == first
+    agent.set((instance("ibSmConfigSweepInterval", agent.prefix), i(31)))
+    second = agent.mib.version(target)
+    assert second != first
+    # A request session that opens (a path request row) is another change.
+    agent.set((instance("ibSmPathReqRowStatus", agent.prefix, 1), i(5)))  # createAndWait
+    assert agent.mib.version(target) != second
+
+
+# -- through the fast responder --------------------------------------------------------------
+
+
+class _Clocked(TwoPaths):
+    """TwoPaths whose reads happen at `self.elapsed`, which a test moves."""
+
+    def __init__(self) -> None:
+        super().__init__(SimulatedProvider(SPEC, 1, watch_interval=0))
+        self.elapsed = 100.0
+        directory = self.agent.directory
+        resolve = directory._resolver  # the frozen resolver TwoPaths installed
+
+        def clocked(name: bytes) -> ContextTarget | None:
+            target = resolve(name)
+            return None if target is None else dataclasses.replace(target, elapsed=self.elapsed)
+
+        directory._resolver = clocked
+
+
+def _bulk_walk(paths: TwoPaths, root: Oid, fast: bool) -> list[tuple[Oid, int, bytes]]:
+    """(OID, tag, value octets as decoded) of every varbind under `root`."""
+    out: list[tuple[Oid, int, bytes]] = []
+    oid = root
+    while True:
+        reply = paths.send(community_request("bulk", [oid], max_repetitions=40), fast=fast)
+        assert reply is not None
+        varbinds = decode_response(reply)[3]
+        for (name, tag), (_, value) in zip(response_varbinds(reply), varbinds):
+            if name[: len(root)] != root:
+                return out
+            out.append((name, tag, value.asOctets() if hasattr(value, "asOctets")
+                        else str(value).encode()))
+            oid = name
+
+
+def test_the_fast_path_keeps_static_steps_but_never_counters() -> None:
+    paths = _Clocked()
+    walks = paths.dispatcher.fast_reads.walks
+    sma = _bulk_walk(paths, SMA_MIB, fast=True)
+    assert len(sma) > 300 and walks.size >= len(sma) - 1  # all but the step leaving the MIB
+    assert _bulk_walk(paths, SMA_MIB, fast=True) == sma == _bulk_walk(paths, SMA_MIB, fast=False)
+    early = _bulk_walk(paths, PMA_OBJECTS, fast=True)
+    paths.elapsed += 3600.0
+    late = _bulk_walk(paths, PMA_OBJECTS, fast=True)
+    assert late == _bulk_walk(paths, PMA_OBJECTS, fast=False)
+    moved = {a[0] for a, b in zip(early, late) if a != b}
+    assert len(moved) > 20  # the counters moved ...
+    kept = {_oid_of(_step_of(varbind)[0]) for context in walks._contexts.values()
+            for varbind in context.values()}
+    assert not moved & kept  # ... and not one of them was kept
+
+
+def test_a_reload_applies_a_new_limit() -> None:
+    paths = TwoPaths(SimulatedProvider("single", 1, watch_interval=0))
+    walks = paths.dispatcher.fast_reads.walks
+    assert walks.limit == 262_144
+    settings = paths.agent.settings
+    paths.agent.replace_principals(dataclasses.replace(
+        settings, limits=dataclasses.replace(settings.limits, walk_cache=0)))
+    assert walks.limit == 0 and walks.size == 0
+    assert paths.fast(community_request("next", [SMA_MIB])) is not None  # still answered
+
+
+def test_a_kept_varbind_reads_back_as_the_step_it_was() -> None:
+    """Kept steps are read by hand where lengths take one octet; long OIDs
+    and long values (multi-octet lengths) must read back the same."""
+    from ibsnmp.agent.fast_reads import _encoded
+    from ibsnmp.mib.api import Cell
+    from ibsnmp.wire.ber import OidEncodings
+
+    encode_oid, rnd = OidEncodings(), random.Random(7)
+    for n in range(2000):
+        arcs = rnd.randrange(1, 126 if n % 10 == 0 else 40)
+        oid = (1, 3) + tuple(rnd.choice((rnd.randrange(128), rnd.randrange(1 << 31)))
+                             for _ in range(arcs))
+        cell = (Cell(0x04, rnd.randbytes(rnd.choice((0, 5, 120, 300)))) if n % 2
+                else Cell(0x02, rnd.randrange(-2**31, 2**31)))
+        step = _encoded(oid, cell, encode_oid)
+        assert _step_of(step[1]) == step[:3] + (None,)  # kept steps carry no OID tuple
+        assert _oid_of(step[0]) == oid

@@ -1,0 +1,1 @@
+"""wire tests (marked `wire` by tests/conftest.py)."""

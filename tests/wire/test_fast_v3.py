@@ -1,0 +1,280 @@
+"""agent.fast_v3 on a configured engine: what it answers, what it leaves to pysnmp.
+
+Requests are sealed with ibsnmp.wire's own USM (interop with net-snmp and
+pysnmp is proved in test_usm_netsnmp.py and test_wire_usm.py); the
+responder is a recording stand-in, so these tests are about the security
+decisions, the shared engine clock and the message around the PDU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from tests.support.agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backend
+
+from ibsnmp.agent.engine import build_engine
+from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
+from ibsnmp.agent.pending_counts import PendingCounts
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
+from ibsnmp.wire.header import GET, GET_BULK, REPORT, RESPONSE, SET, V3Message, read_header
+from ibsnmp.wire.request import (
+    Request,
+    encode_response_pdu,
+    largest_content,
+    varbind_room,
+)
+from ibsnmp.wire.usm_inbound import TIME_WINDOW, Accepted, accept, localize_users
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
+                                     encode_scoped_pdu)
+from ibsnmp.wire.usm_inbound import seal_message
+
+SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
+
+
+class Recorder:
+    """A responder that answers sysName.0 = "fast" and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Request, bytes, Principal, int]] = []
+        self.decline = False
+
+    def __call__(self, request: Request, context_name: bytes, principal: Principal,
+                 max_pdu_octets: int) -> Answer | None:
+        self.calls.append((request, context_name, principal, max_pdu_octets))
+        if self.decline:
+            return None
+        value = element(OCTET_STRING, b"fast")
+        varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + value)
+        return Answer(0, 0, varbind)
+
+
+@pytest.fixture(scope="module")
+def built() -> Any:
+    return build_engine(agent_settings(), *make_backend(), fabric_summary="unit")
+
+
+@pytest.fixture()
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture()
+def fast(built: Any, recorder: Recorder) -> FastV3:
+    known = {LOCAL_GUID.encode()}
+    return FastV3(built.engine, V3_USERS, recorder, known.__contains__,
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+
+
+def answer(fast: FastV3, data: bytes) -> bytes | None:
+    """What the agent sends back for `data` (None: nothing, or left to pysnmp)."""
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    verdict = fast.handle(message, data)
+    return None if verdict is None else verdict.reply
+
+
+def pysnmps(fast: FastV3, data: bytes) -> bool:
+    """Whether `data` is left to pysnmp."""
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    return fast.handle(message, data) is None
+
+
+def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00\x02\x01\x00") -> bytes:
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + b"\x05\x00")
+    return element(tag, element(0x02, bytes((request_id,))) + fields
+                   + element(SEQUENCE, varbind))
+
+
+def request(fast: FastV3, user: str, *, level: int = 3, boots: int | None = None,
+            engine_time: int | None = None, context_engine_id: bytes | None = None,
+            context_name: bytes = b"", pdu: bytes | None = None, max_size: int = 65507,
+            engine_id: bytes | None = None, users: tuple[Any, ...] = V3_USERS) -> bytes:
+    """A request sealed by a manager that knows the engine (as after discovery)."""
+    keys = localize_users(users, engine_id or fast.engine_id)[user.encode()]
+    flags = FLAG_REPORTABLE | FLAG_AUTH | (FLAG_PRIV if level == 3 else 0)
+    out = Outgoing(message_id=4711, max_size=max_size, flags=flags,
+                   engine_id=engine_id or fast.engine_id,
+                   boots=fast.clock.boots() if boots is None else boots,
+                   engine_time=fast.clock.time() if engine_time is None else engine_time,
+                   user=user.encode(), mac_length=keys.mac.mac_length,
+                   priv_params=bytes.fromhex("0011223344556677") if level == 3 else b"")
+    scoped = encode_scoped_pdu(fast.engine_id if context_engine_id is None else context_engine_id,
+                               context_name, pdu or get_pdu())
+    return seal_message(out, keys, scoped)
+
+
+def opened(fast: FastV3, response: bytes) -> Accepted:
+    """The response checked and decrypted as its manager would."""
+    result = accept(response, fast.engine_id, fast.users, fast.clock)
+    assert isinstance(result, Accepted), result
+    return result
+
+
+def test_an_auth_priv_get_is_answered_sealed(fast: FastV3, recorder: Recorder) -> None:
+    response = answer(fast, request(fast, "reader"))
+    assert response is not None
+    sent = opened(fast, response)
+    assert sent.level == 3 and sent.request.flags == FLAG_AUTH | FLAG_PRIV
+    assert sent.request.message_id == 4711 and sent.request.user_name == b"reader"
+    assert sent.scoped.context_engine_id == fast.engine_id
+    pdu = sent.scoped.pdu
+    assert pdu.tag == 0xA2 and sent.scoped.octets[:pdu.varbinds[1]].endswith(b"\x04\x04fast")
+    (call,) = recorder.calls
+    assert call[0].pdu_type == GET and call[0].request_id == 77 and call[0].oids == (SYS_NAME,)
+    assert call[1] == b"" and call[2] == Principal("read", None)
+
+
+def test_the_response_carries_pysnmps_boots_and_time(fast: FastV3, built: Any) -> None:
+    boots, engine_time = built.engine.get_mib_builder().import_symbols(
+        "__SNMP-FRAMEWORK-MIB", "snmpEngineBoots", "snmpEngineTime")
+    response = answer(fast, request(fast, "authonly", level=2))
+    assert response is not None
+    sent = read_header(response)
+    assert isinstance(sent, V3Message)
+    assert sent.boots == int(boots.syntax)
+    assert abs(sent.engine_time - int(engine_time.syntax.clone())) <= 1
+    assert sent.flags == FLAG_AUTH
+
+
+def test_a_write_user_reads_with_its_own_principal(fast: FastV3, recorder: Recorder) -> None:
+    assert answer(fast, request(fast, "admin")) is not None
+    assert recorder.calls[0][2] == Principal("write", None)
+
+
+def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> None:
+    assert answer(fast, request(fast, "reader", context_name=LOCAL_GUID.encode())) is not None
+    assert recorder.calls[0][1] == LOCAL_GUID.encode()
+
+
+@pytest.mark.parametrize("case", [
+    "unknown context", "foreign context engine", "set", "responder declines",
+])
+def test_what_pysnmp_answers_is_left_to_it(fast: FastV3, recorder: Recorder, case: str) -> None:
+    arguments: dict[str, Any] = {
+        "unknown context": dict(context_name=b"00000000deadbeef"),
+        "foreign context engine": dict(context_engine_id=bytes.fromhex("8000000001020304")),
+        "set": dict(pdu=get_pdu(SET)),
+        "responder declines": {},
+    }[case]
+    recorder.decline = case == "responder declines"
+    assert pysnmps(fast, request(fast, "reader", **arguments))
+
+
+@pytest.mark.parametrize(("case", "flags", "tag"), [
+    ("wrong boots", FLAG_AUTH, REPORT), ("ahead", FLAG_AUTH, REPORT),
+    ("foreign engine", 0, REPORT), ("below level", FLAG_AUTH, RESPONSE),
+])
+def test_usm_and_vacm_refusals_are_answered_here(fast: FastV3, recorder: Recorder, case: str,
+                                                 flags: int, tag: int) -> None:
+    arguments: dict[str, Any] = {
+        "wrong boots": dict(boots=fast.clock.boots() + 1),
+        # Well past the window: a second may tick between sealing and checking.
+        "ahead": dict(engine_time=fast.clock.time() + TIME_WINDOW + 30),
+        "foreign engine": dict(engine_id=bytes.fromhex("8000000001020304")),
+        "below level": dict(level=2),
+    }[case]
+    reply = answer(fast, request(fast, "reader", **arguments))
+    assert reply is not None and not recorder.calls
+    sent = read_header(reply)
+    assert isinstance(sent, V3Message) and sent.flags == flags
+    assert sent.pdu is not None and sent.pdu.tag == tag
+
+
+def test_a_user_with_des_privacy_is_served_here(built: Any, recorder: Recorder) -> None:
+    from ibsnmp.agent.config import User
+
+    legacy = User(name="legacy", auth="SHA", auth_key="legacy-auth", priv="DES",
+                  priv_key="legacy-priv")
+    fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False,
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+    response = answer(fast, request(fast, "legacy", users=(legacy,)))
+    assert response is not None
+    sent = opened(fast, response)
+    assert sent.level == 3 and sent.scoped.pdu.tag == RESPONSE
+
+
+def test_a_reload_replaces_the_users(fast: FastV3) -> None:
+    fast.replace_users(V3_USERS[:1])
+    reply = answer(fast, request(fast, "authonly", level=2))
+    assert reply is not None  # now an unknown user's Report
+    sent = read_header(reply)
+    assert isinstance(sent, V3Message) and sent.pdu is not None and sent.pdu.tag == REPORT
+    assert answer(fast, request(fast, "reader")) is not None
+
+
+@pytest.mark.parametrize("max_size", [484, 1400, 65507])
+def test_the_pdu_budget_fills_the_message_exactly(fast: FastV3, recorder: Recorder,
+                                                  max_size: int) -> None:
+    bulk = get_pdu(GET_BULK, fields=b"\x02\x01\x00\x02\x01\x0a")
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=max_size))
+    budget = recorder.calls[0][3]
+    big = element(0xA2, bytes(largest_content(budget, 0)))
+    assert len(big) <= budget
+    accepted = accept(request(fast, "reader", pdu=bulk, max_size=max_size), fast.engine_id,
+                      fast.users, fast.clock)
+    assert isinstance(accepted, Accepted)
+    sealed = fast.sealer.seal(accepted, encode_scoped_pdu(fast.engine_id, b"", big))
+    assert max_size - 4 <= len(sealed) <= max_size
+
+
+def test_the_pdu_budget_follows_the_message_around_it(fast: FastV3, recorder: Recorder) -> None:
+    """Kept by what it depends on: the msgID's octets, the context names' and the
+    user's protocols (a reload may give a name a longer MAC)."""
+    bulk = get_pdu(GET_BULK, fields=b"\x02\x01\x00\x02\x01\x0a")
+    budgets = []
+    for message_id in (5, 4711, 2147483647):
+        out = Outgoing(message_id=message_id, max_size=1400,
+                       flags=FLAG_REPORTABLE | FLAG_AUTH | FLAG_PRIV, engine_id=fast.engine_id,
+                       boots=fast.clock.boots(), engine_time=fast.clock.time(), user=b"reader",
+                       mac_length=fast.users[b"reader"].mac.mac_length,
+                       priv_params=bytes(8))
+        scoped = encode_scoped_pdu(fast.engine_id, b"", bulk)
+        answer(fast, seal_message(out, fast.users[b"reader"], scoped))
+        budgets.append(recorder.calls[-1][3])
+    # msgID 5, 4711, 2^31-1: one, two, four octets of it in the message.
+    assert budgets[0] - budgets[1] == 1 and budgets[1] - budgets[2] == 2
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=1400, context_name=LOCAL_GUID.encode()))
+    assert recorder.calls[-1][3] == budgets[1] - len(LOCAL_GUID)
+    longer = tuple(replace(user, auth="SHA512") if user.name == "reader" else user
+                   for user in V3_USERS)
+    fast.replace_users(longer)
+    answer(fast, request(fast, "reader", pdu=bulk, max_size=1400, users=longer))
+    assert recorder.calls[-1][3] == budgets[1] - (48 - 24)  # SHA-512's MAC, not SHA-256's
+
+
+def test_largest_content_is_exact_at_length_boundaries() -> None:
+    for limit in range(2, 70000, 97):
+        for fixed in (0, 5, 130):
+            content = largest_content(limit, fixed)
+            total = lambda n: 1 + length_octets(fixed + n) + fixed + n  # noqa: E731
+            if content:
+                assert total(content) <= limit < total(content + 1)
+
+
+@pytest.mark.parametrize("request_id", [0, 127, 128, 2147483647, -5])
+def test_the_varbind_room_fills_the_response_pdu_exactly(request_id: int) -> None:
+    for max_pdu in (100, 127, 128, 129, 255, 256, 300, 65000, 65535, 65536, 70000):
+        room = varbind_room(request_id, max_pdu)
+
+        def pdu_size(octets: int) -> int:
+            return len(encode_response_pdu(request_id, 0, 0, bytes(octets)))
+
+        assert pdu_size(room) <= max_pdu < pdu_size(room + 1)
+
+
+def test_over_the_varbind_limit_an_authenticated_request_gets_too_big(
+        fast: FastV3, recorder: Recorder) -> None:
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + b"\x05\x00")
+    many = element(GET, element(0x02, b"\x55") + b"\x02\x01\x00\x02\x01\x00"
+                   + element(SEQUENCE, varbind * (fast.max_varbinds + 1)))
+    for level in (2, 3):  # plaintext and encrypted
+        user = "authonly" if level == 2 else "reader"
+        reply = answer(fast, request(fast, user, level=level, pdu=many))
+        assert reply is not None and not recorder.calls
+        sent = opened(fast, reply)
+        pdu = sent.scoped.pdu
+        assert pdu.tag == RESPONSE and pdu.request_id == 0x55 and pdu.fields == (1, 0)
+        assert pdu.varbinds[0] == pdu.varbinds[1]  # tooBig: no varbinds (RFC 3416 4.2.1)
