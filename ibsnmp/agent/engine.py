@@ -152,10 +152,10 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                 if verdict is not None:
                     counts.add_all(verdict.counters)
                     return verdict.reply
-                if self.use_fast_reads and self.fast_reads is not None \
+                passed = self.prefilter.passed_request(wholeMsg)
+                if passed is not None and self.use_fast_reads and self.fast_reads is not None \
                         and not is_notification_domain(transportDomain):
-                    reply = self.fast_reads.answer(wholeMsg, self.prefilter.community_context,
-                                                   self.prefilter.passed_request(wholeMsg))
+                    reply = self.fast_reads.answer(wholeMsg, passed)
                     if reply is not None:
                         return reply
             counts.add(IN_PKTS, -1)  # pysnmp counts it itself

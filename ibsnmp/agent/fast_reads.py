@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pysnmp.entity.engine import SnmpEngine
 
@@ -61,13 +61,13 @@ from ibsnmp.wire.ber import (
     oid_of_element,
     read_element,
 )
-from ibsnmp.wire.header import GET, GET_NEXT, V1, CommunityMessage, Varbind
+from ibsnmp.wire.header import GET, GET_NEXT, V1
 from ibsnmp.wire.request import (
     Request,
-    decode_request,
     encode_response,
     message_varbind_room,
     null_varbinds,
+    request_of,
     varbind,
 )
 
@@ -75,14 +75,12 @@ from .causes import current_exception_summary
 from .base_objects import BaseObjects
 from .cells import Cell
 from .context_hooks import ContextDirectory
+from .prefilter import PassedRequest
 from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
-
-if TYPE_CHECKING:
-    from .config import Community
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +101,6 @@ _GET_KEY = b"\x00"
 _VIEW_ROOT_ELEMENT_VALUE = bytes((0x2B, 6, 1))
 _IN_COUNTERS = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}
 
-# A community name -> (the community, the context it names), None if unknown.
-CommunityLookup = Callable[[bytes], "tuple[Community, bytes] | None"]
 # One answered varbind: (its OID's element, the whole varbind, the BER tag of its
 # value, its OID when known: a walk's next step then decodes nothing).
 Step = tuple[bytes, bytes, int, "Oid | None"]
@@ -144,18 +140,15 @@ class FastReads:
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp
 
-    def answer(self, data: bytes, community_of: CommunityLookup,
-               read: tuple[CommunityMessage, tuple[Varbind, ...]] | None = None) -> bytes | None:
-        """The Response to `data`, or None when pysnmp is to handle it; `read`: the
-        message as the prefilter read it (Prefilter.passed_request), not read again."""
+    def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
+        """The Response to the request in `data`, as the prefilter passed it
+        (read whole, its community and context found: Prefilter.passed_request),
+        or None when pysnmp is to handle it."""
+        message, read, community, context_name = passed
         try:
-            request = decode_request(data, read)
+            request = request_of(data, message.pdu, read, message.version, message.community)
         except HeaderError:
-            return None
-        found = community_of(request.community)
-        if found is None:
-            return None
-        community, context_name = found
+            return None  # not a read request
         target = self._directory.resolve(context_name)
         if target is None:
             return None

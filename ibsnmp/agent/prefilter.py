@@ -100,6 +100,17 @@ MAX_REPLY_SIZE = 65507  # the largest UDP/IPv4 payload, pysnmp's snmpEngineMaxMe
 BURST_GAP_S = 10.0  # rate-limit drops this far apart are separate bursts (logged again)
 
 
+class PassedRequest(NamedTuple):
+    """A v1/v2c request `Prefilter.check` passed on: read whole by the strict
+    reader, and the community it was accepted for with the context its name
+    selects (b"": the default one). What answers it reads none of it again."""
+
+    message: CommunityMessage
+    varbinds: tuple[Varbind, ...]
+    community: Community
+    context_name: bytes
+
+
 class Verdict(NamedTuple):
     """A datagram not handed to pysnmp: what to count (besides snmpInPkts,
     which every datagram counts), and the answer (if any)."""
@@ -143,7 +154,7 @@ class Prefilter:
         self._clock = clock
         self._last_limited = float("-inf")
         # The v1/v2c request last passed, read whole: the fast path reads no octet again.
-        self._passed: tuple[bytes, CommunityMessage, tuple[Varbind, ...]] | None = None
+        self._passed: tuple[bytes, PassedRequest] | None = None
 
     @property
     def rate_limited(self) -> int:
@@ -177,8 +188,8 @@ class Prefilter:
             if len(message.pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
                 return Verdict((SILENT_DROP,))
             return None
-        community = self._community(message.community)
-        if community is None or not _allowed_from(community, address):
+        found = self.community_context(message.community)
+        if found is None or not _allowed_from(found[0], address):
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
@@ -198,7 +209,7 @@ class Prefilter:
         if not null_list:
             varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
             if len(varbinds) <= self._max_varbinds:
-                self._passed = (data, message, varbinds)
+                self._passed = (data, PassedRequest(message, varbinds, *found))
                 return None
             # Over the limit: all { OID, NULL } (checked in C), or read whole in
             # Python if no longer than twice the limit (a quarter of a ms more).
@@ -215,16 +226,12 @@ class Prefilter:
         return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
                        + IN_REQUEST[message.pdu.tag], reply)
 
-    def passed_request(self, data: bytes) -> tuple[CommunityMessage, tuple[Varbind, ...]] | None:
-        """The v1/v2c request `check` has just passed, read whole, if `data` is it (once)."""
+    def passed_request(self, data: bytes) -> PassedRequest | None:
+        """The v1/v2c request `check` has just passed, if `data` is it (once)."""
         passed, self._passed = self._passed, None
         if passed is None or passed[0] is not data:
             return None
-        return passed[1], passed[2]
-
-    def _community(self, name: bytes) -> Community | None:
-        found = self.community_context(name)
-        return found[0] if found is not None else None
+        return passed[1]
 
     def community_context(self, name: bytes) -> tuple[Community, bytes] | None:
         """The configured community `name` stands for and the context it names

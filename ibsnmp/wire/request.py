@@ -68,20 +68,15 @@ class Request:
         return tuple(oid_of_element(element) for element in self.oid_elements)
 
 
-def decode_request(data: bytes,
-                   read: tuple[CommunityMessage, tuple[Varbind, ...]] | None = None) -> Request:
+def decode_request(data: bytes) -> Request:
     """The read request in `data`; HeaderError if it is not one (see the module).
-
-    `read`: the header and varbinds the strict reader has read from `data`
-    already (agent.prefilter), so the message is read once.
-    """
-    if read is None:
-        message = read_header(data)
-        if not isinstance(message, CommunityMessage):
-            raise HeaderError("not an SNMPv1 or SNMPv2c message")
-        read = message, message.pdu.read_varbinds(data)
-    message, varbinds = read
-    return request_of(data, message.pdu, varbinds, message.version, message.community)
+    The agent reads a datagram once (agent.prefilter) and makes its request
+    with `request_of`; this reads a whole one, for tools and tests."""
+    message = read_header(data)
+    if not isinstance(message, CommunityMessage):
+        raise HeaderError("not an SNMPv1 or SNMPv2c message")
+    return request_of(data, message.pdu, message.pdu.read_varbinds(data), message.version,
+                      message.community)
 
 
 def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], version: int,

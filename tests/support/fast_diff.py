@@ -17,6 +17,7 @@ from pysnmp.carrier.asyncio.dgram import udp
 
 from ibsnmp.agent.config import AgentSettings, Community, Limits, SystemInfo
 from ibsnmp.agent.engine import AgentEngine, build_engine
+from ibsnmp.agent.prefilter import PassedRequest
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.mib.registry import build_mib
@@ -54,7 +55,8 @@ class TwoPaths:
             system=SystemInfo(sys_name="ibsnmp-test", sys_contact="", sys_location=""),
             communities=(Community(name=COMMUNITY), Community(name=KEYS_COMMUNITY,
                                                               view="with-keys")),
-            limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0))  # whole GETBULKs: compared
+            # Whole GETBULKs: compared; no rate limit: tests send thousands at once.
+            limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0, requests_per_second=0))
         self.agent: AgentEngine = build_engine(settings, frozen, build_mib(), fabric_summary="diff")
         self.engine = self.agent.engine
         self.capture = _Capture()
@@ -63,8 +65,8 @@ class TwoPaths:
         self.fast_answered = False
         answer = self.dispatcher.fast_reads.answer
 
-        def recording(data: bytes, community_of: Any, read: Any = None) -> bytes | None:
-            reply = answer(data, community_of, read)
+        def recording(data: bytes, passed: PassedRequest) -> bytes | None:
+            reply = answer(data, passed)
             self.fast_answered = reply is not None
             return reply
 
@@ -82,6 +84,14 @@ class TwoPaths:
         self.dispatcher.receive_message(self.engine, DOMAIN, ADDRESS, data)
         assert len(self.capture.sent) <= 1
         return self.capture.sent[0] if self.capture.sent else None
+
+    def passed(self, data: bytes) -> PassedRequest | None:
+        """What the prefilter hands the fast path for `data`: None when it
+        drops the datagram or passes it to pysnmp without a request read."""
+        prefilter = self.dispatcher.prefilter
+        if prefilter.check(DOMAIN, ADDRESS, data) is not None:
+            return None
+        return prefilter.passed_request(data)
 
     def pysnmp(self, data: bytes) -> bytes | None:
         return self.send(data, fast=False)

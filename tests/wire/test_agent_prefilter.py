@@ -319,7 +319,17 @@ def test_a_passed_request_is_handed_on_read_whole_once() -> None:
     assert check.check(LISTEN, LOCAL, data) is None
     passed = check.passed_request(data)
     assert passed is not None
-    message, varbinds = passed
-    assert message.community == b"public" and [v.oid(data) for v in varbinds] == [
+    assert passed.message.community == b"public" and [v.oid(data) for v in passed.varbinds] == [
         (1, 3, 6, 1, 2, 1, 1, 1, 0)] * 2
+    # The community it was accepted for, and the context its name selects, come with it.
+    assert passed.community.name == "public" and passed.context_name == b""
     assert check.passed_request(data) is None  # once
+
+
+def test_a_passed_request_names_the_context_of_its_community() -> None:
+    check = prefilter()
+    data = community_request("get", [SYS_DESCR], community="public@" + NODE.decode())
+    assert check.check(LISTEN, LOCAL, data) is None
+    passed = check.passed_request(data)
+    assert passed is not None
+    assert passed.community.name == "public" and passed.context_name == NODE

@@ -48,11 +48,11 @@ def _request_id(paths: TwoPaths, data: bytes) -> int:
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_mutants_get_no_answer_unless_well_formed(paths: TwoPaths, batch: int) -> None:
     fast_reads = paths.dispatcher.fast_reads
-    lookup = paths.dispatcher.prefilter.community_context
     answer = fast_reads.answer
     answered: list[bytes] = []
     for label, data in mutants(load_corpus(), BATCH, seed=14_000 + batch):
-        reply = answer(data, lookup)
+        passed = paths.passed(data)  # read by the strict reader, as in the agent
+        reply = None if passed is None else answer(data, passed)
         if reply is None:
             continue
         assert is_well_formed_ber(data), label
