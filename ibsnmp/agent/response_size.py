@@ -18,6 +18,7 @@ from typing import Any
 from pyasn1.codec.ber import encoder
 from pyasn1.type import univ
 
+from ibsnmp.wire.ber import integer_octets, length_octets, tlv_size
 from ibsnmp.wire.constants import Version
 
 V1_MODEL, V2C_MODEL = Version.V1, Version.V2C  # message processing models
@@ -30,21 +31,6 @@ COMMUNITY_HEADER_ALLOWANCE = 128
 USM_HEADER_ALLOWANCE = 256
 # A Response-PDU without varbinds: request-id, error-status, error-index.
 _INTEGER_MAX = 6  # an INTEGER of up to 32 bits: tag, length, 4 octets (+1 sign)
-
-
-def length_octets(length: int) -> int:
-    """Octets of a BER definite length."""
-    return 1 if length < 0x80 else 1 + (length.bit_length() + 7) // 8
-
-
-def tlv_size(content: int) -> int:
-    """A whole TLV with a one-octet tag (every SNMP tag is below 31)."""
-    return 1 + length_octets(content) + content
-
-
-def integer_content(value: int) -> int:
-    """Content octets of a (signed, two's complement) BER INTEGER."""
-    return (value if value >= 0 else ~value).bit_length() // 8 + 1
 
 
 def oid_content(arcs: Sequence[int]) -> int:
@@ -64,7 +50,7 @@ def oid_content(arcs: Sequence[int]) -> int:
 def value_size(value: Any) -> int:
     """The whole TLV of a varbind value."""
     if isinstance(value, univ.Integer):  # Integer32, Counter32/64, Gauge32, TimeTicks...
-        return tlv_size(integer_content(int(value)))
+        return tlv_size(len(integer_octets(int(value))))  # as pyasn1 writes it (-128: 2 octets)
     if isinstance(value, univ.OctetString):  # also IpAddress, Opaque, Bits
         return tlv_size(len(value))
     if isinstance(value, univ.ObjectIdentifier):

@@ -302,6 +302,12 @@ def length_octets(size: int) -> int:
     return 1 if size < 0x80 else 1 + (size.bit_length() + 7) // 8
 
 
+def tlv_size(content: int) -> int:
+    """Octets of a whole element of `content` value octets (a one-octet tag,
+    as every SNMP tag is, and the shortest definite length)."""
+    return 1 + length_octets(content) + content
+
+
 def element(tag: int, value: bytes) -> bytes:
     """One element with the shortest definite length."""
     size = len(value)

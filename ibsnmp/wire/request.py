@@ -27,6 +27,7 @@ from .ber import (
     integer_octets,
     length_octets,
     oid_of_element,
+    tlv_size,
 )
 from .header import (
     GET,
@@ -131,12 +132,8 @@ def encode_response(version: int, community: bytes, request_id: int, error_statu
 
 def response_size(version: int, community: bytes, request_id: int, varbinds_octets: int) -> int:
     """Octets of the Response message `encode_response` writes (error fields 0-127)."""
-    pdu = (2 + len(integer_octets(request_id))) + 3 + 3 + _tlv(varbinds_octets)
-    return _tlv(3 + _tlv(len(community)) + _tlv(pdu))
-
-
-def _tlv(content: int) -> int:
-    return 1 + length_octets(content) + content
+    pdu = (2 + len(integer_octets(request_id))) + 3 + 3 + tlv_size(varbinds_octets)
+    return tlv_size(3 + tlv_size(len(community)) + tlv_size(pdu))
 
 
 def largest_content(limit: int, fixed: int) -> int:
@@ -188,6 +185,6 @@ def _varbind_room(id_octets: int, max_pdu_octets: int) -> int:
 def _message_varbind_room(version: int, community_octets: int, id_octets: int,
                           max_size: int) -> int:
     community, request_id = bytes(community_octets), _sample_id(id_octets)
-    pdu = largest_content(max_size, _VERSION_OCTETS + _tlv(community_octets))
+    pdu = largest_content(max_size, _VERSION_OCTETS + tlv_size(community_octets))
     room = _varbind_room(id_octets, pdu)
     return room if response_size(version, community, request_id, room) <= max_size else -1

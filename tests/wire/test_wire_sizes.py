@@ -283,3 +283,15 @@ def set_request_of_size(size: int) -> bytes:
         if len(payload) == size:
             return payload
     raise AssertionError("no request of that size")
+
+
+@pytest.mark.parametrize("value", [0, 127, 128, -1, -128, -129, -32768, -32769, 2**31 - 1, -2**31])
+def test_a_response_is_sized_as_pyasn1_writes_its_integers(value: int) -> None:
+    """The responders size responses before pysnmp encodes them: an INTEGER
+    of -128 takes two content octets in pyasn1 (ff 80), not one."""
+    from pyasn1.codec.ber import encoder
+    from pyasn1.type import univ
+
+    from ibsnmp.agent.response_size import value_size
+
+    assert value_size(univ.Integer(value)) == len(encoder.encode(univ.Integer(value)))
