@@ -144,6 +144,12 @@ def worst_cases() -> dict[str, tuple[Packets, str]]:
         f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GETNEXT": (
             lambda n: request(b"".join(long_name(n, i) for i in range(fitting_under)),
                               pdu_tag=0xA1), "answered"),
+        # Short names, new in every datagram, each past the last row of a
+        # GUID-indexed column (a first index arc over 255): every one is a
+        # lookup of its own that ends in the next column's first row.
+        f"GETNEXT of {MOST} short names past a column's rows, answered": (
+            lambda n: request(b"".join(oid_varbind(IB_SM_NODE_COLUMN + (256 + n * MOST + i,))
+                                       for i in range(MOST)), pdu_tag=0xA1), "answered"),
         # An empty engine ID: USM refuses it before the user (RFC 3414 3.2 step 3).
         "64 KB v3 plaintext discovery, unknown user": (
             v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown engine ID"),
