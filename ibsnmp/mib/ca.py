@@ -12,7 +12,7 @@ has no instance.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..fabric.iba import guid_bytes
@@ -80,7 +80,7 @@ def _max_gids(row: Any) -> int:
     return _gid_count(size)
 
 
-def _attr(name: str):
+def _attr(name: str) -> Callable[[Any, ContextTarget], int | None]:
     """A TruthValue column read from one CaInfo flag."""
     return lambda node, target: _truth(getattr(node.ca, name))
 

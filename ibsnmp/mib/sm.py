@@ -820,7 +820,7 @@ def _ca_sl2vl_rows(target: ContextTarget) -> Iterator[Row]:
                 yield (prefix, key, port.num), port
 
 
-def _sl_columns(table: str, get) -> dict[str, Any]:
+def _sl_columns(table: str, get: Callable[[Any], Any]) -> dict[str, Any]:
     return {f"ibSm{table}SL{sl}toVL": (lambda r, t, sl=sl: get(r)[sl]) for sl in range(16)}
 
 
@@ -914,7 +914,7 @@ def _partition_config(state: Any) -> tuple[ScalarBinding, ...]:
     def current() -> PartitionBuffer:
         return state.config.partition_buffer if state is not None else PartitionBuffer()
 
-    def operand(get):
+    def operand(get: Callable[[Any], Any]) -> Callable[[ContextTarget], Any]:
         return lambda t: get(current().operands(_prefix(t.fabric)))
 
     return (

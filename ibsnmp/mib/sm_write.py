@@ -631,14 +631,19 @@ LIVE_SM_NOT_WRITABLE = ("a live subnet manager owns its configuration (opensm.co
                         "partitions.conf); the agent does not write it")
 
 
+# A writer's plan over the agent's state, and the same bound to one state.
+StatePlan = Callable[[AgentState, ContextTarget, Sequence[WriteRequest], Transaction], None]
+BoundPlan = Callable[[ContextTarget, Sequence[WriteRequest], Transaction], None]
+
+
 def sm_writers(state: AgentState) -> tuple[WriterBinding, ...]:
-    def bound(plan):
+    def bound(plan: StatePlan) -> BoundPlan:
         return lambda target, requests, txn: plan(state, target, requests, txn)
 
-    def sm_owned(plan):
+    def sm_owned(plan: StatePlan) -> BoundPlan:
         # With a live SM these are the SM's own settings: no MAD writes them
         # for good (the SM programs them again on its next sweep).
-        def run(target, requests, txn):
+        def run(target: ContextTarget, requests: Sequence[WriteRequest], txn: Transaction) -> None:
             if not state.sm_config_writable:
                 raise SetError("notWritable", 0, LIVE_SM_NOT_WRITABLE)
             plan(state, target, requests, txn)

@@ -23,7 +23,7 @@ arbitration of a sysfs port) no rows; nothing is filled in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..fabric.counters import sm_act_count
@@ -455,7 +455,7 @@ def _sl2vl_index(num: int) -> int:
     return NO_DATA_PORT if num == 0 else num
 
 
-def _vl_arb_rows(high: bool):
+def _vl_arb_rows(high: bool) -> Callable[[ContextTarget], Iterator[tuple[tuple[int, int], Any]]]:
     """VLArbitration entries of each data port, 1-based (up to 64); an entry
     naming VL15 is ignored by IBA and the draft's VL range stops at 14."""
 

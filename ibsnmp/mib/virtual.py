@@ -546,7 +546,7 @@ class InfinibandMib:
                                 getter, table))
         return out
 
-    def _object(self, name: str, kind: str, module: str):
+    def _object(self, name: str, kind: str, module: str) -> ObjectDef:
         obj = self._mib.objects.get(name)
         if obj is None or obj.kind != kind or obj.module != module:
             raise BindingError(f"{module}: {name} is not a {kind} of this module")
