@@ -9,7 +9,7 @@ Times are seconds since the history started (the agent's start, sysUpTime
 
 Comparing must stay cheap: a live poll swaps a snapshot every few seconds
 and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A swap
-that names the nodes it changed (providers.base.Swap) is compared on those
+that names the nodes it changed (fabric.swap.Swap) is compared on those
 alone; otherwise a node whose object is the one seen before is skipped.
 Within a changed node a port whose object is unchanged is skipped; only
 measured counters are compared, and of them only a node's whose values the

@@ -40,7 +40,7 @@ from .overrides import (ConfigState, StateFormatError, ValueProblem, apply_confi
 from ibsnmp.sa.sessions import (DEFAULT_LIFETIME_S, DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST,
                                 DEFAULT_MAX_SESSIONS, Session, SessionKey)
 
-log = logging.getLogger("ibsnmp.sa")
+log = logging.getLogger("ibsnmp.state")
 
 STATE_FILE_NAME = "ibsnmp-state.json"
 _NOT_IN_SERVICE = 2  # RowStatus

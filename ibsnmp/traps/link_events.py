@@ -18,7 +18,7 @@ node's notifications speak in the default context, where a host with
 several CAs numbers them all (fabric.interfaces.context_interfaces).
 
 Comparing stays cheap: a swap that names the nodes it changed
-(providers.base.Swap) is compared on those alone; otherwise a node whose
+(fabric.swap.Swap) is compared on those alone; otherwise a node whose
 object is the one seen before is skipped. Within a changed node a port
 whose object is unchanged is skipped.
 """
