@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ibsnmp.sa.sessions import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 
 from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
-from .secrets import resolve_secret, warn_if_exposed_config
+from .secrets import Fail, resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view
 
@@ -355,20 +355,21 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str, fail) -> None:
+def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str,
+                fail: Fail) -> None:
     for key in table:
         if key not in allowed:
             hint = ", ".join(allowed)
             raise fail(f"{prefix}{key}", f"unknown key (expected one of: {hint})")
 
 
-def _expect(value: Any, kind: type, key: str, fail) -> Any:
+def _expect(value: Any, kind: type, key: str, fail: Fail) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise fail(key, f"expected {_TYPE_NAMES[kind]}, got {_type_name(value)}")
     return value
 
 
-def _parse_listen(value: Any, fail, key: str = "listen") -> tuple[Endpoint, ...]:
+def _parse_listen(value: Any, fail: Fail, key: str = "listen") -> tuple[Endpoint, ...]:
     if isinstance(value, str):
         value = [value]
     _expect(value, list, key, fail)
@@ -388,7 +389,7 @@ def _parse_listen(value: Any, fail, key: str = "listen") -> tuple[Endpoint, ...]
     return tuple(endpoints)
 
 
-def _display_string(table: Mapping[str, Any], name: str, key: str, fail) -> str | None:
+def _display_string(table: Mapping[str, Any], name: str, key: str, fail: Fail) -> str | None:
     if name not in table:
         return None
     text = _expect(table[name], str, key, fail)
@@ -399,7 +400,7 @@ def _display_string(table: Mapping[str, Any], name: str, key: str, fail) -> str 
     return text
 
 
-def _parse_system(value: Any, fail) -> SystemInfo:
+def _parse_system(value: Any, fail: Fail) -> SystemInfo:
     _expect(value, dict, "system", fail)
     keys = ("sysName", "sysContact", "sysLocation")
     for key in value:
@@ -410,14 +411,14 @@ def _parse_system(value: Any, fail) -> SystemInfo:
     return SystemInfo(sys_name=name, sys_contact=contact, sys_location=location)
 
 
-def _parse_access(table: Mapping[str, Any], key: str, fail) -> Access:
+def _parse_access(table: Mapping[str, Any], key: str, fail: Fail) -> Access:
     access = _expect(table.get("access", "read"), str, key, fail)
     if access not in ("read", "write"):
         raise fail(key, 'expected "read" or "write"')
     return access
 
 
-def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Community, ...]:
+def _parse_communities(value: Any, fail: Fail, key: str = "community") -> tuple[Community, ...]:
     _expect(value, list, key, fail)
     seen: set[str] = set()
     result: list[Community] = []
@@ -449,7 +450,7 @@ def _parse_communities(value: Any, fail, key: str = "community") -> tuple[Commun
     return tuple(result)
 
 
-def _parse_source(value: Any, key: str, fail) -> tuple[IPNetwork, ...]:
+def _parse_source(value: Any, key: str, fail: Fail) -> tuple[IPNetwork, ...]:
     """`"10.0.0.0/8"` or a list of IPv4/IPv6 networks (a bare address is a /32 or /128)."""
     if isinstance(value, str):
         value = [value]
@@ -478,7 +479,7 @@ def _network_problem(text: str) -> str:
     return f"not a network as it has host bits set (expected {expected})"
 
 
-def _parse_limits(value: Any, fail) -> Limits:
+def _parse_limits(value: Any, fail: Fail) -> Limits:
     _expect(value, dict, "limits", fail)
     _check_keys(value, LIMIT_KEYS, "limits.", fail)
     max_varbinds = _number(value, "max_varbinds", "limits", fail, integer=True, minimum=1,
@@ -508,13 +509,13 @@ def _parse_limits(value: Any, fail) -> Limits:
                   max_result_rows_per_request=per_request, max_result_rows=result_rows)
 
 
-def _parse_traps(value: Any, fail) -> TrapSettings:
+def _parse_traps(value: Any, fail: Fail) -> TrapSettings:
     _expect(value, dict, "traps", fail)
     _check_keys(value, TRAPS_KEYS, "traps.", fail)
     return TrapSettings(if_mib=_expect(value.get("if_mib", True), bool, "traps.if_mib", fail))
 
 
-def _parse_agentx(value: Any, fail) -> AgentxSettings:
+def _parse_agentx(value: Any, fail: Fail) -> AgentxSettings:
     _expect(value, dict, "agentx", fail)
     _check_keys(value, AGENTX_KEYS, "agentx.", fail)
     try:
@@ -528,7 +529,7 @@ def _parse_agentx(value: Any, fail) -> AgentxSettings:
     return AgentxSettings(master, float(interval))
 
 
-def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:
+def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> str:
     if name not in entry:
         raise fail(f"{at}.{name}", "missing")
     key = _expect(entry[name], str, f"{at}.{name}", fail)
@@ -538,7 +539,7 @@ def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail) -> str:
 
 
 def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...], at: str,
-                    fail) -> str:
+                    fail: Fail) -> str:
     proto = _expect(entry[name], str, f"{at}.{name}", fail)
     normal = proto.upper().replace("-", "")
     if normal not in allowed:
@@ -547,7 +548,7 @@ def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...
     return normal
 
 
-def _parse_users(value: Any, fail) -> tuple[User, ...]:
+def _parse_users(value: Any, fail: Fail) -> tuple[User, ...]:
     _expect(value, list, "user", fail)
     seen: set[str] = set()
     result: list[User] = []
@@ -637,7 +638,7 @@ def _resolve(name: str, text: str) -> str:
     return f"[{address}]" if family == socket.AF_INET6 else address
 
 
-def parse_engine_id(value: Any, key: str, fail) -> bytes:
+def parse_engine_id(value: Any, key: str, fail: Fail) -> bytes:
     """An snmpEngineID in hex (`0x` and `:` allowed): 5 to 32 octets (RFC 3411)."""
     text = _expect(value, str, key, fail).strip().lower().removeprefix("0x").replace(":", "")
     try:
@@ -651,7 +652,7 @@ def parse_engine_id(value: Any, key: str, fail) -> bytes:
     return octets
 
 
-def _number(entry: Mapping[str, Any], name: str, at: str, fail, *, integer: bool,
+def _number(entry: Mapping[str, Any], name: str, at: str, fail: Fail, *, integer: bool,
             minimum: float, default: Any) -> Any:
     if name not in entry:
         return default
@@ -665,7 +666,7 @@ def _number(entry: Mapping[str, Any], name: str, at: str, fail, *, integer: bool
     return value if integer else float(value)
 
 
-def parse_trap_targets(value: Any, users: tuple[User, ...], fail,
+def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
                        key: str = "trap_target") -> tuple[TrapTarget, ...]:
     """Validate [[trap_target]] entries (or --trap-target flags)."""
     _expect(value, list, key, fail)

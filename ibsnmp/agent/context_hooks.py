@@ -124,8 +124,9 @@ class NodeContextVacm(rfc3415.Vacm):
         self._directory = directory
         self.min_levels = min_levels if min_levels is not None else {}
 
-    def is_access_allowed(self, snmpEngine, securityModel, securityName, securityLevel,
-                          viewType, contextName, variableName):
+    def is_access_allowed(self, snmpEngine: Any, securityModel: Any, securityName: Any,
+                          securityLevel: Any, viewType: Any, contextName: Any,
+                          variableName: Any) -> None:
         if contextName:
             name = _octets(contextName)
             if name and self._directory.is_known_node(name):
@@ -145,7 +146,8 @@ class _CommunityAtNode:
 
     _directory: ContextDirectory
 
-    def _com2sec(self, snmpEngine, communityName, transportInformation):
+    def _com2sec(self, snmpEngine: Any, communityName: Any,
+                 transportInformation: Any) -> tuple[Any, Any, Any]:
         try:
             return super()._com2sec(  # type: ignore[misc]
                 snmpEngine, communityName, transportInformation)
@@ -175,10 +177,11 @@ class NodeV2cSecurityModel(_CommunityAtNode, rfc2576.SnmpV2cSecurityModel):
 class ReportingV3MessageProcessing(SnmpV3MessageProcessingModel):
     """v3 MP that sends the REPORTs a command responder requests."""
 
-    def prepare_response_message(self, snmpEngine, messageProcessingModel, securityModel,
-                                 securityName, securityLevel, contextEngineId, contextName,
-                                 pduVersion, pdu, maxSizeResponseScopedPDU, stateReference,
-                                 statusInformation):
+    def prepare_response_message(self, snmpEngine: Any, messageProcessingModel: Any,
+                                 securityModel: Any, securityName: Any, securityLevel: Any,
+                                 contextEngineId: Any, contextName: Any, pduVersion: Any,
+                                 pdu: Any, maxSizeResponseScopedPDU: Any, stateReference: Any,
+                                 statusInformation: Any) -> tuple[Any, Any, bytes]:
         # Only a command responder's request (a plain dict) names its own
         # response PDU; from a failed incoming message (StatusInformation)
         # the PDU is the one received, and a Response there must not be

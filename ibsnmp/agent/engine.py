@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,8 @@ class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):
     Errors asking for a REPORT (unknown v3 context) still go to pysnmp.
     """
 
-    def handle_management_operation(self, snmpEngine, stateReference, contextName, PDU):
+    def handle_management_operation(self, snmpEngine: Any, stateReference: Any,
+                                    contextName: Any, PDU: Any) -> None:
         try:
             super().handle_management_operation(snmpEngine, stateReference, contextName, PDU)
         except smi_error.SmiError as exc:
@@ -132,7 +134,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     use_fast_reads = False
     _on_notification_socket = False
 
-    def receive_message(self, snmpEngine, transportDomain, transportAddress, wholeMsg):
+    def receive_message(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
+                        wholeMsg: bytes) -> bytes:
         """pysnmp's entry (its own transports: the notification originator's sockets)."""
         reply = self.handle(snmpEngine, transportDomain, transportAddress, wholeMsg)
         if reply is not None:
@@ -140,7 +143,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                                                          transportAddress)
         return b""
 
-    def handle(self, snmpEngine, transportDomain, transportAddress, wholeMsg) -> bytes | None:
+    def handle(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
+               wholeMsg: bytes) -> bytes | None:
         """The answer to a datagram taken here, or None: dropped, or left to
         pysnmp, which answers through its transport dispatcher."""
         counts = self.counts
@@ -174,14 +178,16 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             self._on_notification_socket = False
         return None
 
-    def get_registered_app(self, contextEngineId, pduType):
+    def get_registered_app(self, contextEngineId: Any,
+                           pduType: Any) -> Callable[..., Any] | None:
         if self._on_notification_socket:
             return self._refuse_request
         return super().get_registered_app(contextEngineId, pduType)
 
-    def _refuse_request(self, snmpEngine, messageProcessingModel, securityModel, securityName,
-                        securityLevel, contextEngineId, contextName, pduVersion, PDU,
-                        maxSizeResponseScopedPDU, stateReference):
+    def _refuse_request(self, snmpEngine: Any, messageProcessingModel: Any, securityModel: Any,
+                        securityName: Any, securityLevel: Any, contextEngineId: Any,
+                        contextName: Any, pduVersion: Any, PDU: Any,
+                        maxSizeResponseScopedPDU: Any, stateReference: Any) -> None:
         self._count(NO_HANDLER)
         mp = snmpEngine.message_processing_subsystems[int(messageProcessingModel)]
         try:

@@ -51,9 +51,10 @@ class SizedResponseMixin:
         budget = self.response_budget(stateReference)
         return budget is None or response_pdu_size(sum(varbind_sizes(varBinds))) <= budget
 
-    def process_pdu(self, snmpEngine, messageProcessingModel, securityModel, securityName,
-                    securityLevel, contextEngineId, contextName, pduVersion, PDU,
-                    maxSizeResponseScopedPDU, stateReference):
+    def process_pdu(self, snmpEngine: Any, messageProcessingModel: Any, securityModel: Any,
+                    securityName: Any, securityLevel: Any, contextEngineId: Any,
+                    contextName: Any, pduVersion: Any, PDU: Any,
+                    maxSizeResponseScopedPDU: Any, stateReference: Any) -> None:
         self._budgets[stateReference] = pdu_budget(
             int(messageProcessingModel), maxSizeResponseScopedPDU, contextEngineId,
             contextName, int(self._engine_max_size.syntax))
@@ -83,7 +84,8 @@ class SizedResponseMixin:
             self._answered.discard(stateReference)
             self.release_state_information(stateReference)  # type: ignore[attr-defined]
 
-    def handle_management_operation(self, snmpEngine, stateReference, contextName, PDU):
+    def handle_management_operation(self, snmpEngine: Any, stateReference: Any,
+                                    contextName: Any, PDU: Any) -> None:
         if PDU.tagSet == _SET_REQUEST and not self.fits(stateReference,
                                                         v2c.apiPDU.get_varbinds(PDU)):
             self.send_varbinds(snmpEngine, stateReference, "tooBig", 0, [])
@@ -92,8 +94,8 @@ class SizedResponseMixin:
         super().handle_management_operation(  # type: ignore[misc]
             snmpEngine, stateReference, contextName, PDU)
 
-    def send_varbinds(self, snmpEngine, stateReference, errorStatus, errorIndex, varBinds,
-                      *, sized: bool = False):
+    def send_varbinds(self, snmpEngine: Any, stateReference: Any, errorStatus: Any,
+                      errorIndex: Any, varBinds: Any, *, sized: bool = False) -> None:
         """Send the response, or tooBig instead (`sized`: the caller made it fit)."""
         if varBinds and not sized and not self.fits(stateReference, varBinds):
             errorStatus, errorIndex, varBinds = "tooBig", 0, []
@@ -122,7 +124,8 @@ class BulkResponder(SizedResponseMixin, cmdrsp.BulkCommandResponder):
     empty result is an empty response, not an error.
     """
 
-    def handle_management_operation(self, snmpEngine, stateReference, contextName, PDU):
+    def handle_management_operation(self, snmpEngine: Any, stateReference: Any,
+                                    contextName: Any, PDU: Any) -> None:
         # Negative counts are taken as zero (RFC 3416 4.2.3).
         non_repeaters = max(int(v2c.apiBulkPDU.get_non_repeaters(PDU)), 0)
         max_repetitions = max(int(v2c.apiBulkPDU.get_max_repetitions(PDU)), 0)

@@ -65,9 +65,10 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
         super().__init__()
         self._incoming_level: int | None = None
 
-    def process_incoming_message(self, snmpEngine, messageProcessingModel, maxMessageSize,
-                                 securityParameters, securityModel, securityLevel, wholeMsg,
-                                 msg):
+    def process_incoming_message(self, snmpEngine: Any, messageProcessingModel: Any,
+                                 maxMessageSize: Any, securityParameters: Any,
+                                 securityModel: Any, securityLevel: Any, wholeMsg: Any,
+                                 msg: Any) -> tuple[Any, ...]:
         flags = msg.getComponentByPosition(1).getComponentByPosition(2).asNumbers()
         reportable = bool(flags and flags[0] & REPORTABLE_FLAG)
         data = msg.getComponentByPosition(3)
@@ -100,8 +101,8 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
         finally:
             self._incoming_level = None
 
-    def _check_engine_id(self, snmpEngine, securityParameters, maxMessageSize,
-                         scoped) -> None:
+    def _check_engine_id(self, snmpEngine: Any, securityParameters: Any, maxMessageSize: Any,
+                         scoped: Any) -> None:
         """RFC 3414 3.2 step 3b for a request naming another engine."""
         try:
             params, _ = decoder.decode(securityParameters, asn1Spec=UsmSecurityParameters())
@@ -131,10 +132,11 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
             details["scopedPDU"] = scoped
         raise error.StatusInformation(**details)
 
-    def generate_response_message(self, snmpEngine, messageProcessingModel, globalData,
-                                  maxMessageSize, securityModel, securityEngineID,
-                                  securityName, securityLevel, scopedPDU,
-                                  securityStateReference, ctx):
+    def generate_response_message(self, snmpEngine: Any, messageProcessingModel: Any,
+                                  globalData: Any, maxMessageSize: Any, securityModel: Any,
+                                  securityEngineID: Any, securityName: Any, securityLevel: Any,
+                                  scopedPDU: Any, securityStateReference: Any,
+                                  ctx: Any) -> tuple[Any, bytes]:
         params, whole = super().generate_response_message(
             snmpEngine, messageProcessingModel, globalData, maxMessageSize, securityModel,
             securityEngineID, securityName, securityLevel, scopedPDU, securityStateReference,
@@ -151,8 +153,9 @@ class AuthoritativeUsm(SnmpUSMSecurityModel):
             whole = encoder.encode(globalData)
         return params, whole
 
-    def _SnmpUSMSecurityModel__get_user_info(self, mibInstrumController, securityEngineID,
-                                             userName):
+    def _SnmpUSMSecurityModel__get_user_info(self, mibInstrumController: Any,
+                                             securityEngineID: Any,
+                                             userName: Any) -> tuple[Any, ...]:
         """pysnmp's user lookup, reduced to the level of the message being processed.
 
         Step 5 compares the message's level with the user's protocols; a
@@ -181,7 +184,7 @@ def _is_confirmed(scoped: Any) -> bool:
     return pdu.tagSet in rfc3411.CONFIRMED_CLASS_PDUS
 
 
-def _count(snmpEngine, module: str, name: str) -> Any:
+def _count(snmpEngine: Any, module: str, name: str) -> Any:
     (counter,) = snmpEngine.get_mib_builder().import_symbols(module, name)
     add_to_counter(counter, 1)
     return counter

@@ -8,13 +8,18 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from ibsnmp.agent.config import ConfigError
 from ibsnmp.fabric.spec import SpecError
 
 from ibsnmp.logsetup import configure_logging, print_banner
+from ibsnmp.providers.base import Provider
 
 from .run import EXIT_START_FAILED, _make_provider, add_logging_arguments, add_provider_arguments
+
+if TYPE_CHECKING:
+    from ibsnmp.mqtt.publisher import Publisher
 
 log = logging.getLogger("ibsnmp.publish")
 
@@ -48,7 +53,7 @@ def _publish(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(provider, publisher))
 
 
-async def _serve(provider, publisher) -> int:
+async def _serve(provider: Provider, publisher: Publisher) -> int:
     from ibsnmp.mqtt.publisher import publishing
 
     stop = asyncio.Event()

@@ -11,14 +11,21 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
 from ibsnmp.agent.config import AgentSettings, ConfigError, Limits
+from ibsnmp.agent.runner import Services
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.logsetup import LOG_FORMATS, configure_logging, print_banner
 from ibsnmp.providers.base import Provider
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
+
+if TYPE_CHECKING:
+    from ibsnmp.agentx.connection import Subagent
+    from ibsnmp.mqtt.publisher import Publisher
+    from ibsnmp.state.store import AgentState
 
 EXIT_START_FAILED = 2
 log = logging.getLogger("ibsnmp.run")
@@ -217,8 +224,8 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
         raise ConfigError(f"--provider live: {exc}") from None
 
 
-def _services(settings: AgentSettings, provider: Provider, publisher=None,
-              subagent_of=None):
+def _services(settings: AgentSettings, provider: Provider, publisher: Publisher | None = None,
+              subagent_of: Callable[[Agent], Subagent] | None = None) -> Services:
     """What runs beside the agent: the AgentX subagent (`subagent_of(agent)`,
     with --agentx), the notification originator, then the provider, then the
     publisher (--publish)."""
@@ -275,7 +282,7 @@ def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettin
 
 
 def _open_state(state_dir: Path, args: argparse.Namespace,
-                limits: Limits):
+                limits: Limits) -> AgentState:
     """The write store: the state file (loaded if present), session and result limits."""
     from ibsnmp.mib.write import state_value_problem
     from ibsnmp.state.store import AgentState, StateFileError, state_file_for
@@ -340,7 +347,7 @@ def _run(args: argparse.Namespace) -> int:
     settings = dataclasses.replace(
         settings, system=with_saved_values(settings.system, state.config.system))
 
-    def announce(agent) -> None:
+    def announce(agent: Agent) -> None:
         community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
         switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
         lines = [f"ibsnmp: serving {summary}"]
@@ -366,7 +373,7 @@ def _run(args: argparse.Namespace) -> int:
 
         contexts = AggregatorContexts(provider)
 
-    def started(agent) -> None:
+    def started(agent: Agent) -> None:
         agent.reload_hooks.append(link_traps.reload)
         announce(agent)
         settle()  # the fabric, the MIB modules and the engine live as long as the agent
@@ -377,7 +384,7 @@ def _run(args: argparse.Namespace) -> int:
 
         agentx_settings = settings.agentx
 
-        def subagent_of(agent):
+        def subagent_of(agent: Agent) -> Subagent:
             return build_subagent(agentx_settings, contexts, mib, lambda: provider.snapshot,
                                   sys_up_time(agent.engine.engine))
 
