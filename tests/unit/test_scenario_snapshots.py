@@ -240,6 +240,7 @@ def test_history_does_not_leak_into_export(small: Fabric) -> None:
     assert dataclasses.fields(type(burst))  # still a plain dataclass
 
 
+@pytest.mark.slow  # seconds of its own: left out of make quick
 def test_every_mib_walks_a_changed_snapshot(small: Fabric) -> None:
     """The bindings read a snapshot built by the changes as any other."""
     from tests.support.mib_walk import walk

@@ -301,6 +301,7 @@ def test_sample_export_read_keeps_everything(path: Path) -> None:
     assert signature(second) == signature(first)
 
 
+@pytest.mark.slow  # seconds of its own: left out of make quick
 def test_the_10k_node_fat_tree_round_trips() -> None:
     fabric = build_fabric("fat-tree:spines=18,leaves=72,hosts=138", seed=1)
     text = export_ibnetdiscover(fabric, 0)

@@ -142,6 +142,7 @@ def _walk(agent: Agent, target: ContextTarget) -> Iterator[tuple[Oid, Any, bool]
         oid = found[0]
 
 
+@pytest.mark.slow  # seconds of its own: left out of make quick
 def test_every_cell_that_moves_with_time_is_marked_so() -> None:
     """Each context walked at two instants of one snapshot: a cell that differs
     comes from an object marked as reading the time (so no walk keeps it)."""
