@@ -75,9 +75,9 @@ from .causes import current_exception_summary
 from .base_objects import BaseObjects
 from .cells import Cell
 from .context_hooks import ContextDirectory
-from .prefilter import PassedRequest
 from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
+from .prefilter import PassedRequest
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache

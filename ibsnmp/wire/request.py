@@ -42,7 +42,8 @@ from .header import (
     read_header,
 )
 
-READS: dict[int, frozenset[int]] = {V1: frozenset({GET, GET_NEXT}), V2C: frozenset({GET, GET_NEXT, GET_BULK})}
+READS: dict[int, frozenset[int]] = {V1: frozenset({GET, GET_NEXT}),
+                                    V2C: frozenset({GET, GET_NEXT, GET_BULK})}
 _NULL = b"\x05\x00"
 
 
