@@ -9,14 +9,11 @@ broken manager would send them.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from tests.support.e2e import free_udp_port, ibsnmp_agent
+from tests.support.e2e import ibsnmp_agent, snmpd_running
 from tests.support.wire import decode_response, exchange
 
 from ibsnmp.wire.ber import element, integer_octets, oid_octets
@@ -98,25 +95,9 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
 
 @pytest.fixture(scope="module")
 def snmpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
-    work = tmp_path_factory.mktemp("snmpd")
-    (work / "snmpd.conf").write_text(SNMPD_CONFIG)
-    port = free_udp_port()
-    process = subprocess.Popen(
-        ["/usr/sbin/snmpd", "-f", "-Lf", str(work / "snmpd.log"), "-C", "-c",
-         str(work / "snmpd.conf"), f"--persistentDir={work / 'persist'}",
-         f"udp:127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "MIBS": "", "MIBDIRS": "/nonexistent"})
-    peer = Peer("snmpd", f"127.0.0.1:{port}")
-    try:
-        deadline = time.monotonic() + 30
-        while exchange(peer.address, message(GET, varbind(SYS_CONTACT), READ), 0.5) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("snmpd did not start: " + (work / "snmpd.log").read_text())
-        yield peer
-    finally:
-        process.terminate()
-        process.wait(10)
+    probe = message(GET, varbind(SYS_CONTACT), READ)
+    with snmpd_running(tmp_path_factory.mktemp("snmpd"), SNMPD_CONFIG, probe) as address:
+        yield Peer("snmpd", address)
 
 
 @pytest.fixture(scope="module", params=["ibsnmp", "snmpd"])

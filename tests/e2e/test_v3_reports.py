@@ -9,19 +9,15 @@ it could be read, authorizationError from VACM).
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from pysnmp.proto import rfc1902
-from tests.support.e2e import RunningAgent, free_udp_port, ibsnmp_agent
+from tests.support.e2e import RunningAgent, ibsnmp_agent, snmpd_running
 from tests.support.wire import community_request, decode_response, exchange, split_address
 from tests.support.wire_v3 import (
     USM_STATS_UNKNOWN_ENGINE_IDS,
@@ -113,26 +109,9 @@ class Peer:
 @pytest.fixture(scope="module")
 def snmpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     """net-snmp's snmpd with the same users, on a free port."""
-    if shutil.which("snmpd") is None:
-        pytest.skip("snmpd is not installed")
-    work = tmp_path_factory.mktemp("snmpd")
-    (work / "snmpd.conf").write_text(SNMPD_CONFIG)
-    port = free_udp_port()
-    process = subprocess.Popen(
-        ["snmpd", "-f", "-Lf", str(work / "snmpd.log"), "-C", "-c", str(work / "snmpd.conf"),
-         f"--persistentDir={work / 'persist'}", f"udp:127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "MIBS": "", "MIBDIRS": "/nonexistent"})
-    peer = Peer(f"127.0.0.1:{port}")
-    try:
-        deadline = time.monotonic() + 30
-        while exchange(peer.address, community_request("get", [SYS_NAME]), 0.5) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("snmpd did not start: " + (work / "snmpd.log").read_text())
-        yield peer
-    finally:
-        process.terminate()
-        process.wait(10)
+    probe = community_request("get", [SYS_NAME])
+    with snmpd_running(tmp_path_factory.mktemp("snmpd"), SNMPD_CONFIG, probe) as address:
+        yield Peer(address)
 
 
 @pytest.fixture(scope="module", params=["ibsnmp", "snmpd"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,8 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from ibsnmp.mibtools.paths import net_snmp_mib_dirs
 from tests.support.paths import PROJECT_ROOT
+from tests.support.wire import exchange
 
 MIB_DIRS = net_snmp_mib_dirs()
 START_TIMEOUT_S = 30.0
@@ -48,6 +52,32 @@ def free_udp_port(host: str = "127.0.0.1") -> int:
     with socket.socket(family, socket.SOCK_DGRAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def snmpd_running(work: Path, config: str, probe: bytes) -> Iterator[str]:
+    """net-snmp's snmpd with `config` (snmpd.conf lines) on a free loopback
+    port, its files in `work`: yields its address once it answers `probe`
+    (a request datagram), and stops it. Skips the test without snmpd."""
+    binary = shutil.which("snmpd") or ("/usr/sbin/snmpd" if Path("/usr/sbin/snmpd").exists() else None)
+    if binary is None:
+        pytest.skip("snmpd is not installed")
+    (work / "snmpd.conf").write_text(config)
+    address = f"127.0.0.1:{free_udp_port()}"
+    process = subprocess.Popen(
+        [binary, "-f", "-Lf", str(work / "snmpd.log"), "-C", "-c", str(work / "snmpd.conf"),
+         f"--persistentDir={work / 'persist'}", f"udp:{address}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "MIBS": "", "MIBDIRS": "/nonexistent"})
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while exchange(address, probe, 0.5) is None:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("snmpd did not start: " + (work / "snmpd.log").read_text())
+        yield address
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 @dataclass
