@@ -146,29 +146,42 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     def handle(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
                wholeMsg: bytes) -> bytes | None:
         """The answer to a datagram taken here, or None: dropped, or left to
-        pysnmp, which answers through its transport dispatcher."""
+        pysnmp, which answers through its transport dispatcher.
+
+        One decision per datagram: the prefilter's verdict, else the fast
+        read's answer, else pysnmp. What the first two count is the
+        datagram's (PendingCounts.begin_message), applied once at the end;
+        a datagram left to pysnmp is counted by pysnmp alone.
+        """
         counts = self.counts
         assert counts is not None
+        # Every datagram counts in snmpInPkts, first: a GET of it sees itself.
+        counts.begin_message(IN_PKTS)
+        to_pysnmp = False
         try:
-            counts.add(IN_PKTS)  # every datagram, first: a GET of snmpInPkts sees itself
             if self.prefilter is not None:
                 verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
                 if verdict is not None:
-                    counts.add_all(verdict.counters)
+                    counts.end_message(verdict.counters)
                     return verdict.reply
                 passed = self.prefilter.passed_request(wholeMsg)
                 if passed is not None and self.use_fast_reads and self.fast_reads is not None \
                         and not is_notification_domain(transportDomain):
                     reply = self.fast_reads.answer(wholeMsg, passed)
                     if reply is not None:
+                        counts.end_message()
                         return reply
-            counts.add(IN_PKTS, -1)  # pysnmp counts it itself
+            to_pysnmp = True
+            counts.drop_message()
             counts.flush()  # pysnmp may read the counters kept here
             self._on_notification_socket = is_notification_domain(transportDomain)
             super().receive_message(snmpEngine, transportDomain, transportAddress, wholeMsg)
         except Exception:
             self.dropped += 1
-            counts.add(PARSE_ERROR)
+            if to_pysnmp:
+                counts.add_now((PARSE_ERROR,))
+            else:
+                counts.end_message((PARSE_ERROR,))
             if self.dropped == 1:
                 # Remote input: one line with the cause, never a traceback in the log.
                 log.warning("dropped a message pysnmp could not process (%s); further ones are "
@@ -201,8 +214,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     def _count(self, *counters: Counter) -> None:
         """Count now: pysnmp is handling a message, and its counters are read as they are."""
         assert self.counts is not None
-        self.counts.add_all(counters)
-        self.counts.flush()
+        self.counts.add_now(counters)
 
 
 @dataclass(slots=True)

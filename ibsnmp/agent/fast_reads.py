@@ -171,15 +171,15 @@ class FastReads:
         read_view = self._views[view or default_view(access)]
         counts = self.counts
         in_counter = _IN_COUNTERS.get(request.pdu_type)
-        # pysnmp counts the request before reading: a GET of snmpInGetRequests
-        # sees itself (snmpInPkts is counted on arrival, agent.engine).
+        # Counted before reading, as pysnmp counts it: a GET of snmpInGetRequests
+        # sees itself. Counts of a request declined here are dropped with the
+        # datagram's (agent.engine): pysnmp counts it.
         if in_counter:
-            counts.add(in_counter)
-        found: tuple[bytes, int, int, int] | None
+            counts.count(in_counter)
         try:
             found = _Request(self, request, target, read_view, room).respond()
         except _Declined:
-            found = None
+            return None
         except Exception:
             self.failures += 1
             if self.failures == 1:
@@ -187,18 +187,14 @@ class FastReads:
                 log.error("the fast responder failed (%s); such requests go to pysnmp, further "
                           "failures are logged at debug level", current_exception_summary())
             log.debug("fast responder failure", exc_info=True)
-            found = None
-        if found is None:
-            if in_counter:
-                counts.add(in_counter, -1)
             return None
         varbinds, status, index, retrieved = found
-        counts.add(OUT_PKTS)
-        counts.add(OUT_GET_RESPONSES)
+        counts.count(OUT_PKTS)
+        counts.count(OUT_GET_RESPONSES)
         if status:
-            counts.add(OUT_NO_SUCH_NAMES)
+            counts.count(OUT_NO_SUCH_NAMES)
         else:
-            counts.add(IN_TOTAL_REQ_VARS, retrieved)
+            counts.count(IN_TOTAL_REQ_VARS, retrieved)
         return status, index, varbinds
 
 

@@ -203,10 +203,10 @@ class FastV3:
     def _refuse(self, refused: Refused) -> Verdict:
         counts, refusal = self._counts, refused.refusal
         counter = refusal.counter
-        counts.add(counter)
+        counts.count(counter)
         if not (refused.report and refusal.reported):
             return Verdict((), None)
-        counts.add(OUT_PKTS)
+        counts.count(OUT_PKTS)
         boots, now = self.clock.boots(), self.clock.time()
         oid, count = self._counter_oids[counter], counts.value(counter)
         # Outside the time window, the Report is authNoPriv: the manager can trust

@@ -6,10 +6,17 @@ What the agent counts itself (every datagram's verdict, the fast
 responders' requests, the SNMPv3 refusals) is added to plain integers
 here and written into the counters before anything can read them: before
 a read of the agent's own objects, and before a message goes to pysnmp
-(agent.engine). Other writers only add too, so the order of the additions
-does not matter. Counter32 wraps at 2^32. A reader of the agent's own
-objects (agent.base_objects) adds what is pending to what it reads, so a
-read writes nothing.
+(agent.engine). Counter32 wraps at 2^32 (statistics.add_to_counter, the
+one addition every writer uses).
+
+A datagram's counts are kept apart while it is handled (`begin_message`):
+a read it makes of the agent's own objects sees them (a GET of
+snmpInPkts or snmpInGetRequests counts itself, as in snmpd), and the
+dispatcher then applies them once (`end_message`), or forgets them when
+it hands the datagram to pysnmp, which counts it itself (`drop_message`).
+Nothing counted is ever taken back. A reader of the agent's own objects
+(agent.base_objects) adds what is pending to what it reads, so a read
+writes nothing.
 """
 
 from __future__ import annotations
@@ -40,13 +47,14 @@ UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 class PendingCounts:
     """Additions to counter instances (MibScalarInstance objects), by (module, name)."""
 
-    __slots__ = ("_builder", "_instances", "_counters", "_pending")
+    __slots__ = ("_builder", "_instances", "_counters", "_pending", "_message")
 
     def __init__(self, builder: Any) -> None:
         self._builder = builder  # pysnmp's MibBuilder, where the instances live
         self._instances: dict[Counter, Any] = {}
         self._counters: dict[int, Counter] = {}  # id(instance) -> its counter
         self._pending: dict[Counter, int] = {}
+        self._message: dict[Counter, int] = {}  # the counts of the datagram being handled
 
     def _instance(self, counter: Counter) -> Any:
         instance = self._instances.get(counter)
@@ -59,21 +67,48 @@ class PendingCounts:
     def pending(self, instance: Any) -> int:
         """What is still to be added to `instance` (a reader adds it to what it reads)."""
         counter = self._counters.get(id(instance))
-        return 0 if counter is None else self._pending.get(counter, 0)
+        if counter is None:
+            return 0
+        return self._pending.get(counter, 0) + self._message.get(counter, 0)
 
     def value(self, counter: Counter) -> int:
         """The counter as a reader will see it, pending additions written."""
-        return (int(self._instance(counter).syntax) + self._pending.get(counter, 0)) & 0xFFFFFFFF
+        return (int(self._instance(counter).syntax) + self._pending.get(counter, 0)
+                + self._message.get(counter, 0)) & 0xFFFFFFFF
 
-    def add(self, counter: Counter, amount: int = 1) -> None:
-        if counter not in self._instances:
-            self._instance(counter)  # known, so that readers see what is pending
-        pending = self._pending
-        pending[counter] = pending.get(counter, 0) + amount
-
-    def add_all(self, counters: tuple[Counter, ...]) -> None:
+    def begin_message(self, *counters: Counter) -> None:
+        """A datagram is being handled: its counts start with `counters`."""
+        self._message = {}
         for counter in counters:
-            self.add(counter)
+            self.count(counter)
+
+    def count(self, counter: Counter, amount: int = 1) -> None:
+        """Count for the datagram being handled (applied by `end_message`)."""
+        if counter not in self._instances:
+            self._instance(counter)  # known, so that readers see what is counted
+        message = self._message
+        message[counter] = message.get(counter, 0) + amount
+
+    def end_message(self, counters: tuple[Counter, ...] = ()) -> None:
+        """The datagram was answered or dropped here: apply its counts and `counters`."""
+        for counter in counters:
+            self.count(counter)
+        message, self._message = self._message, {}
+        pending = self._pending
+        for counter, amount in message.items():
+            pending[counter] = pending.get(counter, 0) + amount
+
+    def drop_message(self) -> None:
+        """The datagram goes to pysnmp, which counts it itself: forget its counts."""
+        self._message = {}
+
+    def add_now(self, counters: tuple[Counter, ...]) -> None:
+        """Count outside a datagram's handling and write at once (pysnmp is reading)."""
+        pending = self._pending
+        for counter in counters:
+            self._instance(counter)
+            pending[counter] = pending.get(counter, 0) + 1
+        self.flush()
 
     def flush(self) -> None:
         """Write every pending addition into its counter (wrapping as Counter32 does)."""

@@ -31,13 +31,15 @@ class _Builder:
 
 
 IN_PKTS = ("__SNMPv2-MIB", "snmpInPkts")
+SILENT_DROP = ("__SNMPv2-MIB", "snmpSilentDrops")
 
 
 def test_additions_wait_for_a_flush_and_wrap_as_counter32() -> None:
     packets = _Instance(2**32 - 2)
     counts = PendingCounts(_Builder(snmpInPkts=packets))
-    counts.add(IN_PKTS, 1)
-    counts.add(IN_PKTS, 2)
+    counts.begin_message(IN_PKTS)
+    counts.count(IN_PKTS, 2)
+    counts.end_message()
     assert int(packets.syntax) == 2**32 - 2  # nothing written yet
     assert counts.value(IN_PKTS) == 1  # what a reader will see
     counts.flush()
@@ -45,10 +47,32 @@ def test_additions_wait_for_a_flush_and_wrap_as_counter32() -> None:
     counts.flush()  # nothing pending: nothing changes
     assert int(packets.syntax) == 1
     assert counts.pending(packets) == 0
-    counts.add(IN_PKTS, 5)
+    counts.begin_message()
+    counts.count(IN_PKTS, 5)
+    counts.end_message()
     assert counts.pending(packets) == 5  # what a reader adds to what it reads
     with pytest.raises(KeyError):  # a counter nobody has
-        counts.add(("__SNMPv2-MIB", "snmpOutTraps"), 1)
+        counts.count(("__SNMPv2-MIB", "snmpOutTraps"), 1)
+
+
+def test_a_datagrams_counts_are_seen_while_handled_then_applied_once_or_dropped() -> None:
+    packets, drops = _Instance(10), _Instance(0)
+    counts = PendingCounts(_Builder(snmpInPkts=packets, snmpSilentDrops=drops))
+    counts.begin_message(IN_PKTS)
+    assert counts.value(IN_PKTS) == 11  # a read during the datagram sees it
+    assert counts.pending(packets) == 1
+    counts.drop_message()  # handed to pysnmp: it counts the datagram itself
+    assert counts.value(IN_PKTS) == 10
+    counts.flush()
+    assert int(packets.syntax) == 10
+    counts.begin_message(IN_PKTS)
+    counts.end_message((SILENT_DROP,))  # a verdict's counters come with the datagram's
+    counts.begin_message(IN_PKTS)  # the next datagram starts afresh
+    counts.drop_message()
+    counts.flush()
+    assert (int(packets.syntax), int(drops.syntax)) == (11, 1)
+    counts.add_now((SILENT_DROP,))  # pysnmp's handling: written at once
+    assert int(drops.syntax) == 2
 
 
 def _read(paths: TwoPaths, oid: tuple[int, ...], fast: bool) -> int:
