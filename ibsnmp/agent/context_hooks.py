@@ -2,23 +2,16 @@
 
 The default context ("") is the designated local node; every node answers
 under the context named by its node GUID in 16 lower-case hex digits (the
-SNMPv3 contextName, or `<community>@<guid>` for SNMPv1/v2c). Registering
-thousands of contexts the stock way is slow and big, so three pysnmp hooks
-are overridden instead (pysnmp is pinned to 7.1.x; two hooks are internal):
+SNMPv3 contextName, or `<community>@<guid>` for SNMPv1/v2c, which the
+prefilter resolves). Registering thousands of contexts the stock way is
+slow and big, so two pysnmp hooks are overridden instead:
 
 - `SnmpContext.get_mib_instrum(contextName)` (public) returns a tiny
   per-request ContextView for the resolved node.
-- `rfc3415.Vacm.is_access_allowed` (internal) applies the policy of the
-  context "" to every known node context; unknown ones still fail as
-  noSuchContext (snmpUnknownContexts REPORT for v3).
-- `SnmpV1SecurityModel._com2sec` (internal, rfc2576) splits
-  `community@guid` when the whole string is not a community.
-
-A fourth override fixes pysnmp 7.1 dropping every REPORT a command
-responder asks for (snmpUnknownContexts): `SnmpV3MessageProcessingModel.
-prepare_response_message` checks the *response* PDU's class against the
-confirmed classes (RFC 3412 7.1.3b means the request's) and gives up with
-loopTerminated, so an unknown v3 context would get no answer at all.
+- `rfc3415.Vacm.is_access_allowed` (the access control model's entry)
+  applies the policy of the context "" to every known node context;
+  unknown ones still fail as noSuchContext (the responders then ask for
+  the snmpUnknownContexts Report, agent.fast_v3 sends it).
 """
 
 from __future__ import annotations
@@ -29,10 +22,8 @@ from typing import Any
 from pyasn1.type import univ
 from pysnmp.entity.engine import SnmpEngine
 from pysnmp.entity.rfc3413.context import SnmpContext
-from pysnmp.proto import errind, error, rfc1905
+from pysnmp.proto import errind, error
 from pysnmp.proto.acmod import rfc3415
-from pysnmp.proto.mpmod.rfc3412 import SnmpV3MessageProcessingModel
-from pysnmp.proto.secmod import rfc2576
 
 from ibsnmp.mib.api import ContextResolver, ContextTarget, VirtualMib
 
@@ -141,72 +132,8 @@ class NodeContextVacm(rfc3415.Vacm):
         return result
 
 
-class _CommunityAtNode:
-    """Mixin for the v1/v2c security models: `community@guid` selects a node."""
-
-    _directory: ContextDirectory
-
-    def _com2sec(self, snmpEngine: Any, communityName: Any,
-                 transportInformation: Any) -> tuple[Any, Any, Any]:
-        try:
-            return super()._com2sec(  # type: ignore[misc]
-                snmpEngine, communityName, transportInformation)
-        except error.StatusInformation:
-            raw = _octets(communityName)
-            community, sep, node = raw.rpartition(b"@")
-            if not sep or not community or not self._directory.is_known_node(node):
-                raise
-            base = communityName.clone(community)
-            securityName, contextEngineId, _ = super()._com2sec(  # type: ignore[misc]
-                snmpEngine, base, transportInformation)
-            return securityName, contextEngineId, univ.OctetString(node)
-
-
-class NodeV1SecurityModel(_CommunityAtNode, rfc2576.SnmpV1SecurityModel):
-    def __init__(self, directory: ContextDirectory) -> None:
-        super().__init__()
-        self._directory = directory
-
-
-class NodeV2cSecurityModel(_CommunityAtNode, rfc2576.SnmpV2cSecurityModel):
-    def __init__(self, directory: ContextDirectory) -> None:
-        super().__init__()
-        self._directory = directory
-
-
-class ReportingV3MessageProcessing(SnmpV3MessageProcessingModel):
-    """v3 MP that sends the REPORTs a command responder requests."""
-
-    def prepare_response_message(self, snmpEngine: Any, messageProcessingModel: Any,
-                                 securityModel: Any, securityName: Any, securityLevel: Any,
-                                 contextEngineId: Any, contextName: Any, pduVersion: Any,
-                                 pdu: Any, maxSizeResponseScopedPDU: Any, stateReference: Any,
-                                 statusInformation: Any) -> tuple[Any, Any, bytes]:
-        # Only a command responder's request (a plain dict) names its own
-        # response PDU; from a failed incoming message (StatusInformation)
-        # the PDU is the one received, and a Response there must not be
-        # answered (RFC 3412 7.1.3b: pysnmp drops it as loopTerminated).
-        if (isinstance(statusInformation, dict) and "oid" in statusInformation
-                and pdu is not None and pdu.tagSet == rfc1905.ResponsePDU.tagSet):
-            # Stand in for the confirmed-class request: only its request-id is used.
-            request = rfc1905.GetRequestPDU()
-            request.setComponentByPosition(0, pdu.getComponentByPosition(0))
-            pdu = request
-            # The request was authenticated: answer at its level (as net-snmp
-            # does), not at noAuthNoPriv which managers may not accept.
-            statusInformation.setdefault("securityLevel", securityLevel)
-        return super().prepare_response_message(
-            snmpEngine, messageProcessingModel, securityModel, securityName, securityLevel,
-            contextEngineId, contextName, pduVersion, pdu, maxSizeResponseScopedPDU,
-            stateReference, statusInformation)
-
-
 def install_context_hooks(engine: SnmpEngine, directory: ContextDirectory) -> NodeContextVacm:
-    """Swap the engine's v1/v2c security models, v3 MP and VACM for the hooked ones."""
-    mp_id = ReportingV3MessageProcessing.MESSAGE_PROCESSING_MODEL_ID
-    engine.message_processing_subsystems[mp_id] = ReportingV3MessageProcessing()
-    engine.security_models[NodeV1SecurityModel.SECURITY_MODEL_ID] = NodeV1SecurityModel(directory)
-    engine.security_models[NodeV2cSecurityModel.SECURITY_MODEL_ID] = NodeV2cSecurityModel(directory)
+    """Swap the engine's VACM for the one that knows node contexts."""
     vacm = NodeContextVacm(directory)
     engine.access_control_model[NodeContextVacm.ACCESS_MODEL_ID] = vacm
     return vacm

@@ -27,20 +27,19 @@ from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
 from ibsnmp.wire.constants import SecurityLevel, SecurityModel
 
 from .config import AgentSettings, User
-from .bulk_decoding import relax_bulk_decoding
 from .causes import current_exception_summary
 from .context_hooks import ContextDirectory, NodeContextVacm, NodeSnmpContext, install_context_hooks
 from .engine_state import apply_engine_identity
 from .fast_reads import FastReads
 from .fast_v3 import FastV3, responder_over
+from .handover import Handover
 from .node_system import install_node_system_group
 from .pending_counts import IN_PKTS, NO_HANDLER, PARSE_ERROR, Counter, PendingCounts
-from .prefilter import Prefilter, is_notification_domain
+from .prefilter import IN_REQUEST, PassedRequest, Prefilter, Verdict, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
 from .sysor import install_sys_or_table
-from .usm import AuthoritativeUsm
 from .views import VIEWS, View, default_view
 
 log = logging.getLogger(__name__)
@@ -108,22 +107,23 @@ class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):
 
 
 class GuardedDispatcher(MsgAndPduDispatcher):
-    """Drops a datagram pysnmp cannot process instead of letting it escape.
-
-    pysnmp 7.1 catches only some decoder errors: other malformed datagrams
-    raise (e.g. TypeError deep in pyasn1) into the event loop, which logs a
-    full traceback per packet, a log flood anyone can trigger remotely.
-    They count as snmpInASNParseErrs; the first is logged with its cause.
+    """Every datagram's one decision, and a guard around what pysnmp still processes.
 
     Every datagram first passes the `prefilter`: the project's strict BER
-    reader (ibsnmp.wire.header) drops what it refuses as a parse error, so
-    pysnmp only sees messages that reader accepts (but for an encrypted
-    scoped PDU, which it reads once decrypted), and the guard here is left
-    for what pysnmp still fails on. pysnmp hands every request to the
-    command responders, whatever socket it came in on: one that reaches
-    pysnmp on a notification originator's socket
-    (an encrypted SNMPv3 one, whose PDU type the prefilter cannot see) is
-    refused here, counted in snmpUnknownPDUHandlers, its state released.
+    reader (ibsnmp.wire.header) reads it once and drops what it refuses as
+    a parse error, and SNMPv3 goes on through the project's USM
+    (agent.fast_v3). A v1/v2c request it passes is answered by the fast
+    read path, else by pysnmp's command responders (agent.handover); an
+    SNMPv3 one likewise, sealed by agent.fast_v3. pysnmp's own message
+    processing sees only what arrives on the notification originator's
+    sockets: answers to informs. A request that reaches it there (an
+    encrypted SNMPv3 one, whose PDU type the prefilter cannot see) is
+    refused, counted in snmpUnknownPDUHandlers, its state released.
+
+    What fails unexpectedly on the way (pysnmp 7.1 lets some decoder
+    errors escape as TypeError deep in pyasn1) is dropped and counted in
+    snmpInASNParseErrs; the first is logged with its cause, never a
+    traceback per packet that anyone could trigger remotely.
     """
 
     dropped = 0
@@ -132,6 +132,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     # v1/v2c reads answered without pysnmp's per-varbind cost ([limits] fast_path).
     fast_reads: FastReads | None = None
     use_fast_reads = False
+    handover: Handover | None = None  # requests handed to the command responders
     _on_notification_socket = False
 
     def receive_message(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
@@ -145,13 +146,14 @@ class GuardedDispatcher(MsgAndPduDispatcher):
 
     def handle(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
                wholeMsg: bytes) -> bytes | None:
-        """The answer to a datagram taken here, or None: dropped, or left to
-        pysnmp, which answers through its transport dispatcher.
+        """The answer to a datagram, or None: dropped, or (an answer to an
+        inform) left to pysnmp's message processing.
 
-        One decision per datagram: the prefilter's verdict, else the fast
-        read's answer, else pysnmp. What the first two count is the
-        datagram's (PendingCounts.begin_message), applied once at the end;
-        a datagram left to pysnmp is counted by pysnmp alone.
+        One decision per datagram: the prefilter's verdict (SNMPv3: the
+        project's USM's), else for a v1/v2c request the fast read's answer,
+        else the command responders'. What it counts is the datagram's
+        (PendingCounts.begin_message), applied once (`_conclude`); a
+        datagram left to pysnmp is counted by pysnmp alone.
         """
         counts = self.counts
         assert counts is not None
@@ -162,15 +164,11 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             if self.prefilter is not None:
                 verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
                 if verdict is not None:
-                    counts.end_message(verdict.counters)
-                    return verdict.reply
+                    return self._conclude(verdict)
                 passed = self.prefilter.passed_request(wholeMsg)
-                if passed is not None and self.use_fast_reads and self.fast_reads is not None \
-                        and not is_notification_domain(transportDomain):
-                    reply = self.fast_reads.answer(wholeMsg, passed)
-                    if reply is not None:
-                        counts.end_message()
-                        return reply
+                if passed is not None and not is_notification_domain(transportDomain):
+                    return self._answer_request(wholeMsg, passed)
+            # An answer to one of our informs (pysnmp matches it to the inform).
             to_pysnmp = True
             counts.drop_message()
             counts.flush()  # pysnmp may read the counters kept here
@@ -179,17 +177,59 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         except Exception:
             self.dropped += 1
             if to_pysnmp:
-                counts.add_now((PARSE_ERROR,))
+                counts.add_now({PARSE_ERROR: 1})
             else:
                 counts.end_message((PARSE_ERROR,))
             if self.dropped == 1:
                 # Remote input: one line with the cause, never a traceback in the log.
-                log.warning("dropped a message pysnmp could not process (%s); further ones are "
-                            "only counted in snmpInASNParseErrs", current_exception_summary(), exc_info=False)
+                log.warning("dropped a message that could not be processed (%s); further ones "
+                            "are only counted in snmpInASNParseErrs", current_exception_summary(),
+                            exc_info=False)
             log.debug("dropped an unprocessable message", exc_info=True)
         finally:
             self._on_notification_socket = False
         return None
+
+    def _answer_request(self, data: bytes, passed: PassedRequest) -> bytes | None:
+        """A v1/v2c request: the fast read's answer, else the command responders'."""
+        counts = self.counts
+        assert counts is not None and self.handover is not None
+        for counter in IN_REQUEST[passed.message.pdu.tag]:
+            counts.count(counter)  # before reading: a GET of snmpInGetRequests sees itself
+        if self.use_fast_reads and self.fast_reads is not None:
+            reply = self.fast_reads.answer(data, passed)
+            if reply is not None:
+                counts.end_message()
+                return reply
+        handover = self.handover
+        return self._conclude(Verdict((), None, lambda: handover.answer_community(data, passed)))
+
+    def _conclude(self, verdict: Verdict) -> bytes | None:
+        """Apply the datagram's counts once, and answer as `verdict` says."""
+        counts = self.counts
+        assert counts is not None
+        counts.end_message(verdict.counters)
+        if verdict.handing is None:
+            return verdict.reply
+        counts.flush()  # pysnmp's command responders read counters as they are
+        reply, answer_counts = verdict.handing()
+        counts.add_now(answer_counts)
+        return reply
+
+    def return_response_pdu(self, snmpEngine: Any, messageProcessingModel: Any,
+                            securityModel: Any, securityName: Any, securityLevel: Any,
+                            contextEngineId: Any, contextName: Any, pduVersion: Any, PDU: Any,
+                            maxSizeResponseScopedPDU: Any, stateReference: Any,
+                            statusInformation: Any) -> None:
+        """A command responder's answer: to a request handed over (agent.handover),
+        taken back; to one pysnmp received itself, pysnmp's to send."""
+        if self.handover is not None and self.handover.owns(stateReference):
+            self.handover.returned(stateReference, PDU, statusInformation)
+            return
+        super().return_response_pdu(snmpEngine, messageProcessingModel, securityModel,
+                                    securityName, securityLevel, contextEngineId, contextName,
+                                    pduVersion, PDU, maxSizeResponseScopedPDU, stateReference,
+                                    statusInformation)
 
     def get_registered_app(self, contextEngineId: Any,
                            pduType: Any) -> Callable[..., Any] | None:
@@ -208,13 +248,13 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             state = mp._cache.pop_by_state_reference(stateReference)
             security = snmpEngine.security_models[int(state["securityModel"])]
             security.release_state_information(state["securityStateReference"])
-        except (KeyError, pysnmp_error.ProtocolError):
-            pass
+        except (KeyError, AttributeError, pysnmp_error.ProtocolError):
+            pass  # already released, or kept where this pysnmp release cannot reach it
 
     def _count(self, *counters: Counter) -> None:
         """Count now: pysnmp is handling a message, and its counters are read as they are."""
         assert self.counts is not None
-        self.counts.add_now(counters)
+        self.counts.add_now(dict.fromkeys(counters, 1))
 
 
 @dataclass(slots=True)
@@ -260,12 +300,12 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     """A configured engine without transports."""
     # The engine ID and boots come from the state directory (or the config):
     # never from pysnmp's own file under /tmp (see engine_state).
-    engine = SnmpEngine(msgAndPduDsp=GuardedDispatcher())
+    dispatcher = GuardedDispatcher()
+    engine = SnmpEngine(msgAndPduDsp=dispatcher)
     apply_engine_identity(engine, settings.engine_id, settings.engine_boots)
-    engine.security_models[AuthoritativeUsm.SECURITY_MODEL_ID] = AuthoritativeUsm()
+    handover = dispatcher.handover = Handover(engine)
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
-    relax_bulk_decoding(engine)
     _configure_views(engine)
     _add_principals(engine, vacm, directory, settings)
     _set_system_group(engine, settings, fabric_summary)
@@ -273,14 +313,15 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
-    dispatcher = engine.message_dispatcher
     counts = dispatcher.counts = PendingCounts(engine.get_mib_builder())
     fast_reads = dispatcher.fast_reads = FastReads(
         engine, directory, mib, counts, settings.limits.walk_cache,
         settings.limits.max_getbulk_varbinds, settings.limits.getbulk_fill_ms)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
-                     directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds)
+                     directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds,
+                     handover=handover)
     fast_v3.answer_reads = settings.limits.fast_path
+    assert dispatcher.prefilter is not None
     dispatcher.prefilter.v3_handler = fast_v3.handle
     responders = (
         GetResponder(engine, context),
@@ -304,9 +345,12 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
     if previous is not None:  # a reload: SNMPv3 stays on the project's USM
         dispatcher.prefilter.v3_handler = previous.v3_handler
     dispatcher.use_fast_reads = settings.limits.fast_path
+    assert dispatcher.handover is not None
+    dispatcher.handover.community_names = {}
     for index, community in enumerate(settings.communities):
         # The securityName is an index, never the (secret) community string.
         security_name = _community_security_name(index)
+        dispatcher.handover.community_names[community.name] = security_name.encode()
         pc.add_v1_system(engine, security_name, community.name, securityName=security_name)
         for model in (V1, V2C):
             pc.add_vacm_group(engine, group_name(community.access, community.view), model,

@@ -14,11 +14,12 @@ counters are added to as integers until something may read them
 (agent.pending_counts).
 
 `FastReads.answer` returns the Response octets, or None to leave the
-datagram to pysnmp: anything but a well-formed v1/v2c read request, a
-context that vanished, a failing read, a GET or GETNEXT response too big
-(pysnmp answers tooBig) or a v1 error echoing values it did not decode.
-It counts the SNMPv2-MIB statistics pysnmp would count for the requests
-it answers, and none for those it leaves.
+request to pysnmp's command responders (agent.handover): anything but a
+well-formed v1/v2c read request, a context that vanished, a failing
+read, a GET or GETNEXT response too big (the responders answer tooBig)
+or a v1 error echoing values it did not decode. It counts the SNMPv2-MIB
+statistics of the answers it writes (the request itself is counted on
+arrival, agent.engine).
 
 Departures from pysnmp, all allowed by RFC 3416 4.2.3: GETBULK returns
 as many varbinds as fit the agent's maximum message size, up to `[limits]
@@ -75,7 +76,7 @@ from .causes import current_exception_summary
 from .base_objects import BaseObjects
 from .cells import Cell
 from .context_hooks import ContextDirectory
-from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
+from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .prefilter import PassedRequest
 from .read_view import ReadView
@@ -99,7 +100,6 @@ SHORT_NAME = 64
 _GET_KEY = b"\x00"
 # The value octets of VIEW_ROOT (1.3.6.1): every readable OID's start with them.
 _VIEW_ROOT_ELEMENT_VALUE = bytes((0x2B, 6, 1))
-_IN_COUNTERS = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS}
 
 # One answered varbind: (its OID's element, the whole varbind, the BER tag of its
 # value, its OID when known: a walk's next step then decodes nothing).
@@ -107,7 +107,7 @@ Step = tuple[bytes, bytes, int, "Oid | None"]
 
 
 class _Declined(Exception):
-    """This request is pysnmp's to answer."""
+    """This request is pysnmp's command responders' to answer."""
 
 
 class FastReads:
@@ -138,7 +138,7 @@ class FastReads:
         self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None))
         self.max_getbulk_varbinds = max_getbulk_varbinds
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
-        self.failures = 0  # requests a bug made it leave to pysnmp
+        self.failures = 0  # requests a bug made it leave to pysnmp's responders
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -163,19 +163,14 @@ class FastReads:
     def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
              room: int) -> tuple[int, int, bytes] | None:
         """(error-status, error-index, varbind octets) of a read PDU whose varbinds may
-        take `room` octets, counted as pysnmp counts it; None: pysnmp's to answer.
+        take `room` octets, its answer counted (the request itself is counted by
+        the caller); None: the command responders' to answer.
 
         SNMPv3 reads come here too (agent.fast_v3), with the room their
         sealed message leaves.
         """
         read_view = self._views[view or default_view(access)]
         counts = self.counts
-        in_counter = _IN_COUNTERS.get(request.pdu_type)
-        # Counted before reading, as pysnmp counts it: a GET of snmpInGetRequests
-        # sees itself. Counts of a request declined here are dropped with the
-        # datagram's (agent.engine): pysnmp counts it.
-        if in_counter:
-            counts.count(in_counter)
         try:
             found = _Request(self, request, target, read_view, room).respond()
         except _Declined:

@@ -1,4 +1,4 @@
-"""SNMPv3 requests taken through USM without pysnmp: refused, reported, or read.
+"""SNMPv3 requests through the project's USM: refused, reported, read, or handed to a responder.
 
 `FastV3.handle(message, datagram)` takes every SNMPv3 message that
 reaches a listening socket (read once by the strict reader) through the
@@ -12,15 +12,24 @@ project's USM (ibsnmp.wire.usm_inbound.process):
   (the manager resynchronizes from it); a decryption error too; invalid
   flags, an unknown security model and a ciphertext that decrypts to no
   ScopedPDU are counted and dropped;
+- an authenticated Response, Report or Trap is dropped, counted in
+  snmpInvalidMsgs when it carries the reportable flag (RFC 3412 6.4), in
+  snmpUnknownPDUHandlers when not;
 - an authenticated request below the user's configured level gets VACM's
   authorizationError (error-index 0, RFC 3413 3.2) at the level it came in;
+- an authenticated request of more varbinds than [limits] max_varbinds
+  gets tooBig (no varbinds), sealed;
 - an authenticated GetRequest, GetNextRequest or GetBulkRequest in this
   engine's context and the default context or a known node's is answered
   by the fast read responder, sealed (and encrypted) here;
-- an authenticated request of more varbinds than [limits] max_varbinds
-  gets tooBig (no varbinds), sealed;
-- everything else (SET, unknown contexts, foreign contextEngineIDs, other
-  PDUs) goes to pysnmp unchanged: None.
+- everything else (SETs, reads the fast responder leaves, unknown
+  contexts, foreign contextEngineIDs, informs) goes to pysnmp's command
+  responders, decoded, through RFC 3412's application interface
+  (agent.handover), and their answer is sealed here too: pysnmp's message
+  processing and USM never see a request. A reportable request no
+  responder takes gets an snmpUnknownPDUHandlers Report, one in an unknown
+  context the snmpUnknownContexts Report the responder asks for, at the
+  request's level.
 
 snmpEngineID, snmpEngineBoots, snmpEngineTime and snmpEngineMaxMessageSize
 are read from pysnmp's engine: there is one clock, not two.
@@ -33,24 +42,30 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from pyasn1.error import PyAsn1Error
 from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
-from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT, SET, V2C, V3Message, Varbind
+from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM, SET, USM, V2C, V3,
+                                V3Message, Varbind)
 from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
                                      localize_users, process)
-from ibsnmp.wire.usm_message import ReportWriter
+from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 
-from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_SET_REQUESTS, OUT_GET_RESPONSES,
-                             OUT_PKTS, OUT_TOO_BIG, SILENT_DROP, Counter, PendingCounts)
+from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
+from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_SET_REQUESTS, NO_HANDLER,
+                             OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP, Counter,
+                             PendingCounts)
 from .prefilter import Verdict
 from .views import View
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 READS = frozenset({GET, GET_NEXT, GET_BULK})
 REQUESTS = READS | {SET}
+CONFIRMED = REQUESTS | {INFORM}  # RFC 3411 2.8: the PDUs a reportable message may carry
+INVALID_MESSAGE = Refusal.INVALID_MESSAGE.counter  # snmpInvalidMsgs
 TOO_BIG = 1
 AUTHORIZATION_ERROR = 16
 IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS,
@@ -129,7 +144,7 @@ class FastV3:
 
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
                  is_known_context: Callable[[bytes], bool], counts: PendingCounts, *,
-                 max_varbinds: int) -> None:
+                 max_varbinds: int, handover: Handover) -> None:
         builder = engine.get_mib_builder()
         engine_id, max_size = builder.import_symbols(
             FRAMEWORK_MIB, "snmpEngineID", "snmpEngineMaxMessageSize")
@@ -141,6 +156,7 @@ class FastV3:
         # [limits] fast_path: reads answered here; off, pysnmp answers them.
         self.answer_reads = True
         self._counts = counts
+        self._handover = handover  # what the fast read responder does not answer
         self._principals: dict[tuple[str, str | None], Principal] = {}
         # max_pdu_octets by what it depends on (see there).
         self._pdu_limits: dict[tuple[int, int, int, bytes, int, int], int] = {}
@@ -150,6 +166,9 @@ class FastV3:
                 (instance,) = builder.import_symbols(*refusal.counter)
                 self._counter_oids[refusal.counter] = element(OBJECT_IDENTIFIER,
                                                               oid_octets(tuple(instance.name)))
+        (unknown_handlers,) = builder.import_symbols(*NO_HANDLER)
+        self._counter_oids[NO_HANDLER] = element(OBJECT_IDENTIFIER,
+                                                 oid_octets(tuple(unknown_handlers.name)))
         self.replace_users(users)
         self._respond = respond
         self._is_known_context = is_known_context
@@ -160,45 +179,90 @@ class FastV3:
         self._pdu_limits = {}  # kept by user name: a name may now have other protocols
 
     def handle(self, message: V3Message, datagram: bytes,
-               varbinds: tuple[Varbind, ...] | None = None) -> Verdict | None:
-        """What this path does with `message` (see the module doc); None: pysnmp's.
+               varbinds: tuple[Varbind, ...] | None = None) -> Verdict:
+        """What happens to `message` (see the module doc).
         `varbinds`: the plaintext PDU's, as the strict reader has read them."""
         accepted = process(message, datagram, self.engine_id, self.users, self.clock)
         if isinstance(accepted, Refused):
             return self._refuse(accepted)
         scoped = accepted.scoped
         pdu = scoped.pdu
-        if scoped.context_engine_id != self.engine_id or not self.answer_reads:
-            return None  # a foreign contextEngineID: pysnmp answers (or drops) it
-        if scoped.context_name and not self._is_known_context(scoped.context_name):
-            return None  # snmpUnknownContexts, reported by pysnmp
         if varbinds is None or scoped.octets is not datagram:
             try:
                 varbinds = pdu.read_varbinds(scoped.octets, self.max_varbinds)
             except HeaderError:
                 return Verdict((Refusal.PARSE_ERROR.counter,), None)
+        if pdu.tag not in CONFIRMED:
+            # Responses, Reports and Traps: reportable, they break RFC 3412 6.4;
+            # otherwise no application here takes them.
+            return Verdict((INVALID_MESSAGE if message.flags & FLAG_REPORTABLE else NO_HANDLER,))
         if len(varbinds) > self.max_varbinds:
             if pdu.tag not in REQUESTS:
                 return Verdict((SILENT_DROP,), None)
             return self._too_big(accepted)
-        if pdu.tag not in READS:
-            return None  # SET: pysnmp's
-        if accepted.level < accepted.user.level:
+        if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets)
+        counted = IN_REQUEST.get(pdu.tag)
+        if counted:  # before reading: a GET of snmpInGetRequests sees itself
+            self._counts.count(counted)
+        if (pdu.tag in READS and self.answer_reads and scoped.context_engine_id == self.engine_id
+                and (not scoped.context_name or self._is_known_context(scoped.context_name))):
+            answer = self._read(accepted, varbinds)
+            if answer is not None:
+                return Verdict((), self.sealer.seal_response(accepted, *answer))
+        return Verdict((), None, lambda: self._hand_over(accepted))
+
+    def _read(self, accepted: Accepted, varbinds: tuple[Varbind, ...]) -> Answer | None:
+        """The fast read responder's answer (None: it leaves the request to pysnmp's)."""
+        scoped, user = accepted.scoped, accepted.user
         try:
-            request = request_of(scoped.octets, pdu, varbinds, V2C, b"")
+            request = request_of(scoped.octets, scoped.pdu, varbinds, V2C, b"")
         except HeaderError:
-            return None  # a read with values: pysnmp's
-        user = accepted.user
+            return None  # a read with values
         principal = self._principals.get((user.access, user.view))
         if principal is None:
             principal = self._principals[user.access, user.view] = Principal(user.access,
                                                                              user.view)
-        answer = self._respond(request, scoped.context_name, principal,
-                               self.max_pdu_octets(accepted))
-        if answer is None:
-            return None
-        return Verdict((), self.sealer.seal_response(accepted, *answer))
+        return self._respond(request, scoped.context_name, principal,
+                             self.max_pdu_octets(accepted))
+
+    def _hand_over(self, accepted: Accepted) -> tuple[bytes | None, dict[Counter, int]]:
+        """pysnmp's command responders' answer to `accepted`, sealed here (agent.handover)."""
+        request, user, level, scoped = accepted
+        try:
+            pdu = decode_pdu(pdu_element(scoped.octets, scoped.pdu), V2C)
+        except PyAsn1Error:
+            return None, {Refusal.PARSE_ERROR.counter: 1}
+        handed = self._handover.answer(Requester(V3, USM, user.name, level),
+                                       scoped.context_engine_id, scoped.context_name, pdu,
+                                       self.sealer.scoped_pdu_budget(accepted))
+        reportable = bool(request.flags & FLAG_REPORTABLE)
+        if handed is None:  # no responder for this PDU type in that contextEngineID
+            if not reportable:
+                return None, {NO_HANDLER: 1}
+            count = self._counts.value(NO_HANDLER) + 1
+            # As RFC 3412 7.1.3 d: unauthenticated, this engine's context.
+            report = self.reports.write(request, self.clock.boots(), self.clock.time(), None,
+                                        scoped.pdu.request_id, self._counter_oids[NO_HANDLER],
+                                        count)
+            return report, {NO_HANDLER: 1, OUT_PKTS: 1}
+        if handed.report is not None:  # an unknown context (RFC 3413 3.2)
+            if not reportable:
+                return None, {}
+            oid, value = handed.report
+            report_pdu = ReportWriter.pdu(scoped.pdu.request_id,
+                                          element(OBJECT_IDENTIFIER, oid_octets(oid)), value)
+            # At the request's level: it was authenticated, as snmpd answers it.
+            sealed = self.sealer.seal_as(request, user, level,
+                                         encode_scoped_pdu(self.engine_id, b"", report_pdu))
+            return sealed, handed.counts
+        if handed.pdu is None:
+            return None, {}
+        sealed = self.sealer.seal_as(request, user, level, encode_scoped_pdu(
+            scoped.context_engine_id, scoped.context_name, encode_pdu(handed.pdu)))
+        if len(sealed) > min(request.max_size, self.sealer.max_size):
+            return None, {SILENT_DROP: 1}  # the responders size their answers: not expected
+        return sealed, handed.counts
 
     def _refuse(self, refused: Refused) -> Verdict:
         counts, refusal = self._counts, refused.refusal

@@ -32,6 +32,7 @@ OUT_PKTS: Counter = ("__SNMPv2-MIB", "snmpOutPkts")
 PARSE_ERROR: Counter = ("__SNMPv2-MIB", "snmpInASNParseErrs")
 BAD_VERSION: Counter = ("__SNMPv2-MIB", "snmpInBadVersions")
 BAD_COMMUNITY: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityNames")
+BAD_COMMUNITY_USES: Counter = ("__SNMPv2-MIB", "snmpInBadCommunityUses")
 SILENT_DROP: Counter = ("__SNMPv2-MIB", "snmpSilentDrops")
 OUT_TOO_BIG: Counter = ("__SNMPv2-MIB", "snmpOutTooBigs")
 OUT_GET_RESPONSES: Counter = ("__SNMPv2-MIB", "snmpOutGetResponses")
@@ -102,12 +103,12 @@ class PendingCounts:
         """The datagram goes to pysnmp, which counts it itself: forget its counts."""
         self._message = {}
 
-    def add_now(self, counters: tuple[Counter, ...]) -> None:
+    def add_now(self, additions: dict[Counter, int]) -> None:
         """Count outside a datagram's handling and write at once (pysnmp is reading)."""
         pending = self._pending
-        for counter in counters:
+        for counter, amount in additions.items():
             self._instance(counter)
-            pending[counter] = pending.get(counter, 0) + 1
+            pending[counter] = pending.get(counter, 0) + amount
         self.flush()
 
     def flush(self) -> None:

@@ -36,8 +36,11 @@ here. Longer lists are not read varbind by varbind:
 Everything dropped also counts in snmpInPkts, as every received message does.
 SNMPv3 messages within the limits on a listening socket go, with the
 varbinds read here, to `v3_handler` (agent.fast_v3), which takes them
-through the project's USM: it refuses (and reports) or answers most, and
-leaves the rest (SETs, unknown contexts) to pysnmp.
+through the project's USM: it refuses (and reports), answers, or hands
+the request to pysnmp's command responders (agent.handover). A v1/v2c
+request passed here is answered by the fast read path or those
+responders (agent.engine); pysnmp's message processing sees only the
+answers to informs on the notification sockets.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ from .transport import NOTIFICATION_DOMAINS
 
 log = logging.getLogger(__name__)
 
-# A request answered here never reaches the responders that count it.
+# What a request counts on arrival (the responders count nothing).
 IN_REQUEST: dict[int, tuple[Counter, ...]] = {
     GET: (IN_GET_REQUESTS,),
     GET_NEXT: (IN_GET_NEXTS,),
@@ -111,17 +114,25 @@ class PassedRequest(NamedTuple):
     context_name: bytes
 
 
+# A request left to pysnmp's command responders (agent.handover): called once the
+# datagram's counts are written (the responders read counters as they are), it
+# returns the reply (None: nothing) and what the answer counts.
+Handing = Callable[[], "tuple[bytes | None, dict[Counter, int]]"]
+
+
 class Verdict(NamedTuple):
-    """A datagram not handed to pysnmp: what to count (besides snmpInPkts,
-    which every datagram counts), and the answer (if any)."""
+    """A datagram not handed to pysnmp's message processing: what to count
+    (besides snmpInPkts, which every datagram counts), and the answer (if
+    any), or the command responders that answer it (`handing`)."""
 
     counters: tuple[Counter, ...]
     reply: bytes | None = None
+    handing: Handing | None = None
 
 
 # An SNMPv3 message past these checks, and its plaintext varbinds as read (None when
-# encrypted) -> what agent.fast_v3 does with it (None: pysnmp's).
-V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None"], "Verdict | None"]
+# encrypted) -> what agent.fast_v3 does with it.
+V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None"], Verdict]
 
 
 def is_notification_domain(domain: Sequence[int]) -> bool:
@@ -161,7 +172,9 @@ class Prefilter:
         return self.limiter.dropped if self.limiter is not None else 0
 
     def check(self, domain: Sequence[int], address: Any, data: bytes) -> Verdict | None:
-        """None: hand the datagram to pysnmp. A Verdict: drop it (and maybe answer)."""
+        """A Verdict: what happens to the datagram (dropped, answered, or handed to the
+        command responders). None: a v1/v2c request to answer (`passed_request`),
+        or on a notification socket an answer to an inform, pysnmp's."""
         notification = is_notification_domain(domain)
         if not notification and self.limiter is not None \
                 and not self.limiter.allow(source_address(address)):
@@ -259,9 +272,7 @@ class Prefilter:
             # Over the limit: read no further; USM decides, then tooBig (agent.fast_v3).
             varbinds = pdu.read_varbinds(data, self._max_varbinds)
         if self.v3_handler is None:
-            if varbinds is not None and len(varbinds) > self._max_varbinds:
-                return Verdict((SILENT_DROP,))  # pysnmp would read every varbind
-            return None
+            return Verdict((NO_HANDLER,))  # no USM yet (the engine sets it)
         return self.v3_handler(message, data, varbinds)
 
     def _log_rate_limited(self, address: Any) -> None:

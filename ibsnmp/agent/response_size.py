@@ -25,10 +25,6 @@ V1_MODEL, V2C_MODEL = Version.V1, Version.V2C  # message processing models
 # Room for a community-based message's header (version, community) around
 # the PDU: pysnmp's own allowance (rfc2576 maxSizeResponseScopedPDU).
 COMMUNITY_HEADER_ALLOWANCE = 128
-# The largest SNMPv3 header and security parameters this engine writes: a
-# 32-octet engine ID and user name, a 48-octet HMAC-SHA-512 digest, the
-# privacy parameters and an encryption pad, with their tags and lengths.
-USM_HEADER_ALLOWANCE = 256
 # A Response-PDU without varbinds: request-id, error-status, error-index.
 _INTEGER_MAX = 6  # an INTEGER of up to 32 bits: tag, length, 4 octets (+1 sign)
 
@@ -78,15 +74,16 @@ def pdu_budget(message_processing_model: int, max_size_response_scoped_pdu: int,
                context_engine_id: Any, context_name: Any, engine_max_message_size: int) -> int:
     """Octets a Response-PDU may take so that its message is not too big.
 
-    `max_size_response_scoped_pdu` is what pysnmp's security model derived
-    from the request (RFC 3412 7.2: for SNMPv3 the request's msgMaxSize
-    minus its header). For SNMPv3 the scopedPDU's own header is taken off,
-    and the engine's maximum applies too (msgMaxSize may be larger).
+    `max_size_response_scoped_pdu`: for SNMPv1/v2c what a message of the
+    engine's maximum size leaves after COMMUNITY_HEADER_ALLOWANCE; for
+    SNMPv3 the largest ScopedPDU the sealed response may carry, exactly
+    (agent.fast_v3: the request's msgMaxSize and the engine's maximum less
+    the header and security parameters), of which the scopedPDU's own
+    header is taken off here.
     """
     budget = int(max_size_response_scoped_pdu)
     if message_processing_model in (V1_MODEL, V2C_MODEL):
         return min(budget, engine_max_message_size - COMMUNITY_HEADER_ALLOWANCE)
-    budget = min(budget, engine_max_message_size - USM_HEADER_ALLOWANCE)
     scoped_header = (tlv_size(len(context_engine_id or b"")) + tlv_size(len(context_name or b""))
                      + 1 + length_octets(max(budget, 0)))
     return budget - scoped_header

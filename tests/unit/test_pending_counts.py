@@ -71,7 +71,7 @@ def test_a_datagrams_counts_are_seen_while_handled_then_applied_once_or_dropped(
     counts.drop_message()
     counts.flush()
     assert (int(packets.syntax), int(drops.syntax)) == (11, 1)
-    counts.add_now((SILENT_DROP,))  # pysnmp's handling: written at once
+    counts.add_now({SILENT_DROP: 1})  # pysnmp's handling: written at once
     assert int(drops.syntax) == 2
 
 

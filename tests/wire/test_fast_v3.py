@@ -64,7 +64,8 @@ def recorder() -> Recorder:
 def fast(built: Any, recorder: Recorder) -> FastV3:
     known = {LOCAL_GUID.encode()}
     return FastV3(built.engine, V3_USERS, recorder, known.__contains__,
-                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
 
 
 def answer(fast: FastV3, data: bytes) -> bytes | None:
@@ -75,11 +76,15 @@ def answer(fast: FastV3, data: bytes) -> bytes | None:
     return None if verdict is None else verdict.reply
 
 
-def pysnmps(fast: FastV3, data: bytes) -> bool:
-    """Whether `data` is left to pysnmp."""
+def handed_over(fast: FastV3, data: bytes) -> bytes | None:
+    """What pysnmp's command responders answer to `data` (agent.handover), sealed
+    here; fails when the fast path answers or drops it itself."""
     message = read_header(data)
     assert isinstance(message, V3Message)
-    return fast.handle(message, data) is None
+    verdict = fast.handle(message, data)
+    assert verdict.handing is not None and verdict.reply is None
+    reply, _ = verdict.handing()
+    return reply
 
 
 def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00\x02\x01\x00") -> bytes:
@@ -149,10 +154,14 @@ def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> 
     assert recorder.calls[0][1] == LOCAL_GUID.encode()
 
 
-@pytest.mark.parametrize("case", [
-    "unknown context", "foreign context engine", "set", "responder declines",
+@pytest.mark.parametrize(("case", "answer_tag", "flags"), [
+    ("unknown context", REPORT, FLAG_AUTH | FLAG_PRIV),  # at the request's level
+    ("foreign context engine", REPORT, 0),  # snmpUnknownPDUHandlers, unauthenticated
+    ("set", RESPONSE, FLAG_AUTH | FLAG_PRIV),
+    ("responder declines", RESPONSE, FLAG_AUTH | FLAG_PRIV),
 ])
-def test_what_pysnmp_answers_is_left_to_it(fast: FastV3, recorder: Recorder, case: str) -> None:
+def test_what_the_fast_responder_leaves_pysnmps_responders_answer(
+        fast: FastV3, recorder: Recorder, case: str, answer_tag: int, flags: int) -> None:
     arguments: dict[str, Any] = {
         "unknown context": dict(context_name=b"00000000deadbeef"),
         "foreign context engine": dict(context_engine_id=bytes.fromhex("8000000001020304")),
@@ -160,7 +169,16 @@ def test_what_pysnmp_answers_is_left_to_it(fast: FastV3, recorder: Recorder, cas
         "responder declines": {},
     }[case]
     recorder.decline = case == "responder declines"
-    assert pysnmps(fast, request(fast, "reader", **arguments))
+    reply = handed_over(fast, request(fast, "reader", **arguments))
+    assert reply is not None
+    sent = read_header(reply)
+    assert isinstance(sent, V3Message) and sent.flags == flags
+    if flags:
+        scoped = opened(fast, reply).scoped
+        assert scoped.pdu.tag == answer_tag
+        assert scoped.pdu.request_id == 77
+    else:
+        assert sent.pdu is not None and sent.pdu.tag == answer_tag
 
 
 @pytest.mark.parametrize(("case", "flags", "tag"), [
@@ -189,7 +207,8 @@ def test_a_user_with_des_privacy_is_served_here(built: Any, recorder: Recorder) 
     legacy = User(name="legacy", auth="SHA", auth_key="legacy-auth", priv="DES",
                   priv_key="legacy-priv")
     fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False,
-                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
     response = answer(fast, request(fast, "legacy", users=(legacy,)))
     assert response is not None
     sent = opened(fast, response)

@@ -25,7 +25,7 @@ from tests.support.agent_support import V3_USERS, agent_settings, make_backend
 from tests.wire.test_fast_v3 import Recorder, get_pdu, request
 from tests.support.wire_fuzz import load_corpus, mutants
 
-from ibsnmp.agent.bulk_decoding import relaxed_v3_message
+from ibsnmp.agent.bulk_decoding import relaxed_pdus, with_component
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import FastV3
 from ibsnmp.agent.pending_counts import PendingCounts
@@ -38,16 +38,19 @@ from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outg
 BATCHES = 4
 DATAGRAMS_PER_BATCH = 12_500
 SCOPED_PER_BATCH = 12_500
-# The ScopedPDU spec the agent's pysnmp decodes with (negative GETBULK counts allowed).
-AGENT_SCOPED_PDU = relaxed_v3_message(SNMPv3Message()).componentType["msgData"].asn1Object \
-    .componentType["plaintext"].asn1Object
+# pysnmp's ScopedPDU with the PDUs the agent decodes what it hands to pysnmp's
+# responders with (agent.handover: negative GETBULK counts allowed).
+AGENT_SCOPED_PDU = with_component(
+    SNMPv3Message().componentType["msgData"].asn1Object.componentType["plaintext"].asn1Object,
+    "data", relaxed_pdus())
 
 
 @pytest.fixture(scope="module")
 def fast() -> FastV3:
     built = build_engine(agent_settings(), *make_backend(), fabric_summary="unit")
     return FastV3(built.engine, V3_USERS, Recorder(), lambda name: False,
-                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256)
+                  PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
 
 
 def answered(fast: FastV3, data: bytes) -> bytes | None:
