@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ibsnmp.documents import DocumentError, Fail, boolean, check_keys, choice, expect, integer, number, text
 from ibsnmp.sa.sessions import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 
 from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
-from .secrets import Fail, resolve_secret, warn_if_exposed_config
+from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view
 
@@ -27,6 +28,9 @@ Access = Literal["read", "write"]
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 TrapVersion = Literal["1", "2c", "3"]
 TrapKind = Literal["trap", "inform"]
+ACCESSES: tuple[Access, ...] = ("read", "write")
+TRAP_VERSIONS: tuple[TrapVersion, ...] = ("1", "2c", "3")
+TRAP_KINDS: tuple[TrapKind, ...] = ("trap", "inform")
 
 # USM protocols accepted in `auth` / `priv`. SHA and MD5 are there for old
 # managers only; DES likewise. AES192/AES256 use the key extension net-snmp
@@ -71,8 +75,9 @@ TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout"
                     "queue_size", "rate_limit", "agent_address")
 
 
-class ConfigError(ValueError):
-    """The configuration is invalid; the message names the key and the problem."""
+class ConfigError(DocumentError):
+    """The configuration is invalid; the message names the source (file or
+    command line), the key and the problem."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,10 +246,10 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
     """Validate an already decoded TOML document."""
 
     def fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{source}: {key}: {problem}")
+        return ConfigError(problem, key, source)
 
-    _check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
-                       "limits", "traps", "agentx"), "", fail)
+    check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
+                      "limits", "traps", "agentx"), "", fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -292,7 +297,7 @@ def merge_settings(
     file = file or FileConfig()
 
     def flag_fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(f"command line: {key}: {problem}")
+        return ConfigError(problem, key, "command line")
 
     agentx_settings = file.agentx
     if agentx is not None:
@@ -330,8 +335,9 @@ def merge_settings(
         try:
             comms = _parse_communities(entries, flag_fail, key=write_community_key)
         except ConfigError as exc:
-            raise ConfigError(str(exc).replace("the same community is configured twice",
-                                               "the community is already configured")) from None
+            problem = exc.problem.replace("the same community is configured twice",
+                                          "the community is already configured")
+            raise ConfigError(problem, exc.where, exc.document) from None
     targets = file.trap_targets
     if trap_targets:
         entries = [{"address": address} for address in trap_targets]
@@ -343,42 +349,17 @@ def merge_settings(
 
 # -- validation helpers ----------------------------------------------------------
 
-_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
-               bool: "true or false"}
-
-
-def _type_name(value: Any) -> str:
-    for kind, name in ((bool, "a boolean"), (str, "a string"), (int, "an integer"),
-                       (float, "a float"), (list, "an array"), (dict, "a table")):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
-
-
-def _check_keys(table: Mapping[str, Any], allowed: tuple[str, ...], prefix: str,
-                fail: Fail) -> None:
-    for key in table:
-        if key not in allowed:
-            hint = ", ".join(allowed)
-            raise fail(f"{prefix}{key}", f"unknown key (expected one of: {hint})")
-
-
-def _expect(value: Any, kind: type, key: str, fail: Fail) -> Any:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise fail(key, f"expected {_TYPE_NAMES[kind]}, got {_type_name(value)}")
-    return value
-
 
 def _parse_listen(value: Any, fail: Fail, key: str = "listen") -> tuple[Endpoint, ...]:
     if isinstance(value, str):
         value = [value]
-    _expect(value, list, key, fail)
+    expect(value, list, key, fail)
     if not value:
         raise fail(key, "must name at least one ADDR:PORT")
     endpoints: list[Endpoint] = []
     for i, item in enumerate(value):
         item_key = f"{key}[{i}]" if key == "listen" else key
-        _expect(item, str, item_key, fail)
+        expect(item, str, item_key, fail)
         try:
             endpoint = parse_endpoint(item)
         except ListenSyntaxError as exc:
@@ -392,53 +373,43 @@ def _parse_listen(value: Any, fail: Fail, key: str = "listen") -> tuple[Endpoint
 def _display_string(table: Mapping[str, Any], name: str, key: str, fail: Fail) -> str | None:
     if name not in table:
         return None
-    text = _expect(table[name], str, key, fail)
-    if len(text.encode("utf-8")) > MAX_DISPLAY_STRING:
-        raise fail(key, f"longer than {MAX_DISPLAY_STRING} octets")
-    if not text.isprintable():
-        raise fail(key, "contains control characters")
-    return text
+    return text(table[name], key, fail, max_octets=MAX_DISPLAY_STRING, printable=True)
 
 
 def _parse_system(value: Any, fail: Fail) -> SystemInfo:
-    _expect(value, dict, "system", fail)
+    expect(value, dict, "system", fail)
     keys = ("sysName", "sysContact", "sysLocation")
     for key in value:
         if key in ("sysDescr", "sysObjectID", "sysUpTime", "sysServices"):
             raise fail(f"system.{key}", "set by the agent, not configurable")
-    _check_keys(value, keys, "system.", fail)
+    check_keys(value, keys, "system", fail)
     name, contact, location = (_display_string(value, k, f"system.{k}", fail) for k in keys)
     return SystemInfo(sys_name=name, sys_contact=contact, sys_location=location)
 
 
 def _parse_access(table: Mapping[str, Any], key: str, fail: Fail) -> Access:
-    access = _expect(table.get("access", "read"), str, key, fail)
-    if access not in ("read", "write"):
-        raise fail(key, 'expected "read" or "write"')
-    return access
+    return choice(table.get("access", "read"), key, ACCESSES, fail)
 
 
 def _parse_communities(value: Any, fail: Fail, key: str = "community") -> tuple[Community, ...]:
-    _expect(value, list, key, fail)
+    expect(value, list, key, fail)
     seen: set[str] = set()
     result: list[Community] = []
     for i, entry in enumerate(value):
         at = f"{key}[{i}]"
-        _expect(entry, dict, at, fail)
+        expect(entry, dict, at, fail)
         entry = resolve_secret(entry, "name", at, fail)
-        _check_keys(entry, ("name", "access", "view", "source"), f"{at}.", fail)
+        check_keys(entry, ("name", "access", "view", "source"), at, fail)
         # From a flag, the flag is the key to name; from the file, the field.
         name_key = f"{at}.name" if key == "community" else key
         if "name" not in entry:
             raise fail(name_key, "missing")
         # The community is a secret: problems are described, never quoted.
-        name = _expect(entry["name"], str, name_key, fail)
+        name = text(entry["name"], name_key, fail, max_octets=MAX_DISPLAY_STRING)
         if not name:
             raise fail(name_key, "must not be empty")
         if "@" in name:
             raise fail(name_key, "must not contain '@' (it separates the node GUID context)")
-        if len(name.encode("utf-8")) > MAX_DISPLAY_STRING:
-            raise fail(name_key, f"longer than {MAX_DISPLAY_STRING} octets")
         if name in seen:
             raise fail(name_key, "the same community is configured twice")
         seen.add(name)
@@ -454,11 +425,11 @@ def _parse_source(value: Any, key: str, fail: Fail) -> tuple[IPNetwork, ...]:
     """`"10.0.0.0/8"` or a list of IPv4/IPv6 networks (a bare address is a /32 or /128)."""
     if isinstance(value, str):
         value = [value]
-    _expect(value, list, key, fail)
+    expect(value, list, key, fail)
     networks: list[IPNetwork] = []
     for i, item in enumerate(value):
         item_key = f"{key}[{i}]"
-        _expect(item, str, item_key, fail)
+        expect(item, str, item_key, fail)
         try:
             network = ipaddress.ip_network(item.strip(), strict=True)
         except ValueError:
@@ -480,28 +451,28 @@ def _network_problem(text: str) -> str:
 
 
 def _parse_limits(value: Any, fail: Fail) -> Limits:
-    _expect(value, dict, "limits", fail)
-    _check_keys(value, LIMIT_KEYS, "limits.", fail)
-    max_varbinds = _number(value, "max_varbinds", "limits", fail, integer=True, minimum=1,
+    expect(value, dict, "limits", fail)
+    check_keys(value, LIMIT_KEYS, "limits", fail)
+    max_varbinds = _number(value, "max_varbinds", "limits", fail, integral=True, minimum=1,
                            default=DEFAULT_MAX_VARBINDS)
     if max_varbinds > MAX_VARBINDS_CEILING:
         raise fail("limits.max_varbinds", f"must be at most {MAX_VARBINDS_CEILING}")
-    max_getbulk = _number(value, "max_getbulk_varbinds", "limits", fail, integer=True,
+    max_getbulk = _number(value, "max_getbulk_varbinds", "limits", fail, integral=True,
                           minimum=0, default=DEFAULT_MAX_GETBULK_VARBINDS)
-    fill_ms = _number(value, "getbulk_fill_ms", "limits", fail, integer=False, minimum=0,
+    fill_ms = _number(value, "getbulk_fill_ms", "limits", fail, integral=False, minimum=0,
                       default=DEFAULT_GETBULK_FILL_MS)
     rate = None
     if "requests_per_second_per_source" in value:
-        rate = _number(value, "requests_per_second_per_source", "limits", fail, integer=False,
+        rate = _number(value, "requests_per_second_per_source", "limits", fail, integral=False,
                        minimum=0.001, default=None)
-    aggregate = _number(value, "requests_per_second", "limits", fail, integer=False,
+    aggregate = _number(value, "requests_per_second", "limits", fail, integral=False,
                         minimum=0, default=DEFAULT_REQUESTS_PER_SECOND)
-    fast_path = _expect(value.get("fast_path", True), bool, "limits.fast_path", fail)
-    walk_cache = _number(value, "walk_cache", "limits", fail, integer=True, minimum=0,
+    fast_path = boolean(value.get("fast_path", True), "limits.fast_path", fail)
+    walk_cache = _number(value, "walk_cache", "limits", fail, integral=True, minimum=0,
                          default=DEFAULT_WALK_CACHE)
-    per_request = _number(value, "max_result_rows_per_request", "limits", fail, integer=True,
+    per_request = _number(value, "max_result_rows_per_request", "limits", fail, integral=True,
                           minimum=0, default=DEFAULT_MAX_RESULT_ROWS_PER_REQUEST)
-    result_rows = _number(value, "max_result_rows", "limits", fail, integer=True, minimum=0,
+    result_rows = _number(value, "max_result_rows", "limits", fail, integral=True, minimum=0,
                           default=DEFAULT_MAX_RESULT_ROWS)
     return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk, getbulk_fill_ms=fill_ms,
                   requests_per_second_per_source=rate,
@@ -510,29 +481,27 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
 
 
 def _parse_traps(value: Any, fail: Fail) -> TrapSettings:
-    _expect(value, dict, "traps", fail)
-    _check_keys(value, TRAPS_KEYS, "traps.", fail)
-    return TrapSettings(if_mib=_expect(value.get("if_mib", True), bool, "traps.if_mib", fail))
+    expect(value, dict, "traps", fail)
+    check_keys(value, TRAPS_KEYS, "traps", fail)
+    return TrapSettings(if_mib=boolean(value.get("if_mib", True), "traps.if_mib", fail))
 
 
 def _parse_agentx(value: Any, fail: Fail) -> AgentxSettings:
-    _expect(value, dict, "agentx", fail)
-    _check_keys(value, AGENTX_KEYS, "agentx.", fail)
+    expect(value, dict, "agentx", fail)
+    check_keys(value, AGENTX_KEYS, "agentx", fail)
     try:
-        master = parse_master_address(_expect(value.get("socket", ""), str, "agentx.socket", fail))
+        master = parse_master_address(text(value.get("socket", ""), "agentx.socket", fail))
     except AgentxAddressError as exc:
         raise fail("agentx.socket", str(exc)) from None
-    interval = value.get("ping_interval", DEFAULT_AGENTX_PING_INTERVAL)
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) \
-            or not 0 <= interval <= 3600:
-        raise fail("agentx.ping_interval", "expected seconds from 0 (no pings) to 3600")
-    return AgentxSettings(master, float(interval))
+    interval = number(value.get("ping_interval", DEFAULT_AGENTX_PING_INTERVAL), "agentx.ping_interval",
+                      fail, low=0, high=3600)  # seconds; 0: no pings
+    return AgentxSettings(master, interval)
 
 
 def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> str:
     if name not in entry:
         raise fail(f"{at}.{name}", "missing")
-    key = _expect(entry[name], str, f"{at}.{name}", fail)
+    key = text(entry[name], f"{at}.{name}", fail)
     if len(key.encode("utf-8")) < MIN_KEY_LENGTH:
         raise fail(f"{at}.{name}", f"too short (at least {MIN_KEY_LENGTH} characters)")
     return key
@@ -540,7 +509,7 @@ def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> str:
 
 def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...], at: str,
                     fail: Fail) -> str:
-    proto = _expect(entry[name], str, f"{at}.{name}", fail)
+    proto = text(entry[name], f"{at}.{name}", fail)
     normal = proto.upper().replace("-", "")
     if normal not in allowed:
         expected = ", ".join(allowed)
@@ -549,19 +518,19 @@ def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...
 
 
 def _parse_users(value: Any, fail: Fail) -> tuple[User, ...]:
-    _expect(value, list, "user", fail)
+    expect(value, list, "user", fail)
     seen: set[str] = set()
     result: list[User] = []
     for i, entry in enumerate(value):
         at = f"user[{i}]"
-        _expect(entry, dict, at, fail)
+        expect(entry, dict, at, fail)
         for secret in ("auth_key", "priv_key"):
             entry = resolve_secret(entry, secret, at, fail)
-        _check_keys(entry, ("name", "auth", "auth_key", "priv", "priv_key", "access", "view"),
-                    f"{at}.", fail)
+        check_keys(entry, ("name", "auth", "auth_key", "priv", "priv_key", "access", "view"), at,
+                   fail)
         if "name" not in entry:
             raise fail(f"{at}.name", "missing")
-        name = _expect(entry["name"], str, f"{at}.name", fail)
+        name = text(entry["name"], f"{at}.name", fail)
         if not 1 <= len(name.encode("utf-8")) <= 32:
             raise fail(f"{at}.name", "must be 1 to 32 octets (SnmpAdminString)")
         if name in seen:
@@ -640,9 +609,9 @@ def _resolve(name: str, text: str) -> str:
 
 def parse_engine_id(value: Any, key: str, fail: Fail) -> bytes:
     """An snmpEngineID in hex (`0x` and `:` allowed): 5 to 32 octets (RFC 3411)."""
-    text = _expect(value, str, key, fail).strip().lower().removeprefix("0x").replace(":", "")
+    digits = text(value, key, fail).strip().lower().removeprefix("0x").replace(":", "")
     try:
-        octets = bytes.fromhex(text)
+        octets = bytes.fromhex(digits)
     except ValueError:
         raise fail(key, "expected hexadecimal digits, e.g. 0x8000000001020304") from None
     if not 5 <= len(octets) <= 32:
@@ -652,45 +621,38 @@ def parse_engine_id(value: Any, key: str, fail: Fail) -> bytes:
     return octets
 
 
-def _number(entry: Mapping[str, Any], name: str, at: str, fail: Fail, *, integer: bool,
+def _number(entry: Mapping[str, Any], name: str, at: str, fail: Fail, *, integral: bool,
             minimum: float, default: Any) -> Any:
+    """`entry[name]`, an integer if `integral`, of at least `minimum`; `default` when absent."""
     if name not in entry:
         return default
-    value = entry[name]
     key = f"{at}.{name}"
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        raise fail(key, f"expected {'an integer' if integer else 'a number'}, "
-                        f"got {_type_name(value)}")
-    if value < minimum or value != value:  # NaN compares false
-        raise fail(key, f"must be at least {minimum:g}" if minimum else "must not be negative")
-    return value if integer else float(value)
+    if integral:
+        return integer(entry[name], key, fail, low=int(minimum))
+    return number(entry[name], key, fail, low=minimum)
 
 
 def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
                        key: str = "trap_target") -> tuple[TrapTarget, ...]:
     """Validate [[trap_target]] entries (or --trap-target flags)."""
-    _expect(value, list, key, fail)
+    expect(value, list, key, fail)
     by_name = {user.name: user for user in users}
     result: list[TrapTarget] = []
     for i, entry in enumerate(value):
         at = f"{key}[{i}]"
-        _expect(entry, dict, at, fail)
+        expect(entry, dict, at, fail)
         entry = resolve_secret(entry, "community", at, fail)
-        _check_keys(entry, TRAP_TARGET_KEYS, f"{at}.", fail)
+        check_keys(entry, TRAP_TARGET_KEYS, at, fail)
         address_key = f"{at}.address" if key == "trap_target" else key
         if "address" not in entry:
             raise fail(address_key, "missing (HOST:PORT of the receiver, port 162 by default)")
         try:
-            address = parse_trap_address(_expect(entry["address"], str, address_key, fail))
+            address = parse_trap_address(text(entry["address"], address_key, fail))
         except ListenSyntaxError as exc:
             raise fail(address_key, str(exc)) from None
-        version = _expect(entry.get("version", "2c"), str, f"{at}.version", fail)
-        version = version.lower().removeprefix("v")
-        if version not in ("1", "2c", "3"):
-            raise fail(f"{at}.version", 'expected "1", "2c" or "3"')
-        kind = _expect(entry.get("kind", "trap"), str, f"{at}.kind", fail)
-        if kind not in ("trap", "inform"):
-            raise fail(f"{at}.kind", 'expected "trap" or "inform"')
+        spelled = text(entry.get("version", "2c"), f"{at}.version", fail)
+        version = choice(spelled.lower().removeprefix("v"), f"{at}.version", TRAP_VERSIONS, fail)
+        kind = choice(entry.get("kind", "trap"), f"{at}.kind", TRAP_KINDS, fail)
         if kind == "inform" and version == "1":
             raise fail(f"{at}.kind", "SNMPv1 has no informs (use version 2c or 3)")
         for name in ("timeout", "retries"):
@@ -702,7 +664,7 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
                 raise fail(f"{at}.community", "SNMPv3 uses user, not community")
             if "user" not in entry:
                 raise fail(f"{at}.user", "missing (the name of a [[user]] with authPriv)")
-            user = _expect(entry["user"], str, f"{at}.user", fail)
+            user = text(entry["user"], f"{at}.user", fail)
             if user not in by_name:
                 raise fail(f"{at}.user", "names no [[user]]")
             if by_name[user].priv is None:
@@ -712,16 +674,15 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
             if "user" in entry:
                 raise fail(f"{at}.user", f"SNMPv{version} uses community, not user")
             if "community" in entry:
-                community = _expect(entry["community"], str, f"{at}.community", fail)
+                community = text(entry["community"], f"{at}.community", fail,
+                                 max_octets=MAX_DISPLAY_STRING)
                 if not community:
                     raise fail(f"{at}.community", "must not be empty")
-                if len(community.encode("utf-8")) > MAX_DISPLAY_STRING:
-                    raise fail(f"{at}.community", f"longer than {MAX_DISPLAY_STRING} octets")
         agent_address = None
         if "agent_address" in entry:
             if version != "1":
                 raise fail(f"{at}.agent_address", "only SNMPv1 traps carry an agent-addr")
-            agent_address = _expect(entry["agent_address"], str, f"{at}.agent_address", fail)
+            agent_address = text(entry["agent_address"], f"{at}.agent_address", fail)
             try:
                 ipaddress.IPv4Address(agent_address)
             except ValueError:
@@ -729,16 +690,16 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
                     from None
         rate = entry.get("rate_limit")
         if rate is not None:
-            rate = _number(entry, "rate_limit", at, fail, integer=False, minimum=0.001,
+            rate = _number(entry, "rate_limit", at, fail, integral=False, minimum=0.001,
                            default=None)
         result.append(TrapTarget(
             address=address, version=version, kind=kind,
             community=community, user=user,
-            timeout=_number(entry, "timeout", at, fail, integer=False, minimum=0.01,
+            timeout=_number(entry, "timeout", at, fail, integral=False, minimum=0.01,
                             default=DEFAULT_INFORM_TIMEOUT),
-            retries=_number(entry, "retries", at, fail, integer=True, minimum=0,
+            retries=_number(entry, "retries", at, fail, integral=True, minimum=0,
                             default=DEFAULT_INFORM_RETRIES),
-            queue_size=_number(entry, "queue_size", at, fail, integer=True, minimum=1,
+            queue_size=_number(entry, "queue_size", at, fail, integral=True, minimum=1,
                                default=DEFAULT_TRAP_QUEUE),
             rate_limit=rate, agent_address=agent_address,
         ))

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
+from ibsnmp.documents import check_keys
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
 from ibsnmp.fabric.model import (
@@ -241,9 +242,8 @@ def _load(payload: bytes, max_bytes: int, keys: frozenset[str]) -> dict[str, Any
     version = data.get("version")
     if version != VERSION:
         raise PayloadError(f"wrong version {version!r}: this agent reads version {VERSION}")
-    unknown = set(data) - keys
-    if unknown:
-        raise PayloadError(f"unknown field {sorted(unknown)[0]!r}")
+    if not keys.issuperset(data):
+        check_keys(data, sorted(keys), "", PayloadError.at)
     return data
 
 
@@ -348,6 +348,11 @@ def _counters(value: object, where: str) -> MeasuredCounters:
     return MeasuredCounters(CounterValues(_shared(tuple(value)), tuple(numbers)), _shared(frozenset(wide)))
 
 
+# What a port's object holds besides PORT_FIELDS: read by _decode_port itself.
+_PORT_PARTS = ("info", "pkeys", "sl2vl", "vl_arb_high", "vl_arb_low", "guids", "gids", "remote", "vendor_diag",
+               "counters")
+
+
 def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, MeasuredCounters | None]:
     if not isinstance(data, dict):
         raise PayloadError(f"{where}: expected an object")
@@ -394,7 +399,7 @@ def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, Measur
         measured = _counters(rest.pop("counters"), f"{where}.counters")
         changes["counter_layout"] = measured.layout
     if rest:
-        raise PayloadError(f"{where}: unknown field {sorted(rest)[0]!r}")
+        check_keys(rest, PORT_FIELDS.order + _PORT_PARTS, where, PayloadError.at)
     port = _replace(port, **changes)
     if port.num > _MAX_PORTS:
         raise PayloadError(f"{where}.num: {port.num} is not a port number")

@@ -12,11 +12,14 @@ are their IBA integer codes.
 from __future__ import annotations
 
 import enum
+import math
 import re
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
+
+from ibsnmp.documents import JSON, DocumentError, boolean, check_keys, expect, hex_digits, integer, number, text
 
 __all__ = ["PayloadError", "StructCodec", "HEX64_FIELDS", "hex64", "hex128", "parse_hex64", "parse_hex128"]
 
@@ -29,18 +32,23 @@ _HEX128 = re.compile(r"[0-9a-f]{32}")
 _MAX_INT = (1 << 64) - 1
 
 
-class PayloadError(ValueError):
+class PayloadError(DocumentError):
     """A message that cannot be taken: the text says where and why."""
 
+
+# The decoders below run for every value of every message, hundreds of
+# thousands for a large fabric: each takes a good value with an inline
+# check, cheaper than a call into ibsnmp.documents, and leaves the refusal
+# (and its wording) to the shared check.
 
 def hex64(value: int) -> str:
     return f"{value:016x}"
 
 
 def parse_hex64(value: object, where: str) -> int:
-    if not isinstance(value, str) or _HEX64.fullmatch(value) is None:
-        raise PayloadError(f"{where}: expected 16 lower-case hex digits, got {value!r}")
-    return int(value, 16)
+    if type(value) is str and _HEX64.fullmatch(value) is not None:
+        return int(value, 16)
+    return hex_digits(value, where, 16, PayloadError.at, syntax=JSON)
 
 
 def hex128(value: int) -> str:
@@ -48,27 +56,33 @@ def hex128(value: int) -> str:
 
 
 def parse_hex128(value: object, where: str) -> int:
-    if not isinstance(value, str) or _HEX128.fullmatch(value) is None:
-        raise PayloadError(f"{where}: expected 32 lower-case hex digits, got {value!r}")
-    return int(value, 16)
+    if type(value) is str and _HEX128.fullmatch(value) is not None:
+        return int(value, 16)
+    return hex_digits(value, where, 32, PayloadError.at, syntax=JSON)
 
 
 def _expect_int(value: object, where: str) -> int:
-    if type(value) is not int or not 0 <= value <= _MAX_INT:
-        raise PayloadError(f"{where}: expected a non-negative integer, got {value!r}")
-    return value
+    if type(value) is int and 0 <= value <= _MAX_INT:
+        return value
+    return integer(value, where, PayloadError.at, low=0, high=_MAX_INT, syntax=JSON)
 
 
 def _expect_bool(value: object, where: str) -> bool:
-    if type(value) is not bool:
-        raise PayloadError(f"{where}: expected true or false, got {value!r}")
-    return value
+    if type(value) is bool:
+        return value
+    return boolean(value, where, PayloadError.at, syntax=JSON)
 
 
 def _expect_str(value: object, where: str) -> str:
-    if type(value) is not str:
-        raise PayloadError(f"{where}: expected a string, got {value!r}")
-    return value
+    if type(value) is str:
+        return value
+    return text(value, where, PayloadError.at, syntax=JSON)
+
+
+def _expect_float(value: object, where: str) -> float:
+    if (type(value) is float or type(value) is int) and math.isfinite(value):
+        return float(value)
+    return number(value, where, PayloadError.at, syntax=JSON)
 
 
 def _enum_decoder(cls: type[enum.Enum]) -> Callable[[object, str], Any]:
@@ -80,11 +94,11 @@ def _enum_decoder(cls: type[enum.Enum]) -> Callable[[object, str], Any]:
         member = members.get(value) if type(value) is int else None
         if member is not None:
             return member
-        number = _expect_int(value, where)
+        code = _expect_int(value, where)
         try:
-            member = members[number] = cls(number)
+            member = members[code] = cls(code)
         except ValueError:
-            raise PayloadError(f"{where}: {number} is not a {cls.__name__} code") from None
+            raise PayloadError(f"{code} is not a {cls.__name__} code", where) from None
         return member
 
     return decode
@@ -141,12 +155,7 @@ def _converters(name: str, hint: Any) -> tuple[_Encoder, _Decoder, bool, dict[st
             return hex128, parse_hex128, optional, schema
         return int, _expect_int, optional, schema
     if hint is float:
-        def decode_float(value: object, where: str) -> float:
-            if type(value) not in (int, float) or value != value:
-                raise PayloadError(f"{where}: expected a number, got {value!r}")
-            return float(value)  # type: ignore[arg-type]
-
-        return float, decode_float, optional, schema
+        return float, _expect_float, optional, schema
     raise TypeError(f"{name}: unsupported type {hint}")
 
 
@@ -162,7 +171,8 @@ class StructCodec:
         else:
             names = [n for n in cls.__dataclass_fields__ if not n.startswith("_")]  # type: ignore[attr-defined]
         self.fields = tuple((n, *_converters(n, hints[n])) for n in names if n not in skip)
-        self.names = frozenset(n for n, *_ in self.fields)
+        self.order = tuple(n for n, *_ in self.fields)  # as the record lists them, for messages
+        self.names = frozenset(self.order)
 
     def encode(self, record: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -173,25 +183,23 @@ class StructCodec:
         return out
 
     def decode(self, data: object, where: str, **extra: Any) -> Any:
-        if not isinstance(data, dict):
-            raise PayloadError(f"{where}: expected an object, got {type(data).__name__}")
-        if not self.names.issuperset(data):
-            unknown = set(data) - self.names
-            raise PayloadError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+        table = data if type(data) is dict else expect(data, dict, where, PayloadError.at, syntax=JSON)
+        if not self.names.issuperset(table):
+            check_keys(table, self.order, where, PayloadError.at)
         values: dict[str, Any] = dict(extra)
         for name, _encode, decode, optional, _schema in self.fields:
-            value = data.get(name)
+            value = table.get(name)
             if value is None:
-                if name in data:
-                    raise PayloadError(f"{where}.{name}: null; a value that is not known is left out")
+                if name in table:
+                    raise PayloadError("null; a value that is not known is left out", f"{where}.{name}")
                 if not optional:
-                    raise PayloadError(f"{where}: {name} is missing")
+                    raise PayloadError(f"{name} is missing", where)
                 values[name] = None
             else:
                 try:
                     values[name] = decode(value, "")
                 except PayloadError as exc:  # the path is only built for a refusal
-                    raise PayloadError(f"{where}.{name}{exc}") from None
+                    raise PayloadError(exc.problem, f"{where}.{name}") from None
         return self.cls(**values)
 
     def schema(self, **extra: dict[str, Any]) -> dict[str, Any]:

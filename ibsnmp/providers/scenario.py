@@ -50,7 +50,6 @@ IBA defines for it.
 from __future__ import annotations
 
 import logging
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -58,6 +57,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ibsnmp import documents
+from ibsnmp.documents import DocumentError
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import (
     PortTransition,
@@ -127,19 +128,17 @@ _UP_STATES = {"active": PortState.ACTIVE, "armed": PortState.ARMED, "init": Port
 _JITTER_SALT = 0x5CE7A
 
 
-class ScenarioError(ValueError):
+class ScenarioError(DocumentError):
     """A scenario that cannot be loaded or bound to a fabric.  The message
-    names the file, the event (1-based, as it appears in the file) and key."""
+    names the file, the event (1-based, as it appears in the file) and key;
+    `where` is that part of it."""
 
     def __init__(self, path: str, problem: str, event: int | None = None, action: str | None = None,
                  key: str | None = None) -> None:
-        where = path
-        if event is not None:
-            where += f": event {event}" + (f" ({action})" if action else "")
-        if key is not None:
-            where += f", key '{key}'"
-        super().__init__(f"{where}: {problem}")
-        self.path, self.event, self.key, self.problem = path, event, key, problem
+        places = [f"event {event}" + (f" ({action})" if action else "")] if event is not None else []
+        places += [f"key '{key}'"] if key is not None else []
+        super().__init__(problem, ", ".join(places), path)
+        self.path, self.event, self.key = path, event, key
 
 
 # -- the file -------------------------------------------------------------------------
@@ -245,8 +244,8 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     check = _Checker(path, None, None)
     name = check.text(header, "name", "")
     description = check.text(header, "description", "")
-    time_scale = check.number(header, "time_scale", 1.0, low=0.0, low_open=True)
-    watch_interval = check.number(header, "watch_interval", 1.0, low=0.0, low_open=True)
+    time_scale = check.number(header, "time_scale", 1.0, positive=True)
+    watch_interval = check.number(header, "watch_interval", 1.0, positive=True)
     raw_events = data.get("event", [])
     if not isinstance(raw_events, list) or not all(isinstance(e, dict) for e in raw_events):
         raise ScenarioError(path, "'event' must be an array of tables: [[event]]")
@@ -271,12 +270,12 @@ def _parse_event(path: str, index: int, raw: dict[str, Any]) -> EventSpec:
             raise check.error(key, "missing")
     if "at" not in raw:
         raise check.error("at", "missing (seconds after the start)")
-    at = check.number(raw, "at", 0.0, low=0.0)
+    at = check.number(raw, "at", 0.0)
     repeat = check.integer(raw, "repeat", 1, 1, 1_000_000)
-    period = check.number(raw, "period", 0.0, low=0.0, low_open=True) if "period" in raw else 0.0
+    period = check.number(raw, "period", 0.0, positive=True) if "period" in raw else 0.0
     if repeat > 1 and "period" not in raw:
         raise check.error("period", f"missing: repeat = {repeat} needs the seconds between occurrences")
-    jitter = check.number(raw, "jitter", 0.0, low=0.0)
+    jitter = check.number(raw, "jitter", 0.0)
     params = _parse_params(check, action, raw)
     up_after = params.get("up_after")
     if up_after is not None and repeat > 1 and up_after >= period:
@@ -294,7 +293,7 @@ def _parse_params(check: _Checker, action: str, raw: dict[str, Any]) -> dict[str
     if action == "port-down":
         p["phys"] = check.choice(raw, "phys", "polling", _PHYS)
         if "up_after" in raw:
-            p["up_after"] = check.number(raw, "up_after", 0.0, low=0.0, low_open=True)
+            p["up_after"] = check.number(raw, "up_after", 0.0, positive=True)
     elif action == "port-up":
         p["state"] = check.choice(raw, "state", "active", _UP_STATES)
     elif action == "error-burst":
@@ -348,19 +347,13 @@ class _Checker:
         return ScenarioError(self.path, problem, self.event, self.action, key)
 
     def text(self, raw: Mapping[str, Any], key: str, default: str) -> str:
-        value = raw.get(key, default)
-        if not isinstance(value, str):
-            raise self.error(key, f"expected a string, got {value!r}")
-        return value
+        return documents.text(raw.get(key, default), key, self.error)
 
-    def number(self, raw: Mapping[str, Any], key: str, default: float, *, low: float,
-               low_open: bool = False) -> float:
-        value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.error(key, f"expected a number of seconds, got {value!r}")
-        if value < low or (low_open and value == low):
-            raise self.error(key, f"{value!r} must be {'>' if low_open else '>='} {low:g}")
-        return float(value)
+    def number(self, raw: Mapping[str, Any], key: str, default: float, *, positive: bool = False) -> float:
+        """A finite number (a time, a period, a scale): not negative, or (`positive`) more than 0."""
+        if positive:
+            return documents.number(raw.get(key, default), key, self.error, above=0.0)
+        return documents.number(raw.get(key, default), key, self.error, low=0.0)
 
     def integer(self, raw: Mapping[str, Any], key: str, default: int | None, low: int, high: int) -> Any:
         if key not in raw:
@@ -372,24 +365,14 @@ class _Checker:
                 value = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
             except ValueError:
                 raise self.error(key, f"expected an integer (or a '0x...' hex string), got {raw[key]!r}") from None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected an integer, got {value!r}")
-        if not low <= value <= high:
-            raise self.error(key, f"{value} is out of range {low}..{high:#x}" if high > 0xFFFF
-                             else f"{value} is out of range {low}..{high}")
-        return value
+        return documents.integer(value, key, self.error, low=low, high=high)
 
     def boolean(self, raw: Mapping[str, Any], key: str, default: bool) -> bool:
-        value = raw.get(key, default)
-        if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {value!r}")
-        return value
+        return documents.boolean(raw.get(key, default), key, self.error)
 
     def choice(self, raw: Mapping[str, Any], key: str, default: str, choices: Mapping[str, Any]) -> Any:
         value = raw.get(key, default)
-        if not isinstance(value, str) or value.lower() not in choices:
-            raise self.error(key, f"{value!r} is not one of {', '.join(choices)}")
-        return choices[value.lower()]
+        return documents.lookup(value.lower() if isinstance(value, str) else value, key, choices, self.error)
 
     def node_name(self, raw: Mapping[str, Any], key: str) -> str | int:
         value = raw[key]
@@ -417,9 +400,7 @@ class _Checker:
         for kind, count in value.items():
             if kind not in ERROR_NAMES:
                 raise self.error(f"{key}.{kind}", f"unknown error kind (expected one of {', '.join(ERROR_NAMES)})")
-            if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 1_000_000_000:
-                raise self.error(f"{key}.{kind}", f"expected a count 0..1000000000, got {count!r}")
-            result[kind] = count
+            result[kind] = documents.integer(count, f"{key}.{kind}", self.error, low=0, high=1_000_000_000)
         return result
 
     def capabilities(self, raw: Mapping[str, Any], key: str) -> int:

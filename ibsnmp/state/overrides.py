@@ -17,12 +17,16 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from ibsnmp import documents
+from ibsnmp.documents import JSON, DocumentError
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.lineage import Aspect
 from ibsnmp.fabric.succession import derived_successor
 from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
+
+T = TypeVar("T")
 
 FORMAT = "ibsnmp-state"
 VERSION = 1
@@ -361,25 +365,25 @@ def to_json(state: ConfigState) -> dict[str, Any]:
     }
 
 
-class StateFormatError(ValueError):
+class StateFormatError(DocumentError):
     """The state file's document is not one to_json wrote; the message
     names the key."""
 
 
-# The state file's keys, at every level: anything else is refused.
-_TOP_KEYS = frozenset({"format", "version", "sm", "sm_config", "partitions",
-                       "service_associations", "sl2vl", "vl_arbitration", "partition_config",
-                       "system"})
+# The state file's keys, at every level, in the order to_json writes them:
+# anything else is refused.
+_TOP_KEYS = ("format", "version", "sm", "sm_config", "partitions", "service_associations", "sl2vl",
+             "vl_arbitration", "partition_config", "system")
 _ENTRY_KEYS = {
-    "sm": frozenset({"guid", "priority", "sm_key", "admin"}),
-    "partitions": frozenset({"pkey", "name", "created", "deleted", "members"}),
-    "members": frozenset({"guid", "port", "membership"}),
-    "service_associations": frozenset({"key", "name", "status"}),
-    "sl2vl": frozenset({"guid", "port", "map"}),
-    "vl_arbitration": frozenset({"guid", "port", "priority", "weight"}),
-    "partition_config": frozenset({"subnet_prefix", "key", "member_guid", "member_port",
-                                   "member_type", "last_action"}),
-    "system": frozenset(SYSTEM_OBJECTS),
+    "sm": ("guid", "priority", "sm_key", "admin"),
+    "partitions": ("pkey", "name", "created", "deleted", "members"),
+    "members": ("guid", "port", "membership"),
+    "service_associations": ("key", "name", "status"),
+    "sl2vl": ("guid", "port", "map"),
+    "vl_arbitration": ("guid", "port", "priority", "weight"),
+    "partition_config": ("subnet_prefix", "key", "member_guid", "member_port", "member_type",
+                         "last_action"),
+    "system": SYSTEM_OBJECTS,
 }
 # Why a value cannot be served as the named MIB object (a served module's
 # object or a writable SNMPv2-MIB system object), None if it can: the MIB
@@ -387,6 +391,7 @@ _ENTRY_KEYS = {
 ValueProblem = Callable[[str, int | bytes], str | None]
 
 _SM_CONFIG_COLUMN_OF = {name: column for column, (name, _, _) in SM_CONFIG_COLUMNS.items()}
+_ADMIN_DISABLED = {"enable": False, "disable": True}  # an SM's admin state -> SmOverride.disabled
 MAX_NAME_LENGTH = 255  # a partition name (no MIB object serves it)
 
 
@@ -396,20 +401,15 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
     object that serves it (`mib_problem`), so what loads can be read, and
     against the IBA width the writers enforce."""
 
-    def fail(key: str, problem: str) -> StateFormatError:
-        return StateFormatError(f"{key}: {problem}")
+    fail = StateFormatError.at
 
-    def expect(value: Any, kind: type | tuple[type, ...], key: str) -> Any:
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise fail(key, f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
-        return value
+    def expect(value: Any, kind: type[T], key: str) -> T:
+        return documents.expect(value, kind, key, fail, syntax=JSON)
 
-    def keys(entry: Any, allowed: frozenset[str], key: str) -> dict[str, Any]:
-        expect(entry, dict, key)
-        unknown = sorted(set(entry) - allowed)
-        if unknown:
-            raise fail(f"{key}.{unknown[0]}" if key != "document" else unknown[0], "unknown key")
-        return entry
+    def keys(entry: Any, allowed: tuple[str, ...], key: str) -> dict[str, Any]:
+        table = expect(entry, dict, key)
+        documents.check_keys(table, allowed, "" if key == "document" else key, fail)
+        return table
 
     def served(value: Any, key: str, descriptor: str) -> Any:
         problem = mib_problem(descriptor, value)
@@ -421,23 +421,12 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
                field: tuple[int, int] | None = None) -> int:
         """An integer `descriptor` can serve, within `field` (the IBA width
         where the MIB leaves the INTEGER unbounded) when given."""
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise fail(key, "expected an integer")
-        if field is not None and not field[0] <= value <= field[1]:
-            raise fail(key, f"expected an integer {field[0]}..{field[1]}")
-        return served(value, key, descriptor)
+        low, high = field if field is not None else (None, None)
+        return served(documents.integer(value, key, fail, low=low, high=high, syntax=JSON), key,
+                      descriptor)
 
     def hexint(value: Any, key: str, bits: int) -> int:
-        text = expect(value, str, key)
-        if len(text) > 2 + (bits + 3) // 4:  # "0x" and the digits
-            raise fail(key, f"more than {bits} bits")
-        try:
-            result = int(text, 16)
-        except ValueError:
-            raise fail(key, "expected a hexadecimal number") from None
-        if not 0 <= result < 1 << bits:
-            raise fail(key, f"more than {bits} bits")
-        return result
+        return documents.hex_number(value, key, bits, fail, syntax=JSON)
 
     def octets(value: Any, key: str, descriptor: str) -> bytes | None:
         if value is None:
@@ -466,9 +455,8 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
         raise fail("version", f"expected {VERSION} (this ibsnmp cannot read another)")
     sm: dict[int, SmOverride] = {}
     for at, entry in entries("sm"):
-        admin = entry.get("admin")
-        if admin not in (None, "enable", "disable"):
-            raise fail(f"{at}.admin", 'expected "enable" or "disable"')
+        disabled = documents.lookup(entry["admin"], f"{at}.admin", _ADMIN_DISABLED, fail) \
+            if "admin" in entry else None
         sm_key = hexint(entry["sm_key"], f"{at}.sm_key", 64) if "sm_key" in entry else None
         if sm_key is not None:
             served(sm_key.to_bytes(8, "big"), f"{at}.sm_key", "ibSmConfigSMKey")
@@ -477,12 +465,10 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
             priority=number(entry["priority"], f"{at}.priority", "ibSmConfigPriority", (0, 15))
             if "priority" in entry else None,
             sm_key=sm_key,
-            disabled=None if admin is None else admin == "disable",
+            disabled=disabled,
         )
     sm_config = {}
-    for name, value in expect(doc.get("sm_config", {}), dict, "sm_config").items():
-        if name not in _SM_CONFIG_COLUMN_OF:
-            raise fail(f"sm_config.{name}", "unknown setting")
+    for name, value in keys(doc.get("sm_config", {}), SM_CONFIG_FIELDS, "sm_config").items():
         column = _SM_CONFIG_COLUMN_OF[name]
         _, low, high = SM_CONFIG_COLUMNS[column]
         sm_config[name] = number(value, f"sm_config.{name}", f"ibSmConfig{column}", (low, high))
@@ -496,11 +482,9 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
         for j, member in enumerate(expect(entry.get("members", []), list, f"{at}.members")):
             mat = f"{at}.members[{j}]"
             keys(member, _ENTRY_KEYS["members"], mat)
-            if member.get("membership") not in kinds:
-                raise fail(f"{mat}.membership", 'expected "full", "limited" or "removed"')
+            kind = documents.lookup(member.get("membership"), f"{mat}.membership", kinds, fail)
             members[(hexint(member.get("guid"), f"{mat}.guid", 64),
-                     number(member.get("port"), f"{mat}.port",
-                            "ibSmPartitionConfigMemberPortNum"))] = kinds[member["membership"]]
+                     number(member.get("port"), f"{mat}.port", "ibSmPartitionConfigMemberPortNum"))] = kind
         pkey = hexint(entry.get("pkey"), f"{at}.pkey", 15)
         served(pkey.to_bytes(2, "big"), f"{at}.pkey", "ibSmPartitionKey")
         name = expect(entry.get("name", ""), str, f"{at}.name")
@@ -508,8 +492,8 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
             raise fail(f"{at}.name", f"expected at most {MAX_NAME_LENGTH} printable characters")
         partitions[pkey] = PartitionEdit(
             name=name,
-            fresh=expect(entry.get("created", False), bool, f"{at}.created"),
-            deleted=expect(entry.get("deleted", False), bool, f"{at}.deleted"),
+            fresh=documents.boolean(entry.get("created", False), f"{at}.created", fail, syntax=JSON),
+            deleted=documents.boolean(entry.get("deleted", False), f"{at}.deleted", fail, syntax=JSON),
             members=members,
         )
     assoc: dict[tuple[bytes, bytes], int] = {}
@@ -533,11 +517,10 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
     vl_arb: dict[tuple[int, int, int], int] = {}
     priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
     for at, entry in entries("vl_arbitration"):
-        if entry.get("priority") not in priorities:
-            raise fail(f"{at}.priority", 'expected "low" or "high"')
+        priority = documents.lookup(entry.get("priority"), f"{at}.priority", priorities, fail)
         vl_arb[(hexint(entry.get("guid"), f"{at}.guid", 64),
                 number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"),
-                priorities[entry["priority"]])] = number(
+                priority)] = number(
             # VLArbitrationTable weights are 8-bit.
             entry.get("weight"), f"{at}.weight", "ibSmVLArbitrationWeight", (0, 255))
     raw = keys(doc.get("partition_config", {}), _ENTRY_KEYS["partition_config"],

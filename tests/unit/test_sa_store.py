@@ -108,7 +108,7 @@ def test_state_file_locations_and_errors(tmp_path: Path) -> None:
     with pytest.raises(StateFileError, match="bad.json"):
         AgentState.open(bad, state_value_problem)
     bad.write_text(json.dumps({"format": "ibsnmp-state", "version": 1, "sm": 3}))
-    with pytest.raises(StateFileError, match="sm: expected list"):
+    with pytest.raises(StateFileError, match="sm: expected an array, got an integer"):
         AgentState.open(bad, state_value_problem)
 
 
