@@ -112,7 +112,8 @@ class Limits:
     its repetitions may take (0: no limit); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate, `requests_per_second`
     (0: no limit) those of all sources together. `fast_path` answers
-    v1/v2c reads without pysnmp's per-varbind cost (agent.fast_reads);
+    reads without pysnmp's per-varbind cost (agent.fast_reads; off: pysnmp's
+    command responders answer them, agent.handover);
     `walk_cache` is how many walk steps it keeps encoded (0: none).
     `max_result_rows_per_request` and `max_result_rows` bound the result
     rows of one SA request and of all open ones (a request past either is
