@@ -18,7 +18,7 @@ from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
 from ibsnmp.agent.pending_counts import PendingCounts
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
-from ibsnmp.wire.header import GET, GET_BULK, REPORT, RESPONSE, SET, V3Message, read_header
+from ibsnmp.wire.header import GET, GET_BULK, INFORM, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.request import (
     Request,
     encode_response_pdu,
@@ -96,10 +96,11 @@ def get_pdu(tag: int = GET, request_id: int = 77, fields: bytes = b"\x02\x01\x00
 def request(fast: FastV3, user: str, *, level: int = 3, boots: int | None = None,
             engine_time: int | None = None, context_engine_id: bytes | None = None,
             context_name: bytes = b"", pdu: bytes | None = None, max_size: int = 65507,
-            engine_id: bytes | None = None, users: tuple[Any, ...] = V3_USERS) -> bytes:
+            engine_id: bytes | None = None, users: tuple[Any, ...] = V3_USERS,
+            reportable: bool = True) -> bytes:
     """A request sealed by a manager that knows the engine (as after discovery)."""
     keys = localize_users(users, engine_id or fast.engine_id)[user.encode()]
-    flags = FLAG_REPORTABLE | FLAG_AUTH | (FLAG_PRIV if level == 3 else 0)
+    flags = (FLAG_REPORTABLE if reportable else 0) | FLAG_AUTH | (FLAG_PRIV if level == 3 else 0)
     out = Outgoing(message_id=4711, max_size=max_size, flags=flags,
                    engine_id=engine_id or fast.engine_id,
                    boots=fast.clock.boots() if boots is None else boots,
@@ -179,6 +180,53 @@ def test_what_the_fast_responder_leaves_pysnmps_responders_answer(
         assert scoped.pdu.request_id == 77
     else:
         assert sent.pdu is not None and sent.pdu.tag == answer_tag
+
+
+@pytest.mark.parametrize(("reportable", "counter"), [
+    (True, "snmpInvalidMsgs"),  # RFC 3412 6.4: a Response is never reportable
+    (False, "snmpUnknownPDUHandlers"),  # no application here takes a Response
+])
+def test_an_encrypted_response_is_dropped_and_counted(built: Any, recorder: Recorder,
+                                                     reportable: bool, counter: str) -> None:
+    counts = PendingCounts(built.engine.get_mib_builder())
+    fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
+    data = request(fast, "reader", pdu=get_pdu(RESPONSE), reportable=reportable)
+    message = read_header(data)
+    assert isinstance(message, V3Message) and message.pdu is None  # the PDU is encrypted
+    module = "__SNMP-MPD-MIB"
+    before = {name: counts.value((module, name))
+              for name in ("snmpInvalidMsgs", "snmpUnknownPDUHandlers")}
+    counts.begin_message()
+    verdict = fast.handle(message, data)
+    counts.end_message(verdict.counters)
+    assert verdict.reply is None and verdict.handing is None and not recorder.calls
+    moved = {name: counts.value((module, name)) - value for name, value in before.items()}
+    assert moved == {name: int(name == counter) for name in before}
+
+
+def test_an_inform_gets_the_unknown_pdu_handlers_report(fast: FastV3) -> None:
+    reply = handed_over(fast, request(fast, "reader", pdu=get_pdu(INFORM)))
+    assert reply is not None
+    sent = read_header(reply)
+    # RFC 3412 4.2.2.1.2 and 7.1.3: unauthenticated, in this engine's default context.
+    assert isinstance(sent, V3Message) and sent.flags == 0
+    assert sent.pdu is not None and sent.pdu.tag == REPORT and sent.pdu.request_id == 77
+    (varbind,) = sent.pdu.read_varbinds(reply)
+    assert reply[varbind.oid_start:varbind.oid_end] == oid_octets((1, 3, 6, 1, 6, 3, 11, 2, 1, 3, 0))
+
+
+def test_a_non_reportable_request_in_an_unknown_context_gets_no_report(fast: FastV3) -> None:
+    data = request(fast, "reader", context_name=b"00000000deadbeef", reportable=False)
+    assert handed_over(fast, data) is None
+
+
+def test_a_set_below_the_users_level_is_vacms_authorization_error(fast: FastV3) -> None:
+    reply = answer(fast, request(fast, "admin", level=2, pdu=get_pdu(SET)))
+    assert reply is not None
+    scoped = opened(fast, reply).scoped
+    # authorizationError, error-index 0 (RFC 3413 3.2), at the level the request came in.
+    assert (scoped.pdu.tag, scoped.pdu.fields) == (RESPONSE, (16, 0))
 
 
 @pytest.mark.parametrize(("case", "flags", "tag"), [
