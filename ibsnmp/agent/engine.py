@@ -25,6 +25,7 @@ from ibsnmp import __version__
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
 from ibsnmp.wire.constants import SecurityLevel, SecurityModel
+from ibsnmp.wire.header import SET
 
 from .config import AgentSettings, User
 from .causes import current_exception_summary
@@ -196,7 +197,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         assert counts is not None and self.handover is not None
         for counter in IN_REQUEST[passed.message.pdu.tag]:
             counts.count(counter)  # before reading: a GET of snmpInGetRequests sees itself
-        if self.use_fast_reads and self.fast_reads is not None:
+        if self.use_fast_reads and self.fast_reads is not None and passed.message.pdu.tag != SET:
             reply = self.fast_reads.answer(data, passed)
             if reply is not None:
                 counts.end_message()
