@@ -86,20 +86,42 @@ LARGE = 10_000  # octets: rounds of such packets hold two, small ones twenty
 MOST = DEFAULT_MAX_VARBINDS  # the most varbinds a request may hold ([limits] max_varbinds)
 # The longest OID RFC 2578 allows that the reader still accepts: 128 arcs, 5 octets each.
 LONGEST_OID = (1, 3) + (2**32 - 1,) * 126
-IB_SM_NODE_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 2)  # a column of a GUID-indexed table
+# Just past IB-SM-MIB's GUID-indexed ibSmNodeInfoTable (its entry is ...7.1.2.1.1):
+# names here fall between two tables, before ibSmPortInfoTable's first column.
+IB_SM_NODE_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 2)
+IB_SM_NODE_GUID_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 2, 1, 1, 2)  # ibSmNodeInfoNodeGUID
+IB_SM_PORT_STATE_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 3, 1, 1, 15)  # ibSmPortInfoState
 # PMA-MIB's port counters (ibPmaPortCntrsTable): values that move, so never kept.
 PMA_COUNTERS_TABLE = (1, 3, 6, 1, 3, 117, 6, 1, 1, 1)
+# Every counter table of PMA-MIB: more rows of moving values than the one above.
+PMA_COUNTERS = (1, 3, 6, 1, 3, 117, 6, 1)
 
 
 def counter_oids(count: int) -> list[tuple[int, ...]]:
-    """`count` instances of moving counters (PMA port counters) of the bench fabric."""
-    if not _COUNTERS:
+    """`count` instances of moving counters (PMA port counters) of the bench fabric:
+    24 distinct ones (12 columns of its 2 ports), some named twice."""
+    return instances(PMA_COUNTERS_TABLE, count)
+
+
+def instances(subtree: tuple[int, ...], count: int) -> list[tuple[int, ...]]:
+    """`count` instances of `subtree` in the default context, spread over it
+    (distinct when it has that many)."""
+    if subtree not in _WALKED:
         with SnmpClient(_PORT[0], timeout=5.0) as client:
-            _COUNTERS.extend(oid for oid, _, _ in client.walk(PMA_COUNTERS_TABLE, limit=5000))
-    return [_COUNTERS[i * len(_COUNTERS) // count] for i in range(count)]
+            _WALKED[subtree] = [oid for oid, _, _ in client.walk(subtree, limit=5000)]
+    found = _WALKED[subtree]
+    return [found[i * len(found) // count] for i in range(count)]
 
 
-_COUNTERS: list[tuple[int, ...]] = []
+def between_rows(subtree: tuple[int, ...]) -> Callable[[int], bytes]:
+    """GETNEXTs of MOST names, new in every datagram, each just after a different
+    instance of `subtree` (one more arc): each one's answer is another row."""
+    rows = instances(subtree, MOST)
+    return lambda n: request(b"".join(oid_varbind(row + (n * MOST + i,))
+                                      for i, row in enumerate(rows)), pdu_tag=0xA1)
+
+
+_WALKED: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
 _PORT: list[int] = [0]
 
 
@@ -144,12 +166,28 @@ def worst_cases() -> dict[str, tuple[Packets, str]]:
         f"64 KB {fitting_under} longest OIDs under IB-SM-MIB, GETNEXT": (
             lambda n: request(b"".join(long_name(n, i) for i in range(fitting_under)),
                               pdu_tag=0xA1), "answered"),
-        # Short names, new in every datagram, each past the last row of a
-        # GUID-indexed column (a first index arc over 255): every one is a
-        # lookup of its own that ends in the next column's first row.
+        # The same under a column: only the arcs up to the longest row's (and
+        # one more) matter, those of a GUID index, 30 of 5 octets.
+        f"64 KB {fitting_under} longest OIDs under an IB-SM-MIB column, GETNEXT": (
+            lambda n: request(b"".join(long_name(n, i, IB_SM_NODE_GUID_COLUMN)
+                                       for i in range(fitting_under)), pdu_tag=0xA1),
+            "answered"),
+        # Short names, new in every datagram, past a GUID-indexed table (after
+        # its entry, arcs over 255): each one a lookup of its own, that ends in
+        # the next table's first row.
         f"GETNEXT of {MOST} short names past a column's rows, answered": (
             lambda n: request(b"".join(oid_varbind(IB_SM_NODE_COLUMN + (256 + n * MOST + i,))
                                        for i in range(MOST)), pdu_tag=0xA1), "answered"),
+        # The same past the last row of a column, then between its rows: each
+        # name in a gap of its own, whose answer is another row.
+        f"GETNEXT of {MOST} short names past a column's last row, answered": (
+            lambda n: request(b"".join(oid_varbind(IB_SM_NODE_GUID_COLUMN + (256 + n * MOST + i,))
+                                       for i in range(MOST)), pdu_tag=0xA1), "answered"),
+        f"GETNEXT of {MOST} fresh names between a column's rows, answered": (
+            between_rows(IB_SM_PORT_STATE_COLUMN), "answered"),
+        # Between rows of moving counters: answers never kept, each looked up.
+        f"GETNEXT of {MOST} fresh names between counters' rows, answered": (
+            between_rows(PMA_COUNTERS), "answered"),
         # An empty engine ID: USM refuses it before the user (RFC 3414 3.2 step 3).
         "64 KB v3 plaintext discovery, unknown user": (
             v3_plaintext_get(b"nobody", FLOOD_VARBINDS - 10), "unknown engine ID"),
@@ -161,11 +199,11 @@ def worst_cases() -> dict[str, tuple[Packets, str]]:
     }
 
 
-def long_name(n: int, i: int) -> bytes:
-    """A name as long as RFC 2578 allows under a GUID-indexed IB-SM-MIB column,
-    its last arcs unique to (n, i)."""
-    junk = (2**32 - 1,) * (128 - len(IB_SM_NODE_COLUMN) - 2)
-    return oid_varbind(IB_SM_NODE_COLUMN + junk + (n + (1 << 28), i + (1 << 28)))
+def long_name(n: int, i: int, under: tuple[int, ...] = IB_SM_NODE_COLUMN) -> bytes:
+    """A name as long as RFC 2578 allows under `under` (by default just past a
+    GUID-indexed IB-SM-MIB table), its last arcs unique to (n, i)."""
+    junk = (2**32 - 1,) * (128 - len(under) - 2)
+    return oid_varbind(under + junk + (n + (1 << 28), i + (1 << 28)))
 
 
 def request_pdu(varbinds: bytes, tag: int = 0xA0) -> bytes:
@@ -203,6 +241,9 @@ def cpu_per_packet(pid: int, port: int, packets: Packets, counter: str,
     `packets`: one sent again and again, or a function giving the n-th."""
     nth = packets if callable(packets) else (lambda n: packets)  # type: ignore[return-value]
     burst = 2 if len(nth(0)) > LARGE else 20
+    # Built before the clock starts: built between sends (12 ms for a datagram
+    # of long names), they kept the other core busy and slowed the agent.
+    datagrams = [nth(n) for n in range(rounds * burst)]
     with SnmpClient(port, timeout=10.0, retries=0) as client, \
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
         sender.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
@@ -214,7 +255,7 @@ def cpu_per_packet(pid: int, port: int, packets: Packets, counter: str,
         start = cpu_seconds(pid)
         for number in range(rounds):
             for part in range(burst):
-                sender.sendto(nth(number * burst + part), (LOCALHOST, port))
+                sender.sendto(datagrams[number * burst + part], (LOCALHOST, port))
             client.request("get", [SYS_DESCR])
         spent = cpu_seconds(pid) - start
         after = counted(client, counter)

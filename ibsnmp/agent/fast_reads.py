@@ -95,6 +95,10 @@ HEAD_ARCS = 14
 # Names up to this many octets (a GUID-indexed instance takes about 30) are
 # decoded whole; longer ones only as far as an instance can reach.
 SHORT_NAME = 64
+# The most octets HEAD_ARCS arcs take (HEAD_ARCS - 1 sub-identifiers of at most
+# five octets each, as the reader checked): names alike in these (and in
+# whether more follow) share them.
+_HEAD_OCTETS = 5 * (HEAD_ARCS - 1)
 # GET answers are kept beside the walk steps, under the asked OID's element
 # with this octet before it (an element starts with its tag, 0x06).
 _GET_KEY = b"\x00"
@@ -197,7 +201,8 @@ class _Request:
     """One request being answered: its context, view and the readers it needs."""
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
-                 "_base", "_cells", "_subtrees", "_steps", "_answers")
+                 "_base", "_cells", "_subtrees", "_steps", "_answers", "_long_answers", "_heads",
+                 "_origin")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -214,13 +219,22 @@ class _Request:
         # Walk steps and GET answers kept for this context (SNMPv1's GETNEXT,
         # which skips Counter64 objects, aside).
         self._steps: Steps | None = None
-        # This request's answers so far, by the asked name's element, and for
-        # GETNEXT names longer than SHORT_NAME by the arcs of them that matter
-        # (`_name`): a request naming one OID many times, or many names that
-        # differ only in arcs past every instance, looks up one of them.
-        self._answers: dict[bytes | tuple[Oid, bool], Step] = {}
+        # This request's answers so far, by the asked name's element, and those
+        # of GETNEXT names longer than SHORT_NAME by the octets of the arcs of
+        # them that matter (`_long_step`): a request naming one OID many
+        # times, or many names that differ only in arcs past every instance,
+        # looks up one of them.
+        self._answers: dict[bytes, Step] = {}
+        self._long_answers: dict[bytes, Step] = {}
+        # Long names' first arcs, decoded, and the most arcs an instance under
+        # them has: by their first octets (`_HEAD_OCTETS`), which hold them.
+        self._heads: dict[bytes, tuple[Oid, int, int]] = {}
+        # Where a GETNEXT's answer is kept for names that are no walk's (see
+        # `_kept_as`); None: the MIB cannot tell, and only short names are kept.
+        self._origin: Callable[[ContextTarget, Oid], Oid | None] | None = None
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
+            self._origin = getattr(owner._cells, "step_origin", None)
 
     def respond(self) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
@@ -329,32 +343,46 @@ class _Request:
             known = steps.get(element)
             if known is not None:
                 return _step_of(known)
-        long_key = None
-        if oid is None:
-            name = self._name(element)
-            oid = name[0]
-            if len(element) > SHORT_NAME:
-                long_key = name
-                known_step = self._answers.get(long_key)
-                if known_step is not None:
-                    return known_step
-        step = self._step_from(element, oid, steps)
-        if long_key is not None and step[2] != END_OF_MIB_VIEW:  # that one echoes the name
-            self._answers[long_key] = step
+        if oid is not None:
+            return self._step_from(element, oid, steps)
+        if len(element) > SHORT_NAME:
+            return self._long_step(element, steps)
+        return self._step_from(element, oid_of_element(element), steps, asked=True)
+
+    def _long_step(self, element: bytes, steps: Steps | None) -> Step:
+        """`_step` of an asked name longer than SHORT_NAME, looked up once per
+        request for names alike in the octets that hold the arcs that matter
+        (`_name`: at most five octets an arc)."""
+        most = self._head(element)[2]
+        start = _oid_value_start(element)
+        # The first sub-identifier holds two arcs; one more octet: whether more follow.
+        key = element[start:start + 5 * max(most, HEAD_ARCS - 1) + 1]
+        step = self._long_answers.get(key)
+        if step is None:
+            step = self._step_from(element, self._name(element)[0], steps, asked=True)
+            if step[2] != END_OF_MIB_VIEW:  # that one echoes the name
+                self._long_answers[key] = step
         return step
 
-    def _step_from(self, element: bytes, oid: Oid, steps: Steps | None) -> Step:
-        """`_step` once the name is decoded (`oid`: the arcs that matter)."""
+    def _step_from(self, element: bytes, oid: Oid, steps: Steps | None,
+                   asked: bool = False) -> Step:
+        """`_step` once the name is decoded (`oid`: the arcs that matter);
+        `asked`: the name came in the request (it may be no walk's)."""
         encode_oid = self._owner._encode_oid
         end = self._subtrees.end_of(oid)
-        found = self._next_in_subtree(oid)
+        start, key = oid, element if len(element) <= SHORT_NAME else None
+        if asked and end is not None and steps is not None and self._origin is not None:
+            start, key = self._kept_as(element, oid, end)
+            if key is not None and key is not element:
+                known = steps.get(key)
+                if known is not None:
+                    return _step_of(known)
+        found = self._next_in_subtree(start)
         if end is not None and found is not None and found[0] < end:
             next_oid, cell, static, tag = found
             step = _encoded(next_oid, cell, encode_oid)
-            if static and steps is not None and len(element) <= SHORT_NAME:
-                # A walk's names are instances'; longer ones are anyone's
-                # (kept, they would only push a walk's steps out).
-                self._owner.walks.remember(steps, element, step[1], tag)
+            if static and steps is not None and key is not None:
+                self._owner.walks.remember(steps, key, step[1], tag)
             return step
         # Across or outside the subtrees: the agent's own objects may come first.
         base = self._base.next(self._target, oid)
@@ -363,6 +391,20 @@ class _Request:
         if found is not None:
             return _encoded(found[0], found[1], encode_oid)
         return element, varbind(element, _END_OF_MIB_VIEW_VALUE), END_OF_MIB_VIEW, oid
+
+    def _kept_as(self, element: bytes, oid: Oid, end: Oid) -> tuple[Oid, bytes | None]:
+        """Where to look the step after the asked `oid` (in the served subtree
+        ending at `end`) up from, and the element its answer is kept under
+        (None: not kept). Every name in a gap between instances answers as
+        the gap's origin (`step_origin`) does, so it is kept once, under the
+        origin, which a walk asks too: names no walk asks never fill the cache."""
+        assert self._origin is not None
+        origin = self._origin(self._target, oid)
+        if origin is oid:
+            return oid, element if len(element) <= SHORT_NAME else None
+        if origin is None or not origin < end:
+            return oid, None  # the answer may be the agent's own: not kept
+        return origin, self._owner._encode_oid(origin)
 
     def _name(self, element: bytes, exact: bool = False) -> tuple[Oid, bool]:
         """As many of the asked name's arcs as can matter, and whether the name
@@ -374,16 +416,29 @@ class _Request:
         no arcs of a name found longer."""
         if len(element) <= SHORT_NAME:
             return oid_of_element(element), False  # decoding it all costs less than bounding
-        head, rest = oid_head_of_element(element, HEAD_ARCS)
-        if not rest or not self._subtrees.holds(head):
-            return head, False  # the agent's own instances are shorter than HEAD_ARCS
-        most = self._cells.instance_arcs(self._target, head)
+        head, rest, most = self._head(element)
         if most < HEAD_ARCS:
             return head, most > 0
         if exact and arc_count(element) > most + 1:  # counted in C: none decoded
             return head, True
         more, rest = more_arcs(element, rest, most + 1 - HEAD_ARCS)
         return head + more, len(head) + len(more) > most
+
+    def _head(self, element: bytes) -> tuple[Oid, int, int]:
+        """A long name's first HEAD_ARCS arcs, where the rest starts (0: there
+        is none), and the most arcs of an instance under them (0: none, or no
+        rest), looked up once per request for names that share them."""
+        start = _oid_value_start(element)
+        key = element[start:start + _HEAD_OCTETS + 1]  # and whether more follow
+        known = self._heads.get(key)
+        if known is None:
+            head, rest = oid_head_of_element(element, HEAD_ARCS)
+            # The agent's own instances are shorter than HEAD_ARCS.
+            most = self._cells.instance_arcs(self._target, head) \
+                if rest and self._subtrees.holds(head) else 0
+            known = self._heads[key] = (head, rest - start if rest else 0, most)
+        head, rest, most = known
+        return head, rest + start if rest else 0, most
 
     def _next_in_subtree(self, oid: Oid) -> tuple[Oid, Cell, bool, Any] | None:
         """The next served instance in the view (maybe in a later subtree),

@@ -229,6 +229,26 @@ class _Table:
             return _ABSENT
         return self._shard(target, index, prefix).rows.get(suffix, _ABSENT)
 
+    def floor(self, target: ContextTarget, suffix: Oid) -> Oid | None:
+        """The last row's suffix at or before `suffix`; () when every row
+        follows it. None where a sharded table cannot tell without reading
+        another shard: `suffix` between shards, or before its shard's rows."""
+        if self.binding.shards is None:
+            suffixes = self._whole(target).suffixes
+        else:
+            index = self._shard_index(target)
+            position = bisect_right(index.prefixes, suffix) - 1
+            if position < 0:
+                return ()  # rows start with a prefix, and every prefix follows it
+            prefix = index.prefixes[position]
+            if suffix[: len(prefix)] != prefix:
+                return None
+            suffixes = self._shard(target, index, prefix).suffixes
+            if not suffixes or suffix < suffixes[0]:
+                return None
+        at = bisect_right(suffixes, suffix)
+        return suffixes[at - 1] if at else ()
+
     def first_value(self, target: ContextTarget, suffix: Oid | None,
                     getter: Any) -> tuple[Oid, Any] | None:
         """The first row after `suffix` (from the start when None) for which
@@ -620,6 +640,42 @@ class InfinibandMib:
         position = self._hint
         owner = suffix[_OWNER] if handler.owned else ()
         return handler.get(target, suffix), handler.static, (position, position, owner, owner)
+
+    def step_origin(self, target: ContextTarget, oid: Oid) -> Oid | None:
+        """An OID whose `next_step` answers as `oid`'s does, tag included, and
+        that names a row or an object, not a gap between them (as a walk's
+        names do): `oid` itself (the same object) when it names a row,
+        its object or a scalar's instance; else the row before it in its
+        table, its object's OID before the first row, its scalar's instance
+        after it, or the next object's OID between objects. Names that fall
+        in one gap share it, so an answer kept for it serves them all. None
+        past the last object, between a sharded table's shards, and where the
+        answer is never kept: the first object consulted reads the time."""
+        position = self._position(oid)
+        prefix = self._oids[position] if position >= 0 else ()
+        inside = position >= 0 and oid[: len(prefix)] == prefix
+        if not inside:
+            position = bisect_left(self._oids, oid)
+            if position == len(self._oids):
+                return None
+        handler = self._handlers[position]
+        applies = handler.applies(target)
+        if applies and not handler.static:
+            return None  # not static: never kept (see `next_step`)
+        if not inside:
+            return handler.oid
+        suffix = oid[len(prefix):]
+        table = handler.table
+        if not suffix:
+            return oid
+        if table is None:
+            return oid if suffix == (0,) else prefix + (0,)
+        if not applies:
+            return prefix  # skipped whole, as from anywhere in it
+        row = table.floor(target, suffix)
+        if row is None:
+            return None
+        return oid if row == suffix else prefix + row
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)

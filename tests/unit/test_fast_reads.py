@@ -240,3 +240,19 @@ def test_getnext_of_long_names_keeps_no_walk_step(paths: TwoPaths) -> None:
     assert paths.fast(community_request("next", [SM_NODE_COLUMN + (7,) + PAST_ANY_INSTANCE])) \
         is not None
     assert walks._size == before
+
+
+def test_getnext_of_names_in_a_gap_keeps_their_answer_once(paths: TwoPaths) -> None:
+    """Names between two instances (or two objects) answer as the one before
+    the gap does: that answer is kept once, under it, and serves every other
+    name of the gap; the names themselves are never kept."""
+    first = response_varbinds(paths.fast(community_request("next", [INFINIBAND])) or b"")[0][0]
+    names = [first + (1,), first + (2, 5), SM_NODE_COLUMN + (256,), first + PAST_ANY_INSTANCE]
+    data = community_request("next", names)
+    assert_same_response(data, paths.pysnmp(data), paths.fast(data))
+    walks = paths.dispatcher.fast_reads.walks
+    kept = walks.size
+    others = [name[:-1] + (name[-1] - 1,) for name in names]  # the same gaps
+    data = community_request("next", others)
+    assert_same_response(data, paths.pysnmp(data), paths.fast(data))
+    assert walks.size == kept
