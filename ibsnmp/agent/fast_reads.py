@@ -147,7 +147,7 @@ class FastReads:
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
         (read whole, its community and context found: Prefilter.passed_request),
-        or None when pysnmp is to handle it."""
+        or None when pysnmp's command responders are to answer it (agent.handover)."""
         message, read, community, context_name = passed
         try:
             request = request_of(data, message.pdu, read, message.version, message.community)

@@ -153,7 +153,7 @@ class FastV3:
         self.sealer = Sealer(self.engine_id, self.clock, int(max_size.syntax))
         self.reports = ReportWriter(self.engine_id, int(max_size.syntax))
         self.max_varbinds = max_varbinds
-        # [limits] fast_path: reads answered here; off, pysnmp answers them.
+        # [limits] fast_path: reads answered here; off, pysnmp's command responders do.
         self.answer_reads = True
         self._counts = counts
         self._handover = handover  # what the fast read responder does not answer
@@ -213,7 +213,8 @@ class FastV3:
         return Verdict((), None, lambda: self._hand_over(accepted))
 
     def _read(self, accepted: Accepted, varbinds: tuple[Varbind, ...]) -> Answer | None:
-        """The fast read responder's answer (None: it leaves the request to pysnmp's)."""
+        """The fast read responder's answer (None: it leaves the request to pysnmp's
+        command responders)."""
         scoped, user = accepted.scoped, accepted.user
         try:
             request = request_of(scoped.octets, scoped.pdu, varbinds, V2C, b"")
