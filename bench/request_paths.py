@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyasn1.type.univ import OctetString
+
 # The repository's tree, unless PYTHONPATH names another one to measure.
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
@@ -40,6 +42,7 @@ from ibsnmp.wire.usm_inbound import localize_users, seal_message  # noqa: E402
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE,  # noqa: E402
                                      Outgoing, encode_scoped_pdu)
 from tests.support.agent_support import V3_USERS, agent_settings, make_backend  # noqa: E402
+from tests.support.wire import community_request  # noqa: E402
 
 UDP = (1, 3, 6, 1, 6, 1, 1)
 SOURCE = ("127.0.0.1", 40000)
@@ -68,11 +71,6 @@ def pdu(tag: int, oid: tuple[int, ...], request_id: int) -> bytes:
     varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(oid)) + value)
     return element(tag, element(0x02, request_id.to_bytes(3, "big")) + b"\x02\x01\x00\x02\x01\x00"
                    + element(SEQUENCE, varbind))
-
-
-def community_message(community: str, tag: int, oid: tuple[int, ...], request_id: int) -> bytes:
-    return element(SEQUENCE, b"\x02\x01\x01" + element(OCTET_STRING, community.encode())
-                   + pdu(tag, oid, request_id))
 
 
 def build(fast_path: bool) -> Any:
@@ -122,15 +120,16 @@ def main() -> int:
     args = parser.parse_args()
     fast, slow = build(True), build(False)
     count = args.count
+    reads = [community_request("get", [SYS_DESCR], request_id=n) for n in range(count)]
     kinds: dict[str, tuple[Any, list[bytes], bool]] = {
-        "v2c GET, wrong community (reference)": (
-            fast, [community_message("nope", GET, SYS_DESCR, n) for n in range(count)], False),
-        "v2c GET, fast path": (
-            fast, [community_message("public", GET, SYS_DESCR, n) for n in range(count)], True),
-        "v2c GET, pysnmp's GET responder": (
-            slow, [community_message("public", GET, SYS_DESCR, n) for n in range(count)], True),
-        "v2c SET sysLocation.0": (
-            fast, [community_message(WRITER, SET, SYS_LOCATION, n) for n in range(count)], True),
+        "v2c GET, wrong community (reference)": (fast, [
+            community_request("get", [SYS_DESCR], community="nope", request_id=n)
+            for n in range(count)], False),
+        "v2c GET, fast path": (fast, reads, True),
+        "v2c GET, pysnmp's GET responder": (slow, reads, True),
+        "v2c SET sysLocation.0": (fast, [
+            community_request("set", [SYS_LOCATION], community=WRITER, request_id=n,
+                              values=[OctetString(b"bench")]) for n in range(count)], True),
         "v3 authPriv GET, fast path": (fast, v3_messages(fast, GET, SYS_DESCR, count), True),
         "v3 authPriv SET sysLocation.0": (fast, v3_messages(fast, SET, SYS_LOCATION, count), True),
     }

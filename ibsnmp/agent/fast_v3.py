@@ -47,29 +47,25 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
-from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM, SET, USM, V2C, V3,
-                                V3Message, Varbind)
+from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM, USM, V2C, V3, V3Message,
+                                Varbind)
 from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
                                      localize_users, process)
 from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 
 from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
-from .pending_counts import (IN_GET_NEXTS, IN_GET_REQUESTS, IN_SET_REQUESTS, NO_HANDLER,
-                             OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP, Counter,
-                             PendingCounts)
-from .prefilter import Verdict
+from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP,
+                             Counter, PendingCounts)
+from .prefilter import IN_REQUEST, REQUESTS, Verdict
 from .views import View
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 READS = frozenset({GET, GET_NEXT, GET_BULK})
-REQUESTS = READS | {SET}
 CONFIRMED = REQUESTS | {INFORM}  # RFC 3411 2.8: the PDUs a reportable message may carry
 INVALID_MESSAGE = Refusal.INVALID_MESSAGE.counter  # snmpInvalidMsgs
 TOO_BIG = 1
 AUTHORIZATION_ERROR = 16
-IN_REQUEST = {GET: IN_GET_REQUESTS, GET_NEXT: IN_GET_NEXTS,
-              SET: IN_SET_REQUESTS}  # GETBULK has no counter
 KEPT_PDU_LIMITS = 256  # max_pdu_octets's results (see there)
 
 
@@ -202,8 +198,8 @@ class FastV3:
             return self._too_big(accepted)
         if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets)
-        counted = IN_REQUEST.get(pdu.tag)
-        if counted:  # before reading: a GET of snmpInGetRequests sees itself
+        # Counted before reading: a GET of snmpInGetRequests sees itself.
+        for counted in IN_REQUEST.get(pdu.tag, ()):
             self._counts.count(counted)
         if (pdu.tag in READS and self.answer_reads and scoped.context_engine_id == self.engine_id
                 and (not scoped.context_name or self._is_known_context(scoped.context_name))):
@@ -285,9 +281,9 @@ class FastV3:
         (RFC 3416 4.2.1), sealed at the request's level."""
         pdu = accepted.scoped.pdu
         sealed = self.sealer.seal_response(accepted, TOO_BIG, 0, b"")
-        counted = IN_REQUEST.get(pdu.tag)
+        counted = IN_REQUEST.get(pdu.tag, ())
         return Verdict((OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG)
-                       + ((counted,) if counted else ()), sealed)
+                       + counted, sealed)
 
     def _unauthorized(self, accepted: Accepted, octets: bytes) -> Verdict:
         """VACM has no access entry below the user's level: authorizationError,
@@ -295,8 +291,8 @@ class FastV3:
         pdu = accepted.scoped.pdu
         sealed = self.sealer.seal_response(accepted, AUTHORIZATION_ERROR, 0,
                                            octets[pdu.varbinds[0]:pdu.varbinds[1]])
-        counted = IN_REQUEST.get(pdu.tag)
-        return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + ((counted,) if counted else ()), sealed)
+        counted = IN_REQUEST.get(pdu.tag, ())
+        return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + counted, sealed)
 
     def max_pdu_octets(self, accepted: Accepted) -> int:
         """The largest Response PDU element the sealed response may carry."""
