@@ -3,14 +3,14 @@
 `SizedResponseMixin` goes in front of a pysnmp command responder: a
 response that would not fit the request's msgMaxSize (SNMPv3) or the
 engine's maximum message size is replaced by tooBig with no varbinds and
-error-index 0 (RFC 3416 4.2.1, 4.2.2, 4.2.5); pysnmp would encode it, find
-it too big and drop it. A SET is checked before anything is written: its
+error-index 0 (RFC 3416 4.2.1, 4.2.2, 4.2.5); encoded, it would be too big
+to send and dropped. A SET is checked before anything is written: its
 response carries the request's varbinds. GETBULK returns the varbinds that
 fit instead (4.2.3).
 
 It also makes sure a request never leaves its state behind: a responder
-failing with anything but an SMI error (a bug) answers genErr, so pysnmp
-releases the request's message-processing state with the response.
+failing with anything but an SMI error (a bug) answers genErr, and the
+request's state is released with the response.
 """
 
 from __future__ import annotations
