@@ -140,13 +140,16 @@ class _Table:
     def _scope(self, target: ContextTarget) -> tuple[Any, ...]:
         """What an index of this table is valid for: the lineage tokens of
         what the table depends on, and for a per-node table the context's
-        node (by identity: a node that changed is another object) and entity."""
+        node and entity. The node is named by its GUID, not its object: a node
+        that changed is another object (the anchor, checked on every lookup,
+        tells), and its new index must replace the old one, not sit beside it
+        keeping the old node alive until the cache is full."""
         depends = self.binding.depends
         if not self.binding.per_node:
             return (target.fabric.lineage.token(depends), None, ())
         if target.entity_guids:
             depends |= Aspect.NODES | Aspect.NODE_SET  # the entity's other nodes too
-        return (target.fabric.lineage.token(depends), id(target.node), target.entity_guids)
+        return (target.fabric.lineage.token(depends), target.node.guid, target.entity_guids)
 
     def _anchor(self, target: ContextTarget) -> Any:
         return target.node if self.binding.per_node else None

@@ -13,6 +13,7 @@ instant (fast_diff.ELAPSED), so equal means equal octets.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
 from collections.abc import Iterator
 from types import MappingProxyType
@@ -25,7 +26,7 @@ from tests.support.wire import community_request
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_counters_cleared, with_error_burst, with_port_info, with_port_state
 from ibsnmp.fabric.iba import PortState
-from ibsnmp.fabric.model import Fabric, PortRef
+from ibsnmp.fabric.model import Fabric, Node, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.broker import BrokerSettings
@@ -192,6 +193,25 @@ def test_a_node_that_leaves_is_gone_from_every_walk(simulated: tuple[TwoPaths, H
     held.snapshot = successor(held.snapshot, gone)
     assert host not in held.snapshot.nodes
     assert assert_fresh(paths, held, contexts) > 1000
+
+
+def test_a_changed_node_is_freed_once_its_snapshot_is_gone(simulated: tuple[TwoPaths, Held]) -> None:
+    """A flapping link makes a new object of the nodes at its ends each time.
+    Walks in its context build row indexes for each; the new ones must
+    replace the old, so no old node (with all its rows) stays alive."""
+    paths, held = simulated
+    ref = _linked_host_port(held.snapshot)
+    context = b"%016x" % ref.guid
+    flaps = 6
+    for flap in range(flaps):
+        for state in (PortState.DOWN, PortState.ACTIVE):
+            held.snapshot = with_port_state(held.snapshot, ref, state, at=100.0 * flap + state)[0]
+            walk(paths, context)
+    gc.collect()
+    alive = [obj for obj in gc.get_objects() if isinstance(obj, Node) and obj.guid == ref.guid]
+    # The served snapshot's node, and at most a few kept by the last request's
+    # transient state: never one per flap.
+    assert 1 <= len(alive) <= 3, f"{len(alive)} objects of the flapping node after {2 * flaps} changes"
 
 
 def _message(fabric: Fabric, guid: int, at: float) -> aiomqtt.Message:
