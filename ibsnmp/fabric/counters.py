@@ -79,10 +79,25 @@ TRACKED_OPCODES: tuple[int, ...] = tuple(OPCODE_NAMES)
 
 def saturate(value: float, bits: int) -> int:
     """An IBA counter of `bits` width: stops at all ones, never wraps."""
-    top = (1 << bits) - 1
+    return _clip(value, (1 << bits) - 1)
+
+
+def _clip(value: float, top: int) -> int:
+    """saturate, with the width's all-ones value given (the hot paths keep it)."""
     if value <= 0:
         return 0
     return top if value >= top else int(value)
+
+
+def _split(total: float, shares: tuple[float, ...], top: int) -> tuple[int, ...]:
+    """`total` split by `shares` (each in [0, 1]: a per-VL attribute's VLs),
+    each part saturated at `top`. A part is at most the total, so only a
+    total past `top` needs a check per part."""
+    if total <= 0:
+        return (0,) * len(shares)
+    if total < top:
+        return tuple([int(total * share) for share in shares])
+    return tuple([_clip(total * share, top) for share in shares])
 
 
 # -- the traffic model --------------------------------------------------------
@@ -104,11 +119,16 @@ class Flow:
     def load(self, t: float) -> float:
         if t <= 0:
             return 0.0
-        return t + self.burst_boost * (self._on(t + self.phase_s) - self._on(self.phase_s))
-
-    def _on(self, t: float) -> float:
-        cycles, rest = divmod(t, self.burst_period_s)
-        return cycles * self.burst_length_s + min(rest, self.burst_length_s)
+        boost = self.burst_boost
+        if not boost:
+            return t
+        # The burst time by t + phase, less that by phase (inline: every
+        # counter a read computes calls this).
+        period, length, phase = self.burst_period_s, self.burst_length_s, self.phase_s
+        cycles, rest = divmod(t + phase, period)
+        start_cycles, start_rest = divmod(phase, period)
+        on = (cycles * length + min(rest, length)) - (start_cycles * length + min(start_rest, length))
+        return t + boost * on
 
     def octets(self, t: float) -> float:
         return self.bytes_per_s * self.load(t)
@@ -159,7 +179,10 @@ def _count(rate: float, t: float) -> float:
     return rate * t if t > 0 else 0.0
 
 
-@dataclass(frozen=True, slots=True)
+# Values, never changed once made; not frozen: a frozen dataclass's __init__
+# sets each field through object.__setattr__, 8 times the cost of a plain
+# one, and a GETNEXT across counters makes one of these per name it asks.
+@dataclass(slots=True)
 class PortCounters:
     """The PortCounters attribute (IBA 16.1.3.5) plus PortXmitWait."""
 
@@ -218,7 +241,7 @@ _EXTENDED_CLEARED: dict[str, tuple[int, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed once made: see PortCounters
 class InterfaceCounters:
     """A port's IF-MIB (RFC 2863) Counter64 objects: 64-bit counts that
     wrap at 2**64 and never saturate.  A count with no 64-bit source (a
@@ -389,10 +412,10 @@ class TrafficProfile:
         xmit_load, rcv_load = self.xmit.load(t), self.rcv.load(t)
         xmit_octets, rcv_octets = self.xmit.bytes_per_s * xmit_load, self.rcv.bytes_per_s * rcv_load
         e = self.errors
-        bits = _COUNTER_BITS
+        tops = _COUNTER_TOPS
         if e is NO_ERRORS:  # most ports: skip twenty multiplications by zero
-            errors: tuple[int, ...] = (0,) * 12
-            downed = saturate(self.link_downed_base, bits[2])
+            errors: tuple[int, ...] = _NO_ERROR_COUNTS
+            downed = _clip(self.link_downed_base, tops[2])
         else:
             raw = (
                 e.symbol * t,
@@ -409,16 +432,17 @@ class TrafficProfile:
                 e.excessive_buffer_overrun * t,
                 e.vl15_dropped * t,
             )
-            errors = tuple(saturate(value, width) for value, width in zip(raw, bits))
+            errors = tuple([_clip(value, top) for value, top in zip(raw, tops)])
             downed = errors[2]
+        xmit_bytes, rcv_bytes = self.xmit.packet_bytes, self.rcv.packet_bytes
         return PortCounters(
             errors[0], errors[1], downed, errors[3], errors[4], errors[5], errors[6], errors[7],
             errors[8], errors[9], errors[10], errors[11],
-            saturate(xmit_octets / 4, bits[12]),
-            saturate(rcv_octets / 4, bits[13]),
-            saturate(xmit_octets / self.xmit.packet_bytes, bits[14]) if self.xmit.packet_bytes else 0,
-            saturate(rcv_octets / self.rcv.packet_bytes, bits[15]) if self.rcv.packet_bytes else 0,
-            saturate(self.xmit_wait_per_s * xmit_load, bits[16]),
+            _clip(xmit_octets / 4, tops[12]),
+            _clip(rcv_octets / 4, tops[13]),
+            _clip(xmit_octets / xmit_bytes, tops[14]) if xmit_bytes else 0,
+            _clip(rcv_octets / rcv_bytes, tops[15]) if rcv_bytes else 0,
+            _clip(self.xmit_wait_per_s * xmit_load, tops[16]),
         )
 
     def threshold_counters_at(self, t: float) -> tuple[int, int]:
@@ -431,8 +455,8 @@ class TrafficProfile:
         e = self.errors
         if e is NO_ERRORS:
             return 0, 0
-        return (saturate(e.local_link_integrity * t, _COUNTER_BITS[9]),
-                saturate(e.excessive_buffer_overrun * t, _COUNTER_BITS[10]))
+        return (_clip(e.local_link_integrity * t, _COUNTER_TOPS[9]),
+                _clip(e.excessive_buffer_overrun * t, _COUNTER_TOPS[10]))
 
     def extended_at(self, t: float) -> tuple[int, ...]:
         """PortCountersExtended after `t` seconds (EXTENDED_NAMES order):
@@ -476,6 +500,8 @@ class TrafficProfile:
 
     def rcv_error_details_at(self, t: float) -> PortRcvErrorDetails:
         raw: Iterable[float]
+        if self.history is None and self.errors is NO_ERRORS:
+            return _NO_RCV_ERRORS
         if self.history is not None:
             tau = self._up_time(t)
             raw = (self._error(n, t, tau) for n in _RCV_ERROR_NAMES)
@@ -486,6 +512,8 @@ class TrafficProfile:
 
     def xmit_discard_details_at(self, t: float) -> PortXmitDiscardDetails:
         raw: Iterable[float]
+        if self.history is None and self.errors is NO_ERRORS:
+            return _NO_DISCARDS
         if self.history is not None:
             tau = self._up_time(t)
             raw = (self._error(n, t, tau) for n in _DISCARD_NAMES)
@@ -511,32 +539,31 @@ class TrafficProfile:
     def vl_op_packets_at(self, opcode: int, t: float) -> PortVLOpPackets:
         octets = self.rcv.bytes_per_s * self._load(self.rcv, t)
         packets = (octets / self.rcv.packet_bytes if self.rcv.packet_bytes else 0.0) * self._opcode_share(opcode)
-        return PortVLOpPackets(opcode, tuple(saturate(packets * s, PortVLOpPackets.BITS) for s in self.vl_shares))
+        return PortVLOpPackets(opcode, _split(packets, self.vl_shares, _VL_OP_PACKETS_TOP))
 
     def vl_op_data_at(self, opcode: int, t: float) -> PortVLOpData:
         words = self.rcv.bytes_per_s * self._load(self.rcv, t) / 4 * self._opcode_share(opcode)
-        return PortVLOpData(opcode, tuple(saturate(words * s, PortVLOpData.BITS) for s in self.vl_shares))
+        return PortVLOpData(opcode, _split(words, self.vl_shares, _VL_OP_DATA_TOP))
 
     def vl_xmit_flow_ctl_update_errors_at(self, t: float) -> PortVLXmitFlowCtlUpdateErrors:
         if self.history is not None:
             errors: float = self._error("vl_flow_ctl_update", t, self._up_time(t))
         else:
             errors = _count(self.errors.vl_flow_ctl_update, t)
-        return PortVLXmitFlowCtlUpdateErrors(tuple(
-            saturate(errors if s else 0, PortVLXmitFlowCtlUpdateErrors.BITS) for s in self.vl_shares))
+        # Every VL that carries traffic counts the port's errors.
+        count = _clip(errors, _VL_FLOW_CTL_TOP)
+        return PortVLXmitFlowCtlUpdateErrors(tuple([count if s else 0 for s in self.vl_shares]))
 
     def vl_xmit_wait_at(self, t: float) -> PortVLXmitWaitCounters:
         wait = self.xmit_wait_per_s * self._load(self.xmit, t)
-        return PortVLXmitWaitCounters(tuple(saturate(wait * s, PortVLXmitWaitCounters.BITS)
-                                            for s in self.vl_shares))
+        return PortVLXmitWaitCounters(_split(wait, self.vl_shares, _VL_XMIT_WAIT_TOP))
 
     def sw_port_vl_congestion_at(self, t: float) -> SwPortVLCongestion:
         if not self.is_switch:
-            return SwPortVLCongestion((0,) * NUM_VLS)
+            return _NO_CONGESTION
         # Congestion marks: a sampled fraction of the wait ticks.
         wait = self.xmit_wait_per_s * self._load(self.xmit, t) / 256
-        return SwPortVLCongestion(tuple(saturate(wait * s, SwPortVLCongestion.BITS)
-                                        for s in self.vl_shares))
+        return SwPortVLCongestion(_split(wait, self.vl_shares, _VL_CONGESTION_TOP))
 
     def _opcode_share(self, opcode: int) -> float:
         for code, share in self.opcode_shares:
@@ -615,7 +642,7 @@ class TrafficProfile:
                 if before is None:
                     before = earlier[when] = self._raw_counters(when)
                 raw[index] -= before[index]
-        return PortCounters(*(saturate(value, bits) for value, bits in zip(raw, _COUNTER_BITS)))
+        return PortCounters(*[_clip(value, top) for value, top in zip(raw, _COUNTER_TOPS)])
 
 
 _COUNTER_INDEX = {name: i for i, name in enumerate(PortCounters.BITS)}
@@ -766,6 +793,17 @@ class MeasuredProfile:
 
 
 _COUNTER_BITS = tuple(PortCounters.BITS.values())
+_COUNTER_TOPS = tuple((1 << bits) - 1 for bits in _COUNTER_BITS)
+_NO_ERROR_COUNTS = (0,) * 12  # PortCounters' error counters of a port without errors
+# Shared by every port without errors or not a switch's: the values are immutable.
+_NO_RCV_ERRORS = PortRcvErrorDetails(*(0,) * len(PortRcvErrorDetails.BITS))
+_NO_DISCARDS = PortXmitDiscardDetails(*(0,) * len(PortXmitDiscardDetails.BITS))
+_NO_CONGESTION = SwPortVLCongestion((0,) * NUM_VLS)
+_VL_OP_PACKETS_TOP = (1 << PortVLOpPackets.BITS) - 1
+_VL_OP_DATA_TOP = (1 << PortVLOpData.BITS) - 1
+_VL_FLOW_CTL_TOP = (1 << PortVLXmitFlowCtlUpdateErrors.BITS) - 1
+_VL_XMIT_WAIT_TOP = (1 << PortVLXmitWaitCounters.BITS) - 1
+_VL_CONGESTION_TOP = (1 << SwPortVLCongestion.BITS) - 1
 # The fields a PMA Set(PortCounters) can clear (CounterSelect bits).
 CLEARABLE: frozenset[str] = frozenset(PortCounters.BITS)
 

@@ -158,6 +158,32 @@ def test_per_vl_and_opcode_attributes(fabric: Fabric) -> None:
     assert counters.traffic_profile(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
 
 
+def test_per_vl_values_are_each_vls_share_saturated(fabric: Fabric) -> None:
+    """Each VL counts its share of the port's total at the attribute's width,
+    below the width and past it (where some VLs saturate and others not)."""
+    port = next(p for n in fabric.nodes.values() if n.is_switch for p in n.data_ports if p.is_active)
+    profile = counters.traffic_profile(fabric, port)
+    assert isinstance(profile, TrafficProfile)
+    for t in (0, 30, 86_400, 10**9, 10**12, *(1.5**k for k in range(80))):
+        rcv_octets = profile.rcv.octets(t)
+        packets = rcv_octets / profile.rcv.packet_bytes * profile.opcode_shares[0][1]
+        opcode = profile.opcode_shares[0][0]
+        wait = profile.xmit_wait_per_s * profile.xmit.load(t)
+        expected = {
+            "vl_op_packets": ([counters.saturate(packets * s, 16) for s in profile.vl_shares],
+                              profile.vl_op_packets_at(opcode, t).per_vl),
+            "vl_xmit_wait": ([counters.saturate(wait * s, 16) for s in profile.vl_shares],
+                             profile.vl_xmit_wait_at(t).per_vl),
+            "congestion": ([counters.saturate(wait / 256 * s, 16) for s in profile.vl_shares],
+                           profile.sw_port_vl_congestion_at(t).per_vl),
+        }
+        for name, (per_vl, served) in expected.items():
+            assert list(served) == per_vl, (name, t)
+    # And at a time when the busiest VL has saturated and a quieter one not yet.
+    split = [profile.vl_op_packets_at(opcode, 1.5**k).per_vl for k in range(80)]
+    assert any(0xFFFF in per_vl and any(0 < v < 0xFFFF for v in per_vl) for per_vl in split)
+
+
 def test_error_rates_default_to_none() -> None:
     assert all(value == 0.0 for value in dataclasses.astuple(ErrorRates()))
 
