@@ -102,6 +102,11 @@ _HEAD_OCTETS = 5 * (HEAD_ARCS - 1)
 # GET answers are kept beside the walk steps, under the asked OID's element
 # with this octet before it (an element starts with its tag, 0x06).
 _GET_KEY = b"\x00"
+# Where a step's answer reads the time (a counter), the walk cache keeps the
+# instance it lands on, not the varbind: the OID element of the answer, under
+# the asked element with this octet before it. Where that instance is follows
+# the structure alone, as a kept step does; its value is read when asked.
+_PLACE_KEY = b"\x01"
 # The value octets of VIEW_ROOT (1.3.6.1): every readable OID's start with them.
 _VIEW_ROOT_ELEMENT_VALUE = bytes((0x2B, 6, 1))
 
@@ -377,12 +382,21 @@ class _Request:
                 known = steps.get(key)
                 if known is not None:
                     return _step_of(known)
+        if key is not None and steps is not None:
+            place = steps.get(_PLACE_KEY + key)
+            if place is not None:
+                at_place = self._at_place(place)
+                if at_place is not None:
+                    return at_place
         found = self._next_in_subtree(start)
         if end is not None and found is not None and found[0] < end:
             next_oid, cell, static, tag = found
             step = _encoded(next_oid, cell, encode_oid)
-            if static and steps is not None and key is not None:
-                self._owner.walks.remember(steps, key, step[1], tag)
+            if steps is not None and key is not None:
+                if static:
+                    self._owner.walks.remember(steps, key, step[1], tag)
+                else:
+                    self._owner.walks.remember(steps, _PLACE_KEY + key, step[0], tag)
             return step
         # Across or outside the subtrees: the agent's own objects may come first.
         base = self._base.next(self._target, oid)
@@ -391,6 +405,16 @@ class _Request:
         if found is not None:
             return _encoded(found[0], found[1], encode_oid)
         return element, varbind(element, _END_OF_MIB_VIEW_VALUE), END_OF_MIB_VIEW, oid
+
+    def _at_place(self, place: bytes) -> Step | None:
+        """The step to the kept instance whose OID element is `place`, its
+        value read now; None when it has none now (the step is then looked
+        for as if nothing were kept)."""
+        oid = oid_of_element(place)
+        cell = self._cells.get_cell(self._target, oid)
+        if isinstance(cell, Missing):
+            return None
+        return place, varbind(place, encode_value(cell.tag, cell.value)), cell.tag, oid
 
     def _kept_as(self, element: bytes, oid: Oid, end: Oid) -> tuple[Oid, bytes | None]:
         """Where to look the step after the asked `oid` (in the served subtree

@@ -11,7 +11,10 @@ is kept as the varbind octets it encodes to, keyed by the encoded OID
 element asked for: the next walk of the same context is a chain of
 dictionary lookups instead of a lookup, a getter and an encoding per
 varbind. Octets rather than OID tuples and result objects keep a step at
-about 200 octets (12.1 MB for 61,138).
+about 200 octets (12.1 MB for 61,138). Where the answer reads the time, the
+instance it lands on is kept instead (its OID element, agent.fast_reads):
+where that instance lies follows the structure as any other step does, and
+its value is read when asked.
 
 A structural change keeps what it cannot alter: every step carries a tag
 (mib.virtual.StepTag: the objects it consulted, and in a node-owned table

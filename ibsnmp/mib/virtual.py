@@ -651,9 +651,9 @@ class InfinibandMib:
         its object or a scalar's instance; else the row before it in its
         table, its object's OID before the first row, its scalar's instance
         after it, or the next object's OID between objects. Names that fall
-        in one gap share it, so an answer kept for it serves them all. None
-        past the last object, between a sharded table's shards, and where the
-        answer is never kept: the first object consulted reads the time."""
+        in one gap share it, so an answer kept for it serves them all (where
+        the answer reads the time, the instance it names). None past the last
+        object and between a sharded table's shards."""
         position = self._position(oid)
         prefix = self._oids[position] if position >= 0 else ()
         inside = position >= 0 and oid[: len(prefix)] == prefix
@@ -662,9 +662,6 @@ class InfinibandMib:
             if position == len(self._oids):
                 return None
         handler = self._handlers[position]
-        applies = handler.applies(target)
-        if applies and not handler.static:
-            return None  # not static: never kept (see `next_step`)
         if not inside:
             return handler.oid
         suffix = oid[len(prefix):]
@@ -673,7 +670,7 @@ class InfinibandMib:
             return oid
         if table is None:
             return oid if suffix == (0,) else prefix + (0,)
-        if not applies:
+        if not handler.applies(target):
             return prefix  # skipped whole, as from anywhere in it
         row = table.floor(target, suffix)
         if row is None:

@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 import aiomqtt
 import pytest
+from tests.support import fast_diff
 from tests.support.fast_diff import TwoPaths
 from tests.support.wire import community_request
 
@@ -180,6 +181,20 @@ def test_new_counter_values_are_served_with_everything_else_kept() -> None:
     assert held.snapshot.lineage is not before.lineage
     assert held.snapshot.port_at(ref).remote is None
     assert assert_fresh(paths, held, contexts) > 1000
+
+
+def test_walks_read_counters_at_the_time_asked(simulated: tuple[TwoPaths, Held],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a walk's step lands on a counter, the warm agent keeps the
+    instance, not the value: an hour later it walks what a fresh agent does."""
+    paths, held = simulated
+    contexts = contexts_of(held.snapshot)
+    before = {context: walk(paths, context) for context in contexts}
+    monkeypatch.setattr(fast_diff, "ELAPSED", fast_diff.ELAPSED + 3600.0)
+    assert assert_fresh(paths, held, contexts) > 1000
+    moved = [context for context in contexts if walk(paths, context) != before[context]]
+    # The switch's walk ends (LOCAL_ROOT_END) in its forwarding tables, before any counter.
+    assert moved == contexts[:2]
 
 
 def test_a_node_that_leaves_is_gone_from_every_walk(simulated: tuple[TwoPaths, Held]) -> None:

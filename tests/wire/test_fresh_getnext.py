@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from types import MappingProxyType
 
 import pytest
+from tests.support import fast_diff
 from tests.support.fast_diff import COMMUNITY, KEYS_COMMUNITY, TwoPaths, assert_same_response, response_varbinds
 from tests.support.wire import community_request
 
@@ -39,6 +40,7 @@ BATCH = 16  # names per GETNEXT
 MOST_ARC = 2**32 - 1
 # ibSmSwSLtoVLMapTable's first column: a table read shard by shard (per switch).
 SHARDED_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 14, 1, 1, 1)
+PMA_MIB = (1, 3, 6, 1, 3, 117, 6, 1)  # its counters read the time
 
 
 class Held:
@@ -154,3 +156,18 @@ def test_names_no_walk_asks_are_not_kept(agent: tuple[TwoPaths, Held, dict[str, 
     again = [name[:-1] + (min(name[-1] + 7, MOST_ARC),) for name in asked]
     assert_answers_as_pysnmp(paths, again, COMMUNITY)
     assert walks.size == kept
+
+
+def test_fresh_names_before_counters_read_the_time(agent: tuple[TwoPaths, Held, dict[str, list[Oid]]],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name whose next instance is a counter keeps where that instance is,
+    not its value: asked again an hour later, it answers the value then."""
+    paths, _, names = agent
+    asked = [name for name in names[COMMUNITY] if name[:8] == PMA_MIB][:BATCH]
+    assert len(asked) == BATCH
+    request = community_request("next", asked, community=COMMUNITY)
+    assert_answers_as_pysnmp(paths, asked, COMMUNITY)
+    before = paths.fast(request)
+    monkeypatch.setattr(fast_diff, "ELAPSED", fast_diff.ELAPSED + 3600.0)
+    assert_answers_as_pysnmp(paths, asked, COMMUNITY)
+    assert paths.fast(request) != before  # the same names, other values
