@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -378,6 +379,73 @@ class SwPortVLCongestion:
 
 
 @dataclass(frozen=True, slots=True)
+class _Timeline:
+    """A port history summed up so that what it adds up to by a time is a
+    bisection, not a pass over it: a scenario that repeats adds an interval,
+    a down or a burst at every event, for as long as the agent runs. The
+    sums are taken in the order the passes took them (the same floats)."""
+
+    starts: tuple[float, ...]  # the intervals the port was up, in order
+    ends: tuple[float, ...]
+    up_before: tuple[float, ...]  # the up time of the intervals before each
+    load_before: tuple[tuple[float, ...], tuple[float, ...]]  # the same, traffic-weighted (xmit, rcv)
+    down_times: tuple[float, ...]
+    burst_times: Mapping[str, tuple[float, ...]]  # by ErrorRates field
+    burst_totals: Mapping[str, tuple[int, ...]]  # the errors of bursts up to each
+
+    @staticmethod
+    def of(intervals: tuple[tuple[float, float], ...], history: PortHistory,
+           flows: tuple[Flow, Flow]) -> _Timeline:
+        ordered = sorted(intervals)
+        up_before: list[float] = []
+        load_before: tuple[list[float], list[float]] = ([], [])
+        up, loads = 0.0, [0.0, 0.0]
+        for start, end in ordered:  # every interval but the last one ended
+            up_before.append(up)
+            up += end - start
+            for i, flow in enumerate(flows):
+                load_before[i].append(loads[i])
+                loads[i] += flow.load(end) - flow.load(start)
+        times: dict[str, list[float]] = {}
+        totals: dict[str, list[int]] = {}
+        for when, kind, count in sorted(history.bursts, key=lambda burst: burst[0]):
+            kind_totals = totals.setdefault(kind, [])
+            times.setdefault(kind, []).append(when)
+            kind_totals.append((kind_totals[-1] if kind_totals else 0) + count)
+        return _Timeline(
+            tuple(start for start, _ in ordered), tuple(end for _, end in ordered), tuple(up_before),
+            (tuple(load_before[0]), tuple(load_before[1])), tuple(sorted(history.downs)),
+            {kind: tuple(values) for kind, values in times.items()},
+            {kind: tuple(values) for kind, values in totals.items()})
+
+    def up_time(self, t: float) -> float:
+        """Seconds up by t: the intervals that started before it."""
+        last = bisect_left(self.starts, t) - 1
+        if last < 0:
+            return 0.0
+        return self.up_before[last] + (min(t, self.ends[last]) - self.starts[last])
+
+    def load(self, is_xmit: bool, flow: Flow, t: float) -> float:
+        """`flow`'s traffic-weighted time while up by t (`is_xmit`: which of the two it is)."""
+        last = bisect_left(self.starts, t) - 1
+        if last < 0:
+            return 0.0
+        before = self.load_before[0 if is_xmit else 1][last]
+        return before + (flow.load(min(t, self.ends[last])) - flow.load(self.starts[last]))
+
+    def downs(self, t: float) -> int:
+        return bisect_right(self.down_times, t)
+
+    def bursts(self, kind: str, t: float) -> int:
+        """The errors of `kind` the bursts up to t added."""
+        times = self.burst_times.get(kind)
+        if times is None:
+            return 0
+        count = bisect_right(times, t)
+        return self.burst_totals[kind][count - 1] if count else 0
+
+
+@dataclass(frozen=True, slots=True)
 class TrafficProfile:
     """Everything the counters of one port derive from; the *_at methods
     are the counters after `t` seconds.
@@ -399,6 +467,8 @@ class TrafficProfile:
     errors: ErrorRates = NO_ERRORS
     link_downed_base: int = 0
     history: PortHistory | None = None
+    # `history` summed up for bisection, made when first read (see _Timeline).
+    timeline: _Timeline | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     def serves(self, method: str) -> bool:
         """Whether the *_at method `method` has values: the model simulates
@@ -579,23 +649,30 @@ class TrafficProfile:
             return history.up
         return ALWAYS_UP if self.active else ()
 
+    def _timeline(self) -> _Timeline:
+        timeline = self.timeline
+        if timeline is None:
+            assert self.history is not None
+            timeline = _Timeline.of(self._intervals(), self.history, (self.xmit, self.rcv))
+            object.__setattr__(self, "timeline", timeline)  # derived once, like a cached property
+        return timeline
+
     def _load(self, flow: Flow, t: float) -> float:
         """Traffic-weighted time the port was up by t (Flow.load without history)."""
         if self.history is None:
             return flow.load(t)
-        return sum(flow.load(min(t, end)) - flow.load(start) for start, end in self._intervals() if start < t)
+        return self._timeline().load(flow is self.xmit, flow, t)
 
     def _up_time(self, t: float) -> float:
         if self.history is None:
             return t if t > 0 else 0.0
-        return sum(min(t, end) - start for start, end in self._intervals() if start < t)
+        return self._timeline().up_time(t)
 
     def _error(self, name: str, t: float, up_time: float) -> int:
         """Errors of one ErrorRates kind by t: the steady rate while up, plus bursts."""
         count = math.floor(getattr(self.errors, name) * up_time)
-        history = self.history
-        if history is not None:
-            count += sum(n for when, kind, n in history.bursts if kind == name and when <= t)
+        if self.history is not None:
+            count += self._timeline().bursts(name, t)
         return count
 
     def _raw_counters(self, t: float) -> list[int]:
@@ -609,7 +686,7 @@ class TrafficProfile:
         def err(name: str) -> int:
             return self._error(name, t, tau)
 
-        downs = sum(1 for when in history.downs if when <= t)
+        downs = self._timeline().downs(t)
         return [
             err("symbol"),
             err("link_error_recovery"),

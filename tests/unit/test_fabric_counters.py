@@ -15,6 +15,8 @@ from ibsnmp.fabric.counters import (
     PortCounters,
     TrafficProfile,
 )
+from ibsnmp.fabric.changes import with_error_burst, with_port_state
+from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.model import Fabric
 
 TIMES = [0, 0.5, 1, 7, 60, 333, 3600, 86_400, 30 * 86_400, 10**9]
@@ -182,6 +184,37 @@ def test_per_vl_values_are_each_vls_share_saturated(fabric: Fabric) -> None:
     # And at a time when the busiest VL has saturated and a quieter one not yet.
     split = [profile.vl_op_packets_at(opcode, 1.5**k).per_vl for k in range(80)]
     assert any(0xFFFF in per_vl and any(0 < v < 0xFFFF for v in per_vl) for per_vl in split)
+
+
+def test_a_long_history_adds_up_as_a_pass_over_it_does() -> None:
+    """A scenario that repeats adds an interval, a down or a burst at every
+    event; the counters sum them by bisection (counters._Timeline). Each sum
+    equals the pass over the whole history that defines it, to the float."""
+    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=1)
+    host = next(n for _, n in sorted(fabric.nodes.items()) if n.is_ca)
+    ref = next(p.ref for p in host.ports if p.remote is not None)
+    for i in range(300):
+        fabric = with_error_burst(fabric, ref, {"symbol": 40 + i % 7, "local_link_integrity": 1 + i % 2},
+                                  at=10.0 + 2 * i + (i % 3) * 0.37)
+    for i in range(30):
+        fabric = with_port_state(fabric, ref, PortState.DOWN, at=10.0 + 20 * i + 1.5)[0]
+        fabric = with_port_state(fabric, ref, PortState.ACTIVE, at=10.0 + 20 * i + 5.25)[0]
+    profile = counters.traffic_profile(fabric, fabric.port_at(ref))
+    assert isinstance(profile, TrafficProfile) and profile.history is not None
+    history = profile.history
+    assert history.up is not None and len(history.up) == 31 and len(history.bursts) == 600
+    for k in range(1500):
+        t = k * 0.5137
+        up = [(start, end) for start, end in history.up if start < t]
+        assert profile._up_time(t) == sum(min(t, end) - start for start, end in up)
+        for flow in (profile.xmit, profile.rcv):
+            assert profile._load(flow, t) == sum(flow.load(min(t, end)) - flow.load(start) for start, end in up)
+        for kind in ("symbol", "local_link_integrity", "link_downed"):
+            by_bursts = sum(n for when, name, n in history.bursts if name == kind and when <= t)
+            assert profile._error(kind, t, 0.0) == by_bursts
+        downs = sum(1 for when in history.downs if when <= t)
+        steady = profile._error("link_downed", t, profile._up_time(t))
+        assert profile.counters_at(t).link_downed_counter == min(profile.link_downed_base + steady + downs, 255)
 
 
 def test_error_rates_default_to_none() -> None:
