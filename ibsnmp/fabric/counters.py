@@ -869,8 +869,7 @@ class MeasuredProfile:
     vl_op_data_at = _opcode_reader("vl_op_data_at")
 
 
-_COUNTER_BITS = tuple(PortCounters.BITS.values())
-_COUNTER_TOPS = tuple((1 << bits) - 1 for bits in _COUNTER_BITS)
+_COUNTER_TOPS = tuple((1 << bits) - 1 for bits in PortCounters.BITS.values())
 _NO_ERROR_COUNTS = (0,) * 12  # PortCounters' error counters of a port without errors
 # Shared by every port without errors or not a switch's: the values are immutable.
 _NO_RCV_ERRORS = PortRcvErrorDetails(*(0,) * len(PortRcvErrorDetails.BITS))
