@@ -39,22 +39,51 @@ class ReadView:
     subtree lies inside the single included one.
     """
 
-    __slots__ = ("_excluded", "_by_depth")
+    __slots__ = ("_excluded", "_head", "_by_head", "_whole")
 
     def __init__(self, view: View) -> None:
         excluded = excluded_subtrees(view)
         self._excluded = tuple((len(subtree), subtree) for subtree in excluded)
-        by_depth: dict[int, set[Oid]] = {}
+        # Excluded subtrees by their first `_head` arcs (as many as the
+        # shortest has), then by depth: most OIDs are settled by one lookup.
+        self._head = min(len(subtree) for subtree in excluded)
+        grouped: dict[Oid, dict[int, set[Oid]]] = {}
         for subtree in excluded:
+            by_depth = grouped.setdefault(subtree[:self._head], {})
             by_depth.setdefault(len(subtree), set()).add(subtree)
-        self._by_depth = tuple((depth, frozenset(subtrees))
-                               for depth, subtrees in sorted(by_depth.items()))
+        self._by_head = {head: tuple((depth, frozenset(subtrees))
+                                     for depth, subtrees in sorted(by_depth.items()))
+                         for head, by_depth in grouped.items()}
+        # `shows`: per served object, whether the view holds all of it (or none).
+        self._whole: dict[Oid, bool | None] = {}
+
+    def shows(self, subtree: Oid, oid: Oid) -> bool:
+        """`contains_below_root(oid)` for an `oid` under `subtree` (an object
+        the MIB serves), settled once per subtree where the view shows all
+        of it or none."""
+        whole = self._whole.get(subtree)
+        if whole is None:
+            whole = self._whole[subtree] = self._shown_whole(subtree)
+        return whole if whole is not None else self.contains_below_root(oid)
+
+    def _shown_whole(self, subtree: Oid) -> bool | None:
+        """True: everything under `subtree` is in the view; False: nothing;
+        None: an excluded subtree lies inside it."""
+        for _, excluded in self._excluded:
+            if subtree[:len(excluded)] == excluded:
+                return False
+            if excluded[:len(subtree)] == subtree:
+                return None
+        return True
 
     def contains_below_root(self, oid: Oid) -> bool:
-        """`contains` for an OID known to lie under VIEW_ROOT: one set lookup per depth."""
-        for depth, subtrees in self._by_depth:
-            if oid[:depth] in subtrees:
-                return False
+        """`contains` for an OID known to lie under VIEW_ROOT: a lookup of its
+        first arcs, then one set lookup per depth under them."""
+        checks = self._by_head.get(oid[:self._head])
+        if checks is not None:
+            for depth, subtrees in checks:
+                if oid[:depth] in subtrees:
+                    return False
         return True
 
     def contains(self, oid: Oid) -> bool:

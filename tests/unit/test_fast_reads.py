@@ -140,6 +140,23 @@ def test_read_views_hide_what_vacm_hides() -> None:
     assert not no_keys.contains((1, 3, 6, 2)) and not no_keys.contains((1, 3))
 
 
+def test_the_view_lookup_by_first_arcs_agrees_with_the_rule() -> None:
+    from ibsnmp.agent.read_view import SECRET_SUBTREES, ReadView
+    from ibsnmp.agent.views import key_subtrees
+
+    # Every excluded subtree, its parent, its siblings, what lies in and after it,
+    # and its prefixes: names on both sides of each boundary.
+    names = set()
+    for subtree in (*SECRET_SUBTREES, *key_subtrees()):
+        for depth in range(5, len(subtree) + 1):  # under VIEW_ROOT (1.3.6.1)
+            prefix = subtree[:depth]
+            names.update({prefix, prefix[:-1] + (prefix[-1] + 1,), prefix + (0,), prefix + (1, 2)})
+    for view in (ReadView("no-keys"), ReadView("with-keys")):
+        hidden = [name for name in sorted(names) if not view.contains_below_root(name)]
+        assert hidden == [name for name in sorted(names) if not view.contains(name)]
+        assert hidden  # the secrets, in both views
+
+
 def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     fast_reads = paths.dispatcher.fast_reads
