@@ -207,7 +207,7 @@ class _Request:
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
                  "_base", "_cells", "_subtrees", "_steps", "_answers", "_long_answers", "_heads",
-                 "_origin")
+                 "_origin", "_timed_next")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -237,6 +237,10 @@ class _Request:
         # Where a GETNEXT's answer is kept for names that are no walk's (see
         # `_kept_as`); None: the MIB cannot tell, and only short names are kept.
         self._origin: Callable[[ContextTarget, Oid], Oid | None] | None = None
+        # The next instance under an object that reads the time, where the MIB
+        # can tell it directly (nothing of it is kept: see `_step_from`).
+        self._timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
+            getattr(owner._cells, "timed_next", None)
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
             self._origin = getattr(owner._cells, "step_origin", None)
@@ -374,6 +378,13 @@ class _Request:
         """`_step` once the name is decoded (`oid`: the arcs that matter);
         `asked`: the name came in the request (it may be no walk's)."""
         encode_oid = self._owner._encode_oid
+        if self._timed_next is not None:
+            # Among a counter's rows: the next row, read now. Nothing is kept
+            # or looked up for it (its value moves; where it lies is a bisection).
+            timed = self._timed_next(self._target, oid)
+            if (timed is not None and self._view.shows(timed[2], timed[0])
+                    and not (self._skip_counter64 and timed[1].tag == COUNTER64)):
+                return _encoded(timed[0], timed[1], encode_oid)
         end = self._subtrees.end_of(oid)
         start, key = oid, element if len(element) <= SHORT_NAME else None
         if asked and end is not None and steps is not None and self._origin is not None:

@@ -677,6 +677,42 @@ class InfinibandMib:
             return None
         return oid if row == suffix else prefix + row
 
+    def timed_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, Oid] | None:
+        """`next_cell` where `oid` lies under a table column that reads the
+        time and the answer lies in the same table (under that column or
+        the next ones, when they read the time too); None elsewhere (ask
+        `next_step`). Such an answer is never kept, so it needs none of a
+        step's bookkeeping: a row lookup and a value. The third item is the
+        OID of the column answered."""
+        handlers = self._handlers
+        position = self._position(oid)
+        if position < 0:
+            return None
+        handler = handlers[position]
+        prefix = handler.oid
+        table = handler.table
+        if handler.static or table is None or oid[: len(prefix)] != prefix:
+            return None
+        suffix: Oid | None = oid[len(prefix):]
+        whole = table.binding.shards is None
+        while True:
+            if handler.applies(target):
+                if whole:  # Handler.next's common case, without its layers
+                    hit = _first_in(table._whole(target), suffix, handler.getter, target)
+                    if hit is not None:
+                        return handler.oid + hit[0], handler.cell(hit[1]), handler.oid
+                else:
+                    found = handler.next(target, suffix)
+                    if found is not None:
+                        return handler.oid + found[0], found[1], handler.oid
+            position += 1
+            if position == len(handlers):
+                return None
+            handler = handlers[position]
+            if handler.static or handler.table is not table:
+                return None
+            suffix = None
+
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)
         return None if found is None else (found[1], found[2])

@@ -46,6 +46,7 @@ pytestmark = pytest.mark.slow
 SPEC = "fat-tree:spines=1,leaves=1,hosts=2,faults=0"
 CREATE_AND_GO = 4
 IB_SM_MIB = INFINIBAND_MIB + (7,)
+IF_MIB_INTERFACES = (1, 3, 6, 1, 2, 1, 2)
 DEFS = definitions()
 # SMI type name -> the tag RFC 2578 / RFC 3416 give it (the oracle for the
 # compiled syntaxes, which carry the tag only in their pyasn1 tag sets).
@@ -129,6 +130,30 @@ def test_cells_equal_the_boxed_values_on_every_oid_of_every_context(agent: Agent
     # The request and its results were walked too.
     result = instance("ibSmPathResultSrcLID", agent.prefix, 2, 1)
     assert isinstance(mib.get_cell(agent.target(), result), Cell)
+
+
+def test_the_next_counter_is_found_as_next_cell_finds_it(agent: Agent) -> None:
+    """timed_next (the fast responder's way among counters' rows) answers
+    every name it answers as next_cell does: from each instance, from
+    between it and the next, and from each column's OID; it leaves names
+    under columns that do not read the time to next_cell."""
+    mib = agent.mib
+    answered = declined = 0
+    for context in (b"", contexts(agent)[1]):
+        target = agent.target(context)  # one instant for both readers
+        for root in (IF_MIB_INTERFACES, INFINIBAND_MIB):
+            oid: Oid = root
+            while (step := mib.next_cell(target, oid)) is not None and step[0][:len(root)] == root:
+                for name in (step[0], step[0] + (0,), step[0][:-1]):
+                    timed = mib.timed_next(target, name)
+                    if timed is None:
+                        declined += 1
+                        continue
+                    answered += 1
+                    assert (timed[0], timed[1]) == mib.next_cell(target, name)
+                    assert timed[0][:len(timed[2])] == timed[2]  # under the column it names
+                oid = step[0]
+    assert answered > 1000 and declined > 1000
 
 
 def test_missing_objects_on_both_paths(agent: Agent) -> None:
