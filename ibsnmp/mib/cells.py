@@ -179,12 +179,15 @@ def converter(ctype: CellType) -> Callable[[Any], Cell]:
     """`ctype.cell`, with the common case first: an int inside the one range
     of its object, or bytes of an admitted size, costs two comparisons."""
     tag, full = ctype.tag, ctype.cell
+    # tuple.__new__ makes the named tuple without its Python-level __new__
+    # (half the cost: this runs once per value served).
+    make = tuple.__new__
     if ctype.kind == "int" and ctype.values is not None and len(ctype.values) == 1:
         (low, high), = ctype.values
 
         def integer(value: Any) -> Cell:
             if type(value) is int and low <= value <= high:
-                return Cell(tag, value)
+                return make(Cell, (tag, value))
             return full(value)
         return integer
     if ctype.kind == "octets" and ctype.sizes is not None and len(ctype.sizes) == 1:
@@ -192,7 +195,7 @@ def converter(ctype: CellType) -> Callable[[Any], Cell]:
 
         def octets(value: Any) -> Cell:
             if type(value) is bytes and shortest <= len(value) <= longest:
-                return Cell(tag, value)
+                return make(Cell, (tag, value))
             return full(value)
         return octets
     return full

@@ -216,9 +216,9 @@ class PduHeader(NamedTuple):
         if not _NULL_LIST_SPLIT_MIN <= end - start <= _NULL_LIST_SPLIT_MAX \
                 or not self.is_null_list(data):
             return None
-        found = tuple(Varbind(match.start() + 2, match.start() + 4, match.end() - 2, NULL,
-                              match.end(), match.end())
-                      for match in _NULL_VARBIND.finditer(data, start, end))
+        make = tuple.__new__  # the named tuple without its Python-level __new__
+        found = tuple([make(Varbind, (at + 2, at + 4, stop - 2, NULL, stop, stop))
+                       for at, stop in (match.span() for match in _NULL_VARBIND.finditer(data, start, end))])
         return found if len(found) <= most else found[:most]
 
     def is_null_list(self, data: bytes) -> bool:
