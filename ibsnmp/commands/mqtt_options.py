@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import time
 
 from ibsnmp.agent.config import ConfigError
 from ibsnmp.mib.targets import FabricContexts
@@ -74,5 +73,5 @@ class AggregatorContexts(FabricContexts):
         node = fabric.nodes.get(fabric.local_node_guid)
         if node is None:
             return None
-        return ContextTarget(fabric, node, True, time.monotonic() - self._provider.epoch,
+        return ContextTarget(fabric, node, True, self.elapsed(fabric),
                              default_context=True)

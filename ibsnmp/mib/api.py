@@ -25,7 +25,8 @@ class ContextTarget:
     so the engine does not import the fabric package). `serves_sm` is true
     where IB-SM-MIB is answered: the default context and nodes running an SM.
     `elapsed` is the time in seconds since the provider's epoch when the
-    request arrived: counters and other values that grow with time read it.
+    request arrived, in whole ticks (mib.targets.FabricContexts.elapsed):
+    counters and other values that grow with time read it.
     `entity_guids` names the nodes of the network entity the context
     describes when it is more than `node`: the default context of a host
     with several adapters (IB-CA-MIB lists every CA of the entity).

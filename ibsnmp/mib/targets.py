@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric
@@ -32,15 +33,36 @@ def sm_node_guids(fabric: Fabric) -> frozenset[int]:
 _SM_NODES = Derived("nodes running an SM", Aspect.SMS, lambda fabric: frozenset(sm.node_guid for sm in fabric.sms))
 
 
+# Requests read the fabric in whole hundredths of a second, sysUpTime's
+# TimeTicks: all requests of one tick read counters of one instant, so a
+# model's arithmetic is done once for them, as for the names of one request
+# (a flood of reads buys one computation a tick, not one a packet).
+TICKS_PER_SECOND = 100
+
+
 class FabricContexts:
     """A ContextResolver over whatever snapshot the provider holds right now."""
 
-    def __init__(self, provider: Provider) -> None:
+    def __init__(self, provider: Provider, clock: Callable[[], float] = time.monotonic) -> None:
         self._provider = provider
+        self._clock = clock  # monotonic seconds, as the provider's epoch
+        # The snapshot served last and when it was first read.
+        self._seen: tuple[Fabric, float] | None = None
+
+    def elapsed(self, fabric: Fabric) -> float:
+        """The time a request reading `fabric` now reads it at: seconds since
+        the provider's epoch, at the start of the current tick, but never
+        before `fabric` was first read (so never before the change that made
+        it: a port that went down in this tick has its down counted)."""
+        now = self._clock() - self._provider.epoch
+        seen = self._seen
+        if seen is None or seen[0] is not fabric:
+            seen = self._seen = (fabric, now)
+        return max(int(now * TICKS_PER_SECOND) / TICKS_PER_SECOND, seen[1])
 
     def __call__(self, name: bytes) -> ContextTarget | None:
         fabric = self._provider.snapshot
-        elapsed = time.monotonic() - self._provider.epoch
+        elapsed = self.elapsed(fabric)
         if not name:
             knows_fabric = bool(fabric.sms) or bool(fabric.links)
             # The default context speaks for the whole host.
