@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import random
 import socket
 import ssl
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
@@ -180,6 +181,49 @@ async def check_credentials(settings: BrokerSettings) -> str | None:
         return str(exc)
 
 
+# How long a stop that comes during a connect waits for it, so that the
+# connection is closed before the event loop is (see `connection`).
+CONNECT_GRACE_S = 2.0
+
+
+@contextlib.asynccontextmanager
+async def connection(client: aiomqtt.Client) -> AsyncIterator[aiomqtt.Client]:
+    """`async with client`, but a cancellation (a stop) during the connect
+    does not leave it half made. aiomqtt connects in an executor thread and
+    then waits for CONNACK; cut short, its socket and the task serving it
+    outlived the event loop, and the exit logged errors and printed a
+    traceback. Here the connect may go on for CONNECT_GRACE_S, then the
+    connection is closed, and the cancellation goes on."""
+    entering = asyncio.ensure_future(client.__aenter__())
+    try:
+        await asyncio.shield(entering)
+    except asyncio.CancelledError:
+        await _close_cut_short(client, entering)
+        raise
+    try:
+        yield client
+    finally:
+        await client.__aexit__(None, None, None)
+
+
+async def _close_cut_short(client: aiomqtt.Client, entering: asyncio.Future[Any]) -> None:
+    # Best effort on the way out: a second stop or a broker that does not
+    # answer ends a wait, and nothing raised here replaces the cancellation.
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(entering), CONNECT_GRACE_S)
+    if entering.done() and (entering.cancelled() or entering.exception() is not None):
+        return  # it never connected: nothing is open
+    # Connected, or still waiting for CONNACK: the disconnect closes the
+    # socket, which ends that wait too (cancelling it instead would leave
+    # aiomqtt a cancelled future that its socket callbacks trip over).
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(client.__aexit__(None, None, None), CONNECT_GRACE_S)
+    if not entering.done():
+        entering.cancel()
+    with contextlib.suppress(BaseException):
+        await entering
+
+
 @dataclass
 class Backoff:
     """Capped exponential backoff with full jitter."""
@@ -222,7 +266,7 @@ async def run_session(settings: BrokerSettings, topics: tuple[str, ...], on_conn
 
         client = settings.client(will=will, inbox=inbox)
         try:
-            async with client:
+            async with connection(client):
                 backoff.reset()
                 said_refused = False
                 log.info("connected to %s as %s", settings.label, settings.client_id)
