@@ -8,10 +8,15 @@ Every packet of the attack's findings (tests/e2e/test_hostile_packets.py) and
 64 KB worst cases are sent to one `ibsnmp run` on 127.0.0.1, in rounds of
 a few packets followed by one GET of sysDescr.0 (answered once the agent
 has handled the packets before it, so the socket buffer never overflows).
-CPU is user + system time from /proc/<pid>/stat, minus the same GETs
+CPU is the agent process's CPU clock (common.cpu_seconds), minus the same GETs
 alone, divided by the packets the agent counted (the counter each kind
 moves), so a datagram the kernel dropped is not counted as cheap. The
-reference is a v2c GET with a wrong community, measured in the same run.
+reference is a v2c GET with a wrong community, measured right before and
+right after each kind (this machine's speed drifts by 2x within a minute,
+so a reference taken once at the start misjudges later rows): x is a row
+against the mean of its own two references. The budget is 1 ms of CPU
+on the machine it was set on, where the reference took REFERENCE_MS: a row
+meets it at BUDGET_MS / REFERENCE_MS times its reference or less.
 The "answered" rows are well-formed reads with the read community: what
 they cost is mostly the answer (ibsnmp.agent.fast_reads), shown for scale.
 """
@@ -69,6 +74,11 @@ COUNTERS = {
     "silent drop": parse_oid("1.3.6.1.2.1.11.31.0"),  # snmpSilentDrops
 }
 BUDGET_MS = 1.0
+REFERENCE = "v2c GET wrong community (reference)"
+# The wrong-community reference on the machine the budget was set on (its
+# median over the runs of 2026-11-27): the budget in reference units is
+# BUDGET_MS / REFERENCE_MS, about 38.
+REFERENCE_MS = 0.026
 # The aggregate rate cap would drop the probes among thousands of packets a second.
 V3_USER, V3_AUTH, V3_PRIV = "bencher", "bench-auth-key", "bench-priv-key"
 NO_RATE_LIMIT = f"""[limits]
@@ -140,7 +150,7 @@ def worst_cases() -> dict[str, tuple[Packets, str]]:
     longest_under = oid_varbind(IB_SM_NODE_COLUMN + (2**32 - 1,) * (128 - len(IB_SM_NODE_COLUMN)))
     fitting_under = min((MAX_DATAGRAM - 40) // len(longest_under), MOST)
     return {
-        "v2c GET wrong community (reference)": (oversized_get(b"wrong", 1), "bad community"),
+        REFERENCE: (oversized_get(b"wrong", 1), "bad community"),
         "64 KB wrong community": (oversized_get(b"wrong"), "bad community"),
         "64 KB 9,142 varbinds, tooBig": (oversized_get(READ), "tooBig"),
         "64 KB, last value bad": (last_bad, "silent drop"),
@@ -270,7 +280,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=100,
                         help="rounds per packet kind (default %(default)s)")
     args = parser.parse_args()
-    results: list[tuple[str, int, float, int, int]] = []
+    results: list[tuple[str, int, float, int, int, float]] = []
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-hostile-") as tmp:
         config = Path(tmp) / "agent.toml"
         config.write_text(NO_RATE_LIMIT)
@@ -281,22 +291,33 @@ def main() -> int:
         _PORT[0] = port
         _ENGINE.append(discover(f"{LOCALHOST}:{port}"))
         kinds: dict[str, tuple[Packets, str]] = {**worst_cases(), **issue_packets()}
+        reference_packet, reference_counter = kinds.pop(REFERENCE)
+
+        def reference() -> float:
+            return cpu_per_packet(proc.pid, port, reference_packet, reference_counter,
+                                  args.rounds)[0]
+
         for name, (packet, counter) in kinds.items():
+            before = reference()
             cpu, moved, sent = cpu_per_packet(proc.pid, port, packet, counter, args.rounds)
+            mean_reference = (before + reference()) / 2
             size = len(packet(0) if callable(packet) else packet)
-            results.append((name, size, cpu, moved, sent))
+            results.append((name, size, cpu, moved, sent, mean_reference))
             print(f"{name}: {cpu * 1000:.3f} ms CPU per packet ({size:,} octets, "
-                  f"{moved} of {sent} counted as {counter})", flush=True)
-    reference = results[0][2]
-    print("\nsummary (CPU per packet; x: times the wrong-community reference)")
+                  f"{moved} of {sent} counted as {counter}; reference "
+                  f"{mean_reference * 1000:.3f} ms)", flush=True)
+    limit = BUDGET_MS / REFERENCE_MS
+    references = sorted(result[5] for result in results)
+    print(f"\nsummary (CPU per packet; x: times the wrong-community reference measured "
+          f"around the row, {references[0] * 1000:.3f}-{references[-1] * 1000:.3f} ms)")
     print(f"  {'packet':48} {'octets':>7} {'ms':>8} {'x':>7}")
     over = []
-    for name, size, cpu, _, _ in results:
-        ratio = cpu / reference if reference else float("nan")
+    for name, size, cpu, _, _, mean_reference in results:
+        ratio = cpu / mean_reference if mean_reference else float("nan")
         print(f"  {name:48} {size:>7,} {cpu * 1000:>8.3f} {ratio:>7.1f}")
-        if cpu * 1000 > BUDGET_MS:
+        if not ratio <= limit:
             over.append(name)
-    print(f"  budget {BUDGET_MS:g} ms per packet: "
+    print(f"  budget {BUDGET_MS:g} ms per packet ({limit:.0f}x the reference): "
           + ("met by every packet" if not over else "NOT met by " + ", ".join(over)))
     return 0 if not over else 1
 
