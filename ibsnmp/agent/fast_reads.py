@@ -59,6 +59,7 @@ from ibsnmp.wire.ber import (
     arc_count,
     more_arcs,
     oid_head_of_element,
+    oid_octets,
     oid_of_element,
     read_element,
 )
@@ -148,6 +149,9 @@ class FastReads:
         self.max_getbulk_varbinds = max_getbulk_varbinds
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp's responders
+        # The value octets of the entries timed_next answers under: a name
+        # whose octets start with none of them is not asked (one C call).
+        self.timed_entries = tuple(oid_octets(entry) for entry in getattr(mib, "timed_entries", ()))
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -240,7 +244,7 @@ class _Request:
         # The next instance under an object that reads the time, where the MIB
         # can tell it directly (nothing of it is kept: see `_step_from`).
         self._timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
-            getattr(owner._cells, "timed_next", None)
+            getattr(owner._cells, "timed_next", None) if owner.timed_entries else None
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
             self._origin = getattr(owner._cells, "step_origin", None)
@@ -378,7 +382,8 @@ class _Request:
         """`_step` once the name is decoded (`oid`: the arcs that matter);
         `asked`: the name came in the request (it may be no walk's)."""
         encode_oid = self._owner._encode_oid
-        if self._timed_next is not None:
+        if self._timed_next is not None and element.startswith(self._owner.timed_entries,
+                                                               _oid_value_start(element)):
             # Among a counter's rows: the next row, read now. Nothing is kept
             # or looked up for it (its value moves; where it lies is a bisection).
             timed = self._timed_next(self._target, oid)

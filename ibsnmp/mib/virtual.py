@@ -576,6 +576,13 @@ class InfinibandMib:
         return obj
 
     @property
+    def timed_entries(self) -> list[Oid]:
+        """The entries of the tables with a column that reads the time: the
+        only places `timed_next` answers from."""
+        return sorted({handler.oid[:-1] for handler in self._handlers
+                       if handler.table is not None and not handler.static})
+
+    @property
     def object_oids(self) -> list[Oid]:
         """Every bound scalar and column, in OID order."""
         return list(self._oids)

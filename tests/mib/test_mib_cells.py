@@ -151,6 +151,8 @@ def test_the_next_counter_is_found_as_next_cell_finds_it(agent: Agent) -> None:
                         continue
                     answered += 1
                     assert (timed[0], timed[1]) == mib.next_cell(target, name)
+                    # The fast responder asks only under these (a prefix of the name's octets).
+                    assert any(name[:len(entry)] == entry for entry in mib.timed_entries)
                     assert timed[0][:len(timed[2])] == timed[2]  # under the column it names
                 oid = step[0]
     assert answered > 1000 and declined > 1000
