@@ -701,17 +701,11 @@ class InfinibandMib:
         if handler.static or table is None or oid[: len(prefix)] != prefix:
             return None
         suffix: Oid | None = oid[len(prefix):]
-        whole = table.binding.shards is None
         while True:
             if handler.applies(target):
-                if whole:  # Handler.next's common case, without its layers
-                    hit = _first_in(table._whole(target), suffix, handler.getter, target)
-                    if hit is not None:
-                        return handler.oid + hit[0], handler.cell(hit[1]), handler.oid
-                else:
-                    found = handler.next(target, suffix)
-                    if found is not None:
-                        return handler.oid + found[0], found[1], handler.oid
+                found = handler.next(target, suffix)
+                if found is not None:
+                    return handler.oid + found[0], found[1], handler.oid
             position += 1
             if position == len(handlers):
                 return None
