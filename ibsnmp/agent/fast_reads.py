@@ -152,6 +152,10 @@ class FastReads:
         # The value octets of the entries timed_next answers under: a name
         # whose octets start with none of them is not asked (one C call).
         self.timed_entries = tuple(oid_octets(entry) for entry in getattr(mib, "timed_entries", ()))
+        # The next instance under an object that reads the time, where the MIB
+        # can tell it directly (nothing of it is kept: see `_Request._step_from`).
+        self.timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
+            getattr(mib, "timed_next", None) if self.timed_entries else None
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -241,10 +245,7 @@ class _Request:
         # Where a GETNEXT's answer is kept for names that are no walk's (see
         # `_kept_as`); None: the MIB cannot tell, and only short names are kept.
         self._origin: Callable[[ContextTarget, Oid], Oid | None] | None = None
-        # The next instance under an object that reads the time, where the MIB
-        # can tell it directly (nothing of it is kept: see `_step_from`).
-        self._timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
-            getattr(owner._cells, "timed_next", None) if owner.timed_entries else None
+        self._timed_next = owner.timed_next
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
             self._origin = getattr(owner._cells, "step_origin", None)
