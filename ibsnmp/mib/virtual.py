@@ -25,7 +25,7 @@ write store; committing it is the only change.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -489,6 +489,13 @@ class InfinibandMib:
             if not subtrees.holds(oid):
                 raise BindingError(f"{'.'.join(map(str, oid))} is outside the served {subtrees}")
         self._hint = 0  # see _position
+        # The columns that read the time, by OID, tried by length (the most
+        # common first): a name under one is placed by a few dictionary
+        # lookups, not a bisection of every bound object (timed_next).
+        self._timed_columns = {handler.oid: position for position, handler in enumerate(handlers)
+                               if handler.table is not None and not handler.static}
+        lengths = Counter(len(oid) for oid in self._timed_columns)
+        self._timed_lengths = tuple(sorted(lengths, key=lambda length: -lengths[length]))
         targets = [t for module in modules for t in self._write_targets_of(module)]
         if outside and store is None:
             raise BindingError("writers need a write store")
@@ -691,16 +698,17 @@ class InfinibandMib:
         `next_step`). Such an answer is never kept, so it needs none of a
         step's bookkeeping: a row lookup and a value. The third item is the
         OID of the column answered."""
+        columns = self._timed_columns
+        for length in self._timed_lengths:
+            position = columns.get(oid[:length], -1)
+            if position >= 0:
+                break
+        else:
+            return None
         handlers = self._handlers
-        position = self._position(oid)
-        if position < 0:
-            return None
         handler = handlers[position]
-        prefix = handler.oid
         table = handler.table
-        if handler.static or table is None or oid[: len(prefix)] != prefix:
-            return None
-        suffix: Oid | None = oid[len(prefix):]
+        suffix: Oid | None = oid[len(handler.oid):]
         while True:
             if handler.applies(target):
                 found = handler.next(target, suffix)
