@@ -728,7 +728,7 @@ class ForwardingTables:
     multicast: Mapping[int, Mapping[int, int]] | None = None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Fabric:
     """One consistent snapshot of a subnet.
 

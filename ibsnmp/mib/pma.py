@@ -16,6 +16,7 @@ has no instance.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -34,7 +35,7 @@ class _PortRow:
     request's snapshot's: measured values move with every poll, a scenario's
     bursts bend a simulated port's (the row stays)."""
 
-    __slots__ = ("num", "port", "serves", "memo")
+    __slots__ = ("num", "port", "serves", "memo", "_read_in", "_profile")
 
     def __init__(self, port: Port, profile: Any) -> None:
         self.num = port.num
@@ -43,9 +44,19 @@ class _PortRow:
         # the counters the port's PMA reports (its layout), not their values.
         self.serves: Callable[[str], bool] = profile.serves
         self.memo: dict[tuple[str, int], tuple[float, Any, Any]] = {}
+        # The snapshot the profile was last looked up in (weakly: a row
+        # outlives snapshots) and that profile: every column of a request
+        # asks the same one.
+        self._read_in: Callable[[], Any] = _no_snapshot
+        self._profile: Any = profile
 
     def read(self, method: str, target: ContextTarget, opcode: int = -1) -> Any:
-        profile = traffic_profile(target.fabric, self.port)
+        fabric = target.fabric
+        if self._read_in() is fabric:
+            profile = self._profile
+        else:
+            profile = self._profile = traffic_profile(fabric, self.port)
+            self._read_in = weakref.ref(fabric)
         t = target.elapsed
         key = (method, opcode)
         hit = self.memo.get(key)
@@ -55,6 +66,11 @@ class _PortRow:
         value = attribute(t) if opcode < 0 else attribute(opcode, t)
         self.memo[key] = (t, profile, value)
         return value
+
+
+def _no_snapshot() -> None:
+    """A dead weak reference: no snapshot read yet."""
+    return None
 
 
 def _port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:

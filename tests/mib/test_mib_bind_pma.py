@@ -6,9 +6,11 @@ import pytest
 from tests.support.mib_walk import walk as walk_from
 
 from ibsnmp.fabric import counters
+from ibsnmp.fabric.changes import with_error_burst
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.loader import definitions
+from ibsnmp.mib import pma
 from ibsnmp.mib.pma import PMA_MIB
 from ibsnmp.mib.virtual import InfinibandMib
 
@@ -141,6 +143,20 @@ def test_counters_grow_with_time_and_saturate(mib, fabric, ca):
     for vl in range(16):
         assert all(v <= 3 for v in cells(found, f"ibPmaPortVlXmitFCUpErr{vl}").values())
     assert all(v <= 15 for v in cells(found, "ibPmaLocalLinkIntegrityErr").values())
+
+
+def test_rows_read_each_snapshots_own_profile(mib, fabric, ca):
+    """Snapshots that share the rows (a burst keeps them) are read each with
+    its own profile, alternately, at one instant, both alive."""
+    port = next(p for p in ca.data_ports if p.is_active)
+    oid = column("ibPmaSymbolErrCounter") + (port.num,)
+    burst = with_error_burst(fabric, port.ref, {"symbol": 7}, at=60.0)
+    assert burst.derive_for(pma._ROWS, ca) is fabric.derive_for(pma._ROWS, ca)
+    before = int(mib.get(ContextTarget(fabric, ca, False, HOUR), oid))
+    after = int(mib.get(ContextTarget(burst, ca, False, HOUR), oid))
+    assert after == min(before + 7, 0xFFFF)
+    assert int(mib.get(ContextTarget(fabric, ca, False, HOUR), oid)) == before
+    assert int(mib.get(ContextTarget(burst, ca, False, HOUR), oid)) == after
 
 
 def test_get_matches_the_walk(mib, fabric, switch):
