@@ -53,6 +53,7 @@ from ibsnmp.wire.ber import (
     COUNTER64,
     END_OF_MIB_VIEW,
     EXCEPTIONS,
+    SEQUENCE,
     HeaderError,
     OidEncodings,
     encode_value,
@@ -553,8 +554,13 @@ class _Filling:
 
 
 def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
-    element = encode_oid(oid)
-    return element, varbind(element, encode_value(cell.tag, cell.value)), cell.tag, oid
+    name = encode_oid(oid)
+    tag = cell.tag
+    body = name + encode_value(tag, cell.value)
+    # `varbind`, inline where the length takes one octet (nearly every answer).
+    if len(body) < 0x80:
+        return name, bytes((SEQUENCE, len(body))) + body, tag, oid
+    return name, ber.element(SEQUENCE, body), tag, oid
 
 
 def _step_of(encoded: bytes) -> Step:

@@ -387,7 +387,12 @@ class OidEncodings:
 def encode_value(tag: int, value: int | bytes | Oid) -> bytes:
     """A varbind value element of BER tag `tag` holding a plain value."""
     if tag in INTEGER_TAGS:
-        return integer_element(tag, value)  # type: ignore[arg-type]
+        # integer_element, inline: this runs once per value served. At most
+        # nine value octets (a Counter64), so the length takes one octet.
+        if 0 <= value < 0x80:  # type: ignore[operator]
+            return bytes((tag, 1, value))  # type: ignore[arg-type]
+        octets = integer_octets(value)  # type: ignore[arg-type]
+        return bytes((tag, len(octets))) + octets
     if tag in EXCEPTIONS or tag == NULL:
         return bytes((tag, 0))
     if tag == OBJECT_IDENTIFIER:
