@@ -178,31 +178,41 @@ class PduHeader(NamedTuple):
         append = found.append
         pos = read[-1].value_end if read else self.varbinds[0]
         names: list[bytes] = []  # names of multi-octet sub-identifiers, checked together
+        make = tuple.__new__  # the named tuple without its Python-level __new__
         while pos < end and len(found) < most:
             tag, start, stop = read_element(data, pos, end)
             if tag != SEQUENCE:
                 raise HeaderError("a varbind is not a SEQUENCE")
-            # The usual name, a short OID of one-octet sub-identifiers, read inline.
-            if stop - start > 2 and data[start] == OBJECT_IDENTIFIER and data[start + 1] < 0x80:
+            # The name's length read inline where it takes one octet (the usual
+            # name) or, after 0x81 or 0x82, one or two more (the longest names
+            # RFC 2578 allows, 640 octets, up to the end of the varbind).
+            size = data[start + 1] if stop - start > 3 and data[start] == OBJECT_IDENTIFIER else 0x80
+            if size < 0x80:
                 ostart = start + 2
-                oend = ostart + data[start + 1]
-                if oend > stop:
-                    raise HeaderError("element longer than its container")
+                oend = ostart + size
+            elif size == 0x81:
+                ostart = start + 3
+                oend = ostart + data[start + 2]
+            elif size == 0x82:
+                ostart = start + 4
+                oend = ostart + (data[start + 2] << 8 | data[start + 3])
             else:
                 otag, ostart, oend = read_element(data, start, stop)
                 if otag != OBJECT_IDENTIFIER:
                     raise HeaderError("a varbind name is not an OBJECT IDENTIFIER")
+            if oend > stop:
+                raise HeaderError("element longer than its container")
             name = data[ostart:oend]
             if not name.isascii() or len(name) >= MAX_OID_ARCS or not name:
                 names.append(name)
             if data[oend:stop] == NULL_ELEMENT:  # a request's value: one comparison
-                append(Varbind(start, ostart, oend, NULL, stop, stop))
+                append(make(Varbind, (start, ostart, oend, NULL, stop, stop)))
             else:
                 vtag, vstart, vend = read_element(data, oend, stop)
                 if vend != stop:
                     raise HeaderError("octets after a varbind value")
                 read_value(data, vtag, vstart, vend, version)
-                append(Varbind(start, ostart, oend, vtag, vstart, vend))
+                append(make(Varbind, (start, ostart, oend, vtag, vstart, vend)))
             pos = stop
         if names:
             check_oids(names)
