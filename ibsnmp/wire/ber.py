@@ -387,12 +387,14 @@ class OidEncodings:
 def encode_value(tag: int, value: int | bytes | Oid) -> bytes:
     """A varbind value element of BER tag `tag` holding a plain value."""
     if tag in INTEGER_TAGS:
-        # integer_element, inline: this runs once per value served. At most
-        # nine value octets (a Counter64), so the length takes one octet.
+        # integer_element, inline: this runs once per value served (the
+        # length of a value in range, nine octets at most, takes one octet).
         if 0 <= value < 0x80:  # type: ignore[operator]
             return bytes((tag, 1, value))  # type: ignore[arg-type]
         octets = integer_octets(value)  # type: ignore[arg-type]
-        return bytes((tag, len(octets))) + octets
+        if len(octets) < 0x80:
+            return bytes((tag, len(octets))) + octets
+        return element(tag, octets)
     if tag in EXCEPTIONS or tag == NULL:
         return bytes((tag, 0))
     if tag == OBJECT_IDENTIFIER:

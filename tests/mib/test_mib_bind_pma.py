@@ -8,9 +8,9 @@ from tests.support.mib_walk import walk as walk_from
 from ibsnmp.fabric import counters
 from ibsnmp.fabric.changes import with_error_burst
 from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.mib import pma
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.loader import definitions
-from ibsnmp.mib import pma
 from ibsnmp.mib.pma import PMA_MIB
 from ibsnmp.mib.virtual import InfinibandMib
 
