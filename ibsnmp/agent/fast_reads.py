@@ -555,12 +555,8 @@ class _Filling:
 
 def _encoded(oid: Oid, cell: Cell, encode_oid: Callable[[Oid], bytes]) -> Step:
     name = encode_oid(oid)
-    tag = cell.tag
-    body = name + encode_value(tag, cell.value)
-    # `varbind`, inline where the length takes one octet (nearly every answer).
-    if len(body) < 0x80:
-        return name, bytes((SEQUENCE, len(body))) + body, tag, oid
-    return name, ber.element(SEQUENCE, body), tag, oid
+    # `varbind`'s framing without its call: once per answer.
+    return name, ber.element(SEQUENCE, name + encode_value(cell.tag, cell.value)), cell.tag, oid
 
 
 def _step_of(encoded: bytes) -> Step:

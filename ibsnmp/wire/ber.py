@@ -327,10 +327,15 @@ def integer_octets(value: int) -> bytes:
 
 def integer_element(tag: int, value: int) -> bytes:
     """An INTEGER-like element (INTEGER, Counter32, ...) as pyasn1 writes it;
-    the one-octet values, nearly every field of a header, without a call."""
+    the one-octet values, nearly every field of a header, without a call,
+    and the others framed inline (a value in range takes at most nine
+    octets: one-octet length): this runs once per integer value served."""
     if 0 <= value < 0x80:
         return bytes((tag, 1, value))
-    return element(tag, integer_octets(value))
+    octets = integer_octets(value)
+    if len(octets) < 0x80:
+        return bytes((tag, len(octets))) + octets
+    return element(tag, octets)
 
 
 def oid_octets(oid: Oid) -> bytes:
@@ -387,14 +392,7 @@ class OidEncodings:
 def encode_value(tag: int, value: int | bytes | Oid) -> bytes:
     """A varbind value element of BER tag `tag` holding a plain value."""
     if tag in INTEGER_TAGS:
-        # integer_element, inline: this runs once per value served (the
-        # length of a value in range, nine octets at most, takes one octet).
-        if 0 <= value < 0x80:  # type: ignore[operator]
-            return bytes((tag, 1, value))  # type: ignore[arg-type]
-        octets = integer_octets(value)  # type: ignore[arg-type]
-        if len(octets) < 0x80:
-            return bytes((tag, len(octets))) + octets
-        return element(tag, octets)
+        return integer_element(tag, value)  # type: ignore[arg-type]
     if tag in EXCEPTIONS or tag == NULL:
         return bytes((tag, 0))
     if tag == OBJECT_IDENTIFIER:
