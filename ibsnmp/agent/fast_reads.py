@@ -157,6 +157,14 @@ class FastReads:
         # can tell it directly (nothing of it is kept: see `_Request._step_from`).
         self.timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
             getattr(mib, "timed_next", None) if self.timed_entries else None
+        # The same, and where a kept answer lies (step_origin), found from an
+        # asked name's octets where the MIB can tell: most names under a
+        # table are placed without decoding a single arc.
+        self.timed_next_of_element: Callable[
+            [ContextTarget, bytes, int], tuple[Oid, Cell, Oid] | tuple[()] | None] | None = \
+            getattr(mib, "timed_next_of_element", None) if self.timed_next else None
+        self.origin_of_element: Callable[[ContextTarget, bytes, int], bytes | None] | None = \
+            getattr(mib, "origin_of_element", None)
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -216,7 +224,7 @@ class _Request:
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
                  "_base", "_cells", "_subtrees", "_steps", "_answers", "_long_answers", "_heads",
-                 "_origin", "_timed_next")
+                 "_origin", "_timed_next", "_timed_of_element", "_origin_of_element")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -246,10 +254,14 @@ class _Request:
         # Where a GETNEXT's answer is kept for names that are no walk's (see
         # `_kept_as`); None: the MIB cannot tell, and only short names are kept.
         self._origin: Callable[[ContextTarget, Oid], Oid | None] | None = None
+        self._origin_of_element: Callable[[ContextTarget, bytes, int], bytes | None] | None = None
         self._timed_next = owner.timed_next
+        self._timed_of_element = owner.timed_next_of_element
         if not self._skip_counter64:
             self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
             self._origin = getattr(owner._cells, "step_origin", None)
+            if self._origin is not None:
+                self._origin_of_element = owner.origin_of_element
 
     def respond(self) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
@@ -362,7 +374,39 @@ class _Request:
             return self._step_from(element, oid, steps)
         if len(element) > SHORT_NAME:
             return self._long_step(element, steps)
-        return self._step_from(element, oid_of_element(element), steps, asked=True)
+        if element.isascii():  # arcs of one octet each: decoded at once, bytes to a tuple
+            return self._step_from(element, oid_of_element(element), steps, asked=True)
+        return self._asked_step(element, steps)
+
+    def _asked_step(self, element: bytes, steps: Steps | None, long: bool = False) -> Step:
+        """`_step` of a name the request asked, placed by its octets where the
+        MIB can tell, else decoded (`long`: only the arcs that matter, `_name`)."""
+        start = _oid_value_start(element)
+        timed = True
+        if element.startswith(self._owner.timed_entries, start):
+            if self._timed_of_element is not None:
+                found = self._timed_of_element(self._target, element, start)
+                if found:
+                    answer = self._timed_answer(found)
+                    if answer is not None:
+                        return answer
+                timed = found is None  # (): timed_next has no answer, the rest follows
+        elif self._origin_of_element is not None and steps is not None:
+            origin = self._origin_of_element(self._target, element, start)
+            if origin is not None:
+                known = steps.get(origin)
+                if known is not None:
+                    return _step_of(known)
+        oid = self._name(element)[0] if long else oid_of_element(element)
+        return self._step_from(element, oid, steps, asked=True, timed=timed)
+
+    def _timed_answer(self, timed: tuple[Oid, Cell, Oid]) -> Step | None:
+        """The step to `timed_next`'s answer, None where this request may not
+        see it (the view, or SNMPv1's GETNEXT over a Counter64)."""
+        if (self._view.shows(timed[2], timed[0])
+                and not (self._skip_counter64 and timed[1].tag == COUNTER64)):
+            return _encoded(timed[0], timed[1], self._owner._encode_oid)
+        return None
 
     def _long_step(self, element: bytes, steps: Steps | None) -> Step:
         """`_step` of an asked name longer than SHORT_NAME, looked up once per
@@ -374,24 +418,26 @@ class _Request:
         key = element[start:start + 5 * max(most, HEAD_ARCS - 1) + 1]
         step = self._long_answers.get(key)
         if step is None:
-            step = self._step_from(element, self._name(element)[0], steps, asked=True)
+            step = self._asked_step(element, steps, long=True)
             if step[2] != END_OF_MIB_VIEW:  # that one echoes the name
                 self._long_answers[key] = step
         return step
 
     def _step_from(self, element: bytes, oid: Oid, steps: Steps | None,
-                   asked: bool = False) -> Step:
+                   asked: bool = False, timed: bool = True) -> Step:
         """`_step` once the name is decoded (`oid`: the arcs that matter);
-        `asked`: the name came in the request (it may be no walk's)."""
+        `asked`: the name came in the request (it may be no walk's); `timed`:
+        false when `timed_next` is known to have no answer for it."""
         encode_oid = self._owner._encode_oid
-        if self._timed_next is not None and element.startswith(self._owner.timed_entries,
-                                                               _oid_value_start(element)):
+        if timed and self._timed_next is not None and element.startswith(
+                self._owner.timed_entries, _oid_value_start(element)):
             # Among a counter's rows: the next row, read now. Nothing is kept
             # or looked up for it (its value moves; where it lies is a bisection).
-            timed = self._timed_next(self._target, oid)
-            if (timed is not None and self._view.shows(timed[2], timed[0])
-                    and not (self._skip_counter64 and timed[1].tag == COUNTER64)):
-                return _encoded(timed[0], timed[1], encode_oid)
+            placed = self._timed_next(self._target, oid)
+            if placed is not None:
+                answer = self._timed_answer(placed)
+                if answer is not None:
+                    return answer
         end = self._subtrees.end_of(oid)
         start, key = oid, element if len(element) <= SHORT_NAME else None
         if asked and end is not None and steps is not None and self._origin is not None:

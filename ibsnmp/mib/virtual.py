@@ -10,6 +10,11 @@ they are kept while what the table declares it depends on stays the same
 (TableBinding.depends, compared by the snapshot lineage's tokens) and, for
 a per-node table, while the node is the same object: a poll that moved
 counters keeps every index, a node that changed rebuilds its own.
+Where every arc of a table's rows is under 2^14 (one or two octets), BER
+octets sort as the arcs do: the fast responder's asked names are placed
+among the rows by their octets (`origin_of_element`,
+`timed_next_of_element`), against each suffix's octets built on first use,
+and no arc of theirs is decoded.
 
 Reads answer with plain `Cell`s (`get_cell`, `next_cell`), typed by the
 compiled module (mib.cells); `get` / `get_next`, the pysnmp path, box the
@@ -52,6 +57,8 @@ from .cells import CellType, converter
 from .index import IndexCodec
 from .loader import MibDefinitions, ObjectDef, definitions
 from .subtrees import SERVED_SUBTREES, Subtrees
+from ..wire.ber import OBJECT_IDENTIFIER, oid_octets, short_arcs_octets, sort_key_among_short_arcs
+from ..wire.ber import element as ber_element
 from .write import WRITABLE, WriteRequest, WriteStore, checked_value
 
 ROW_INDEX_CACHE_SIZE = 512  # contexts whose row index a table keeps
@@ -63,7 +70,7 @@ class BindingError(ValueError):
 
 
 class _RowIndex:
-    __slots__ = ("key", "anchor", "suffixes", "rows", "stamp", "longest")
+    __slots__ = ("key", "anchor", "suffixes", "rows", "stamp", "longest", "_octets", "_octets_built")
 
     def __init__(self, key: Any, anchor: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
         self.key = key  # the scope it was built for (see _Table._scope)
@@ -72,6 +79,18 @@ class _RowIndex:
         self.rows = rows
         self.stamp = stamp
         self.longest = max(map(len, rows), default=0)  # arcs of the longest suffix
+        self._octets: list[bytes] | None = None
+        self._octets_built = False
+
+    def octets(self) -> list[bytes] | None:
+        """Each suffix's sub-identifier octets, in the order of `suffixes`,
+        built on first use; None when an arc is 2^14 or more (only below it do
+        octets sort as arcs do: ber.short_arcs_octets)."""
+        if not self._octets_built:
+            encoded = [short_arcs_octets(suffix) for suffix in self.suffixes]
+            self._octets = None if None in encoded else encoded  # type: ignore[assignment]
+            self._octets_built = True
+        return self._octets
 
 
 class _ShardIndex:
@@ -232,6 +251,21 @@ class _Table:
             return _ABSENT
         return self._shard(target, index, prefix).rows.get(suffix, _ABSENT)
 
+    def octet_position(self, target: ContextTarget,
+                       suffix: bytes) -> tuple[_RowIndex, list[bytes], int] | None:
+        """The row index of `target`'s context, its suffixes' octets, and
+        bisect_right of its suffixes for the suffix whose sub-identifier
+        octets are `suffix`, found without decoding them; None where the
+        rows' octets do not sort as their arcs (an arc of 2^14 or more) or
+        the table is sharded."""
+        if self.binding.shards is not None:
+            return None
+        index = self._whole(target)
+        octets = index.octets()
+        if octets is None:
+            return None
+        return index, octets, bisect_right(octets, sort_key_among_short_arcs(suffix))
+
     def floor(self, target: ContextTarget, suffix: Oid) -> Oid | None:
         """The last row's suffix at or before `suffix`; () when every row
         follows it. None where a sharded table cannot tell without reading
@@ -258,14 +292,17 @@ class _Table:
         `getter` has a value (not None), with that value."""
         # The common cases without generators: one bisect, then rows in order.
         if self.binding.shards is None:
-            return _first_in(self._whole(target), suffix, getter, target)
+            rows = self._whole(target)
+            return _first_from(rows, 0 if suffix is None else bisect_right(rows.suffixes, suffix),
+                               getter, target)
         if suffix is not None:
             index = self._shard_index(target)
             position = bisect_right(index.prefixes, suffix) - 1
             if position >= 0:
                 prefix = index.prefixes[position]
                 if suffix[: len(prefix)] == prefix:  # inside that shard
-                    hit = _first_in(self._shard(target, index, prefix), suffix, getter, target)
+                    shard = self._shard(target, index, prefix)
+                    hit = _first_from(shard, bisect_right(shard.suffixes, suffix), getter, target)
                     if hit is not None:
                         return hit
         for found, row in self.after(target, suffix):
@@ -290,10 +327,17 @@ class _Table:
             yield from _rows_after(self._shard(target, index, prefix), suffix)
 
 
-def _first_in(index: _RowIndex, suffix: Oid | None, getter: Any,
-              target: ContextTarget) -> tuple[Oid, Any] | None:
+def _by_frequency(lengths: Iterable[int]) -> tuple[int, ...]:
+    """Distinct lengths, the most common first: the order to try them in."""
+    counted = Counter(lengths)
+    return tuple(sorted(counted, key=lambda length: -counted[length]))
+
+
+def _first_from(index: _RowIndex, position: int, getter: Any,
+                target: ContextTarget) -> tuple[Oid, Any] | None:
+    """The first row from `position` on with a value (`first_value`)."""
     suffixes, rows = index.suffixes, index.rows
-    for at in range(0 if suffix is None else bisect_right(suffixes, suffix), len(suffixes)):
+    for at in range(position, len(suffixes)):
         found = suffixes[at]
         value = getter(rows[found], target)
         if value is not None:
@@ -494,8 +538,17 @@ class InfinibandMib:
         # lookups, not a bisection of every bound object (timed_next).
         self._timed_columns = {handler.oid: position for position, handler in enumerate(handlers)
                                if handler.table is not None and not handler.static}
-        lengths = Counter(len(oid) for oid in self._timed_columns)
-        self._timed_lengths = tuple(sorted(lengths, key=lambda length: -lengths[length]))
+        self._timed_lengths = _by_frequency(len(oid) for oid in self._timed_columns)
+        # The same by their OBJECT IDENTIFIER value octets, and every table
+        # column's: a name is placed among their rows without decoding it
+        # (timed_next_of_element, origin_of_element).
+        self._timed_column_octets = {oid_octets(oid): position
+                                     for oid, position in self._timed_columns.items()}
+        self._timed_octet_lengths = _by_frequency(map(len, self._timed_column_octets))
+        self._column_octets = {oid_octets(handler.oid): position
+                               for position, handler in enumerate(handlers)
+                               if handler.table is not None}
+        self._column_octet_lengths = _by_frequency(map(len, self._column_octets))
         targets = [t for module in modules for t in self._write_targets_of(module)]
         if outside and store is None:
             raise BindingError("writers need a write store")
@@ -705,22 +758,89 @@ class InfinibandMib:
                 break
         else:
             return None
+        handler = self._handlers[position]
+        if handler.applies(target):
+            found = handler.next(target, oid[len(handler.oid):])
+            if found is not None:
+                return handler.oid + found[0], found[1], handler.oid
+        return self._timed_after(target, position)
+
+    def _timed_after(self, target: ContextTarget, position: int) -> tuple[Oid, Cell, Oid] | None:
+        """`timed_next` from the first row of the columns after the one at
+        `position`, while they read the time and lie in its table."""
         handlers = self._handlers
-        handler = handlers[position]
-        table = handler.table
-        suffix: Oid | None = oid[len(handler.oid):]
-        while True:
-            if handler.applies(target):
-                found = handler.next(target, suffix)
-                if found is not None:
-                    return handler.oid + found[0], found[1], handler.oid
-            position += 1
-            if position == len(handlers):
-                return None
-            handler = handlers[position]
+        table = handlers[position].table
+        for at in range(position + 1, len(handlers)):  # by index: a slice copies the rest
+            handler = handlers[at]
             if handler.static or handler.table is not table:
                 return None
-            suffix = None
+            if handler.applies(target):
+                found = handler.next(target, None)
+                if found is not None:
+                    return handler.oid + found[0], found[1], handler.oid
+        return None
+
+    def timed_next_of_element(self, target: ContextTarget, element: bytes,
+                              start: int) -> tuple[Oid, Cell, Oid] | tuple[()] | None:
+        """`timed_next` of the OBJECT IDENTIFIER element `element` (its value
+        octets from `start` on), read from its octets: no arc decoded. ()
+        where `timed_next` answers None; None where the octets cannot tell
+        (`_placed`): decode the name and ask `timed_next`."""
+        placed = self._placed(target, self._timed_column_octets, self._timed_octet_lengths,
+                              element, start)
+        if placed is None:
+            return None
+        position, _, index, _, at = placed
+        handler = self._handlers[position]
+        found = _first_from(index, at, handler.getter, target)
+        if found is not None:
+            return handler.oid + found[0], handler.cell(found[1]), handler.oid
+        return self._timed_after(target, position) or ()
+
+    def origin_of_element(self, target: ContextTarget, element: bytes, start: int) -> bytes | None:
+        """The element of `step_origin` of the OBJECT IDENTIFIER element
+        `element` (its value octets from `start` on) under a table column,
+        read from its octets: no arc decoded, no row decoded. None where the
+        octets cannot tell (`_placed`) or the origin is the name itself."""
+        placed = self._placed(target, self._column_octets, self._column_octet_lengths,
+                              element, start)
+        if placed is None:
+            return None
+        _, suffix_start, _, octets, at = placed
+        if suffix_start == len(element):
+            return None  # it names the column
+        if at == 0:  # before every row: its column's OID
+            return ber_element(OBJECT_IDENTIFIER, element[start:suffix_start])
+        row = octets[at - 1]
+        if element[suffix_start:] == row:
+            return None  # it names that row
+        return ber_element(OBJECT_IDENTIFIER, element[start:suffix_start] + row)
+
+    def _placed(self, target: ContextTarget, columns: dict[bytes, int], lengths: tuple[int, ...],
+                element: bytes, start: int) -> tuple[int, int, _RowIndex, list[bytes], int] | None:
+        """Where the name `element` lies among the rows of one of `columns`
+        (value octets -> handler position; tried by octet length, `lengths`):
+        (the column's handler position, where its suffix starts in
+        `element`, then _Table.octet_position's row index, suffix octets and
+        bisect_right of the suffixes).
+        None under none of them, under one that does not apply to `target`,
+        or where octets do not sort as arcs (_Table.octet_position)."""
+        for length in lengths:
+            column = element[start:start + length]  # shorter where the name is
+            position = columns.get(column, -1)
+            if position >= 0:
+                break
+        else:
+            return None
+        handler = self._handlers[position]
+        table = handler.table
+        if table is None or not handler.applies(target):
+            return None
+        suffix_start = start + len(column)
+        placed = table.octet_position(target, element[suffix_start:])
+        if placed is None:
+            return None
+        return (position, suffix_start, *placed)
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)

@@ -366,6 +366,34 @@ def _arc_octets(arc: int) -> bytes:
 _ARC_OCTETS = tuple(_arc_octets(arc) for arc in range(1 << 14))  # one or two octets each
 
 
+# Where every arc is under 2^14 (one or two octets), OBJECT IDENTIFIER octets
+# sort as their arcs do: an octet under 0x80 ends a sub-identifier and one of
+# 0x81 or more starts a larger one. A sub-identifier of three octets or more
+# (an arc of 2^14 or more) holds two octets of 0x80 or more in a row: found
+# in C as two 0x80 octets once every such octet reads 0x80.
+_HIGH_AS_0X80 = bytes.maketrans(bytes(range(0x80, 0x100)), b"\x80" * 0x80)
+# After the octets of any arc under 2^14 (whose second octet is under 0x80).
+_PAST_SHORT_ARCS = b"\xff\xff"
+
+
+def short_arcs_octets(arcs: Oid) -> bytes | None:
+    """The sub-identifier octets of `arcs` (one sub-identifier each: an
+    instance suffix), or None when an arc is 2^14 or more."""
+    try:
+        return b"".join(map(_ARC_OCTETS.__getitem__, arcs))
+    except IndexError:
+        return None
+
+
+def sort_key_among_short_arcs(octets: bytes) -> bytes:
+    """Checked sub-identifier octets (starting where one starts), as they
+    sort among the `short_arcs_octets` of arcs under 2^14: whole up to their
+    first arc of 2^14 or more, then after every such sequence that agrees
+    that far (the arc there is larger than any of theirs)."""
+    long_arc = octets.translate(_HIGH_AS_0X80).find(b"\x80\x80")
+    return octets if long_arc < 0 else octets[:long_arc] + _PAST_SHORT_ARCS
+
+
 class OidEncodings:
     """Encoded OBJECT IDENTIFIER elements, remembered: a walk names each OID twice.
 

@@ -39,6 +39,7 @@ from ibsnmp.mib.loader import definitions
 from ibsnmp.mib.registry import build_mib
 from ibsnmp.mib.targets import context_name
 from ibsnmp.mib.virtual import InfinibandMib
+from ibsnmp.wire import ber
 
 # Heavy in process (a minute or so): left out of `make quick`.
 pytestmark = pytest.mark.slow
@@ -156,6 +157,78 @@ def test_the_next_counter_is_found_as_next_cell_finds_it(agent: Agent) -> None:
                     assert timed[0][:len(timed[2])] == timed[2]  # under the column it names
                 oid = step[0]
     assert answered > 1000 and declined > 1000
+
+
+def names_around(name: Oid) -> list[Oid]:
+    """Names a manager or a sender of fresh names may ask near an instance:
+    itself, in the gap after it (arcs of one to five octets, one whose
+    first octet is 0xff), before it, and past its object's instances."""
+    return [name, name + (0,), name + (16383,), name + (16384, 1), name + (2**32 - 1,),
+            name[:-1] + (name[-1] + 1,), name[:-1] + (max(name[-1] - 1, 0), 2**21),
+            name[:-1] + (2**14,), name[:-1] + (300,), name[:13] + (2**28,), name[:12] + (300,)]
+
+
+COLUMNS = {obj.oid: obj for obj in DEFS.objects.values() if obj.kind == "column"}
+SHARDED_TABLE = IB_SM_MIB + (1, 14)  # ibSmSwSLtoVLMapTable: read per switch
+
+
+def column_of(name: Oid) -> Oid | None:
+    return next((name[:n] for n in range(9, 14) if name[:n] in COLUMNS), None)
+
+
+def test_names_are_placed_from_their_octets_as_from_their_arcs(agent: Agent) -> None:
+    """origin_of_element and timed_next_of_element (the fast responder's way to
+    place an asked name without decoding it) answer as step_origin and
+    timed_next do, for names around every seventh instance and each
+    column's OID, or decline; under a column they decline only where the
+    table is sharded or a row holds an arc of 2^14 or more."""
+    mib = agent.mib
+    placed = timed = timed_none = 0
+    declined: set[tuple[bytes, Oid]] = set()
+    for context in (b"", contexts(agent)[1]):
+        target = agent.target(context)  # one instant for both readers
+        for root in (IF_MIB_INTERFACES, INFINIBAND_MIB):
+            oid: Oid = root
+            seen = 0
+            while (step := mib.next_cell(target, oid)) is not None and step[0][:len(root)] == root:
+                oid = step[0]
+                seen += 1
+                if seen % 7:
+                    continue
+                column = column_of(oid)
+                for name in names_around(oid) + ([column] if column else []):
+                    element = ber.element(ber.OBJECT_IDENTIFIER, ber.oid_octets(name))
+                    start = 2 if element[1] < 0x80 else 2 + (element[1] & 0x7F)
+                    by_arcs = mib.timed_next(target, name)
+                    by_octets = mib.timed_next_of_element(target, element, start)
+                    if by_octets == ():
+                        assert by_arcs is None, name
+                        timed_none += 1
+                    elif by_octets is not None:
+                        assert by_octets == by_arcs, name
+                        timed += 1
+                    origin = mib.step_origin(target, name)
+                    found = mib.origin_of_element(target, element, start)
+                    if found is not None:
+                        assert origin is not None and origin != name, f"{name} {origin}"
+                        assert found == ber.element(ber.OBJECT_IDENTIFIER, ber.oid_octets(origin))
+                        placed += 1
+                    elif origin is not None and origin != name and column_of(name) is not None:
+                        declined.add((context, column_of(name)))  # type: ignore[arg-type]
+    assert placed > 10_000 and timed > 1_000 and timed_none > 10
+    long_rows = 0
+    for context, column in declined:
+        if column[:len(SHARDED_TABLE)] == SHARDED_TABLE:
+            continue
+        target = agent.target(context)
+        rows = []
+        oid = column
+        while (step := mib.next_cell(target, oid)) is not None and step[0][:len(column)] == column:
+            rows.append(step[0][len(column):])
+            oid = step[0]
+        assert any(arc >= 2**14 for row in rows for arc in row), (context, column)
+        long_rows += 1
+    assert long_rows > 0  # IB Connection MIB's QPNs, among others
 
 
 def test_missing_objects_on_both_paths(agent: Agent) -> None:

@@ -75,6 +75,10 @@ def fresh_names(instances: list[Oid]) -> Iterator[Oid]:
     for position in range(0, len(instances), SAMPLE):
         instance = instances[position]
         yield instance + (position,)
+        # Arcs of two octets, the largest (0xff first), and of three: names
+        # are placed by their octets where those sort as the arcs do.
+        yield instance[:-1] + (16383,)
+        yield instance + (16384 + position, 1)
         yield instance + (0, MOST_ARC)
         yield instance[:-1] + (instance[-1] + 1, 5)
         yield instance[:12] + (256 + position,)

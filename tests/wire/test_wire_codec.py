@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import random
 
 import pytest
@@ -194,3 +195,30 @@ def test_the_largest_arcs_and_the_longest_oid_are_read() -> None:
     assert len(ber.read_oid(*_oid_value(longest))) == 128
     with pytest.raises(HeaderError, match="too long"):
         ber.read_oid(*_oid_value(longest + b"\x01"))
+
+
+def test_octets_sort_among_short_arcs_as_the_arcs_do() -> None:
+    """Rows' suffixes of arcs under 2^14 are looked up by their octets: any
+    asked suffix's sort key must fall among them where its arcs fall, an arc
+    of 2^14 or more (three octets or more, one of 0xff..) anywhere in it."""
+    rng = random.Random(5)
+    edges = [0, 1, 127, 128, 255, 16255, 16256, 16383]
+    large = [16384, 16385, 2**21 - 1, 2**21, 2**28, 2**32 - 1]
+
+    def arcs(most: int, allow_large: bool) -> tuple[int, ...]:
+        pool = edges + (large if allow_large else [])
+        return tuple(rng.choice(pool) if rng.random() < 0.7 else rng.randrange(16384)
+                     for _ in range(rng.randrange(most + 1)))
+
+    rows = sorted({arcs(4, False) for _ in range(400)})
+    row_octets = [ber.short_arcs_octets(row) for row in rows]
+    assert None not in row_octets and row_octets == sorted(row_octets)  # type: ignore[type-var]
+    asked = [arcs(5, True) for _ in range(3000)] + [row + (16384,) for row in rows]
+    assert sum(max(name, default=0) >= 16384 for name in asked) > 1000
+    for name in asked:
+        octets = ber.oid_octets((1, 3) + name)[1:]  # a suffix: no first sub-identifier
+        key = ber.sort_key_among_short_arcs(octets)
+        assert bisect.bisect_right(row_octets, key) == bisect.bisect_right(rows, name), name
+        assert (key in row_octets) == (name in rows)
+    assert ber.short_arcs_octets((16383, 5)) == b"\xff\x7f\x05"
+    assert ber.short_arcs_octets((1, 16384)) is None
