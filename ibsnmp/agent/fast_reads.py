@@ -382,8 +382,10 @@ class _Request:
         """`_step` of a name the request asked, placed by its octets where the
         MIB can tell, else decoded (`long`: only the arcs that matter, `_name`)."""
         start = _oid_value_start(element)
-        timed = True
-        if element.startswith(self._owner.timed_entries, start):
+        # Whether timed_next may answer: under an entry with counters, unless
+        # the octets told it has no answer.
+        timed = element.startswith(self._owner.timed_entries, start)
+        if timed:
             if self._timed_of_element is not None:
                 found = self._timed_of_element(self._target, element, start)
                 if found:
@@ -427,7 +429,8 @@ class _Request:
                    asked: bool = False, timed: bool = True) -> Step:
         """`_step` once the name is decoded (`oid`: the arcs that matter);
         `asked`: the name came in the request (it may be no walk's); `timed`:
-        false when `timed_next` is known to have no answer for it."""
+        false when `timed_next` is known to have no answer for it (or the
+        name lies under no entry it answers in)."""
         encode_oid = self._owner._encode_oid
         if timed and self._timed_next is not None and element.startswith(
                 self._owner.timed_entries, _oid_value_start(element)):
