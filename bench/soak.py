@@ -25,12 +25,23 @@ the first 5 minutes (MB per 10 minutes, target < 1), the varbind counts of
 each walker's walks (target: one count per walk root), the agent's ERROR
 log lines (target 0), the traps received and the fuzz figures. Every loop
 is bounded in count and in time; every process is stopped at the end.
+
+`--heap` starts the agent through bench/heap_launcher.py, which samples the
+Python heap every 2 s in the agent's process: the table then shows, beside
+RSS, the bytes the allocators hand out (live: pymalloc's blocks plus glibc
+malloc's chunks in use; with the minute's lowest and highest) and the bytes
+they hold, and the end gives the live and held figures' slopes too. RSS that steps or climbs while live bytes stay flat is
+memory the allocators keep after a peak, not objects that stay.
+`--tracemalloc FIRST LAST` (with --heap, a diagnostic run: it slows the
+agent) prints the tracebacks whose memory grew most between those minutes.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,13 +54,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import LOCALHOST, Processes, start_ibsnmp, vm_status  # noqa: E402
+from common import (LOCALHOST, VENV_BIN, Proc, Processes, free_udp_port,  # noqa: E402
+                    start_ibsnmp, vm_status)
 from fuzz_traffic import AGENT_CONFIG, FuzzSender, SeedSet  # noqa: E402
 from tests.support.trapd import TrapReceiver  # noqa: E402
 from tests.support.wire_fuzz import mutants  # noqa: E402
 from tests.support.wire_v3 import discover  # noqa: E402
 
 from ibsnmp.fabric.generators import build_fabric  # noqa: E402
+from ibsnmp.fabric.model import Node  # noqa: E402
 from ibsnmp.mib.loader import definitions  # noqa: E402
 
 FABRIC, SEED = "fat-tree:spines=2,leaves=4,hosts=4", 1
@@ -71,6 +84,9 @@ WARM_UP_MIN = 5.0
 TOOL_TIMEOUT_S = 120.0
 # Per loop iteration caps, far above what the time allows, so no loop runs away.
 MAX_ITERATIONS = 1_000_000
+HEAP_LAUNCHER = Path(__file__).resolve().parent / "heap_launcher.py"
+HEAP_PERIOD_S = 2.0
+MB = 2**20
 
 
 def scenario(minutes: float) -> str:
@@ -237,19 +253,94 @@ def slope_mb_per_10_min(samples: list[tuple[float, float]]) -> float | None:
     return 10 * sum((t - mean_t) * (m - mean_m) for t, m in samples) / spread
 
 
+@dataclass(frozen=True)
+class HeapSample:
+    """One line of heap_launcher.py's samples, in bytes."""
+
+    seconds: float
+    blocks: int
+    pymalloc_used: int
+    pymalloc_held: int
+    malloc_used: int
+    malloc_held: int
+    frozen: int
+
+    @property
+    def live(self) -> int:
+        return self.pymalloc_used + self.malloc_used
+
+    @property
+    def held(self) -> int:
+        return self.pymalloc_held + self.malloc_held
+
+
+def read_heap_samples(path: Path) -> list[HeapSample]:
+    samples = []
+    with open(path, encoding="ascii") as fh:
+        lines = fh.read().splitlines()
+    if not lines:
+        return []
+    columns = lines[0].split("\t")
+    for line in lines[1:]:
+        values = line.split("\t")
+        if len(values) != len(columns):  # a line being written
+            continue
+        row = dict(zip(columns, values))
+        samples.append(HeapSample(
+            float(row["seconds"]), int(row["blocks"]), int(row["pymalloc_used"]),
+            int(row["pymalloc_held"]), int(row["malloc_used"]), int(row["malloc_held"]),
+            int(row["frozen"])))
+    return samples
+
+
+def host_lid(node: Node) -> int:
+    port = node.port(1)
+    assert port is not None, f"{node.description}: no port 1"
+    return port.lid
+
+
+def start_agent(procs: Processes, extra: list[str], heap_samples: Path | None,
+                trace_at: list[float] | None) -> tuple[Proc, int]:
+    """`ibsnmp run`, through the heap launcher when its heap is sampled."""
+    if heap_samples is None:
+        agent, port, _ = start_ibsnmp(procs, FABRIC, seed=SEED, extra=extra)
+        return agent, port
+    # start_ibsnmp's command line, with the launcher in front of the console script.
+    port = free_udp_port()
+    state_dir = tempfile.mkdtemp(prefix="ibsnmp-bench-state-")
+    atexit.register(shutil.rmtree, state_dir, True)
+    launcher = [str(VENV_BIN / "python"), str(HEAP_LAUNCHER), str(heap_samples),
+                "--period", str(HEAP_PERIOD_S)]
+    if trace_at:
+        launcher += ["--tracemalloc", *map(str, trace_at)]
+    agent = procs.start(f"ibsnmp[{FABRIC}]", [
+        *launcher, "--", "run", "--listen", f"{LOCALHOST}:{port}", "--community", "public",
+        "--fabric", FABRIC, "--seed", str(SEED), "--state-dir", state_dir, *extra])
+    agent.wait_for_line(r"^ibsnmp: serving", 60.0)
+    return agent, port
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--fuzz-rate", type=float, default=FUZZ_RATE)
     parser.add_argument("--without", nargs="*", default=[], metavar="LOAD",
                         choices=("fabric-walker", "node-walker", "gets", "contact-sets",
                                  "path-sets", "fuzz"),
                         help="leave these loads out (to find which one a defect needs)")
+    parser.add_argument("--heap", action="store_true",
+                        help="sample the agent's Python heap and allocators beside its RSS")
+    parser.add_argument("--heap-samples", type=Path, metavar="FILE",
+                        help="keep the 2-second heap samples in FILE (implies --heap)")
+    parser.add_argument("--tracemalloc", type=float, nargs=2, metavar=("FIRST", "LAST"),
+                        help="diagnostic (slows the agent; implies --heap): the tracebacks "
+                             "that grew most between these minutes")
     args = parser.parse_args()
+    args.heap = args.heap or args.heap_samples is not None or args.tracemalloc is not None
     fabric = build_fabric(FABRIC, seed=SEED)
-    by_name = {node.description.split()[0]: node for node in fabric.nodes.values()}
+    by_name = {(node.description or "").split()[0]: node for node in fabric.nodes.values()}
     guid = f"{by_name[FLAPPING_SWITCH].guid:016x}"
-    src_lid, dst_lid = (by_name[name].port(1).lid for name in ("host001", "host016"))
+    src_lid, dst_lid = (host_lid(by_name[name]) for name in ("host001", "host016"))
 
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-soak-") as tmp:
         work = Path(tmp)
@@ -258,17 +349,19 @@ def main() -> int:
         config.chmod(0o600)
         scenario_file.write_text(scenario(args.minutes))
         receiver = TrapReceiver(work / "trapd").start()
+        heap_samples = (args.heap_samples or work / "heap.tsv") if args.heap else None
         try:
-            agent, port, _ = start_ibsnmp(procs, FABRIC, seed=SEED, extra=[
+            agent, port = start_agent(procs, [
                 "--config", str(config), "--write-community", "private",
-                "--trap-target", receiver.address, "--scenario", str(scenario_file)])
-            return soak(args, agent, port, guid, src_lid, dst_lid, receiver)
+                "--trap-target", receiver.address, "--scenario", str(scenario_file)],
+                heap_samples, args.tracemalloc)
+            return soak(args, agent, port, guid, src_lid, dst_lid, receiver, heap_samples)
         finally:
             receiver.stop()
 
 
-def soak(args: argparse.Namespace, agent, port: int, guid: str, src_lid: int, dst_lid: int,
-         receiver: TrapReceiver) -> int:
+def soak(args: argparse.Namespace, agent: Proc, port: int, guid: str, src_lid: int,
+         dst_lid: int, receiver: TrapReceiver, heap_samples: Path | None) -> int:
     address = f"{LOCALHOST}:{port}"
     load = Load(address)
     engine = discover(address)
@@ -297,10 +390,12 @@ def soak(args: argparse.Namespace, agent, port: int, guid: str, src_lid: int, ds
     for thread in threads:
         thread.start()
     samples: list[tuple[float, float]] = []
+    heap: list[tuple[float, float, float, float]] = []  # (minute, live, lowest live, held MB)
     print(f"soak: agent pid {agent.pid} on {address}, {args.minutes:g} min, fuzz "
           f"{args.fuzz_rate:g}/s, node context {FLAPPING_SWITCH} public@{guid}"
           + (f", without {' '.join(args.without)}" if args.without else ""), flush=True)
-    print(" min   RSS MB  walks  gets  sets  traps  fuzz sent  load", flush=True)
+    print(" min   RSS MB  walks  gets  sets  traps  fuzz sent  load"
+          + (HEAP_HEADER if heap_samples else ""), flush=True)
     for minute in range(int(args.minutes) + 1):
         if minute:
             time.sleep(max(started + minute * 60 - time.monotonic(), 0))
@@ -310,18 +405,67 @@ def soak(args: argparse.Namespace, agent, port: int, guid: str, src_lid: int, ds
         rss = vm_status(agent.pid)["VmRSS"] / 1024
         samples.append((minute, rss))
         walks = sum(sum(c.values()) for c in load.walk_counts.values())
+        heap_columns = ""
+        if heap_samples:
+            heap_columns, figures = heap_row(heap_samples, minute)
+            if figures:
+                heap.append((minute, *figures))
         print(f"{minute:4d} {rss:8.1f} {walks:6d} {load.gets_ok:5d} {load.sets_ok:5d} "
               f"{len(receiver.received()):6d} {sender.figures.sent:10,d}  "
-              f"{os.getloadavg()[0]:.2f}", flush=True)
+              f"{os.getloadavg()[0]:4.2f}" + heap_columns, flush=True)
     load.stop.set()
     for thread in threads:
         thread.join(TOOL_TIMEOUT_S)
     sender.close()
-    return report(load, agent, samples, sender, receiver, time.monotonic() - started)
+    return report(load, agent, samples, sender, receiver, time.monotonic() - started,
+                  heap_slopes(heap) if heap_samples else [],
+                  traced_growth(heap_samples) if heap_samples else [])
 
 
-def report(load: Load, agent, samples: list[tuple[float, float]], sender: FuzzSender,
-           receiver: TrapReceiver, seconds: float) -> int:
+HEAP_HEADER = ("   live MB (low-peak)  held MB  pymalloc used/held  malloc used/held"
+               "  blocks k  frozen k")
+
+
+def heap_row(path: Path, minute: int) -> tuple[str, tuple[float, float, float] | None]:
+    """The table's heap columns at `minute`: the newest sample, and the lowest and
+    highest live figures since the previous minute. The lowest is what stays between
+    requests; the highest, a transient peak whose memory the allocators may keep."""
+    samples = read_heap_samples(path)
+    if not samples:
+        return "  (no heap sample yet)", None
+    now = samples[-1]
+    since = [s for s in samples if s.seconds > now.seconds - 60] or [now]
+    low, peak = min(s.live for s in since), max(s.live for s in since)
+    return (f"  {now.live / MB:7.1f} ({low / MB:5.1f}-{peak / MB:5.1f}) {now.held / MB:7.1f}"
+            f"  {now.pymalloc_used / MB:8.1f} /{now.pymalloc_held / MB:6.1f}"
+            f"  {now.malloc_used / MB:7.1f} /{now.malloc_held / MB:6.1f}"
+            f"  {now.blocks / 1000:8.0f}  {now.frozen / 1000:8.0f}",
+            (now.live / MB, low / MB, now.held / MB))
+
+
+def heap_slopes(heap: list[tuple[float, float, float, float]]) -> list[str]:
+    """The live and held figures' first and last values and slopes, as for RSS."""
+    lines = []
+    late = [row for row in heap if row[0] >= WARM_UP_MIN]
+    for name, column in (("live heap", 1), ("live heap, each minute's lowest", 2),
+                         ("held by the allocators", 3)):
+        slope = slope_mb_per_10_min([(row[0], row[column]) for row in late])
+        if heap:
+            lines.append(f"{name}: {heap[0][column]:.1f} MB at start, {heap[-1][column]:.1f} MB "
+                         f"at the end; slope after {WARM_UP_MIN:g} min: "
+                         + (f"{slope:+.2f} MB per 10 min" if slope is not None else "n/a"))
+    return lines
+
+
+def traced_growth(samples_path: Path) -> list[str]:
+    """heap_launcher.py's tracemalloc comparison, if it made one."""
+    trace = Path(f"{samples_path}.tracemalloc")
+    return trace.read_text(encoding="utf-8").splitlines() if trace.exists() else []
+
+
+def report(load: Load, agent: Proc, samples: list[tuple[float, float]], sender: FuzzSender,
+           receiver: TrapReceiver, seconds: float, heap_lines: list[str],
+           trace_lines: list[str]) -> int:
     late = [(t, m) for t, m in samples if t >= WARM_UP_MIN]
     slope = slope_mb_per_10_min(late)
     errors = [line for _, line in agent.lines if "ERROR" in line or "Traceback" in line]
@@ -331,6 +475,8 @@ def report(load: Load, agent, samples: list[tuple[float, float]], sender: FuzzSe
     print(f"RSS: {samples[0][1]:.1f} MB at start, {samples[-1][1]:.1f} MB at the end; slope after "
           f"{WARM_UP_MIN:g} min: " + (f"{slope:+.2f} MB per 10 min" if slope is not None
                                       else "n/a (run too short)"))
+    for line in heap_lines:
+        print(line)
     steady = True
     for name, counts in sorted(load.walk_counts.items()):
         listed = ", ".join(f"{count} varbinds x{times}" for count, times in sorted(counts.items()))
@@ -358,6 +504,8 @@ def report(load: Load, agent, samples: list[tuple[float, float]], sender: FuzzSe
     clean = (slope is not None and slope < 1.0 and steady and not errors
              and not figures.unreadable_answers and not figures.answered_malformed
              and figures.probes_answered == figures.probes_sent and not figures.agent_gone)
+    for line in trace_lines:
+        print(line)
     print("soak: " + ("clean" if clean else "NOT clean"))
     return 0 if clean else 1
 
