@@ -447,8 +447,10 @@ def heap_slopes(heap: list[tuple[float, float, float, float]]) -> list[str]:
     """The live and held figures' first and last values and slopes, as for RSS."""
     lines = []
     late = [row for row in heap if row[0] >= WARM_UP_MIN]
-    for name, column in (("live heap", 1), ("live heap, each minute's lowest", 2),
-                         ("held by the allocators", 3)):
+    # The lowest live figure of each minute is the one that tells growth: the
+    # sample at the minute mark moves by tens of MB with the requests in flight.
+    for name, column in (("live heap, each minute's lowest", 2),
+                         ("live heap at the minute mark", 1), ("held by the allocators", 3)):
         slope = slope_mb_per_10_min([(row[0], row[column]) for row in late])
         if heap:
             lines.append(f"{name}: {heap[0][column]:.1f} MB at start, {heap[-1][column]:.1f} MB "
