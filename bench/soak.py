@@ -30,8 +30,9 @@ is bounded in count and in time; every process is stopped at the end.
 Python heap every 2 s in the agent's process: the table then shows, beside
 RSS, the bytes the allocators hand out (live: pymalloc's blocks plus glibc
 malloc's chunks in use; with the minute's lowest and highest) and the bytes
-they hold, and the end gives the live and held figures' slopes too. RSS that steps or climbs while live bytes stay flat is
-memory the allocators keep after a peak, not objects that stay.
+they hold, and the end gives the live and held figures' slopes too. RSS
+that steps or climbs while live bytes stay flat is memory the allocators
+keep after a peak, not objects that stay.
 `--tracemalloc FIRST LAST` (with --heap, a diagnostic run: it slows the
 agent) prints the tracebacks whose memory grew most between those minutes.
 """
