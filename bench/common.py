@@ -221,16 +221,19 @@ class Processes:
 
 def start_ibsnmp(procs: Processes, fabric: str, *, seed: int = 1, port: int | None = None,
                  timeout: float = 60.0, extra: Sequence[str] = (),
-                 name: str = "ibsnmp") -> tuple[Proc, int, float]:
+                 name: str = "ibsnmp", launcher: Sequence[str] = ()) -> tuple[Proc, int, float]:
     """Start `ibsnmp run` (with `extra` arguments) and wait for its 'ibsnmp: serving' line.
 
+    `launcher`: a command that takes the console script's arguments after
+    `--` and runs it (bench/heap_launcher.py), in place of the script.
     Returns the process, its port and the start-up time in seconds.
     """
     port = port or free_udp_port()
     # A state directory of its own: a bench run leaves nothing behind.
     state_dir = tempfile.mkdtemp(prefix="ibsnmp-bench-state-")
     atexit.register(shutil.rmtree, state_dir, True)
-    argv = [str(VENV_BIN / "ibsnmp"), "run", "--listen", f"{LOCALHOST}:{port}",
+    command = [*launcher, "--"] if launcher else [str(VENV_BIN / "ibsnmp")]
+    argv = [*command, "run", "--listen", f"{LOCALHOST}:{port}",
             "--community", "public", "--fabric", fabric, "--seed", str(seed),
             "--state-dir", state_dir, *extra]
     proc = procs.start(f"{name}[{fabric}]", argv)

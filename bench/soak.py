@@ -40,9 +40,7 @@ agent) prints the tracebacks whose memory grew most between those minutes.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,7 +53,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import (LOCALHOST, VENV_BIN, Proc, Processes, free_udp_port,  # noqa: E402
+from common import (LOCALHOST, VENV_BIN, Proc, Processes,  # noqa: E402
                     start_ibsnmp, vm_status)
 from fuzz_traffic import AGENT_CONFIG, FuzzSender, SeedSet  # noqa: E402
 from tests.support.trapd import TrapReceiver  # noqa: E402
@@ -303,21 +301,13 @@ def host_lid(node: Node) -> int:
 def start_agent(procs: Processes, extra: list[str], heap_samples: Path | None,
                 trace_at: list[float] | None) -> tuple[Proc, int]:
     """`ibsnmp run`, through the heap launcher when its heap is sampled."""
-    if heap_samples is None:
-        agent, port, _ = start_ibsnmp(procs, FABRIC, seed=SEED, extra=extra)
-        return agent, port
-    # start_ibsnmp's command line, with the launcher in front of the console script.
-    port = free_udp_port()
-    state_dir = tempfile.mkdtemp(prefix="ibsnmp-bench-state-")
-    atexit.register(shutil.rmtree, state_dir, True)
-    launcher = [str(VENV_BIN / "python"), str(HEAP_LAUNCHER), str(heap_samples),
-                "--period", str(HEAP_PERIOD_S)]
-    if trace_at:
-        launcher += ["--tracemalloc", *map(str, trace_at)]
-    agent = procs.start(f"ibsnmp[{FABRIC}]", [
-        *launcher, "--", "run", "--listen", f"{LOCALHOST}:{port}", "--community", "public",
-        "--fabric", FABRIC, "--seed", str(SEED), "--state-dir", state_dir, *extra])
-    agent.wait_for_line(r"^ibsnmp: serving", 60.0)
+    launcher: list[str] = []
+    if heap_samples is not None:
+        launcher = [str(VENV_BIN / "python"), str(HEAP_LAUNCHER), str(heap_samples),
+                    "--period", str(HEAP_PERIOD_S)]
+        if trace_at:
+            launcher += ["--tracemalloc", *map(str, trace_at)]
+    agent, port, _ = start_ibsnmp(procs, FABRIC, seed=SEED, extra=extra, launcher=launcher)
     return agent, port
 
 
