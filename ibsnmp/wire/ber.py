@@ -369,9 +369,9 @@ _ARC_OCTETS = tuple(_arc_octets(arc) for arc in range(1 << 14))  # one or two oc
 # Where every arc is under 2^14 (one or two octets), OBJECT IDENTIFIER octets
 # sort as their arcs do: an octet under 0x80 ends a sub-identifier and one of
 # 0x81 or more starts a larger one. A sub-identifier of three octets or more
-# (an arc of 2^14 or more) holds two octets of 0x80 or more in a row: found
-# in C as two 0x80 octets once every such octet reads 0x80.
-_HIGH_AS_0X80 = bytes.maketrans(bytes(range(0x80, 0x100)), b"\x80" * 0x80)
+# (an arc of 2^14 or more) holds two octets of 0x80 or more in a row: "hh"
+# in the octet classes of has_bad_arc with every class of 0x80 and up as h.
+_ENDS_AND_HIGHS = _CLASSES.translate(_HIGH)
 # After the octets of any arc under 2^14 (whose second octet is under 0x80).
 _PAST_SHORT_ARCS = b"\xff\xff"
 
@@ -390,7 +390,7 @@ def sort_key_among_short_arcs(octets: bytes) -> bytes:
     sort among the `short_arcs_octets` of arcs under 2^14: whole up to their
     first arc of 2^14 or more, then after every such sequence that agrees
     that far (the arc there is larger than any of theirs)."""
-    long_arc = octets.translate(_HIGH_AS_0X80).find(b"\x80\x80")
+    long_arc = octets.translate(_ENDS_AND_HIGHS).find(b"hh")
     return octets if long_arc < 0 else octets[:long_arc] + _PAST_SHORT_ARCS
 
 
