@@ -142,14 +142,25 @@ class Proc:
 
     def wait_for_line(self, pattern: str, timeout: float) -> float:
         """Seconds from start until a line matching `pattern` (regex) appeared."""
+        return self._await(pattern, timeout, 0)[1] - self.started_at
+
+    def next_match(self, pattern: str, timeout: float, after: int) -> tuple[int, re.Match[str]]:
+        """The first line from the `after`-th on that matches `pattern`: its
+        number and the match (number + 1 is where to look for the next)."""
+        number, _, match = self._await(pattern, timeout, after)
+        return number, match
+
+    def _await(self, pattern: str, timeout: float,
+               seen: int) -> tuple[int, float, re.Match[str]]:
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
-        seen = 0
         with self._cond:
             while True:
-                for stamp, line in self.lines[seen:]:
-                    if regex.search(line):
-                        return stamp - self.started_at
+                for number in range(seen, len(self.lines)):
+                    stamp, line = self.lines[number]
+                    match = regex.search(line)
+                    if match:
+                        return number, stamp, match
                 seen = len(self.lines)
                 if self.popen.poll() is not None and not self._reader.is_alive():
                     raise RuntimeError(f"{self.name} exited (code {self.popen.returncode}) "

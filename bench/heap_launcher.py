@@ -27,7 +27,6 @@ import ctypes
 import gc
 import os
 import re
-import runpy
 import sys
 import threading
 import time
@@ -35,8 +34,8 @@ import tracemalloc
 from pathlib import Path
 from typing import TextIO
 
-# The agent exactly as `make run` and the benches start it.
-CONSOLE_SCRIPT = Path(sys.executable).parent / "ibsnmp"
+from console_script import run_console_script
+
 FIELDS = ("seconds", "rss_kb", "blocks", "pymalloc_used", "pymalloc_held", "malloc_used",
           "malloc_held", "gc0", "gc1", "gc2", "frozen")
 TRACE_FRAMES = 8
@@ -160,11 +159,7 @@ def main() -> int:
         tracemalloc.start(TRACE_FRAMES)
     threading.Thread(target=sampler, name="heap-sampler", daemon=True,
                      args=(args.samples, args.period, args.tracemalloc)).start()
-    # What the console script sees when run on its own: its argv, and its
-    # folder (not bench/, whose modules could shadow others) first on the path.
-    sys.argv = [str(CONSOLE_SCRIPT), *agent_args]
-    sys.path[0] = str(CONSOLE_SCRIPT.parent)
-    runpy.run_path(str(CONSOLE_SCRIPT), run_name="__main__")
+    run_console_script(agent_args)
     return 0
 
 
