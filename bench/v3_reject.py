@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import os
 import socket
 import sys
 import tempfile
