@@ -232,6 +232,26 @@ class ReportWriter:
         # MAC length: the user, the (zeroed) authentication and the empty
         # privacy parameters.
         self._after_time: dict[tuple[bytes, int], bytes] = {}
+        # The last Report's msgSecurityParameters element and what it was
+        # written from: a flood of refused requests shares it for a second.
+        self._usm_key: tuple[bytes, int, int, int] | None = None
+        self._usm = b""
+
+    def _security_parameters(self, user: bytes, mac_length: int, boots: int,
+                             engine_time: int) -> bytes:
+        """msgSecurityParameters: the OCTET STRING around the USM's SEQUENCE."""
+        after_time = self._after_time.get((user, mac_length))
+        if after_time is None:
+            if len(self._after_time) >= _KEPT_USER_NAMES:
+                self._after_time.clear()  # names anyone may send: kept few
+            after_time = self._after_time[user, mac_length] = (
+                bytes((OCTET_STRING, len(user))) + user
+                + bytes((OCTET_STRING, mac_length)) + bytes(mac_length) + _EMPTY_OCTETS)
+        # Every part but the whole is under 128 octets (engine IDs and user
+        # names are at most 32, MACs 48): lengths are one octet, written inline.
+        usm = b"".join((self._engine_id, integer_element(INTEGER, boots),
+                        integer_element(INTEGER, engine_time), after_time))
+        return bytes((OCTET_STRING, len(usm) + 2, SEQUENCE, len(usm))) + usm
 
     def write(self, request: V3Message, boots: int, engine_time: int,
               context: tuple[bytes, bytes] | None, request_id: int, counter: bytes,
@@ -245,25 +265,17 @@ class ReportWriter:
         """
         user = request.user_name or b""
         mac_length = signer.mac_length if signer is not None else 0
-        after_time = self._after_time.get((user, mac_length))
-        if after_time is None:
-            if len(self._after_time) >= _KEPT_USER_NAMES:
-                self._after_time.clear()  # names anyone may send: kept few
-            after_time = self._after_time[user, mac_length] = (
-                bytes((OCTET_STRING, len(user))) + user
-                + bytes((OCTET_STRING, mac_length)) + bytes(mac_length) + _EMPTY_OCTETS)
-        # Every part but the whole is under 128 octets (engine IDs and user
-        # names are at most 32, MACs 48): lengths are one octet, written inline.
-        usm = b"".join((self._engine_id, integer_element(INTEGER, boots),
-                        integer_element(INTEGER, engine_time), after_time))
+        key = (user, mac_length, boots, engine_time)
+        if key != self._usm_key:
+            self._usm_key, self._usm = key, self._security_parameters(*key)
+        usm = self._usm
         header = (integer_element(INTEGER, request.message_id)
                   + self._header_tails[signer is not None])
         names = self._default_context if context is None else (
             encode_element(OCTET_STRING, context[0]) + encode_element(OCTET_STRING, context[1]))
         scoped = encode_element(SEQUENCE, names + self.pdu(request_id, counter, count))
         message = encode_element(SEQUENCE, b"".join((
-            _VERSION, bytes((SEQUENCE, len(header))), header,
-            bytes((OCTET_STRING, len(usm) + 2, SEQUENCE, len(usm))), usm, scoped)))
+            _VERSION, bytes((SEQUENCE, len(header))), header, usm, scoped)))
         if signer is None:
             return message
         # The MAC lies before the empty privacy parameters and the scoped PDU.

@@ -26,7 +26,7 @@ from pysnmp.proto.secmod.rfc7860.auth import hmacsha2
 
 from ibsnmp.wire.ber import HeaderError
 from ibsnmp.wire.ber import element as encode_element
-from ibsnmp.wire.header import read_header, read_scoped_pdu
+from ibsnmp.wire.header import V3Message, read_header, read_scoped_pdu
 from ibsnmp.wire.usm_crypto import CFB, MacKey, PrivKey, SaltCounter, message_digest
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Sealer, UsmUser, accept,
                                      localize_users, seal_message)
@@ -34,7 +34,7 @@ from ibsnmp.wire.usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, auth_key, hash
                                   priv_key)
 from ibsnmp.wire.request import encode_response_pdu
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     encode_scoped_pdu, encode_scoped_response, encode_v3,
+                                     ReportWriter, encode_scoped_pdu, encode_scoped_response, encode_v3,
                                      overhead)
 from tests.support.wire_v3 import Auth, v3_message
 
@@ -417,3 +417,27 @@ def test_octets_after_a_scoped_pdu_are_padding_but_inside_it_are_malformed() -> 
     assert (engine, name, pdu.tag, pdu.request_id) == (b"", b"", 0xA0, 1)
     with pytest.raises(HeaderError):
         read_scoped_pdu(bytes.fromhex("301304000400a00b0201010201000201003000") + b"\x05\x00")
+
+
+def test_each_report_carries_its_own_user_boots_and_time() -> None:
+    # The security parameters of the last Report are kept for the next: one
+    # written for another user, MAC, boots or second must not reuse them.
+    engine_id = bytes.fromhex("800000000102030405")
+    writer = ReportWriter(engine_id, 65507)
+    signer = localize_users([UserConfig("signer", "SHA256", "signer-auth-key")],
+                            engine_id)[b"signer"]
+    counter = encode_element(0x06, bytes.fromhex("2b060106030f01010200"))
+    cases = [(b"alice", None, 1, 100), (b"alice", None, 1, 100), (b"alice", None, 1, 101),
+             (b"alice", None, 2, 101), (b"bob", None, 2, 101), (b"signer", signer.mac, 2, 101),
+             (b"alice", None, 2, 101)]
+    for number, (user, mac, boots, engine_time) in enumerate(cases):
+        request = V3Message(number, 65507, FLAG_REPORTABLE, 3, user, engine_id)
+        report = read_header(writer.write(request, boots, engine_time, None, 7, counter, number,
+                                          mac))
+        assert isinstance(report, V3Message)
+        assert (report.message_id, report.user_name, report.boots, report.engine_time) == (
+            number, user, boots, engine_time)
+        assert report.flags == (FLAG_AUTH if mac is not None else 0)
+        assert report.auth_params is not None
+        start, end = report.auth_params
+        assert end - start == (mac.mac_length if mac is not None else 0)
