@@ -11,9 +11,9 @@ packets per second for `--seconds` seconds from one source, while a
 manager sends a v2c GET of sysDescr.0 every 50 ms (1 s timeout, no
 retry). In each round every v3 kind's phase lies between two phases of
 the v2c one, so a change in the machine's speed (it is shared, and drifts
-within a minute) falls on a kind and its reference alike. The kinds, ~50-120 octets
-each, none needing a credential but a user name (a replay needs a captured
-request):
+within a minute) falls on a kind and its reference alike. The kinds,
+~50-120 octets each, none needing a credential but a user name (a replay
+needs a captured request):
 
 - v2c-wrong-community: a GET with a community the agent does not know;
 - v3-discovery: the empty-engine-ID noAuthNoPriv GET every manager sends
