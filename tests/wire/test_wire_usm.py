@@ -34,8 +34,8 @@ from ibsnmp.wire.usm_keys import (AUTH_PROTOCOLS, PRIV_PROTOCOLS, auth_key, hash
                                   priv_key)
 from ibsnmp.wire.request import encode_response_pdu
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     ReportWriter, encode_scoped_pdu, encode_scoped_response, encode_v3,
-                                     overhead)
+                                     ReportWriter, encode_scoped_pdu, encode_scoped_response,
+                                     encode_v3, overhead)
 from tests.support.wire_v3 import Auth, v3_message
 
 RFC_ENGINE_ID = bytes.fromhex("000000000000000000000002")
