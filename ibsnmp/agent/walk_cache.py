@@ -10,8 +10,9 @@ changes, except for the objects that read the time or measured values
 is kept as the varbind octets it encodes to, keyed by the encoded OID
 element asked for: the next walk of the same context is a chain of
 dictionary lookups instead of a lookup, a getter and an encoding per
-varbind. Octets rather than OID tuples and result objects keep a step at
-about 200 octets (12.1 MB for 61,138). Where the answer reads the time, the
+varbind. A step of IB-SM-MIB, whose rows have GUID indexes, takes about
+570 octets with its tag (measured 2026-11-28: 140-150 MB for 262,144
+steps). Where the answer reads the time, the
 instance it lands on is kept instead (its OID element, agent.fast_reads):
 where that instance lies follows the structure as any other step does, and
 its value is read when asked.
