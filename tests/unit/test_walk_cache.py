@@ -72,6 +72,30 @@ def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
     assert cache.size == 0
 
 
+def _two_octet_key(n: int) -> bytes:
+    return bytes((0x06, 0x03, 0x2B, 0x80 | n >> 7, n & 0x7F))  # OID 1.3.n, n < 2^14
+
+
+def test_equal_tags_are_kept_as_one_and_forgotten_with_their_steps() -> None:
+    cache, view = WalkCache(1000), object()
+    steps = cache.steps_for(_target(_Snapshot()), view, (0,))
+    assert steps is not None
+    # Tags as the MIB builds them: a new tuple for every step, equal within a row.
+    for n in range(300):
+        cache.remember(steps, _two_octet_key(n), _step(1), (n // 100, n // 100, (7, 8), (n // 100,)))
+    assert len(steps.shared) == 3
+    assert steps.tags[_two_octet_key(0)] is steps.tags[_two_octet_key(99)] and steps.tags[_two_octet_key(0)] == (0, 0, (7, 8), (0,))
+    assert steps.tags[_two_octet_key(0)] is not steps.tags[_two_octet_key(100)]
+    # Steps forgotten take their tags with them once unused ones outnumber the rest.
+    steps.forget([_two_octet_key(n) for n in range(100, 300)])
+    assert set(steps) == {_two_octet_key(n) for n in range(100)} and len(steps.tags) == 100
+    assert len(steps.shared) == 3  # two unused, not yet more than twice the used plus 64
+    for n in range(100, 300):
+        cache.remember(steps, _two_octet_key(n), _step(1), (n, n, (7, 8), (n,)))
+    steps.forget([_two_octet_key(n) for n in range(1, 300)])
+    assert list(steps.shared.values()) == [steps.tags[_two_octet_key(0)]] == [(0, 0, (7, 8), (0,))]
+
+
 def test_a_snapshot_with_new_counter_values_keeps_the_steps() -> None:
     cache, fabric, view = WalkCache(10), _Snapshot(), object()
     steps = cache.steps_for(_target(fabric), view, (0,))
