@@ -82,10 +82,12 @@ def test_equal_tags_are_kept_as_one_and_forgotten_with_their_steps() -> None:
     assert steps is not None
     # Tags as the MIB builds them: a new tuple for every step, equal within a row.
     for n in range(300):
-        cache.remember(steps, _two_octet_key(n), _step(1), (n // 100, n // 100, (7, 8), (n // 100,)))
+        row = n // 100
+        cache.remember(steps, _two_octet_key(n), _step(1), (row, row, (7, 8), (row,)))
     assert len(steps.shared) == 3
-    assert steps.tags[_two_octet_key(0)] is steps.tags[_two_octet_key(99)] and steps.tags[_two_octet_key(0)] == (0, 0, (7, 8), (0,))
-    assert steps.tags[_two_octet_key(0)] is not steps.tags[_two_octet_key(100)]
+    first = steps.tags[_two_octet_key(0)]
+    assert first is steps.tags[_two_octet_key(99)] and first == (0, 0, (7, 8), (0,))
+    assert first is not steps.tags[_two_octet_key(100)]
     # Steps forgotten take their tags with them once unused ones outnumber the rest.
     steps.forget([_two_octet_key(n) for n in range(100, 300)])
     assert set(steps) == {_two_octet_key(n) for n in range(100)} and len(steps.tags) == 100
