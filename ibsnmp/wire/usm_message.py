@@ -269,17 +269,37 @@ class ReportWriter:
         if key != self._usm_key:
             self._usm_key, self._usm = key, self._security_parameters(*key)
         usm = self._usm
-        header = (integer_element(INTEGER, request.message_id)
-                  + self._header_tails[signer is not None])
+        # The message in one join, its lengths summed here: a Report's integers
+        # as pyasn1 writes them (msgID and the count are never negative), every
+        # length but the scoped PDU's and the message's under 128 octets (the
+        # counters' OIDs are short; a discovery Report echoes the request's
+        # context names, of any length).
+        message_id = request.message_id
+        id_octets = message_id.to_bytes(message_id.bit_length() // 8 + 1, "big")
+        header_tail = self._header_tails[signer is not None]
         names = self._default_context if context is None else (
             encode_element(OCTET_STRING, context[0]) + encode_element(OCTET_STRING, context[1]))
-        scoped = encode_element(SEQUENCE, names + self.pdu(request_id, counter, count))
-        message = encode_element(SEQUENCE, b"".join((
-            _VERSION, bytes((SEQUENCE, len(header))), header, usm, scoped)))
+        request_id_octets = request_id.to_bytes(request_id.bit_length() // 8 + 1, "big",
+                                                signed=True)
+        count_octets = count.to_bytes(count.bit_length() // 8 + 1, "big")
+        varbind = len(counter) + 2 + len(count_octets)
+        pdu = 2 + len(request_id_octets) + len(_NO_ERROR) + 4 + varbind
+        scoped = len(names) + 2 + pdu
+        scoped_length = _LENGTH[scoped]
+        header = 2 + len(id_octets) + len(header_tail)
+        message = b"".join((
+            _SEQUENCE, _LENGTH[_VERSION_OCTETS + 2 + header + len(usm) + 1 + len(scoped_length)
+                               + scoped],
+            _VERSION, bytes((SEQUENCE, header, INTEGER, len(id_octets))), id_octets, header_tail,
+            usm, _SEQUENCE, scoped_length, names,
+            bytes((REPORT, pdu, INTEGER, len(request_id_octets))), request_id_octets, _NO_ERROR,
+            bytes((SEQUENCE, varbind + 2, SEQUENCE, varbind)), counter,
+            bytes((COUNTER32, len(count_octets))), count_octets))
         if signer is None:
             return message
         # The MAC lies before the empty privacy parameters and the scoped PDU.
-        mac_at = len(message) - len(scoped) - len(_EMPTY_OCTETS) - mac_length
+        mac_at = (len(message) - 1 - len(scoped_length) - scoped - len(_EMPTY_OCTETS)
+                  - mac_length)
         return message[:mac_at] + signer.digest(message) + message[mac_at + mac_length:]
 
     @staticmethod
