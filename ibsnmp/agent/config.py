@@ -65,9 +65,15 @@ DEFAULT_WALK_CACHE = 262_144
 # above what one manager gets answered at all (a tight GET loop: ~2,700/s, measured),
 # so no manager notices it; it stops many sources from adding up past that.
 DEFAULT_REQUESTS_PER_SECOND = 5_000.0
+# SNMPv3 Reports to requests USM refuses (no credentials needed to ask for one),
+# per source address and in all: a manager needs one per session (discovery, a
+# time-window resynchronization), a flood gets its refusals counted and no
+# answer beyond these, as a host rate-limits its ICMP errors.
+DEFAULT_REPORTS_PER_SECOND_PER_SOURCE = 100.0
+DEFAULT_REPORTS_PER_SECOND = 1_000.0
 LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "requests_per_second_per_source",
-              "requests_per_second", "fast_path", "walk_cache", "max_result_rows_per_request",
-              "max_result_rows")
+              "requests_per_second", "reports_per_second_per_source", "reports_per_second",
+              "fast_path", "walk_cache", "max_result_rows_per_request", "max_result_rows")
 TRAPS_KEYS = ("if_mib",)
 AGENTX_KEYS = ("socket", "ping_interval")
 DEFAULT_AGENTX_PING_INTERVAL = 15.0  # seconds between pings: a master gone silent is noticed
@@ -111,7 +117,9 @@ class Limits:
     answer (0: as many as the message holds), `getbulk_fill_ms` the time
     its repetitions may take (0: no limit); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate, `requests_per_second`
-    (0: no limit) those of all sources together. `fast_path` answers
+    (0: no limit) those of all sources together; `reports_per_second_per_source`
+    and `reports_per_second` (0: no limit) do the same for the SNMPv3 Reports
+    to requests USM refuses (counted all the same). `fast_path` answers
     reads without pysnmp's per-varbind cost (agent.fast_reads; off: pysnmp's
     command responders answer them, agent.handover);
     `walk_cache` is how many walk steps it keeps encoded (0: none).
@@ -125,6 +133,8 @@ class Limits:
     getbulk_fill_ms: float = DEFAULT_GETBULK_FILL_MS
     requests_per_second_per_source: float | None = None
     requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND
+    reports_per_second_per_source: float = DEFAULT_REPORTS_PER_SECOND_PER_SOURCE
+    reports_per_second: float = DEFAULT_REPORTS_PER_SECOND
     fast_path: bool = True
     walk_cache: int = DEFAULT_WALK_CACHE
     max_result_rows_per_request: int = DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
@@ -468,6 +478,11 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
                        minimum=0.001, default=None)
     aggregate = _number(value, "requests_per_second", "limits", fail, integral=False,
                         minimum=0, default=DEFAULT_REQUESTS_PER_SECOND)
+    reports_per_source = _number(value, "reports_per_second_per_source", "limits", fail,
+                                 integral=False, minimum=0,
+                                 default=DEFAULT_REPORTS_PER_SECOND_PER_SOURCE)
+    reports = _number(value, "reports_per_second", "limits", fail, integral=False, minimum=0,
+                      default=DEFAULT_REPORTS_PER_SECOND)
     fast_path = boolean(value.get("fast_path", True), "limits.fast_path", fail)
     walk_cache = _number(value, "walk_cache", "limits", fail, integral=True, minimum=0,
                          default=DEFAULT_WALK_CACHE)
@@ -477,7 +492,8 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
                           default=DEFAULT_MAX_RESULT_ROWS)
     return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk, getbulk_fill_ms=fill_ms,
                   requests_per_second_per_source=rate,
-                  requests_per_second=aggregate, fast_path=fast_path, walk_cache=walk_cache,
+                  requests_per_second=aggregate, reports_per_second_per_source=reports_per_source,
+                  reports_per_second=reports, fast_path=fast_path, walk_cache=walk_cache,
                   max_result_rows_per_request=per_request, max_result_rows=result_rows)
 
 

@@ -281,6 +281,12 @@ class AgentEngine:
         self.fast_v3.replace_users(settings.users)
         self.fast_v3.max_varbinds = settings.limits.max_varbinds
         self.fast_v3.answer_reads = settings.limits.fast_path
+        if (settings.limits.reports_per_second_per_source,
+                settings.limits.reports_per_second) != (
+                self.settings.limits.reports_per_second_per_source,
+                self.settings.limits.reports_per_second):
+            self.fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
+                                           settings.limits.reports_per_second)
         dispatcher = self.engine.message_dispatcher
         if dispatcher.fast_reads is not None:
             dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
@@ -322,6 +328,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
                      directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds,
                      handover=handover)
     fast_v3.answer_reads = settings.limits.fast_path
+    fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
+                              settings.limits.reports_per_second)
     assert dispatcher.prefilter is not None
     dispatcher.prefilter.v3_handler = fast_v3.handle
     responders = (

@@ -11,7 +11,13 @@ project's USM (ibsnmp.wire.usm_inbound.process):
   the time window with an authNoPriv Report signed with the user's key
   (the manager resynchronizes from it); a decryption error too; invalid
   flags, an unknown security model and a ciphertext that decrypts to no
-  ScopedPDU are counted and dropped;
+  ScopedPDU are counted and dropped. Reports beyond `[limits]
+  reports_per_second_per_source` to one source address, or
+  `reports_per_second` to all, are withheld (the refusal still counted),
+  logged once per burst: a manager needs a Report or two per session,
+  and what a flood of refusals costs is then mostly what reading it does
+  (the authorizationError to a request without credentials below counts
+  against the same limits);
 - an authenticated Response, Report or Trap is dropped, counted in
   snmpInvalidMsgs when it carries the reportable flag (RFC 3412 6.4), in
   snmpUnknownPDUHandlers when not;
@@ -37,18 +43,19 @@ are read from pysnmp's engine: there is one clock, not two.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pyasn1.error import PyAsn1Error
 from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
-from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM, USM, V2C, V3, V3Message,
-                                Varbind)
+from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM,
+                                NO_AUTH_NO_PRIV, USM, V2C, V3, V3Message, Varbind)
 from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
                                      localize_users, process)
@@ -57,8 +64,11 @@ from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
 from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP,
                              Counter, PendingCounts)
-from .prefilter import IN_REQUEST, REQUESTS, Verdict
+from .prefilter import BURST_GAP_S, IN_REQUEST, REQUESTS, Verdict, source_address
+from .ratelimit import RequestLimits
 from .views import View
+
+log = logging.getLogger(__name__)
 
 FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 READS = frozenset({GET, GET_NEXT, GET_BULK})
@@ -168,6 +178,21 @@ class FastV3:
         self.replace_users(users)
         self._respond = respond
         self._is_known_context = is_known_context
+        self.report_limits: RequestLimits | None = None  # set_report_limits
+        self._clock = time.monotonic
+        self._last_withheld = float("-inf")
+
+    def set_report_limits(self, per_source: float | None, aggregate: float | None, *,
+                          clock: Callable[[], float] = time.monotonic) -> None:
+        """Reports to refused requests per second per source address and in all
+        (None or 0: no limit), from now on (the buckets start full)."""
+        limits = RequestLimits(per_source or None, aggregate or None, clock=clock)
+        self.report_limits = limits if limits else None
+        self._clock = clock
+
+    @property
+    def reports_withheld(self) -> int:
+        return self.report_limits.dropped if self.report_limits is not None else 0
 
     def replace_users(self, users: Iterable[UserEntry]) -> None:
         """A reload's users from now on (keys localized here, once)."""
@@ -175,12 +200,13 @@ class FastV3:
         self._pdu_limits = {}  # kept by user name: a name may now have other protocols
 
     def handle(self, message: V3Message, datagram: bytes,
-               varbinds: tuple[Varbind, ...] | None = None) -> Verdict:
+               varbinds: tuple[Varbind, ...] | None = None, sender: Any = None) -> Verdict:
         """What happens to `message` (see the module doc).
-        `varbinds`: the plaintext PDU's, as the strict reader has read them."""
+        `varbinds`: the plaintext PDU's, as the strict reader has read them;
+        `sender`: the transport address it came from (the Report limits' key)."""
         accepted = process(message, datagram, self.engine_id, self.users, self.clock)
         if isinstance(accepted, Refused):
-            return self._refuse(accepted)
+            return self._refuse(accepted, sender)
         scoped = accepted.scoped
         pdu = scoped.pdu
         if varbinds is None or scoped.octets is not datagram:
@@ -197,7 +223,7 @@ class FastV3:
                 return Verdict((SILENT_DROP,), None)
             return self._too_big(accepted)
         if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
-            return self._unauthorized(accepted, scoped.octets)
+            return self._unauthorized(accepted, scoped.octets, sender)
         # Counted before reading: a GET of snmpInGetRequests sees itself.
         for counted in IN_REQUEST.get(pdu.tag, ()):
             self._counts.count(counted)
@@ -261,11 +287,13 @@ class FastV3:
             return None, {SILENT_DROP: 1}  # the responders size their answers: not expected
         return sealed, handed.counts
 
-    def _refuse(self, refused: Refused) -> Verdict:
+    def _refuse(self, refused: Refused, sender: Any) -> Verdict:
         counts, refusal = self._counts, refused.refusal
         counter = refusal.counter
         counts.count(counter)
         if not (refused.report and refusal.reported):
+            return Verdict((), None)
+        if not self._may_answer_refusal(sender):
             return Verdict((), None)
         counts.count(OUT_PKTS)
         boots, now = self.clock.boots(), self.clock.time()
@@ -276,6 +304,23 @@ class FastV3:
         return Verdict((), self.reports.write(refused.request, boots, now, refused.context,
                                              refused.request_id, oid, count, signer))
 
+    def _may_answer_refusal(self, sender: Any) -> bool:
+        """Whether the Report limits leave room for one more answer to `sender`
+        (logged, once per burst, when they do not)."""
+        limits = self.report_limits
+        if limits is None or limits.allow(source_address(sender) if sender is not None else ""):
+            return True
+        now = self._clock()
+        if now - self._last_withheld > BURST_GAP_S:
+            log.warning("withholding SNMPv3 Reports (and authorizationErrors to requests "
+                        "without credentials) beyond %s to %s (and maybe other sources); %d "
+                        "withheld since start, every request counted",
+                        limits.describe(),
+                        source_address(sender) if sender is not None else "?",
+                        limits.dropped)
+        self._last_withheld = now
+        return False
+
     def _too_big(self, accepted: Accepted) -> Verdict:
         """More varbinds than [limits] max_varbinds: tooBig with no varbinds
         (RFC 3416 4.2.1), sealed at the request's level."""
@@ -285,13 +330,17 @@ class FastV3:
         return Verdict((OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG)
                        + counted, sealed)
 
-    def _unauthorized(self, accepted: Accepted, octets: bytes) -> Verdict:
+    def _unauthorized(self, accepted: Accepted, octets: bytes, sender: Any) -> Verdict:
         """VACM has no access entry below the user's level: authorizationError,
-        error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1)."""
+        error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1).
+        To a request without credentials (a user's name alone), within the
+        Report limits: it is as cheap to ask for as a Report."""
         pdu = accepted.scoped.pdu
+        counted = IN_REQUEST.get(pdu.tag, ())
+        if accepted.level == NO_AUTH_NO_PRIV and not self._may_answer_refusal(sender):
+            return Verdict(counted)
         sealed = self.sealer.seal_response(accepted, AUTHORIZATION_ERROR, 0,
                                            octets[pdu.varbinds[0]:pdu.varbinds[1]])
-        counted = IN_REQUEST.get(pdu.tag, ())
         return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + counted, sealed)
 
     def max_pdu_octets(self, accepted: Accepted) -> int:

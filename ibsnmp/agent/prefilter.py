@@ -130,9 +130,9 @@ class Verdict(NamedTuple):
     handing: Handing | None = None
 
 
-# An SNMPv3 message past these checks, and its plaintext varbinds as read (None when
-# encrypted) -> what agent.fast_v3 does with it.
-V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None"], Verdict]
+# An SNMPv3 message past these checks, its plaintext varbinds as read (None when
+# encrypted) and the transport address it came from -> what agent.fast_v3 does with it.
+V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None", Any], Verdict]
 
 
 def is_notification_domain(domain: Sequence[int]) -> bool:
@@ -185,7 +185,7 @@ class Prefilter:
             if isinstance(header, CommunityMessage):
                 return self._check_community(header, notification, address, data)
             if isinstance(header, V3Message):
-                return self._check_v3(header, notification, data)
+                return self._check_v3(header, notification, data, address)
         except HeaderError:
             return Verdict((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
@@ -257,7 +257,8 @@ class Prefilter:
             return self._communities[base], node
         return None
 
-    def _check_v3(self, message: V3Message, notification: bool, data: bytes) -> Verdict | None:
+    def _check_v3(self, message: V3Message, notification: bool, data: bytes,
+                  address: Any) -> Verdict | None:
         pdu = message.pdu
         if notification:
             if message.flags & FLAG_REPORTABLE or pdu is not None and pdu.tag not in ANSWERS:
@@ -273,7 +274,7 @@ class Prefilter:
             varbinds = pdu.read_varbinds(data, self._max_varbinds)
         if self.v3_handler is None:
             return Verdict((NO_HANDLER,))  # no USM yet (the engine sets it)
-        return self.v3_handler(message, data, varbinds)
+        return self.v3_handler(message, data, varbinds, address)
 
     def _log_rate_limited(self, address: Any) -> None:
         now = self._clock()

@@ -4,7 +4,7 @@ Unit tests on a fake clock, the configuration, and a running agent fed
 from many loopback source addresses (each client socket bound to its own
 127.x.y.z): the aggregate cap stops what a rotation of sources gets past
 the per-source limit, and Reports to SNMPv3 requests are limited like
-every other answer.
+every other answer, and on their own (`reports_per_second_per_source`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ import time
 from collections.abc import Iterator, Sequence
 
 import pytest
-from tests.support.e2e import ibsnmp_agent
+from tests.support.e2e import READ_CONFIG, V3_AUTH_PRIV, ibsnmp_agent, net_snmp
 from tests.e2e.test_v3_reports import LoggedAgent
 from tests.support.wire import community_request, split_address
 from tests.support.wire_v3 import v3_message
 
 from ibsnmp.agent import ConfigError
-from ibsnmp.agent.config import DEFAULT_REQUESTS_PER_SECOND, Limits, parse_config
+from ibsnmp.agent.config import (DEFAULT_REPORTS_PER_SECOND,
+                                 DEFAULT_REPORTS_PER_SECOND_PER_SOURCE,
+                                 DEFAULT_REQUESTS_PER_SECOND, Limits, parse_config)
 from ibsnmp.agent.ratelimit import AggregateRateLimiter, RequestLimits
+from ibsnmp.wire.header import REPORT, V3Message, read_header
 
 SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
 
@@ -81,6 +84,18 @@ def test_the_aggregate_limit_is_on_by_default_and_0_turns_it_off() -> None:
                                       "requests_per_second_per_source": 20}})
     assert (config.limits.requests_per_second, config.limits.requests_per_second_per_source) \
         == (250.0, 20.0)
+
+
+def test_reports_are_limited_by_default_and_0_turns_it_off() -> None:
+    limits = parse_config({}).limits
+    assert (limits.reports_per_second_per_source, limits.reports_per_second) == (
+        DEFAULT_REPORTS_PER_SECOND_PER_SOURCE, DEFAULT_REPORTS_PER_SECOND) == (100.0, 1000.0)
+    limits = parse_config({"limits": {"reports_per_second_per_source": 0,
+                                      "reports_per_second": 2.5}}).limits
+    assert (limits.reports_per_second_per_source, limits.reports_per_second) == (0, 2.5)
+    for key in ("reports_per_second_per_source", "reports_per_second"):
+        with pytest.raises(ConfigError, match=rf"limits\.{key}: must not be negative"):
+            parse_config({"limits": {key: -1}})
 
 
 @pytest.mark.parametrize("value,message", [
@@ -202,20 +217,73 @@ def test_without_the_aggregate_every_rotating_source_is_answered(
     assert answers >= 0.98 * SOURCES * PER_SOURCE_SENT
 
 
-def test_reports_to_one_source_are_rate_limited(uncapped: LoggedAgent) -> None:
-    target = split_address(uncapped.address)
-    discovery = v3_message("get", [], msg_id=1, request_id=1)
+DISCOVERY = v3_message("get", [], msg_id=1, request_id=1)
+
+
+def discovery_flood(agent: LoggedAgent, count: int, rate: float, limit: float) -> None:
+    """`count` discoveries from 127.0.0.1 at `rate`: `limit` Reports a second
+    answer them (a full bucket, then the rate), while another source's
+    discovery is answered meanwhile."""
+    target = split_address(agent.address)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as flooder, \
             socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:
         flooder.bind(("127.0.0.1", 0))
         flooder.setblocking(False)
-        start = send_paced([flooder], target, discovery, 200, 200.0)
+        start = send_paced([flooder], target, DISCOVERY, count, rate)
         reports, last = collect([flooder])
         seconds = last - start
-        print(f"{reports} Reports of 200 requests over {seconds:.2f} s")
-        assert PER_SOURCE <= reports <= PER_SOURCE + PER_SOURCE * seconds + 1, (reports, seconds)
+        print(f"{reports} Reports of {count} discoveries over {seconds:.2f} s")
+        assert limit <= reports <= limit + limit * seconds + 1, (reports, seconds)
         other.bind(("127.0.0.2", 0))
         other.settimeout(5.0)
-        other.sendto(discovery, target)
-        assert other.recv(65535), "another source's discovery is answered meanwhile"
+        other.sendto(DISCOVERY, target)
+        answer = read_header(other.recv(65535))
+        assert isinstance(answer, V3Message) and answer.pdu is not None \
+            and answer.pdu.tag == REPORT, "another source's discovery is answered meanwhile"
+
+
+def test_reports_to_one_source_are_rate_limited(uncapped: LoggedAgent) -> None:
+    discovery_flood(uncapped, 200, 200.0, PER_SOURCE)
     assert "dropping requests beyond 20 per second per source from 127.0.0.1" in uncapped.log
+
+
+REPORT_LIMIT = 10
+UNKNOWN_ENGINE_IDS = "1.3.6.1.6.3.15.1.1.4.0"  # usmStatsUnknownEngineIDs.0
+
+
+@pytest.fixture(scope="module")
+def report_limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedAgent]:
+    """Requests unlimited, Reports to refused SNMPv3 requests 10 per second per source."""
+    config = tmp_path_factory.mktemp("reports") / "agent.toml"
+    config.write_text(READ_CONFIG + f"""
+[limits]
+requests_per_second = 0
+reports_per_second_per_source = {REPORT_LIMIT}
+reports_per_second = 0
+""")
+    with ibsnmp_agent("--config", str(config), fabric="single") as agent:
+        yield LoggedAgent(agent)
+
+
+def unknown_engine_ids(agent: LoggedAgent) -> int:
+    result = net_snmp("snmpget", "-v2c", "-c", "public", "-On", "-Oqv", agent.address,
+                      UNKNOWN_ENGINE_IDS)
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout)
+
+
+def test_reports_to_refused_v3_requests_are_limited_per_source(
+        report_limited: LoggedAgent) -> None:
+    """Every discovery is counted; Reports beyond the limit are withheld from
+    the flooding source only, and a manager on its address (net-snmp's
+    snmpget) discovers the engine and reads once its bucket refills."""
+    before = unknown_engine_ids(report_limited)
+    discovery_flood(report_limited, 200, 400.0, REPORT_LIMIT)
+    assert unknown_engine_ids(report_limited) - before == 201  # each refusal counted
+    assert len(re.findall(r"withholding SNMPv3 Reports .* beyond 10 per second per source to "
+                          r"127\.0\.0\.1", report_limited.log)) == 1, report_limited.log
+    time.sleep(1.0)  # the flooder's bucket refills: a manager on its address is served
+    result = net_snmp("snmpget", *V3_AUTH_PRIV, "-r", "0", "-t", "5", "-On",
+                      report_limited.address, "1.3.6.1.2.1.1.5.0")
+    assert result.returncode == 0 and "1.3.6.1.2.1.1.5.0 = STRING:" in result.stdout, (
+        result.stdout, result.stderr)

@@ -121,15 +121,15 @@ def test_notification_sockets_take_only_answers() -> None:
     assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice", flags=0)) == Verdict((NO_HANDLER,))
     # On a listening socket SNMPv3 goes to the project's USM (agent.fast_v3).
     listening = prefilter()
-    handled: list[bytes | None] = []
+    handled: list[tuple[bytes | None, Any]] = []
 
-    def usm(message: Any, data: bytes, varbinds: Any) -> Verdict:
-        handled.append(message.user_name)
+    def usm(message: Any, data: bytes, varbinds: Any, sender: Any) -> Verdict:
+        handled.append((message.user_name, sender))
         return Verdict(())
 
     listening.v3_handler = usm
     assert listening.check(LISTEN, LOCAL, v3_plaintext_get(b"alice")) == Verdict(())
-    assert handled == [b"alice"]
+    assert handled == [(b"alice", LOCAL)]  # the sender: the key of the Report limits
 
 
 def test_over_the_varbind_limit() -> None:

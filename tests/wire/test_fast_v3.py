@@ -27,7 +27,7 @@ from ibsnmp.wire.request import (
 )
 from ibsnmp.wire.usm_inbound import TIME_WINDOW, Accepted, accept, localize_users
 from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
-                                     encode_scoped_pdu)
+                                     encode_scoped_pdu, encode_v3)
 from ibsnmp.wire.usm_inbound import seal_message
 
 SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
@@ -345,3 +345,81 @@ def test_over_the_varbind_limit_an_authenticated_request_gets_too_big(
         pdu = sent.scoped.pdu
         assert pdu.tag == RESPONSE and pdu.request_id == 0x55 and pdu.fields == (1, 0)
         assert pdu.varbinds[0] == pdu.varbinds[1]  # tooBig: no varbinds (RFC 3416 4.2.1)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reports_beyond_the_limits_are_withheld_and_the_refusals_counted(
+        built: Any, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
+    counts = PendingCounts(built.engine.get_mib_builder())
+    fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
+    clock = FakeClock()
+    fast.set_report_limits(3, 5, clock=clock)
+    foreign = request(fast, "reader", engine_id=bytes.fromhex("8000000001020304"))
+    message = read_header(foreign)
+    assert isinstance(message, V3Message)
+    unknown_engine_ids = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownEngineIDs")
+
+    def refuse(sender: tuple[str, int]) -> bytes | None:
+        counts.begin_message()
+        verdict = fast.handle(message, foreign, None, sender)
+        counts.end_message(verdict.counters)
+        return verdict.reply
+
+    before = counts.value(unknown_engine_ids)
+    # One source: three Reports (a second's worth), then none; every refusal counted.
+    first = [refuse(("192.0.2.1", port)) for port in range(1000, 1006)]
+    assert [reply is not None for reply in first] == [True] * 3 + [False] * 3
+    assert counts.value(unknown_engine_ids) - before == 6
+    assert fast.reports_withheld == 3
+    # Another source has a bucket of its own, until all sources' five are taken.
+    second = [refuse(("192.0.2.2", 161)) for _ in range(3)]
+    assert [reply is not None for reply in second] == [True, True, False]
+    # The buckets fill again with time.
+    clock.now += 1.0
+    assert refuse(("192.0.2.1", 1000)) is not None
+    withheld = [record.getMessage() for record in caplog.records
+                if "withholding SNMPv3 Reports" in record.getMessage()]
+    assert len(withheld) == 1 and "3 per second per source and 5 per second in all" in withheld[0]
+    # 0 turns both limits off.
+    fast.set_report_limits(0, 0, clock=clock)
+    assert all(refuse(("192.0.2.1", 1000)) is not None for _ in range(20))
+
+
+def test_authorization_errors_to_requests_without_credentials_share_the_report_limits(
+        built: Any, recorder: Recorder) -> None:
+    """A user's name alone, noAuthNoPriv, gets VACM's authorizationError: as
+    cheap to ask for as a Report, and limited alike. An authenticated request
+    below the user's level is answered whatever the limits."""
+    counts = PendingCounts(built.engine.get_mib_builder())
+    fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
+                  handover=built.engine.message_dispatcher.handover)
+    fast.set_report_limits(2, None, clock=FakeClock())
+    out = Outgoing(message_id=9, max_size=65507, flags=FLAG_REPORTABLE, engine_id=fast.engine_id,
+                   boots=0, engine_time=0, user=b"reader", mac_length=0, priv_params=b"")
+    name_alone = encode_v3(out, encode_scoped_pdu(fast.engine_id, b"", get_pdu()))[0]
+    in_gets = ("__SNMPv2-MIB", "snmpInGetRequests")
+    before = counts.value(in_gets)
+    replies = []
+    for _ in range(4):
+        counts.begin_message()
+        verdict = fast.handle(read_header(name_alone), name_alone, None,  # type: ignore[arg-type]
+                              ("192.0.2.7", 5000))
+        counts.end_message(verdict.counters)
+        replies.append(verdict.reply)
+    assert [reply is not None for reply in replies] == [True, True, False, False]
+    assert counts.value(in_gets) - before == 4  # every request counted
+    sent = read_header(replies[0])  # type: ignore[arg-type]
+    assert isinstance(sent, V3Message) and sent.pdu is not None
+    assert (sent.flags, sent.pdu.tag, sent.pdu.fields) == (0, RESPONSE, (16, 0))
+    authenticated = request(fast, "reader", level=2)
+    verdict = fast.handle(read_header(authenticated), authenticated, None,  # type: ignore[arg-type]
+                          ("192.0.2.7", 5000))
+    assert verdict.reply is not None and opened(fast, verdict.reply).scoped.pdu.fields == (16, 0)
