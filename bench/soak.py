@@ -385,7 +385,7 @@ def soak(args: argparse.Namespace, agent: Proc, port: int, guid: str, src_lid: i
     print(f"soak: agent pid {agent.pid} on {address}, {args.minutes:g} min, fuzz "
           f"{args.fuzz_rate:g}/s, node context {FLAPPING_SWITCH} public@{guid}"
           + (f", without {' '.join(args.without)}" if args.without else ""), flush=True)
-    print(" min   RSS MB  walks  gets  sets  traps  fuzz sent  load"
+    print(" min   RSS MB  walks  gets  sets  traps  fuzz sent  lost  load"
           + (HEAP_HEADER if heap_samples else ""), flush=True)
     for minute in range(int(args.minutes) + 1):
         if minute:
@@ -402,8 +402,9 @@ def soak(args: argparse.Namespace, agent: Proc, port: int, guid: str, src_lid: i
             if figures:
                 heap.append((minute, *figures))
         print(f"{minute:4d} {rss:8.1f} {walks:6d} {load.gets_ok:5d} {load.sets_ok:5d} "
-              f"{len(receiver.received()):6d} {sender.figures.sent:10,d}  "
-              f"{os.getloadavg()[0]:4.2f}" + heap_columns, flush=True)
+              f"{len(receiver.received()):6d} {sender.figures.sent:10,d} "
+              f"{sender.figures.markers_lost:5d}  {os.getloadavg()[0]:4.2f}" + heap_columns,
+              flush=True)
     load.stop.set()
     for thread in threads:
         thread.join(TOOL_TIMEOUT_S)

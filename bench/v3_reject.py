@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/v3_reject.py                  # ~3 minutes on 2 cores
     .venv/bin/python bench/v3_reject.py --rate 1500 --seconds 5 --rounds 4
+    .venv/bin/python bench/v3_reject.py --unlimited-reports   # every refusal reported
     PYTHONPATH=<tree of another commit> .venv/bin/python bench/v3_reject.py  # that tree's agent
 
 One agent (127.0.0.1, a free port, two SNMPv3 users) and, in the same run,
@@ -29,6 +30,12 @@ needs a captured request):
   boot (usmStatsNotInTimeWindows Report, signed: what a replay costs);
 - v3-known-user-no-auth: noAuthNoPriv GET naming the user (VACM's
   authorizationError, unauthenticated).
+
+The agent runs with the default `[limits]`: Reports to refused requests
+beyond 100 per second to one source are withheld (the refusals counted),
+so at the default rate nine refusals in ten are counted and dropped.
+`--unlimited-reports` turns that limit off: every refusal is answered
+with its Report, what each costs when it is sent.
 
 Per kind, over its phases: the agent's CPU (its CPU clock,
 common.cpu_seconds) per datagram it counted in snmpInPkts, less the round's
@@ -96,6 +103,11 @@ auth = "MD5"
 auth_key = "{DES_AUTH_KEY}"
 priv = "DES"
 priv_key = "legacy-priv-key"
+"""
+UNLIMITED_REPORTS = """
+[limits]
+reports_per_second_per_source = 0
+reports_per_second = 0
 """
 FOREIGN_ENGINE_ID = bytes.fromhex("80000000010203040506")
 V2C = "v2c-wrong-community"
@@ -248,11 +260,13 @@ def main() -> int:
                         help="length of each phase (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="phases of each kind, interleaved (default %(default)s)")
+    parser.add_argument("--unlimited-reports", action="store_true",
+                        help="no limit on Reports (default: the agent's default limits)")
     args = parser.parse_args()
     phases: dict[str, list[tuple[PhaseResult, float]]] = {}  # and the CPU less the GETs'
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-v3-reject-") as tmp:
         config = Path(tmp) / "ibsnmp.toml"
-        config.write_text(CONFIG)
+        config.write_text(CONFIG + (UNLIMITED_REPORTS if args.unlimited_reports else ""))
         proc, port, _ = start_ibsnmp(procs, FABRIC, extra=["--config", str(config)])
         wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
         kinds = packets(discover(port))
@@ -283,8 +297,10 @@ def main() -> int:
             around = (_per_packet(before) + _per_packet(after)) / 2
             ratios.append(_per_packet(run) / max(around, 1e-9))
         per_round[name] = statistics.median(ratios)
+    reports = ("every refusal reported" if args.unlimited_reports
+               else "Reports limited as by default: 100 per second per source")
     print(f"\nsummary ({args.rate:g} datagrams/s from one source, {args.rounds} x "
-          f"{args.seconds:g} s per kind)")
+          f"{args.seconds:g} s per kind; {reports})")
     print(f"  {'kind':22} {'counted':>8} {'CPU/packet (us)':>16} {'x v2c':>6} "
           f"{'median x':>9} {'GET median (ms)':>16} {'GET p95 (ms)':>13} {'GETs lost':>10}")
     ok = True
