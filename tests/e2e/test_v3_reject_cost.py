@@ -382,6 +382,27 @@ def test_a_reload_moves_the_users_and_keeps_the_shortcut(built: Any) -> None:
         built.replace_principals(settings)
 
 
+def test_a_reload_applies_new_report_limits_and_keeps_unchanged_ones(built: Any) -> None:
+    import dataclasses
+
+    settings = built.settings
+    kept = built.fast_v3.report_limits
+    assert kept is not None and kept.per_source is not None and kept.per_source.rate == 100
+    built.replace_principals(dataclasses.replace(settings))  # the same limits: same buckets
+    assert built.fast_v3.report_limits is kept
+    tighter = dataclasses.replace(settings.limits, reports_per_second_per_source=7,
+                                  reports_per_second=0)
+    built.replace_principals(dataclasses.replace(settings, limits=tighter))
+    try:
+        limits = built.fast_v3.report_limits
+        assert limits is not None and limits.per_source is not None
+        assert (limits.per_source.rate, limits.aggregate) == (7, None)
+    finally:
+        built.replace_principals(settings)
+    assert built.fast_v3.report_limits.describe() == (
+        "100 per second per source and 1000 per second in all")
+
+
 def test_the_time_window_report_is_signed_with_the_users_key(built: Any) -> None:
     own = engine_id(built)
     stale = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY,
