@@ -119,7 +119,8 @@ class Limits:
     limit) drops a source's requests beyond that rate, `requests_per_second`
     (0: no limit) those of all sources together; `reports_per_second_per_source`
     and `reports_per_second` (0: no limit) do the same for the SNMPv3 Reports
-    to requests USM refuses (counted all the same). `fast_path` answers
+    to requests USM refuses and the authorizationErrors to requests without
+    credentials (the requests counted all the same). `fast_path` answers
     reads without pysnmp's per-varbind cost (agent.fast_reads; off: pysnmp's
     command responders answer them, agent.handover);
     `walk_cache` is how many walk steps it keeps encoded (0: none).
