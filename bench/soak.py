@@ -319,6 +319,8 @@ def main() -> int:
                         choices=("fabric-walker", "node-walker", "gets", "contact-sets",
                                  "path-sets", "fuzz"),
                         help="leave these loads out (to find which one a defect needs)")
+    parser.add_argument("--walk-cache", type=int, metavar="STEPS",
+                        help="[limits] walk_cache for the agent (default: the agent's)")
     parser.add_argument("--heap", action="store_true",
                         help="sample the agent's Python heap and allocators beside its RSS")
     parser.add_argument("--heap-samples", type=Path, metavar="FILE",
@@ -336,7 +338,8 @@ def main() -> int:
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-soak-") as tmp:
         work = Path(tmp)
         config, scenario_file = work / "agent.toml", work / "soak.toml"
-        config.write_text(AGENT_CONFIG)
+        config.write_text(AGENT_CONFIG if args.walk_cache is None else AGENT_CONFIG.replace(
+            "[limits]\n", f"[limits]\nwalk_cache = {args.walk_cache}\n", 1))
         config.chmod(0o600)
         scenario_file.write_text(scenario(args.minutes))
         receiver = TrapReceiver(work / "trapd").start()
