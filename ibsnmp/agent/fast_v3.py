@@ -64,7 +64,7 @@ from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
 from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP,
                              Counter, PendingCounts)
-from .prefilter import BURST_GAP_S, IN_REQUEST, REQUESTS, Verdict, source_address
+from .prefilter import IN_REQUEST, REQUESTS, Verdict, source_address
 from .ratelimit import RequestLimits
 from .views import View
 
@@ -179,8 +179,6 @@ class FastV3:
         self._respond = respond
         self._is_known_context = is_known_context
         self.report_limits: RequestLimits | None = None  # set_report_limits
-        self._clock = time.monotonic
-        self._last_withheld = float("-inf")
 
     def set_report_limits(self, per_source: float | None, aggregate: float | None, *,
                           clock: Callable[[], float] = time.monotonic) -> None:
@@ -188,7 +186,6 @@ class FastV3:
         (None or 0: no limit), from now on (the buckets start full)."""
         limits = RequestLimits(per_source or None, aggregate or None, clock=clock)
         self.report_limits = limits if limits else None
-        self._clock = clock
 
     @property
     def reports_withheld(self) -> int:
@@ -308,17 +305,16 @@ class FastV3:
         """Whether the Report limits leave room for one more answer to `sender`
         (logged, once per burst, when they do not)."""
         limits = self.report_limits
-        if limits is None or limits.allow(source_address(sender) if sender is not None else ""):
+        if limits is None:
             return True
-        now = self._clock()
-        if now - self._last_withheld > BURST_GAP_S:
+        source = source_address(sender) if sender is not None else ""
+        if limits.allow(source):
+            return True
+        if limits.starts_burst():
             log.warning("withholding SNMPv3 Reports (and authorizationErrors to requests "
                         "without credentials) beyond %s to %s (and maybe other sources); %d "
                         "withheld since start, every request counted",
-                        limits.describe(),
-                        source_address(sender) if sender is not None else "?",
-                        limits.dropped)
-        self._last_withheld = now
+                        limits.describe(), source or "?", limits.dropped)
         return False
 
     def _too_big(self, accepted: Accepted) -> Verdict:

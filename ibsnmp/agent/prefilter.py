@@ -100,7 +100,6 @@ IN_REQUEST: dict[int, tuple[Counter, ...]] = {
 REQUESTS = frozenset({GET, GET_NEXT, SET, GET_BULK})
 ANSWERS = frozenset({RESPONSE, REPORT})
 MAX_REPLY_SIZE = 65507  # the largest UDP/IPv4 payload, pysnmp's snmpEngineMaxMessageSize
-BURST_GAP_S = 10.0  # rate-limit drops this far apart are separate bursts (logged again)
 
 
 class PassedRequest(NamedTuple):
@@ -162,8 +161,6 @@ class Prefilter:
         # SNMPv3 messages on the listening sockets, through the project's USM
         # (agent.fast_v3.FastV3.handle): set by the engine.
         self.v3_handler: V3Handler | None = None
-        self._clock = clock
-        self._last_limited = float("-inf")
         # The v1/v2c request last passed, read whole: the fast path reads no octet again.
         self._passed: tuple[bytes, PassedRequest] | None = None
 
@@ -277,13 +274,11 @@ class Prefilter:
         return self.v3_handler(message, data, varbinds, address)
 
     def _log_rate_limited(self, address: Any) -> None:
-        now = self._clock()
-        if now - self._last_limited > BURST_GAP_S:
-            assert self.limiter is not None
+        assert self.limiter is not None
+        if self.limiter.starts_burst():
             log.warning("dropping requests beyond %s from %s (and maybe other "
                         "sources); %d dropped since start", self.limiter.describe(),
                         source_address(address), self.limiter.dropped)
-        self._last_limited = now
 
 
 def _allowed_from(community: Community, address: Any) -> bool:

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 DEFAULT_MAX_SOURCES = 4096
+BURST_GAP_S = 10.0  # drops this far apart are separate bursts (logged again)
 
 
 class SourceRateLimiter:
@@ -89,12 +90,21 @@ class RequestLimits:
     one flooding source cannot use up what the others share.
     """
 
-    __slots__ = ("per_source", "aggregate")
+    __slots__ = ("per_source", "aggregate", "_clock", "_last_drop")
 
     def __init__(self, per_source: float | None, aggregate: float | None, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.per_source = SourceRateLimiter(per_source, clock=clock) if per_source else None
         self.aggregate = AggregateRateLimiter(aggregate, clock=clock) if aggregate else None
+        self._clock = clock
+        self._last_drop = float("-inf")
+
+    def starts_burst(self) -> bool:
+        """After a refusal of `allow`: whether it starts a burst (none in the
+        BURST_GAP_S before it), which its caller logs once."""
+        now = self._clock()
+        starts, self._last_drop = now - self._last_drop > BURST_GAP_S, now
+        return starts
 
     def __bool__(self) -> bool:
         return self.per_source is not None or self.aggregate is not None
