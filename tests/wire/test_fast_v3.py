@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from tests.support.agent_support import LOCAL_GUID, V3_USERS, agent_settings, make_backend
+from tests.support.set_support import FakeClock
 
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
@@ -345,14 +346,6 @@ def test_over_the_varbind_limit_an_authenticated_request_gets_too_big(
         pdu = sent.scoped.pdu
         assert pdu.tag == RESPONSE and pdu.request_id == 0x55 and pdu.fields == (1, 0)
         assert pdu.varbinds[0] == pdu.varbinds[1]  # tooBig: no varbinds (RFC 3416 4.2.1)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_reports_beyond_the_limits_are_withheld_and_the_refusals_counted(
