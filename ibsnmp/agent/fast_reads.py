@@ -146,7 +146,8 @@ class FastReads:
         self._encode_oid = OidEncodings()
         # GETNEXT steps inside the subtrees, kept encoded (and across structural
         # changes that cannot alter them, where the MIB can tell which).
-        self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None))
+        self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None),
+                               version_judge=getattr(mib, "version_change", None))
         self.max_getbulk_varbinds = max_getbulk_varbinds
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp's responders

@@ -23,8 +23,12 @@ the nodes its answer lies between), and a snapshot whose lineage follows
 the one the steps were kept for (fabric.lineage.Lineage.changes_since)
 drops only the steps its change alters (the `judge`,
 InfinibandMib.invalidation): a port that went down loses the answers about
-its node's rows, not the walk of the fabric. A new version, or a lineage
-whose ancestry does not reach the kept one, drops everything.
+its node's rows, not the walk of the fabric. A new version whose change
+the `version_judge` can tell (InfinibandMib.version_change: request
+sessions opened or destroyed alter their own tables) drops the steps that
+consulted what it alters. A new version it cannot tell (a SET of
+configuration), or a lineage whose ancestry does not reach the kept one,
+drops everything.
 
 At most `limit` steps are kept in all; the least recently used contexts go
 first, and a context that alone fills the cache keeps what it has. A limit
@@ -37,6 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ibsnmp.fabric.lineage import Aspect
 from ibsnmp.mib.api import ContextTarget
 
 DEFAULT_LIMIT = 262_144
@@ -93,22 +98,28 @@ class Alteration(Protocol):
 # (node GUID, entity GUIDs, aspects changed, nodes changed or None, the snapshot
 # before, the one after) -> what the change alters in that context.
 Judge = Callable[[int | None, tuple[int, ...], Any, Any, Any, Any], Alteration]
+# (the version kept, the new one) -> what the move alters in every context,
+# or None: anything (mib.virtual.InfinibandMib.version_change).
+VersionJudge = Callable[[Any, Any], Alteration | None]
 
 
 class WalkCache:
     """See the module documentation."""
 
-    def __init__(self, limit: int = DEFAULT_LIMIT, judge: Judge | None = None) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT, judge: Judge | None = None,
+                 version_judge: VersionJudge | None = None) -> None:
         if limit < 0:
             raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
         self.limit = limit
         self._judge = judge
+        self._version_judge = version_judge
         self._contexts: OrderedDict[tuple[Any, ...], Steps] = OrderedDict()
         self._size = 0
         # The snapshot and version every kept step is for (the snapshot held:
         # its lineage's serial stays its own, and a change is judged against it).
         self._current: tuple[Any, Any] | None = None
         self.carried = 0  # structural changes whose unaltered steps were kept
+        self.carried_versions = 0  # the same for new versions
 
     @property
     def size(self) -> int:
@@ -143,34 +154,55 @@ class WalkCache:
 
     def _follow(self, fabric: Any, version: Any) -> None:
         """Move on to `fabric`'s structure at `version`, keeping the steps its
-        change from the kept snapshot cannot alter."""
+        change from the kept snapshot and version cannot alter."""
         current = self._current
         self._current = (fabric, version)
-        changes = None
-        if current is not None and current[1] == version and self._judge is not None:
-            changes = fabric.lineage.changes_since(current[0].lineage.serial)
-        if changes is None:
-            # A new version, or a structure of no known relation: nothing kept holds.
-            self._contexts.clear()
-            self._size = 0
-            return
-        assert current is not None and self._judge is not None  # changes needs both
-        changed, nodes = changes
-        if not changed:
-            return
-        self.carried += 1
+        if current is None:
+            return self._clear()
+        before, kept_version = current
+        versioned = None
+        if kept_version != version:
+            versioned = (self._version_judge(kept_version, version)
+                         if self._version_judge is not None else None)
+            if versioned is None:
+                return self._clear()
+        changed, nodes = Aspect(0), None
+        if before.lineage is not fabric.lineage:
+            changes = (fabric.lineage.changes_since(before.lineage.serial)
+                       if self._judge is not None else None)
+            if changes is None:  # a structure of no known relation: nothing kept holds
+                return self._clear()
+            changed, nodes = changes
+        if changed:
+            self.carried += 1
+        if versioned is not None:
+            self.carried_versions += 1
         for (node, entity, _, _), steps in self._contexts.items():
-            alteration = self._judge(node, entity, changed, nodes, current[0], fabric)
-            if alteration.nothing:
-                continue
-            touched, alters = alteration.touched, alteration.alters
-            altered = [key for key, tag in steps.tags.items()
-                       if (touched[tag[0]] if tag[0] == tag[1] else any(touched[tag[0]:tag[1] + 1]))
-                       and alters(tag)]
-            if len(steps.tags) != len(steps):  # steps kept without a tag: any change may alter them
-                altered.extend(key for key in steps if key not in steps.tags)
-            steps.forget(altered)
-            self._size -= len(altered)
+            if versioned is not None:
+                self._forget_altered(steps, versioned)
+            if changed:
+                assert self._judge is not None  # changes needs it
+                altered = self._judge(node, entity, changed, nodes, before, fabric)
+                self._forget_altered(steps, altered)
+
+    def _forget_altered(self, steps: Steps, alteration: Alteration) -> None:
+        if alteration.nothing:
+            return
+        touched, alters = alteration.touched, alteration.alters
+        # Each distinct tag judged once (steps share them): most contexts
+        # have none the change alters, and their steps are not looked at.
+        hit = {id(tag) for tag in steps.shared.values()
+               if (touched[tag[0]] if tag[0] == tag[1] else any(touched[tag[0]:tag[1] + 1]))
+               and alters(tag)}
+        altered = [key for key, tag in steps.tags.items() if id(tag) in hit] if hit else []
+        if len(steps.tags) != len(steps):  # steps kept without a tag: any change may alter them
+            altered.extend(key for key in steps if key not in steps.tags)
+        steps.forget(altered)
+        self._size -= len(altered)
+
+    def _clear(self) -> None:
+        self._contexts.clear()
+        self._size = 0
 
     def remember(self, steps: Steps, oid: bytes, step: bytes, tag: Any = None) -> None:
         """Keep the varbind `step` as the answer after the OID element `oid`

@@ -106,11 +106,16 @@ class WriterBinding:
     consistency) raising api.SetError, and records the change in `txn`,
     the transaction of the write store the MIB was built with. Nothing may
     change outside `txn`: the SET is all or nothing.
+
+    `stamped`: what it writes is read only through tables whose `stamp`
+    changes with each of its commits (request sessions). Its commits then
+    alter no other answer, and kept answers of other tables stay.
     """
 
     name: str
     objects: frozenset[str]
     plan: Callable[[ContextTarget, Sequence[Any], Any], None]
+    stamped: bool = False
 
 
 @dataclass(frozen=True)

@@ -497,6 +497,10 @@ class _Prepared:
             self._committed()
 
 
+def _no_count() -> None:
+    """A commit whose every change shows in a stamp: `_commits` stays."""
+
+
 class InfinibandMib:
     """Implements api.VirtualMib (and api.WritableMib) over a set of module
     bindings. `store` holds what writers change (see mib.write.WriteStore);
@@ -566,13 +570,37 @@ class InfinibandMib:
             for table in module.tables:
                 if table.stamp is not None and table.stamp not in self._stamps:
                     self._stamps.append(table.stamp)
+        # Per stamp, the handlers of the tables whose rows follow it (version_change).
+        self._stamped_handlers: list[bytes] = []
+        for stamp in self._stamps:
+            handlers_of = bytearray(len(handlers))
+            for spanned, first, last in self._spans:
+                if spanned is not None and spanned.binding.stamp == stamp:
+                    handlers_of[first:last + 1] = b"\x01" * (last + 1 - first)
+            self._stamped_handlers.append(bytes(handlers_of))
 
     def version(self, target: ContextTarget) -> tuple[Any, ...]:
         """What the cells of `target`'s snapshot are valid for, but for the
         timed ones (`next_step`): equal versions, equal cells. It changes
         with every SET commit and every row-cache stamp (request sessions
-        that open, settle or expire)."""
+        that open, settle or expire); the commit count leaves out the SETs
+        of stamped writers alone (WriterBinding.stamped), whose changes the
+        stamps show."""
         return (self._commits, *(stamp(target) for stamp in self._stamps))
+
+    def version_change(self, before: tuple[Any, ...],
+                       after: tuple[Any, ...]) -> Invalidation | None:
+        """Which answers the move from `version` `before` to `after` can
+        alter (in every context): those of the tables whose stamp changed,
+        when no commit that may change other answers came between; None
+        when one did (any answer may be altered)."""
+        if before[0] != after[0] or len(before) != len(after):
+            return None
+        whole = bytearray(len(self._handlers))
+        for stamped, old, new in zip(self._stamped_handlers, before[1:], after[1:]):
+            if old != new:
+                whole = bytearray(a | b for a, b in zip(whole, stamped))
+        return Invalidation(whole, {})
 
     def _count_commit(self) -> None:
         self._commits += 1
@@ -966,7 +994,9 @@ class InfinibandMib:
         # PDU order as far as the checks allow.
         for writer, requests in by_writer.values():
             writer.plan(target, requests, txn)
-        return _Prepared(self._store, txn, self._count_commit)
+        # A commit of stamped writers alone shows in their tables' stamps (version_change).
+        stamped = all(writer.stamped for writer, _ in by_writer.values())
+        return _Prepared(self._store, txn, _no_count if stamped else self._count_commit)
 
     def _write_target(self, oid: Oid) -> _WriteTarget | None:
         position = bisect_right(self._write_oids, oid) - 1

@@ -24,7 +24,7 @@ from ibsnmp.mib.registry import build_mib
 
 DOMAIN = udp.DOMAIN_NAME + (1,)
 ADDRESS = ("127.0.0.1", 50000)
-COMMUNITY, KEYS_COMMUNITY = "public", "keys"
+COMMUNITY, KEYS_COMMUNITY, WRITE_COMMUNITY = "public", "keys", "private"
 ELAPSED = 1234.5  # seconds since the provider's epoch: one instant for every read
 STATISTICS = (1, 3, 6, 1, 2, 1, 11)  # SNMPv2-MIB snmp group: counts the requests themselves
 SYS_UP_TIME = (1, 3, 6, 1, 2, 1, 1, 3, 0)
@@ -43,7 +43,10 @@ class _Capture:
 
 
 class TwoPaths:
-    def __init__(self, provider: Any) -> None:
+    """`state` (an AgentState over `provider`): the MIB takes SETs through
+    it, under the community WRITE_COMMUNITY."""
+
+    def __init__(self, provider: Any, state: Any = None) -> None:
         contexts = FabricContexts(provider)
 
         def frozen(name: bytes) -> ContextTarget | None:
@@ -54,10 +57,13 @@ class TwoPaths:
         settings = AgentSettings(
             system=SystemInfo(sys_name="ibsnmp-test", sys_contact="", sys_location=""),
             communities=(Community(name=COMMUNITY), Community(name=KEYS_COMMUNITY,
-                                                              view="with-keys")),
+                                                              view="with-keys"),
+                         *([Community(name=WRITE_COMMUNITY, access="write")]
+                           if state is not None else [])),
             # Whole GETBULKs: compared; no rate limit: tests send thousands at once.
             limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0, requests_per_second=0))
-        self.agent: AgentEngine = build_engine(settings, frozen, build_mib(), fabric_summary="diff")
+        self.agent: AgentEngine = build_engine(settings, frozen, build_mib(state),
+                                               fabric_summary="diff")
         self.engine = self.agent.engine
         self.capture = _Capture()
         self.engine.transport_dispatcher = self.capture  # type: ignore[assignment]

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.support.fast_diff import TwoPaths, response_varbinds
-from tests.support.set_support import Agent, i, instance
+from tests.support.fast_diff import WRITE_COMMUNITY, TwoPaths, response_varbinds
+from tests.support.set_support import DEFS, Agent, FakeClock, i, instance, oid_of
 from tests.support.wire import community_request, decode_response
 
 from ibsnmp.agent.config import ConfigError, parse_config
@@ -18,11 +18,16 @@ from ibsnmp.wire.ber import oid_of_element as _oid_of
 from ibsnmp.agent.walk_cache import WalkCache
 from ibsnmp.fabric.lineage import Aspect, Lineage
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget, Oid
+from ibsnmp.mib.virtual import Invalidation
+from ibsnmp.mib.write import state_value_problem
 from ibsnmp.providers.simulated import SimulatedProvider
+from ibsnmp.state.store import AgentState, ConfiguredProvider
 
 SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
 PMA_OBJECTS = INFINIBAND_MIB + (6, 1)  # PMA-MIB ibPmaObjects: every counter table
 SMA_MIB = INFINIBAND_MIB + (3,)
+IB_SM_MIB = INFINIBAND_MIB + (7,)
+PATH_REQUEST = oid_of("ibSmPathReqTable")
 
 
 # -- the cache itself ---------------------------------------------------------------------
@@ -70,6 +75,29 @@ def test_a_context_keeps_its_steps_for_one_snapshot_and_version() -> None:
     cache.remember(steps, _key(0), _step(1))
     assert cache.steps_for(_target(_Snapshot()), view, (1,)) == {}
     assert cache.size == 0
+
+
+def test_a_new_version_the_mib_can_judge_drops_only_the_steps_it_alters() -> None:
+    def judge_version(before: Any, after: Any) -> Invalidation | None:
+        # The first element as InfinibandMib's commit count: a change of it alters anything.
+        return None if before[0] != after[0] else Invalidation(bytearray(b"\0\1\0"), {})
+
+    cache, fabric, view = WalkCache(10, version_judge=judge_version), _Snapshot(), object()
+    steps = cache.steps_for(_target(fabric), view, (0, 0))
+    assert steps is not None
+    for n in range(3):
+        cache.remember(steps, _key(n), _step(n + 1), (n, n, (), ()))
+    cache.remember(steps, _key(3), _step(4), (0, 2, (), ()))  # passed through handler 1
+    cache.remember(steps, _key(4), _step(5))  # no tag: what it depends on is unknown
+    assert cache.steps_for(_target(fabric), view, (0, 1)) == {_key(0): _step(1), _key(2): _step(3)}
+    assert cache.size == 2 and cache.carried_versions == 1
+    # With a structural change at once, and no judge for that: nothing holds.
+    moved = _Snapshot(fabric.lineage.successor(Aspect.LINKS))
+    assert cache.steps_for(_target(moved), view, (0, 2)) == {}
+    steps = cache.steps_for(_target(moved), view, (0, 2))
+    assert steps is not None
+    cache.remember(steps, _key(0), _step(1), (0, 0, (), ()))
+    assert cache.steps_for(_target(moved), view, (1, 2)) == {} and cache.size == 0
 
 
 def _two_octet_key(n: int) -> bytes:
@@ -200,6 +228,49 @@ def test_the_version_changes_with_a_commit_and_with_a_session() -> None:
     assert agent.mib.version(target) != second
 
 
+# The tables whose rows are request sessions and service associations: the
+# ones that follow the state's stamp.
+STAMPED_ENTRIES = {"ibSmPathReqEntry", "ibSmPathResultEntry", "ibSmMultiPathReqEntry",
+                   "ibSmMultiPathResultEntry", "ibSmTraceReqEntry", "ibSmTraceResultEntry",
+                   "ibSmServiceAssocEntry"}
+
+
+def _altered_entries(agent: Agent, before: Any, after: Any) -> set[str] | None:
+    altered = agent.mib.version_change(before, after)
+    if altered is None:
+        return None
+    assert not altered.owned
+    entries = {o.oid: o.name for o in DEFS.objects.values() if o.kind == "entry"}
+    return {entries.get(oid[:-1], "scalar")
+            for oid, hit in zip(agent.mib.object_oids, altered.whole) if hit}
+
+
+def test_a_request_session_alters_the_session_tables_alone_a_configuration_set_anything() -> None:
+    agent = Agent(SPEC)
+    target = agent.target()
+    first = agent.mib.version(target)
+    assert _altered_entries(agent, first, first) == set()
+    agent.set((instance("ibSmPathReqRowStatus", agent.prefix, 1), i(5)))  # createAndWait
+    opened = agent.mib.version(target)
+    assert _altered_entries(agent, first, opened) == STAMPED_ENTRIES
+    agent.set((instance("ibSmPathReqRowStatus", agent.prefix, 1), i(6)))  # destroy
+    destroyed = agent.mib.version(target)
+    assert _altered_entries(agent, opened, destroyed) == STAMPED_ENTRIES
+    # A session that expires is one too.
+    agent.set((instance("ibSmTraceReqRowStatus", agent.prefix, 7), i(5)))
+    traced = agent.mib.version(target)
+    agent.clock.now += agent.state.lifetime + 1
+    assert _altered_entries(agent, traced, agent.mib.version(target)) == STAMPED_ENTRIES
+    # The SM's configuration reaches the fabric's tables: anything may change.
+    agent.set((instance("ibSmConfigSweepInterval", agent.prefix), i(31)))
+    assert _altered_entries(agent, destroyed, agent.mib.version(target)) is None
+    # So does a SET of both kinds at once.
+    latest = agent.mib.version(target)
+    agent.set((instance("ibSmPathReqRowStatus", agent.prefix, 2), i(5)),
+              (instance("ibSmConfigSweepInterval", agent.prefix), i(32)))
+    assert _altered_entries(agent, latest, agent.mib.version(target)) is None
+
+
 # -- through the fast responder --------------------------------------------------------------
 
 
@@ -250,6 +321,38 @@ def test_the_fast_path_keeps_static_steps_but_never_counters() -> None:
     kept = {_oid_of(_step_of(varbind)[0]) for context in walks._contexts.values()
             for varbind in context.values()}
     assert not moved & kept  # ... and not one of them was kept
+
+
+def test_a_request_session_shows_at_once_and_leaves_the_fabric_s_kept_steps() -> None:
+    state = AgentState.open(None, state_value_problem, clock=FakeClock())
+    provider = ConfiguredProvider(SimulatedProvider(SPEC, 1, watch_interval=0), state)
+    paths = TwoPaths(provider, state)
+    walks = paths.dispatcher.fast_reads.walks
+    first = _bulk_walk(paths, IB_SM_MIB, fast=True)
+    kept = walks.size
+    assert len(first) > 300 and kept >= len(first) - 1
+
+    def set_(column: str, value: int, *index: Any) -> None:
+        oid = instance(column, provider.snapshot.subnet_prefix.to_bytes(8, "big"), *index)
+        reply = paths.pysnmp(community_request("set", [oid], community=WRITE_COMMUNITY,
+                                               values=[i(value)]))
+        assert reply is not None and decode_response(reply)[1] == 0  # noError
+
+    set_("ibSmPathReqRowStatus", 5, 1)  # createAndWait: a session opens
+    opened = _bulk_walk(paths, IB_SM_MIB, fast=True)
+    assert opened == _bulk_walk(paths, IB_SM_MIB, fast=False)
+    new_names = {name for name, _, _ in opened} - {name for name, _, _ in first}
+    assert new_names and all(name[:len(PATH_REQUEST)] == PATH_REQUEST for name in new_names)
+    # Only the steps that passed the request tables were walked again.
+    assert walks.carried_versions == 1 and walks.size >= kept - 20 + len(new_names)
+    set_("ibSmPathReqRowStatus", 6, 1)  # destroy
+    assert _bulk_walk(paths, IB_SM_MIB, fast=True) == first == _bulk_walk(paths, IB_SM_MIB,
+                                                                         fast=False)
+    assert walks.carried_versions == 2 and walks.size >= kept - 20
+    # The SM's configuration reaches the fabric's tables: nothing kept holds.
+    set_("ibSmConfigSweepInterval", 31)
+    assert paths.fast(community_request("next", [IB_SM_MIB])) is not None
+    assert walks.carried_versions == 2 and walks.size == 1
 
 
 def test_a_reload_applies_a_new_limit() -> None:
