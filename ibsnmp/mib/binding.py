@@ -107,15 +107,17 @@ class WriterBinding:
     the transaction of the write store the MIB was built with. Nothing may
     change outside `txn`: the SET is all or nothing.
 
-    `stamped`: what it writes is read only through tables whose `stamp`
-    changes with each of its commits (request sessions). Its commits then
-    alter no other answer, and kept answers of other tables stay.
+    `alters_only_stamped`: what it writes reaches the bound objects' reads
+    only through tables whose `stamp` changes with each of its commits
+    (request sessions), or not at all (the system group, read outside the
+    bound subtrees). Its commits then alter no other answer, and kept
+    answers of other tables stay.
     """
 
     name: str
     objects: frozenset[str]
     plan: Callable[[ContextTarget, Sequence[Any], Any], None]
-    stamped: bool = False
+    alters_only_stamped: bool = False
 
 
 @dataclass(frozen=True)

@@ -653,7 +653,8 @@ def sm_writers(state: AgentState) -> tuple[WriterBinding, ...]:
         WriterBinding("SA requests",
                       _writable(PATH_REQUEST.entry) | _writable(MULTIPATH_REQUEST.entry)
                       | _writable(TRACE_REQUEST.entry),
-                      bound(_plan_requests), stamped=True),
+                      bound(_plan_requests),
+                      alters_only_stamped=True),
         WriterBinding("SM configuration", _writable("ibSmConfigEntry"), sm_owned(_plan_config)),
         WriterBinding("service associations", _writable("ibSmServiceAssocEntry"),
                       sm_owned(_plan_service_assoc)),

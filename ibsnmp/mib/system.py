@@ -41,7 +41,9 @@ def system_objects(read_only: Iterable[str] = ()) -> tuple[tuple[ObjectDef, Writ
     """Each writable system object with its writer (None: read-only, set by
     the configuration file)."""
     fixed = frozenset(read_only)
-    writer = WriterBinding("system group", frozenset(SYSTEM_OBJECTS) - fixed, _plan)
+    # No bound object reads the system group: its commits alter no kept answer.
+    writer = WriterBinding("system group", frozenset(SYSTEM_OBJECTS) - fixed, _plan,
+                           alters_only_stamped=True)
     mib = definitions()
     return tuple((mib.base_scalar("SNMPv2-MIB", name), None if name in fixed else writer)
                  for name in SYSTEM_OBJECTS)

@@ -583,9 +583,9 @@ class InfinibandMib:
         """What the cells of `target`'s snapshot are valid for, but for the
         timed ones (`next_step`): equal versions, equal cells. It changes
         with every SET commit and every row-cache stamp (request sessions
-        that open, settle or expire); the commit count leaves out the SETs
-        of stamped writers alone (WriterBinding.stamped), whose changes the
-        stamps show."""
+        that open, settle or expire); the commit count leaves out SETs
+        whose writers all alter only stamped tables
+        (WriterBinding.alters_only_stamped), whose changes the stamps show."""
         return (self._commits, *(stamp(target) for stamp in self._stamps))
 
     def version_change(self, before: tuple[Any, ...],
@@ -994,8 +994,9 @@ class InfinibandMib:
         # PDU order as far as the checks allow.
         for writer, requests in by_writer.values():
             writer.plan(target, requests, txn)
-        # A commit of stamped writers alone shows in their tables' stamps (version_change).
-        stamped = all(writer.stamped for writer, _ in by_writer.values())
+        # A commit of such writers alone shows in their tables' stamps, or
+        # nowhere (version_change).
+        stamped = all(writer.alters_only_stamped for writer, _ in by_writer.values())
         return _Prepared(self._store, txn, _no_count if stamped else self._count_commit)
 
     def _write_target(self, oid: Oid) -> _WriteTarget | None:

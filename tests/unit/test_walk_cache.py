@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from tests.support.fast_diff import WRITE_COMMUNITY, TwoPaths, response_varbinds
 from tests.support.set_support import DEFS, Agent, FakeClock, i, instance, oid_of
+from tests.support.set_support import s as s_
 from tests.support.wire import community_request, decode_response
 
 from ibsnmp.agent.config import ConfigError, parse_config
@@ -28,6 +29,7 @@ PMA_OBJECTS = INFINIBAND_MIB + (6, 1)  # PMA-MIB ibPmaObjects: every counter tab
 SMA_MIB = INFINIBAND_MIB + (3,)
 IB_SM_MIB = INFINIBAND_MIB + (7,)
 PATH_REQUEST = oid_of("ibSmPathReqTable")
+SYS_CONTACT = (1, 3, 6, 1, 2, 1, 1, 4, 0)
 
 
 # -- the cache itself ---------------------------------------------------------------------
@@ -261,6 +263,10 @@ def test_a_request_session_alters_the_session_tables_alone_a_configuration_set_a
     traced = agent.mib.version(target)
     agent.clock.now += agent.state.lifetime + 1
     assert _altered_entries(agent, traced, agent.mib.version(target)) == STAMPED_ENTRIES
+    # The system group is read outside the bound subtrees: as a session.
+    before_contact = agent.mib.version(target)
+    agent.set((SYS_CONTACT, s_("noc@example.net")))
+    assert _altered_entries(agent, before_contact, agent.mib.version(target)) == STAMPED_ENTRIES
     # The SM's configuration reaches the fabric's tables: anything may change.
     agent.set((instance("ibSmConfigSweepInterval", agent.prefix), i(31)))
     assert _altered_entries(agent, destroyed, agent.mib.version(target)) is None
@@ -332,27 +338,33 @@ def test_a_request_session_shows_at_once_and_leaves_the_fabric_s_kept_steps() ->
     kept = walks.size
     assert len(first) > 300 and kept >= len(first) - 1
 
-    def set_(column: str, value: int, *index: Any) -> None:
-        oid = instance(column, provider.snapshot.subnet_prefix.to_bytes(8, "big"), *index)
+    def set_(oid: Oid, value: Any) -> None:
         reply = paths.pysnmp(community_request("set", [oid], community=WRITE_COMMUNITY,
-                                               values=[i(value)]))
+                                               values=[value]))
         assert reply is not None and decode_response(reply)[1] == 0  # noError
 
-    set_("ibSmPathReqRowStatus", 5, 1)  # createAndWait: a session opens
+    def row(column: str, *index: Any) -> Oid:
+        return instance(column, provider.snapshot.subnet_prefix.to_bytes(8, "big"), *index)
+
+    set_(row("ibSmPathReqRowStatus", 1), i(5))  # createAndWait: a session opens
     opened = _bulk_walk(paths, IB_SM_MIB, fast=True)
     assert opened == _bulk_walk(paths, IB_SM_MIB, fast=False)
     new_names = {name for name, _, _ in opened} - {name for name, _, _ in first}
     assert new_names and all(name[:len(PATH_REQUEST)] == PATH_REQUEST for name in new_names)
     # Only the steps that passed the request tables were walked again.
     assert walks.carried_versions == 1 and walks.size >= kept - 20 + len(new_names)
-    set_("ibSmPathReqRowStatus", 6, 1)  # destroy
+    set_(row("ibSmPathReqRowStatus", 1), i(6))  # destroy
     assert _bulk_walk(paths, IB_SM_MIB, fast=True) == first == _bulk_walk(paths, IB_SM_MIB,
                                                                          fast=False)
     assert walks.carried_versions == 2 and walks.size >= kept - 20
-    # The SM's configuration reaches the fabric's tables: nothing kept holds.
-    set_("ibSmConfigSweepInterval", 31)
+    # sysContact is read outside the bound subtrees: as a session.
+    set_(SYS_CONTACT, s_("noc@example.net"))
     assert paths.fast(community_request("next", [IB_SM_MIB])) is not None
-    assert walks.carried_versions == 2 and walks.size == 1
+    assert walks.carried_versions == 3 and walks.size >= kept - 20
+    # The SM's configuration reaches the fabric's tables: nothing kept holds.
+    set_(row("ibSmConfigSweepInterval"), i(31))
+    assert paths.fast(community_request("next", [IB_SM_MIB])) is not None
+    assert walks.carried_versions == 3 and walks.size == 1
 
 
 def test_a_reload_applies_a_new_limit() -> None:
