@@ -303,6 +303,9 @@ def _run(args: argparse.Namespace) -> int:
     # SIGHUP means "reload", never "stop": ignored until the agent handles it.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     configure_logging(args.verbose, args.log_format)
+    from ibsnmp.allocator import pin_mmap_threshold
+
+    pin_mmap_threshold()  # before the fabric and the caches are built
     try:
         settings = configured = settings_from_args(args)
         from ibsnmp.mib.targets import FabricContexts
