@@ -21,7 +21,8 @@ GENERATED = {"compiled_mibs"}  # pysmi's output: imports pysnmp only
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # Leaves: SNMP on the wire, events, files, logging, MIB compilation,
     # the checks the documents read share.
-    {"ibsnmp", "wire", "events", "heap", "atomicfile", "logsetup", "mibtools", "prometheus", "documents"},
+    {"ibsnmp", "wire", "events", "heap", "allocator", "atomicfile", "logsetup", "mibtools",
+     "prometheus", "documents"},
     # The fabric model; the state directory.
     {"fabric", "statedir"},
     # MADs: the InfiniBand management datagrams and their transport.
