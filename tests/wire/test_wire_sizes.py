@@ -39,6 +39,7 @@ from tests.support.agent_support import (  # noqa: F401  (fixtures)
     agent,
     agent_backend,
     agent_settings,
+    agent_stderr,
     spawn_agent,
 )
 
@@ -131,6 +132,7 @@ def test_empty_getbulk_floods_keep_memory_flat() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+        agent_stderr(proc)  # removes its log file
 
 
 def rss_kib(pid: int) -> int:
