@@ -36,18 +36,12 @@ from typing import TextIO
 
 from console_script import run_console_script
 
+from ibsnmp.allocator import mallinfo
+
 FIELDS = ("seconds", "rss_kb", "blocks", "pymalloc_used", "pymalloc_held", "malloc_used",
           "malloc_held", "gc0", "gc1", "gc2", "frozen")
 TRACE_FRAMES = 8
 TRACE_TOP = 25
-
-
-class MallInfo2(ctypes.Structure):
-    """glibc's struct mallinfo2 (2.33 and later), every field a size_t."""
-
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
 
 
 class Allocators:
@@ -67,7 +61,6 @@ class Allocators:
                                              ctypes.POINTER(ctypes.c_size_t)]
         self.libc.fclose.argtypes = [ctypes.c_void_p]
         self.libc.free.argtypes = [ctypes.c_void_p]
-        self.libc.mallinfo2.restype = MallInfo2
         self.stats = ctypes.pythonapi._PyObject_DebugMallocStats
         self.stats.argtypes = [ctypes.c_void_p]
         self.stats.restype = ctypes.c_int
@@ -91,7 +84,7 @@ class Allocators:
 
     def malloc(self) -> tuple[int, int]:
         """(bytes in use, bytes held) of glibc malloc, its mmapped chunks included."""
-        info = self.libc.mallinfo2()
+        info = mallinfo()
         return info.uordblks + info.hblkhd, info.arena + info.hblkhd
 
 

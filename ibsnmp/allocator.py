@@ -25,7 +25,7 @@ import ctypes
 import logging
 import os
 
-__all__ = ["pin_mmap_threshold", "MMAP_THRESHOLD"]
+__all__ = ["pin_mmap_threshold", "MMAP_THRESHOLD", "MallInfo2", "mallinfo"]
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +46,20 @@ def pin_mmap_threshold() -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
+class MallInfo2(ctypes.Structure):
+    """glibc's struct mallinfo2 (2.33 and later), every field a size_t."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def mallinfo() -> MallInfo2:
+    """glibc's own accounting of its heap and mapped blocks, now (for benches
+    and tests: AttributeError where the C library has no mallinfo2)."""
+    call = ctypes.CDLL(None).mallinfo2
+    call.restype = MallInfo2
+    info: MallInfo2 = call()
+    return info

@@ -13,23 +13,17 @@ import pytest
 # (the bytes of mapped blocks).
 PROBE = """
 import ctypes, sys
-from ibsnmp.allocator import pin_mmap_threshold
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
+from ibsnmp.allocator import mallinfo, pin_mmap_threshold
 
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
-libc.mallinfo2.restype = MallInfo2
 pinned = pin_mmap_threshold() if sys.argv[1] == "pin" else False
 libc.free(libc.malloc(10 << 20))
-mapped = libc.mallinfo2().hblkhd
+mapped = mallinfo().hblkhd
 block = libc.malloc(9 << 20)
-print(int(pinned), libc.mallinfo2().hblkhd - mapped)
+print(int(pinned), mallinfo().hblkhd - mapped)
 libc.free(block)
 """
 
