@@ -4,17 +4,23 @@ libibumad (rdma-core) is loaded with ctypes so that whatever provides its
 symbols answers: the kernel's /dev/infiniband/umad* on a host, or ibsim's
 preloaded libumad2sim on a simulated fabric. Timeouts and retries are kept
 here rather than handed to the kernel, so both behave the same.
+
+A port that does not open is a PortOpenError whose message says why and
+what to do (ibsnmp.mad.diagnose); what libibumad prints on stderr while a
+port opens is kept off the terminal and logged at debug level.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import logging
 import os
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ibsnmp.mad.attributes import (
     CLASS_PERF_MGT,
@@ -23,6 +29,8 @@ from ibsnmp.mad.attributes import (
     MAD_HEADER,
     MAD_SIZE,
 )
+from ibsnmp.mad.c_stderr import call_capturing_stderr
+from ibsnmp.mad.diagnose import UmadHost, explain_open_failure
 from ibsnmp.mad.layout import LayoutError
 
 LIBRARY = "libibumad.so.3"
@@ -41,6 +49,9 @@ _TID_STRUCT = struct.Struct({4: ">I", 8: ">Q"}[_TID_END - _TID_START])
 # Where an answer carries the part of its transaction ID that is ours: the low 32 bits.
 TID_OURS_START, TID_OURS_END = _TID_END - (_TID_MASK.bit_length() // 8), _TID_END
 
+log = logging.getLogger("ibsnmp.mad.umad")
+_T = TypeVar("_T")
+
 
 class UmadError(OSError):
     """libibumad refused a call, or no answer came in time."""
@@ -48,6 +59,21 @@ class UmadError(OSError):
 
 class MadTimeout(UmadError):
     """No answer within the timeout, after every retry."""
+
+
+class UmadInitError(UmadError):
+    """umad_init failed (older libibumad: ib_umad's ABI version is unreadable)."""
+
+
+class PortOpenError(UmadError):
+    """A umad port that did not open: `errno` is libibumad's, the message
+    (and str) says why and what to do, in one line."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(code, reason)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,14 @@ DIRECTED_ROUTE = Address(lid=0xFFFF)
 
 def perf_address(lid: int) -> Address:
     return Address(lid=lid, qp=GSI_QP, qkey=GSI_QKEY)
+
+
+def _quietly(function: Callable[..., _T], *args: object) -> _T:
+    """`function(*args)` with what libibumad prints meanwhile moved to the debug log."""
+    result, said = call_capturing_stderr(lambda: function(*args))
+    if said:
+        log.debug("libibumad: %s", said)
+    return result
 
 
 def _load() -> ctypes.CDLL:
@@ -87,8 +121,8 @@ def _load() -> ctypes.CDLL:
                               ctypes.c_int, ctypes.c_int]
     lib.umad_recv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
                               ctypes.c_int]
-    if lib.umad_init() < 0:
-        raise UmadError("umad_init failed")
+    if _quietly(lib.umad_init) < 0:
+        raise UmadInitError(errno.EOPNOTSUPP, "umad_init failed")
     return lib
 
 
@@ -106,7 +140,7 @@ def ca_names() -> list[str]:
     """The names of the channel adapters libibumad sees."""
     lib = library()
     buffer = ctypes.create_string_buffer(MAX_CAS * CA_NAME_LEN)
-    count = lib.umad_get_cas_names(buffer, MAX_CAS)
+    count = _quietly(lib.umad_get_cas_names, buffer, MAX_CAS)
     if count < 0:
         raise UmadError(f"umad_get_cas_names failed ({count})")
     raw = buffer.raw
@@ -139,16 +173,24 @@ class UmadPort:
 
     CLASSES: tuple[int, ...] = (CLASS_SUBN_DIRECTED_ROUTE, CLASS_SUBN_LID_ROUTED, CLASS_PERF_MGT)
 
-    def __init__(self, ca: str | None = None, port: int = 0) -> None:
-        self._lib = library()
-        portid = self._lib.umad_open_port(ca.encode() if ca else None, port)
+    def __init__(self, ca: str | None = None, port: int = 0,
+                 host: UmadHost = UmadHost()) -> None:
+        """Open `port` of `ca` (None: libibumad's first CA; port 0: its first
+        active port). PortOpenError if it does not open, its message found
+        under `host`'s sysfs and /dev; UmadError without libibumad."""
+        try:
+            self._lib = library()
+        except UmadInitError:
+            code = errno.EOPNOTSUPP  # what a newer libibumad's umad_open_port says then
+            raise PortOpenError(code, explain_open_failure(ca, port, code, host)) from None
+        portid = _quietly(self._lib.umad_open_port, ca.encode() if ca else None, port)
         if portid < 0:
-            raise UmadError(f"cannot open port {port} of {ca or 'the first CA'} ({portid})")
+            raise PortOpenError(-portid, explain_open_failure(ca, port, -portid, host))
         self._portid = portid
         self._agents: dict[int, int] = {}
         try:
             for mgmt_class in self.CLASSES:
-                agent = self._lib.umad_register(portid, mgmt_class, 1, 0, None)
+                agent = _quietly(self._lib.umad_register, portid, mgmt_class, 1, 0, None)
                 if agent < 0:
                     raise UmadError(f"cannot register for management class {mgmt_class:#04x}")
                 self._agents[mgmt_class] = agent
@@ -188,8 +230,8 @@ class UmadPort:
         bits_per_word = 8 * ctypes.sizeof(ctypes.c_ulong)
         for method in unsolicited:
             mask[method // bits_per_word] |= 1 << (method % bits_per_word)
-        agent = self._lib.umad_register(self._portid, mgmt_class, class_version, 0,
-                                        ctypes.byref(mask))
+        agent = _quietly(self._lib.umad_register, self._portid, mgmt_class, class_version, 0,
+                         ctypes.byref(mask))
         if agent < 0:
             raise UmadError(f"cannot register for management class {mgmt_class:#04x}")
         self._agents[mgmt_class] = agent

@@ -2,9 +2,10 @@
 as the SM and infiniband-diags read it (see ibsnmp.mad and ibsnmp.live).
 
 At start a directed-route sweep reads every node (ibsnmp.mad.discovery) and
-the PMA counters of every port; a port that cannot be opened, or a local
-node that does not answer, is a LiveError (the agent exits 2). Then every
-`poll_interval` seconds one LID-routed refresh reads every port's PortInfo,
+the PMA counters of every port; a port that cannot be opened (the error
+says why: no device, no ib_umad, no such CA or port, no permission), or a
+local node that does not answer, is a LiveError (the agent exits 2). Then
+every `poll_interval` seconds one LID-routed refresh reads every port's PortInfo,
 every switch's SwitchInfo and every port's counters, and a new snapshot is
 swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
 (its forwarding table tops: the SM re-routed), or a node that stops
@@ -128,6 +129,7 @@ class LiveProvider(ProviderCore):
         try:
             self._umad: UmadPort | None = UmadPort(ca, port)
         except UmadError as exc:
+            # Its message says why and what to do (ibsnmp.mad.diagnose).
             raise LiveError(f"cannot open {self._where}: {exc}") from None
         try:
             sweep = self._sweep_now()

@@ -175,8 +175,7 @@ def test_if_mib_switch_in_the_config() -> None:
         parse_config({"traps": {"ifmib": False}})
     # A reload applies it, and says so.
     on, off = AgentSettings(), AgentSettings(traps=TrapSettings(if_mib=False))
-    assert describe_changes(on, off) == [
-        "traps TrapSettings(if_mib=True) -> TrapSettings(if_mib=False)"]
+    assert describe_changes(on, off) == ["traps.if_mib: true -> false"]
 
 
 # -- through ibsnmp run and snmptrapd -------------------------------------------------------
