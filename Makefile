@@ -17,9 +17,10 @@ test: setup
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -ra
 
-# The agent on a small simulated fat-tree, for a try from another shell.
+# The agent on a small simulated fat-tree, for a try from another shell; its
+# state stays in the checkout, away from a production agent's /var/lib/ibsnmp.
 run: setup
-	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --fabric $(RUN_FABRIC)
+	$(BIN)/ibsnmp run --listen 127.0.0.1:1161 --fabric $(RUN_FABRIC) --state-dir $(CURDIR)/.run-state
 
 # The in-process tests only (no agent process, ibsim, mosquitto or podman).
 quick: setup
@@ -71,4 +72,4 @@ check-mibs: setup
 	$(BIN)/ibsnmp mibs check
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf $(VENV) build .pytest_cache .run-state

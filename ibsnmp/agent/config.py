@@ -11,7 +11,7 @@ import ipaddress
 import re
 import socket
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from ibsnmp.documents import DocumentError, Fail, boolean, check_keys, choice, e
 from ibsnmp.sa.sessions import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 
 from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
+from .option_tables import OPTION_TABLES, check_option_tables
 from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view
@@ -82,8 +83,22 @@ TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout"
 
 
 class ConfigError(DocumentError):
-    """The configuration is invalid; the message names the source (file or
-    command line), the key and the problem."""
+    """The configuration is invalid; the message names the source (file,
+    command line or environment), the key and the problem."""
+
+
+# Where a value came from, for messages: (document, key), e.g.
+# ("command line", "--listen"), ("environment", "IBSNMP_LISTEN").
+Origin = tuple[str, str]
+
+
+def flag_origin(dest: str) -> Origin:
+    """A value given by the flag of `dest` (the default origin)."""
+    return "command line", "--" + dest.replace("_", "-")
+
+
+# The example configuration's secrets start so: never a key of a real agent.
+PLACEHOLDER_PREFIX = "change-me"
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +233,9 @@ class AgentSettings:
     optional_listen: tuple[Endpoint, ...] = ()
     engine_boots: int | None = None  # snmpEngineBoots from the state directory
     agentx: AgentxSettings | None = None  # None: no AgentX subagent
+    # The config file's option tables as written (FileConfig.options): what
+    # they give is applied at start only, so a reload compares them.
+    file_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,22 +251,31 @@ class FileConfig:
     limits: Limits = Limits()
     traps: TrapSettings = TrapSettings()
     agentx: AgentxSettings | None = None
+    # The tables that stand for command-line options (agent.option_tables),
+    # by key ("provider.kind"), as written; `source` names the file.
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    source: str = ""
 
 
-def load_config(path: str | Path) -> FileConfig:
-    """Read and validate a TOML config file; raise ConfigError on any problem."""
-    path = Path(path)
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's document; ConfigError (naming the file, never a value) if unreadable."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         # The decoder's message gives line and column, never the value.
         raise ConfigError(f"{path}: TOML syntax: {exc}") from None
+
+
+def load_config(path: str | Path) -> FileConfig:
+    """Read and validate a TOML config file; raise ConfigError on any problem."""
+    path = Path(path)
+    data = read_toml(path)
     config = parse_config(data, source=str(path))
     warn_if_exposed_config(path, data)
     return config
@@ -261,7 +288,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
         return ConfigError(problem, key, source)
 
     check_keys(data, ("listen", "system", "community", "user", "trap_target", "engine_id",
-                      "limits", "traps", "agentx"), "", fail)
+                      "limits", "traps", "agentx", *OPTION_TABLES), "", fail)
+    options = check_option_tables(data, fail)
     listen = None
     if "listen" in data:
         listen = _parse_listen(data["listen"], fail)
@@ -277,7 +305,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> FileConfig:
                       trap_targets=targets, engine_id=engine_id,
                       limits=_parse_limits(data.get("limits", {}), fail),
                       traps=_parse_traps(data.get("traps", {}), fail),
-                      agentx=_parse_agentx(data["agentx"], fail) if "agentx" in data else None)
+                      agentx=_parse_agentx(data["agentx"], fail) if "agentx" in data else None,
+                      options=options, source=source)
 
 
 def merge_settings(
@@ -288,8 +317,7 @@ def merge_settings(
     write_communities: list[str] | None = None,
     *,
     agentx: str | None = None,
-    community_key: str = "--community",
-    write_community_key: str = "--write-community",
+    origin: Callable[[str], Origin] = flag_origin,
 ) -> AgentSettings:
     """Apply command-line overrides to a file config (flags win, per key).
 
@@ -301,27 +329,35 @@ def merge_settings(
     mention communities or users, the agent answers the read community
     "public", like most agents' packaged defaults (also beside a
     --write-community, as net-snmp's rocommunity/rwcommunity pair).
-    `community_key` / `write_community_key` name where the communities came
-    from (a flag, its file or a variable) in error messages. `agentx`
-    (--agentx: the master's socket) turns on the AgentX subagent; with it
-    and no listen list from flag or file, no UDP port is bound.
+    `origin(dest)` names where an override came from (the flag, its
+    variable, a file of communities) for error messages; dests are
+    "listen", "community", "write_community", "trap_target" and "agentx".
+    `agentx` (--agentx: the master's socket) turns on the AgentX subagent;
+    with it and no listen list from flag or file, no UDP port is bound.
     """
     file = file or FileConfig()
 
-    def flag_fail(key: str, problem: str) -> ConfigError:
-        return ConfigError(problem, key, "command line")
+    def fail_for(dest: str) -> tuple[Fail, str]:
+        document, key = origin(dest)
+
+        def fail(where: str, problem: str) -> ConfigError:
+            return ConfigError(problem, where, document)
+
+        return fail, key
 
     agentx_settings = file.agentx
     if agentx is not None:
+        fail, key = fail_for("agentx")
         try:
             master = parse_master_address(agentx)
         except AgentxAddressError as exc:
-            raise flag_fail("--agentx", str(exc)) from None
+            raise fail(key, str(exc)) from None
         agentx_settings = AgentxSettings(master, file.agentx.ping_interval if file.agentx
                                          else DEFAULT_AGENTX_PING_INTERVAL)
     optional: tuple[Endpoint, ...] = ()
     if listen:
-        endpoints = _parse_listen(list(listen), flag_fail, key="--listen")
+        fail, key = fail_for("listen")
+        endpoints = _parse_listen(list(listen), fail, key=key)
     elif file.listen is not None:
         endpoints = file.listen
     elif agentx_settings is not None:
@@ -330,8 +366,9 @@ def merge_settings(
         endpoints = tuple(parse_endpoint(text) for text in DEFAULT_LISTEN)
         optional = tuple(e for e in endpoints if e.ipv6)
     if communities:
+        fail, key = fail_for("community")
         comms = _parse_communities([{"name": name, "access": "read"} for name in communities],
-                                   flag_fail, key=community_key)
+                                   fail, key=key)
     elif file.communities is not None:
         comms = file.communities  # may be explicitly empty: v3 only
     elif file.users:
@@ -344,19 +381,22 @@ def merge_settings(
             | ({"view": c.view} if c.view else {})
             for c in comms]
         entries += [{"name": name, "access": "write"} for name in write_communities]
+        fail, key = fail_for("write_community")
         try:
-            comms = _parse_communities(entries, flag_fail, key=write_community_key)
+            comms = _parse_communities(entries, fail, key=key)
         except ConfigError as exc:
             problem = exc.problem.replace("the same community is configured twice",
                                           "the community is already configured")
             raise ConfigError(problem, exc.where, exc.document) from None
     targets = file.trap_targets
     if trap_targets:
+        fail, key = fail_for("trap_target")
         entries = [{"address": address} for address in trap_targets]
-        targets += parse_trap_targets(entries, file.users, flag_fail, key="--trap-target")
+        targets += parse_trap_targets(entries, file.users, fail, key=key)
     return AgentSettings(listen=endpoints, system=file.system, communities=comms, users=file.users,
                          trap_targets=targets, engine_id=file.engine_id, limits=file.limits,
-                         optional_listen=optional, traps=file.traps, agentx=agentx_settings)
+                         optional_listen=optional, traps=file.traps, agentx=agentx_settings,
+                         file_options=file.options)
 
 
 # -- validation helpers ----------------------------------------------------------
@@ -420,6 +460,7 @@ def _parse_communities(value: Any, fail: Fail, key: str = "community") -> tuple[
         name = text(entry["name"], name_key, fail, max_octets=MAX_DISPLAY_STRING)
         if not name:
             raise fail(name_key, "must not be empty")
+        _refuse_placeholder(name, name_key, fail)
         if "@" in name:
             raise fail(name_key, "must not contain '@' (it separates the node GUID context)")
         if name in seen:
@@ -522,7 +563,15 @@ def _parse_key(entry: Mapping[str, Any], name: str, at: str, fail: Fail) -> str:
     key = text(entry[name], f"{at}.{name}", fail)
     if len(key.encode("utf-8")) < MIN_KEY_LENGTH:
         raise fail(f"{at}.{name}", f"too short (at least {MIN_KEY_LENGTH} characters)")
+    _refuse_placeholder(key, f"{at}.{name}", fail)
     return key
+
+
+def _refuse_placeholder(secret: str, key: str, fail: Fail) -> None:
+    """The example file's `change-me...` secrets are known to everyone who read it."""
+    if secret.lower().startswith(PLACEHOLDER_PREFIX):
+        raise fail(key, f"still the example's placeholder ({PLACEHOLDER_PREFIX}...): "
+                        "set a secret of your own")
 
 
 def _parse_protocol(entry: Mapping[str, Any], name: str, allowed: tuple[str, ...], at: str,
@@ -696,6 +745,7 @@ def parse_trap_targets(value: Any, users: tuple[User, ...], fail: Fail,
                                  max_octets=MAX_DISPLAY_STRING)
                 if not community:
                     raise fail(f"{at}.community", "must not be empty")
+                _refuse_placeholder(community, f"{at}.community", fail)
         agent_address = None
         if "agent_address" in entry:
             if version != "1":

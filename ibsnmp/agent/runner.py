@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 
-from .config import AgentSettings, ConfigError, load_config, merge_settings
+from .config import AgentSettings, ConfigError, flag_origin, load_config, merge_settings
+from ibsnmp.sd_notify import notify
+
 from .engine import AgentEngine, build_engine
 from .reload import ReloadHook, reload_configuration
 from .secrets import COMMUNITY_ENV, WRITE_COMMUNITY_ENV, flag_communities
@@ -32,8 +34,8 @@ EXIT_OK = 0
 EXIT_START_FAILED = 2  # bad config, or a port that cannot be bound
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add --listen, --config, --community and --write-community to a `run` parser."""
+def add_run_arguments(parser: argparse.ArgumentParser, *, writers: bool = True) -> None:
+    """Add --listen, --config, --community (and with `writers`, --write-community)."""
     group = parser.add_argument_group("SNMP agent")
     group.add_argument(
         "--listen", action="append", metavar="ADDR:PORT",
@@ -41,8 +43,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
              "replaces the config file's listen list (default 127.0.0.1:161 and [::1]:161)")
     group.add_argument(
         "--config", metavar="FILE",
-        help="TOML configuration file (listen, [system], [[community]], [[user]], "
-             "[[trap_target]], engine_id, [limits])")
+        help="TOML configuration file: every option has a key there (listen, [provider], "
+             "[agent], [publish], [system], [[community]], [[user]], [[trap_target]], "
+             "[limits], [traps], [agentx]); flags and IBSNMP_* variables win over it")
     group.add_argument(
         "--community", action="append", metavar="NAME",
         help="read-only SNMPv1/v2c community; repeatable; replaces the config file's "
@@ -52,6 +55,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--community-file", metavar="FILE",
         help="read-only communities, one a line (blank and # lines ignored), instead of "
              "--community")
+    if not writers:
+        return
     group.add_argument(
         "--write-community", action="append", metavar="NAME",
         help="read-write SNMPv1/v2c community (SETs of IB-SM-MIB and the system group; reads "
@@ -65,21 +70,30 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """Load the config file named by --config (if any) and apply the flags.
 
-    Raises ConfigError with a message naming the file, key and problem.
+    Raises ConfigError with a message naming the file, key and problem, or
+    the flag or variable that gave a bad value.
     """
+    sources = getattr(args, "option_sources", {})
+
+    def origin(dest: str) -> tuple[str, str]:
+        source = sources.get(dest)
+        return (source.document, source.where) if source is not None else flag_origin(dest)
+
     file = load_config(args.config) if getattr(args, "config", None) else None
-    communities, community_key = flag_communities(
+    communities, community_origin = flag_communities(
         "--community", getattr(args, "community", None), getattr(args, "community_file", None),
-        COMMUNITY_ENV)
-    writers, writer_key = flag_communities(
+        COMMUNITY_ENV, origin("community_file"))
+    writers, writer_origin = flag_communities(
         "--write-community", getattr(args, "write_community", None),
-        getattr(args, "write_community_file", None), WRITE_COMMUNITY_ENV)
+        getattr(args, "write_community_file", None), WRITE_COMMUNITY_ENV,
+        origin("write_community_file"))
+    origins = {"community": community_origin, "write_community": writer_origin}
     return merge_settings(file, listen=getattr(args, "listen", None),
                           communities=communities,
                           trap_targets=getattr(args, "trap_target", None),
                           write_communities=writers,
-                          community_key=community_key, write_community_key=writer_key,
-                          agentx=getattr(args, "agentx", None))
+                          agentx=getattr(args, "agentx", None),
+                          origin=lambda dest: origins.get(dest) or origin(dest))
 
 
 @dataclass(slots=True)
@@ -170,10 +184,14 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
 
             async def reload_once() -> None:
                 async with reloading:  # one reload at a time, in signal order
+                    notify("RELOADING=1", "STATUS=reloading the configuration")
                     try:
-                        await agent.reload(reload)
+                        applied = await agent.reload(reload)
                     except Exception:  # a bug here must not end the agent
                         log.exception("configuration reload failed")
+                        applied = False
+                    notify("READY=1", "STATUS=" + ("serving" if applied else
+                                                   "serving; the last reload was refused"))
 
             def start_reload() -> None:
                 task = loop.create_task(reload_once())
@@ -188,8 +206,11 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
         async with services(agent) if services is not None else nullcontext():
             if on_started is not None:
                 on_started(agent)
+            notify("READY=1", "STATUS=serving on " + (
+                ", ".join(map(str, agent.endpoints)) or "AgentX"))
             await stop.wait()
             log.info("stopping")
+            notify("STOPPING=1")
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)

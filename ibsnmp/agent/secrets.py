@@ -142,30 +142,39 @@ def _has_inline_secret(data: Mapping[str, Any]) -> bool:
 # -- the command line --------------------------------------------------------------
 
 
-def flag_communities(flag: str, values: list[str] | None, file: str | None,
-                     variable: str) -> tuple[list[str] | None, str]:
-    """Communities from `--X NAME...`, `--X-file FILE` or the variable: (names, source).
+def flag_communities(flag: str, values: list[str] | None, file: str | None, variable: str,
+                     file_origin: tuple[str, str] | None = None,
+                     ) -> tuple[list[str] | None, tuple[str, str]]:
+    """Communities from `--X NAME...`, `--X-file FILE` or the variable: (names, origin).
 
-    Names are None when none of the three is given; `source` names where
-    they came from, for error messages. Two sources at once are an error.
+    Names are None when none of the three is given; `origin` is
+    (document, key) of where they came from, for error messages
+    (`file_origin`: where the file's name came from, by default its flag).
+    Two sources at once are an error.
     """
     from .config import ConfigError  # here: config imports this module
 
-    def fail(key: str, problem: str) -> Exception:
-        return ConfigError(f"command line: {key}: {problem}")
-
     file_flag = f"{flag}-file"
-    sources = [name for name, given in ((flag, bool(values)), (file_flag, file is not None),
-                                        (variable, variable in os.environ)) if given]
-    if len(sources) > 1:
-        raise fail(sources[1], f"{sources[0]} is given too: use one source")
-    if not sources:
-        return None, flag
-    if sources[0] == flag:
+    file_origin = file_origin or ("command line", file_flag)
+
+    def fail(origin: tuple[str, str], problem: str) -> Exception:
+        return ConfigError(problem, origin[1], origin[0])
+
+    given = [(name, origin) for name, origin, present in (
+        (flag, ("command line", flag), bool(values)),
+        (file_flag, file_origin, file is not None),
+        (variable, ("environment", variable), variable in os.environ)) if present]
+    if len(given) > 1:
+        raise fail(given[1][1], f"{given[0][1][1]} is given too: use one source")
+    if not given:
+        return None, ("command line", flag)
+    name, origin = given[0]
+    if name == flag:
         log.warning("%s puts a community on the command line, where ps shows it to every "
                     "local user; prefer %s FILE or the variable %s", flag, file_flag, variable)
-        return list(values or ()), flag
-    if sources[0] == file_flag:
+        return list(values or ()), origin
+    if name == file_flag:
         assert file is not None
-        return read_secret_lines(Path(file), file_flag, fail), f"{file_flag} {file}"
-    return [read_secret_env(variable, variable, fail)], variable
+        names = read_secret_lines(Path(file), origin[1], lambda key, problem: fail(origin, problem))
+        return names, (origin[0], f"{origin[1]} {file}")  # which file, for what is wrong in it
+    return [read_secret_env(variable, variable, lambda key, problem: fail(origin, problem))], origin

@@ -12,6 +12,8 @@ from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.prometheus import SHIPPED_SNMP_YML
 
+from ibsnmp.providers.simulated import DEFAULT_SPEC
+
 from .run import add_fabric_arguments
 
 
@@ -19,11 +21,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     fabric = subparsers.add_parser("fabric", help="show or export a simulated or discovered fabric")
     actions = fabric.add_subparsers(dest="fabric_command", required=True)
     show = actions.add_parser("show", help="summarise nodes, links, LIDs and SMs")
-    add_fabric_arguments(show)
+    add_fabric_arguments(show, default=DEFAULT_SPEC)
     _add_topology_arguments(show)
     show.set_defaults(handler=_show)
     export = actions.add_parser("export", help="write the fabric as JSON or ibnetdiscover text")
-    add_fabric_arguments(export)
+    add_fabric_arguments(export, default=DEFAULT_SPEC)
     _add_topology_arguments(export)
     export.add_argument("--format", choices=("json", "ibnetdiscover"), default="json")
     export.set_defaults(handler=_export)
@@ -135,7 +137,7 @@ def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
     targets = actions.add_parser(
         "targets", help="write snmp_exporter modules and Prometheus file_sd targets "
                         "for every node's context")
-    add_fabric_arguments(targets)
+    add_fabric_arguments(targets, default=DEFAULT_SPEC)
     _add_topology_arguments(targets)
     targets.add_argument("--agent", required=True, metavar="HOST:PORT",
                          help="the agent's address as the exporter reaches it")

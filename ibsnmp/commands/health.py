@@ -27,7 +27,7 @@ WILDCARD_TO_LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "health", help="ask the running agent for sysUpTime.0; exit 0 if it answers, else 1")
-    add_run_arguments(parser)
+    add_run_arguments(parser, writers=False)
     parser.add_argument("--timeout", type=float, default=2.0, metavar="S",
                         help="seconds to wait for the answer (default 2)")
     parser.add_argument("--retries", type=int, default=1, metavar="N",

@@ -9,6 +9,7 @@ import asyncio
 import logging
 
 from ibsnmp.agent.config import ConfigError
+from ibsnmp.options import source_of
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.providers.base import Provider
@@ -25,15 +26,26 @@ __all__ = ["add_aggregator_arguments", "add_publisher_arguments", "make_aggregat
 log = logging.getLogger("ibsnmp.mqtt")
 
 
-def _settings(args: argparse.Namespace, role: str, url: str | None = None) -> BrokerSettings:
+def broker_settings_of(args: argparse.Namespace, role: str, url: str | None = None,
+                       url_dest: str = "broker") -> BrokerSettings:
+    """Broker settings from the options, checked without connecting."""
+    try:
+        topics.check_fabric_id(args.fabric_id)
+    except ValueError as exc:
+        raise source_of(args, "fabric_id").error(str(exc)) from None
+    try:
+        return broker_settings(args, role, url, url_dest=url_dest,
+                               named=lambda dest: str(source_of(args, dest)))
+    except BrokerError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _settings(args: argparse.Namespace, role: str, url: str | None = None,
+              url_dest: str = "broker") -> BrokerSettings:
     """Broker settings, after one connection that proves the credentials:
     a refusal is a start-up error (exit 2); a broker that cannot be reached
     yet is retried once running."""
-    try:
-        topics.check_fabric_id(args.fabric_id)
-        settings = broker_settings(args, role, url)
-    except (BrokerError, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
+    settings = broker_settings_of(args, role, url, url_dest)
     try:
         unreachable = asyncio.run(check_credentials(settings))
     except BrokerRefused as exc:
@@ -48,17 +60,26 @@ def make_aggregator(args: argparse.Namespace) -> Provider:
     from ibsnmp.mqtt.aggregator import MqttAggregator
 
     if not args.broker:
-        raise ConfigError("--provider mqtt needs --broker URL")
+        raise ConfigError("provider mqtt needs the broker's URL: --broker URL, IBSNMP_BROKER "
+                          "or [provider] broker")
     return MqttAggregator(_settings(args, "aggregator"), args.fabric_id, stale_after=args.stale_after)
 
 
-def make_publisher(args: argparse.Namespace, provider: Provider, url: str) -> Publisher:
+def check_publisher_options(args: argparse.Namespace) -> None:
+    """The publishing options that need no broker to check."""
     if args.refresh < args.interval:
-        raise ConfigError(f"--refresh ({args.refresh:g}) must not be shorter than --interval ({args.interval:g})")
+        raise source_of(args, "refresh").error(
+            f"must not be shorter than the interval ({args.refresh:g} < {args.interval:g})")
     if args.queue_size < 1:
-        raise ConfigError(f"--queue-size: must be at least 1, got {args.queue_size}")
-    return Publisher(provider, _settings(args, "publisher", url), args.fabric_id, interval=args.interval,
-                     refresh=args.refresh, queue_size=args.queue_size)
+        raise source_of(args, "queue_size").error(f"must be at least 1, got {args.queue_size}")
+
+
+def make_publisher(args: argparse.Namespace, provider: Provider, url: str,
+                   url_dest: str = "broker") -> Publisher:
+    """The publisher to the broker at `url` (given as the option `url_dest`)."""
+    check_publisher_options(args)
+    return Publisher(provider, _settings(args, "publisher", url, url_dest), args.fabric_id,
+                     interval=args.interval, refresh=args.refresh, queue_size=args.queue_size)
 
 
 class AggregatorContexts(FabricContexts):

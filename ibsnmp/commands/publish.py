@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ibsnmp.agent.config import ConfigError
+from ibsnmp.agent.option_tables import PUBLISH_OPTIONS
 from ibsnmp.fabric.spec import SpecError
 
 from ibsnmp.logsetup import configure_logging, print_banner
@@ -31,10 +32,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "simulated fabric: all nodes) on ibsnmp/v1/<fabric-id>/node/<guid>/...")
     from ibsnmp.mqtt.arguments import add_publisher_arguments
 
-    add_provider_arguments(parser, ("simulated", "sysfs", "topology"))
+    add_provider_arguments(parser, ("sysfs", "topology", "simulated"))
     add_publisher_arguments(parser)
     add_logging_arguments(parser)
-    parser.set_defaults(handler=_publish)
+    parser.add_argument(
+        "--config", metavar="FILE",
+        help="TOML configuration file whose [provider] and [publish] tables give these "
+             "options (the agent's file on the same host); flags and IBSNMP_* variables win")
+    parser.set_defaults(handler=_publish, daemon=True, file_options=PUBLISH_OPTIONS)
 
 
 def _publish(args: argparse.Namespace) -> int:
@@ -42,6 +47,9 @@ def _publish(args: argparse.Namespace) -> int:
     from ibsnmp.commands.mqtt_options import make_publisher
 
     try:
+        if not args.broker:
+            raise ConfigError("publish needs a broker: --broker URL, IBSNMP_BROKER or the "
+                              "config file's [publish] broker")
         provider = _make_provider(args)
         publisher = make_publisher(args, provider, args.broker)
     except (ConfigError, SpecError) as exc:

@@ -5,24 +5,29 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ibsnmp.agent import Agent, add_run_arguments, run, settings_from_args
-from ibsnmp.agent.config import AgentSettings, ConfigError, Limits
+from ibsnmp.agent.config import AgentSettings, Community, ConfigError, Limits
+from ibsnmp.agent.transport import Endpoint
+from ibsnmp.agent.option_tables import RUN_OPTIONS
 from ibsnmp.agent.runner import Services
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.logsetup import LOG_FORMATS, configure_logging, print_banner
 from ibsnmp.providers.base import Provider
+from ibsnmp.options import source_of
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
 
 if TYPE_CHECKING:
+    from ibsnmp.fabric.model import Fabric
     from ibsnmp.agentx.connection import Subagent
     from ibsnmp.mqtt.publisher import Publisher
     from ibsnmp.state.store import AgentState
@@ -43,24 +48,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="serve as an AgentX subagent (RFC 2741) of the master agent at this socket "
              "(default /var/agentx/master, net-snmp's); no UDP port unless --listen is given "
              "too; the config file's [agentx] table does the same")
-    add_provider_arguments(parser, ("simulated", "sysfs", "topology", "live", "mqtt"))
+    add_provider_arguments(parser, ("sysfs", "topology", "live", "mqtt", "simulated"))
     add_state_arguments(parser)
     from ibsnmp.mqtt.arguments import add_aggregator_arguments
 
     add_aggregator_arguments(parser)
     add_logging_arguments(parser)
-    parser.set_defaults(handler=_run)
+    parser.set_defaults(handler=_run, daemon=True, file_options=RUN_OPTIONS)
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
     """--provider and each provider's flags (shared by run and publish)."""
     add_fabric_arguments(parser)
     parser.add_argument(
-        "--provider", choices=choices, default="simulated",
-        help="where the fabric comes from: a simulated fabric (default), this host's "
-             "/sys/class/infiniband, an ibnetdiscover dump, the subnet read over MADs (live)"
-             + (", or the publishers on an MQTT broker (--broker)" if "mqtt" in choices else ""),
+        "--provider", choices=choices,
+        help="where the fabric comes from (required; --fabric SPEC alone means simulated): "
+             "this host's /sys/class/infiniband (sysfs), an ibnetdiscover dump (topology), "
+             + ("the subnet read over MADs (live), the publishers on an MQTT broker (mqtt, "
+                "--broker), " if "mqtt" in choices else "")
+             + "or a simulated fabric whose values are invented (simulated)",
     )
+    parser.set_defaults(provider_choices=choices)
     parser.add_argument(
         "--sysfs-root", default="/sys/class/infiniband", metavar="DIR",
         help="sysfs provider: the InfiniBand class directory (default /sys/class/infiniband)")
@@ -142,86 +150,119 @@ def _count(text: str) -> int:
     return value
 
 
-def add_fabric_arguments(parser: argparse.ArgumentParser) -> None:
+def add_fabric_arguments(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:
+    """--fabric and --seed; `default`: the spec when --fabric is not given
+    (None for run and publish, where --fabric also chooses the provider)."""
     parser.add_argument(
-        "--fabric", default=DEFAULT_SPEC, metavar="SPEC",
-        help=f"simulated fabric: 'single' or 'fat-tree:spines=S,leaves=L,hosts=H' "
-             f"(default {DEFAULT_SPEC})",
+        "--fabric", default=default, metavar="SPEC",
+        help="simulated fabric: 'single' or 'fat-tree:spines=S,leaves=L,hosts=H' "
+             + (f"(default {default})" if default else
+                f"(implies --provider simulated; default with it: {DEFAULT_SPEC})"),
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the simulated fabric")
 
 
+def provider_kind(args: argparse.Namespace) -> str:
+    """The provider to serve: the one named (--provider, IBSNMP_PROVIDER,
+    [provider] kind), else simulated when a simulated fabric is asked for
+    (--fabric, --scenario); never simulated by default."""
+    if args.provider is not None:
+        return str(args.provider)
+    if args.fabric is not None or getattr(args, "scenario", None) is not None:
+        return "simulated"
+    raise ConfigError(
+        "no provider: name one with --provider " + "|".join(args.provider_choices)
+        + ", IBSNMP_PROVIDER, or kind in the config file's [provider] table "
+          "(--fabric SPEC alone serves a simulated fabric)")
+
+
 def _make_provider(args: argparse.Namespace) -> Provider:
-    """The provider --provider names; its errors become ConfigError (exit 2)."""
-    if args.provider == "mqtt":
+    """The provider `provider_kind` names; its errors become ConfigError (exit 2)."""
+    kind = provider_kind(args)
+    if kind == "mqtt":
         from ibsnmp.commands.mqtt_options import make_aggregator
 
         return make_aggregator(args)
-    if args.provider == "sysfs":
+    if kind == "sysfs":
         from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
 
-        if args.poll_interval <= 0:
-            raise ConfigError(f"--poll-interval: must be positive, got {args.poll_interval}")
+        _positive(args, "poll_interval")
         try:
             return SysfsProvider(Path(args.sysfs_root), args.poll_interval)
         except SysfsError as exc:
-            raise ConfigError(f"--provider sysfs: {exc}") from None
-    if args.provider == "live":
+            raise source_of(args, "sysfs_root").error(str(exc)) from None
+    if kind == "live":
         return _make_live_provider(args)
-    if args.provider == "topology":
+    if kind == "topology":
         from ibsnmp.fabric.ibnetdiscover_read import TopologyError, parse_guid
         from ibsnmp.providers.topology import TopologyProvider
 
         if not args.topology:
-            raise ConfigError("--provider topology needs --topology FILE")
+            raise ConfigError("provider topology needs the ibnetdiscover dump to serve: "
+                              "--topology FILE, IBSNMP_TOPOLOGY or [provider] topology")
         try:
             sm_guid = parse_guid(args.sm_guid) if args.sm_guid else None
+        except ValueError as exc:
+            raise source_of(args, "sm_guid").error(str(exc)) from None
+        try:
             lft_dump = getattr(args, "lft_dump", None)
             return TopologyProvider(Path(args.topology), sm_guid=sm_guid,
                                     lft_path=Path(lft_dump) if lft_dump else None)
         except (OSError, TopologyError, ValueError) as exc:
-            raise ConfigError(f"--topology: {exc}") from None
+            raise source_of(args, "topology").error(str(exc)) from None
     from ibsnmp.providers.scenario import ScenarioError
     from ibsnmp.providers.simulated import SimulatedProvider
 
     # Every event the provider emits (scenario steps, threshold crossings)
     # becomes a notification to every trap target.
     try:
-        return SimulatedProvider(args.fabric, args.seed, scenario=args.scenario)
+        return SimulatedProvider(args.fabric or DEFAULT_SPEC, args.seed, scenario=args.scenario)
     except ScenarioError as exc:
-        raise ConfigError(f"--scenario: {exc}") from None
+        raise source_of(args, "scenario").error(str(exc)) from None
 
 
-def _sm_key(path: str | None) -> int:
+def _positive(args: argparse.Namespace, dest: str) -> None:
+    value = getattr(args, dest)
+    if not value > 0:
+        raise source_of(args, dest).error(f"must be positive, got {value:g}")
+
+
+def _sm_key(args: argparse.Namespace) -> int:
     """The SM_Key --sm-key-file holds (a secret: never logged), else 0."""
+    path = args.sm_key_file
     if path is None:
         return 0
-    from pathlib import Path
-
     from ibsnmp.agent.secrets import read_secret_file
 
-    text = read_secret_file(Path(path), "--sm-key-file", lambda key, why: ConfigError(f"{key}: {why}"))
+    source = source_of(args, "sm_key_file")
+    text = read_secret_file(Path(path), source.where, lambda key, why: source.error(why))
     try:
         key = int(text.strip(), 0)
     except ValueError:
-        raise ConfigError(f"--sm-key-file: {path} does not hold a number (0x-hex or decimal)") from None
+        raise source.error(f"{path} does not hold a number (0x-hex or decimal)") from None
     if not 0 <= key < 1 << 64:
-        raise ConfigError(f"--sm-key-file: {path}: an SM_Key has 64 bits")
+        raise source.error(f"{path}: an SM_Key has 64 bits")
     return key
+
+
+def check_live_options(args: argparse.Namespace) -> int:
+    """The live provider's options checked without opening a port; its SM_Key."""
+    _positive(args, "poll_interval")
+    _positive(args, "sweep_interval")
+    if not 0 <= args.port <= 254:
+        raise source_of(args, "port").error(f"a port number is 0..254, got {args.port}")
+    return _sm_key(args)
 
 
 def _make_live_provider(args: argparse.Namespace) -> Provider:
     from ibsnmp.providers.live import LiveError, LiveProvider
 
-    if not args.poll_interval > 0 or not args.sweep_interval > 0:
-        raise ConfigError("--poll-interval and --sweep-interval must be positive")
-    if not 0 <= args.port <= 254:
-        raise ConfigError(f"--port: a port number is 0..254, got {args.port}")
+    sm_key = check_live_options(args)
     try:
         return LiveProvider(args.ca, args.port, poll_interval=args.poll_interval,
-                            sweep_interval=args.sweep_interval, sm_key=_sm_key(args.sm_key_file))
+                            sweep_interval=args.sweep_interval, sm_key=sm_key)
     except LiveError as exc:
-        raise ConfigError(f"--provider live: {exc}") from None
+        raise ConfigError(f"provider live: {exc}") from None
 
 
 def _services(settings: AgentSettings, provider: Provider, publisher: Publisher | None = None,
@@ -311,6 +352,7 @@ def _run(args: argparse.Namespace) -> int:
         from ibsnmp.mib.targets import FabricContexts
         from ibsnmp.mib.registry import build_mib
 
+        kind = provider_kind(args)
         provider = _make_provider(args)
         state_dir = _state_dir(args)
         settings = _start_engine_state(state_dir, settings)
@@ -319,7 +361,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.publish:
             from ibsnmp.commands.mqtt_options import make_publisher
 
-            publisher = make_publisher(args, provider, args.publish)
+            publisher = make_publisher(args, provider, args.publish, url_dest="publish")
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
@@ -331,10 +373,13 @@ def _run(args: argparse.Namespace) -> int:
 
     attach_provider_sa(provider.inner, state)  # a live SM answers request rows
     fabric = provider.snapshot
-    if args.provider == "simulated":
-        summary = f"simulated {fabric.spec or args.fabric}, seed {args.seed}"
+    if kind == "simulated":
+        summary = f"simulated {fabric.spec or args.fabric or DEFAULT_SPEC}, seed {args.seed}"
+        log.warning("serving a simulated fabric: its nodes and values are invented, not read "
+                    "from InfiniBand hardware (choose a provider with --provider or [provider] "
+                    "kind)")
     else:
-        summary = fabric.spec or args.provider
+        summary = fabric.spec or kind
     summary += f", {len(fabric.nodes)} nodes"
     from ibsnmp.agent.system import configured_objects, with_saved_values
 
@@ -351,19 +396,7 @@ def _run(args: argparse.Namespace) -> int:
         settings, system=with_saved_values(settings.system, state.config.system))
 
     def announce(agent: Agent) -> None:
-        community = "COMMUNITY"  # a placeholder: communities are secrets, never printed
-        switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
-        lines = [f"ibsnmp: serving {summary}"]
-        if settings.agentx is not None:
-            lines.append(f"  as an AgentX subagent of the master at {settings.agentx.master}")
-        endpoint = agent.endpoints[0] if agent.endpoints else None
-        if endpoint is not None:
-            lines.append(f"  try: snmpbulkwalk -v2c -c {community} {endpoint} .1.3.6.1.3.117")
-        if switch is not None and endpoint is not None:
-            lines.append(f"  a switch: snmpbulkwalk -v2c -c {community}@{switch.guid:016x} "
-                         f"{endpoint} SMA-MIB::ibSmaMIB")
-        lines += [f"  notifications to {target.label}" for target in settings.trap_targets]
-        print_banner(lines, args.log_format)
+        print_banner(banner_lines(summary, settings, agent.endpoints, fabric), args.log_format)
 
     from ibsnmp.heap import settle
     from ibsnmp.providers.topology import rereading
@@ -371,7 +404,7 @@ def _run(args: argparse.Namespace) -> int:
     # SIGHUP also re-reads a provider's files (the topology dump).
     reload = rereading(provider.inner, _reloader(args, configured, settings))
     contexts = FabricContexts(provider)
-    if args.provider == "mqtt":
+    if kind == "mqtt":
         from ibsnmp.commands.mqtt_options import AggregatorContexts
 
         contexts = AggregatorContexts(provider)
@@ -394,6 +427,46 @@ def _run(args: argparse.Namespace) -> int:
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=started, services=_services(settings, provider, publisher, subagent_of),
                reload=reload)
+
+
+def banner_lines(summary: str, settings: AgentSettings, endpoints: Sequence[Endpoint],
+                 fabric: Fabric) -> list[str]:
+    """What the agent serves and a command to try. A configured community is
+    a secret and shown as COMMUNITY; the built-in default `public` is not."""
+    lines = [f"ibsnmp: serving {summary}"]
+    if settings.agentx is not None:
+        lines.append(f"  as an AgentX subagent of the master at {settings.agentx.master}")
+    try_with = _credentials_to_try(settings)
+    if endpoints and try_with is not None:
+        endpoint = endpoints[0]
+        lines.append(f"  try: snmpbulkwalk {try_with('')} {endpoint} .1.3.6.1.3.117")
+        switch = next((n for n in fabric.nodes.values() if n.is_switch), None)
+        if switch is not None:
+            lines.append(f"  a switch: snmpbulkwalk {try_with(f'{switch.guid:016x}')} {endpoint} "
+                         "SMA-MIB::ibSmaMIB")
+    lines += [f"  notifications to {target.label}" for target in settings.trap_targets]
+    return lines
+
+
+def _credentials_to_try(settings: AgentSettings) -> Callable[[str], str] | None:
+    """net-snmp options that reach a context (a node GUID, "" the default one)."""
+    if settings.communities:
+        community = "public" if settings.communities == (Community("public"),) else "COMMUNITY"
+        return lambda context: f"-v2c -c {community}" + (f"@{context}" if context else "")
+    if settings.users:
+        user = settings.users[0]
+        level = "-l authPriv" if user.priv else "-l authNoPriv"
+        keys = f"-a {_net_snmp_protocol(user.auth)} -A AUTH_KEY" + (
+            f" -x {_net_snmp_protocol(user.priv)} -X PRIV_KEY" if user.priv else "")
+        return lambda context: f"-v3 -u {user.name} {level} {keys}" + (
+            f" -n {context}" if context else "")
+    return None
+
+
+def _net_snmp_protocol(name: str) -> str:
+    """A USM protocol as net-snmp's -a / -x spell it: SHA256 is SHA-256, AES256C AES-256-C."""
+    match = re.fullmatch(r"(SHA|AES)(\d+)(C?)", name)
+    return name if match is None else "-".join(part for part in match.groups() if part)
 
 
 class _LinkTraps:
@@ -421,6 +494,10 @@ def _reloader(args: argparse.Namespace, configured: AgentSettings,
 
     def load() -> AgentSettings:
         new = settings_from_args(args)
+        for key in sorted(set(new.file_options) | set(configured.file_options)):
+            if new.file_options.get(key) != configured.file_options.get(key):
+                log.warning("configuration reload: %s changed; it takes effect at the next "
+                            "start", key)
         if new.engine_id == configured.engine_id:
             new = dataclasses.replace(new, engine_id=started.engine_id,
                                       engine_boots=started.engine_boots)

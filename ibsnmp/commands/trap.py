@@ -31,6 +31,8 @@ from ibsnmp.agent.transport import ListenSyntaxError
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.spec import SpecError
 
+from ibsnmp.providers.simulated import DEFAULT_SPEC
+
 from .run import add_fabric_arguments
 
 if TYPE_CHECKING:
@@ -137,7 +139,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     for field, parse, text in FIELD_OPTIONS:
         event.add_argument("--" + field.replace("_", "-"), dest=field, type=parse,
                            metavar=metavars.get(parse, "N"), help=text)
-    add_fabric_arguments(parser)
+    add_fabric_arguments(parser, default=DEFAULT_SPEC)
     parser.set_defaults(handler=_trap)
 
 

@@ -59,7 +59,8 @@ def add_aggregator_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_publisher_arguments(parser: argparse.ArgumentParser) -> None:
-    add_broker_arguments(parser, required=True)
+    # Required, but may come from IBSNMP_BROKER or the config file: checked once resolved.
+    add_broker_arguments(parser)
     _add_publish_timing(parser)
 
 

@@ -130,30 +130,44 @@ def parse_broker_url(url: str) -> tuple[str, int, bool, str | None, str | None]:
     return parts.hostname, port or (8883 if tls else 1883), tls, user, password
 
 
-def settings_from_args(args: argparse.Namespace, role: str, url: str | None = None) -> BrokerSettings:
+def flag_named(dest: str) -> str:
+    """How messages name an option by default: its flag."""
+    return "--" + dest.replace("_", "-")
+
+
+def settings_from_args(args: argparse.Namespace, role: str, url: str | None = None, *,
+                       named: Callable[[str], str] = flag_named,
+                       url_dest: str = "broker") -> BrokerSettings:
     """BrokerSettings from the flags; `role` ('publisher', 'aggregator')
     makes the default client id, which must be stable across restarts for
-    the persistent session to be found again.  `url`: instead of --broker."""
-    host, port, tls, user, password = parse_broker_url(url or args.broker)
+    the persistent session to be found again.  `url`: instead of --broker
+    (given as the option `url_dest`). `named(dest)` says where an option's
+    value came from in error messages (a flag, a variable, a file's key)."""
+    try:
+        host, port, tls, user, password = parse_broker_url(url or args.broker)
+    except BrokerError as exc:
+        raise BrokerError(str(exc).replace("--broker", named(url_dest), 1)) from None
     if args.broker_password_file:
         try:
             password = Path(args.broker_password_file).read_text().splitlines()[0]
         except (OSError, IndexError) as exc:
-            raise BrokerError(f"--broker-password-file: cannot read a password: {exc}") from None
+            raise BrokerError(f"{named('broker_password_file')}: cannot read a password: "
+                              f"{exc}") from None
     elif os.environ.get(PASSWORD_ENV):
         password = os.environ[PASSWORD_ENV]
     if password is not None and user is None:
-        raise BrokerError("--broker: a password needs a user name (mqtt://user@host)")
+        raise BrokerError(f"{named(url_dest)}: a password needs a user name (mqtt://user@host)")
     if not tls and (args.broker_ca or args.broker_cert):
-        raise BrokerError("--broker-ca/--broker-cert need an mqtts:// broker")
+        dest = "broker_ca" if args.broker_ca else "broker_cert"
+        raise BrokerError(f"{named(dest)}: needs an mqtts:// broker")
     if args.broker_key and not args.broker_cert:
-        raise BrokerError("--broker-key needs --broker-cert")
-    for flag, path in (("--broker-ca", args.broker_ca), ("--broker-cert", args.broker_cert),
-                       ("--broker-key", args.broker_key)):
+        raise BrokerError(f"{named('broker_key')}: needs a client certificate (broker_cert)")
+    for dest in ("broker_ca", "broker_cert", "broker_key"):
+        path = getattr(args, dest)
         if path and not Path(path).is_file():
-            raise BrokerError(f"{flag}: no such file: {path}")
+            raise BrokerError(f"{named(dest)}: no such file: {path}")
     if not 5 <= args.keepalive <= 65535:
-        raise BrokerError(f"--keepalive: expected 5 to 65535 seconds, got {args.keepalive}")
+        raise BrokerError(f"{named('keepalive')}: expected 5 to 65535 seconds, got {args.keepalive}")
     client_id = args.client_id or f"ibsnmp-{role}-{args.fabric_id}-{socket.gethostname()}"
     return BrokerSettings(host, port, tls, user, password, args.broker_ca, args.broker_cert, args.broker_key,
                           client_id, args.keepalive)

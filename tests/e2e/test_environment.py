@@ -11,16 +11,8 @@ import pytest
 
 from tests.support.e2e import PROJECT_ROOT, free_udp_port, net_snmp, stop
 
-from ibsnmp.cli import build_parser
-from ibsnmp.environment import EnvironmentValueError, apply_environment, relax_required
-
-
-def parse(argv: list[str], environ: dict[str, str]):  # type: ignore[no-untyped-def]
-    parser = build_parser()
-    relax_required(parser, environ)
-    args = parser.parse_args(argv)
-    apply_environment(parser, args, argv, environ)
-    return args
+from ibsnmp.cli import parse
+from ibsnmp.options import EnvironmentValueError
 
 
 def test_variables_fill_options_that_were_not_given() -> None:
@@ -92,7 +84,7 @@ def test_agent_configured_only_by_environment(tmp_path: Path) -> None:
 
 
 def test_a_required_flag_may_come_from_its_variable() -> None:
-    args = parse(["publish", "--fabric", "single"], {"IBSNMP_BROKER": "mqtt://broker:1883"})
-    assert args.broker == "mqtt://broker:1883"
+    args = parse(["trap", "ibSmaBadQueueKey"], {"IBSNMP_TARGET": "127.0.0.1:162"})
+    assert args.target == "127.0.0.1:162"
     with pytest.raises(SystemExit):  # neither the flag nor the variable: argparse refuses
-        parse(["publish", "--fabric", "single"], {})
+        parse(["trap", "ibSmaBadQueueKey"], {})

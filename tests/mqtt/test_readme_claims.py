@@ -225,7 +225,7 @@ def test_json_log_format_writes_one_record_per_line(tmp_path: Path) -> None:
     port = free_udp_port()
     command = [sys.executable, "-m", "ibsnmp", "run", "--listen", f"127.0.0.1:{port}",
                "--config", str(config), "--state-dir", str(tmp_path / "state"),
-               "--log-format", "json"]
+               "--log-format", "json", "--fabric", "single"]
     with (tmp_path / "stderr").open("w") as stderr:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                    cwd=PROJECT_ROOT)

@@ -32,8 +32,7 @@ from ibsnmp.agentx.answers import MasterRequests
 from ibsnmp.agentx.connection import Subagent, SubagentOptions
 from ibsnmp.agentx.pdu import Packet, PacketReader, VarBind
 from ibsnmp.agentx.service import notify_varbinds
-from ibsnmp.cli import build_parser
-from ibsnmp.environment import apply_environment
+from ibsnmp.cli import build_parser, parse
 from ibsnmp.events import IbaTrap
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mib.api import INFINIBAND_MIB
@@ -88,9 +87,7 @@ def test_flag_and_environment_variable() -> None:
     assert parser.parse_args(["run", "--agentx"]).agentx == ""
     assert parser.parse_args(["run", "--agentx", "/x/master"]).agentx == "/x/master"
     assert parser.parse_args(["run"]).agentx is None
-    args = parser.parse_args(["run"])
-    apply_environment(parser, args, ["run"], {"IBSNMP_AGENTX": "tcp:127.0.0.1:705"})
-    assert args.agentx == "tcp:127.0.0.1:705"
+    assert parse(["run"], {"IBSNMP_AGENTX": "tcp:127.0.0.1:705"}).agentx == "tcp:127.0.0.1:705"
 
 
 def test_health_of_a_subagent_without_udp_says_what_to_add(tmp_path: Path,

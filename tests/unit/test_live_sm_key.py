@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.agent.config import ConfigError
-from ibsnmp.commands.run import _sm_key
+from ibsnmp.cli import parse
+from ibsnmp.commands.run import _sm_key as sm_key_of
+
+
+def _sm_key(path: str | None) -> int:
+    return sm_key_of(parse(["run", "--provider", "live"] + (["--sm-key-file", path] if path else []), {}))
 
 
 def key_file(tmp_path: Path, text: str) -> str:
@@ -21,6 +26,13 @@ def test_no_file_is_key_zero_and_a_file_holds_hex_or_decimal(tmp_path: Path) -> 
     assert _sm_key(None) == 0
     assert _sm_key(key_file(tmp_path, "0x0000000000000001\n")) == 1
     assert _sm_key(key_file(tmp_path, "18446744073709551615")) == (1 << 64) - 1
+
+
+def test_an_error_names_the_config_key_that_gave_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "ibsnmp.toml"
+    config.write_text(f'[provider]\nkind = "live"\nsm_key_file = "{key_file(tmp_path, "x")}"\n')
+    with pytest.raises(ConfigError, match=f"^{config}: provider.sm_key_file: .* does not hold a number"):
+        sm_key_of(parse(["run", "--config", str(config)], {}))
 
 
 @pytest.mark.parametrize("text, why", [

@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # Leaves: SNMP on the wire, events, files, logging, MIB compilation,
     # the checks the documents read share.
     {"ibsnmp", "wire", "events", "heap", "allocator", "atomicfile", "logsetup", "mibtools",
-     "prometheus", "documents"},
+     "prometheus", "documents", "sd_notify"},
     # The fabric model; the state directory.
     {"fabric", "statedir"},
     # MADs: the InfiniBand management datagrams and their transport.
@@ -42,7 +42,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # The SNMP agent.
     {"agent"},
     {"traps"},
-    {"agentx", "environment"},
+    # AgentX; the options' three sources (flags, variables, the config file).
+    {"agentx", "options"},
     {"commands"},
     {"cli"},
     {"__main__"},

@@ -211,14 +211,14 @@ def test_a_community_flag_warns_that_ps_shows_it(caplog: pytest.LogCaptureFixtur
     (("--community", SECRET, "--community-file", "{f}"), {},
      "command line: --community-file: --community is given too: use one source"),
     (("--community", SECRET), {COMMUNITY_ENV: SECRET},
-     f"command line: {COMMUNITY_ENV}: --community is given too"),
+     f"environment: {COMMUNITY_ENV}: --community is given too"),
     (("--write-community-file", "{f}"), {WRITE_COMMUNITY_ENV: SECRET},
-     f"command line: {WRITE_COMMUNITY_ENV}: --write-community-file is given too"),
+     f"environment: {WRITE_COMMUNITY_ENV}: --write-community-file is given too"),
     (("--community-file", "{f}.missing"), {},
      "command line: --community-file: cannot read the file it names: No such file or directory"),
     (("--community-file", "{comments}"), {},
      "command line: --community-file: the file it names holds no secret (only blank or # lines)"),
-    ((), {COMMUNITY_ENV: ""}, f"command line: {COMMUNITY_ENV}: environment variable "
+    ((), {COMMUNITY_ENV: ""}, f"environment: {COMMUNITY_ENV}: environment variable "
                               f"{COMMUNITY_ENV} is empty"),
     (("--community-file", "{at}"), {},
      "command line: --community-file {at}: must not contain '@'"),
