@@ -75,7 +75,7 @@ DEFAULT_REPORTS_PER_SECOND = 1_000.0
 LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "requests_per_second_per_source",
               "requests_per_second", "reports_per_second_per_source", "reports_per_second",
               "fast_path", "walk_cache", "max_result_rows_per_request", "max_result_rows")
-TRAPS_KEYS = ("if_mib",)
+TRAPS_KEYS = ("if_mib", "authentication_failure")
 AGENTX_KEYS = ("socket", "ping_interval")
 DEFAULT_AGENTX_PING_INTERVAL = 15.0  # seconds between pings: a master gone silent is noticed
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
@@ -203,9 +203,12 @@ class TrapTarget:
 class TrapSettings:
     """What is sent to every trap target ([traps]): `if_mib` adds IF-MIB
     linkDown / linkUp (RFC 2863) for a port that goes down or comes up,
-    beside the IBA traps."""
+    beside the IBA traps; `authentication_failure` fixes SNMPv2-MIB's
+    snmpEnableAuthenTraps (read-only then; None: not set, a writer's SET
+    decides, saved in the state file, disabled by default)."""
 
     if_mib: bool = True
+    authentication_failure: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,7 +545,11 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
 def _parse_traps(value: Any, fail: Fail) -> TrapSettings:
     expect(value, dict, "traps", fail)
     check_keys(value, TRAPS_KEYS, "traps", fail)
-    return TrapSettings(if_mib=boolean(value.get("if_mib", True), "traps.if_mib", fail))
+    authentication_failure = value.get("authentication_failure")
+    return TrapSettings(
+        if_mib=boolean(value.get("if_mib", True), "traps.if_mib", fail),
+        authentication_failure=None if authentication_failure is None else boolean(
+            authentication_failure, "traps.authentication_failure", fail))
 
 
 def _parse_agentx(value: Any, fail: Fail) -> AgentxSettings:

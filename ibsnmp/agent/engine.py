@@ -38,9 +38,11 @@ from .node_system import install_node_system_group
 from .pending_counts import IN_PKTS, NO_HANDLER, PARSE_ERROR, Counter, PendingCounts
 from .prefilter import IN_REQUEST, PassedRequest, Prefilter, Verdict, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
+from .refusals import RefusalLog
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
 from .sysor import install_sys_or_table
+from .system import AuthenTraps
 from .views import VIEWS, View, default_view
 
 log = logging.getLogger(__name__)
@@ -269,6 +271,9 @@ class AgentEngine:
     responders: tuple[Any, ...]
     settings: AgentSettings
     fast_v3: FastV3
+    # Refused requests told to the operator: one log for the agent's life (reloads keep it).
+    refusals: RefusalLog
+    authen_traps: AuthenTraps  # snmpEnableAuthenTraps
 
     def replace_principals(self, settings: AgentSettings) -> None:
         """Serve `settings`' communities, users and limits from now on (a reload).
@@ -277,7 +282,8 @@ class AgentEngine:
         views and groups stay, only who belongs to them changes.
         """
         _remove_principals(self.engine, self.vacm, self.settings)
-        _add_principals(self.engine, self.vacm, self.directory, settings)
+        _add_principals(self.engine, self.vacm, self.directory, settings, self.refusals)
+        self.authen_traps.configure(settings.traps.authentication_failure)
         self.fast_v3.replace_users(settings.users)
         self.fast_v3.max_varbinds = settings.limits.max_varbinds
         self.fast_v3.answer_reads = settings.limits.fast_path
@@ -314,8 +320,10 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
-    _add_principals(engine, vacm, directory, settings)
+    refusals = RefusalLog()
+    _add_principals(engine, vacm, directory, settings, refusals)
     _set_system_group(engine, settings, fabric_summary)
+    authen_traps = AuthenTraps(engine, settings.traps.authentication_failure)
     install_node_system_group(engine)
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
@@ -326,7 +334,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         settings.limits.max_getbulk_varbinds, settings.limits.getbulk_fill_ms)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
                      directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds,
-                     handover=handover)
+                     handover=handover, refusals=refusals)
     fast_v3.answer_reads = settings.limits.fast_path
     fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
                               settings.limits.reports_per_second)
@@ -338,19 +346,20 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         BulkResponder(engine, context),
         SetResponder(engine, context),
     )
-    return AgentEngine(engine, context, vacm, directory, responders, settings, fast_v3)
+    return AgentEngine(engine, context, vacm, directory, responders, settings, fast_v3,
+                       refusals, authen_traps)
 
 
 def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: ContextDirectory,
-                    settings: AgentSettings) -> None:
-    """Communities, users and the header checks that know them."""
+                    settings: AgentSettings, refusals: RefusalLog) -> None:
+    """Communities, users and the header checks that know them (telling `refusals`)."""
     dispatcher = engine.message_dispatcher
     assert isinstance(dispatcher, GuardedDispatcher)
     previous = dispatcher.prefilter
     dispatcher.prefilter = Prefilter(
         settings.communities, settings.limits, directory.is_known_node,
         notification_communities=[t.community for t in settings.trap_targets
-                                  if t.version != "3"])
+                                  if t.version != "3"], refusals=refusals)
     if previous is not None:  # a reload: SNMPv3 stays on the project's USM
         dispatcher.prefilter.v3_handler = previous.v3_handler
     dispatcher.use_fast_reads = settings.limits.fast_path

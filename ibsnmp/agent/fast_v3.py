@@ -37,6 +37,12 @@ project's USM (ibsnmp.wire.usm_inbound.process):
   context the snmpUnknownContexts Report the responder asks for, at the
   request's level.
 
+What is refused for who asks (an unknown user, a wrong digest, a message
+outside the time window, a decryption error, a level the user has no key
+for, an unknown context) and a read-only user's SET are told to the
+operator by the refusal log (agent.refusals: one line per source and
+reason a minute). Discovery is not: every manager's first message is one.
+
 snmpEngineID, snmpEngineBoots, snmpEngineTime and snmpEngineMaxMessageSize
 are read from pysnmp's engine: there is one clock, not two.
 """
@@ -55,7 +61,7 @@ from pysnmp.entity.engine import SnmpEngine
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
 from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM,
-                                NO_AUTH_NO_PRIV, USM, V2C, V3, V3Message, Varbind)
+                                NO_AUTH_NO_PRIV, SET, USM, V2C, V3, V3Message, Varbind)
 from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
 from ibsnmp.wire.usm_inbound import (Accepted, Refusal, Refused, Sealer, UserEntry,
                                      localize_users, process)
@@ -66,6 +72,8 @@ from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BI
                              Counter, PendingCounts)
 from .prefilter import IN_REQUEST, REQUESTS, Verdict, source_address
 from .ratelimit import RequestLimits
+from .refusals import (DECRYPTION_ERROR, NO_WRITE_ACCESS, NOT_IN_TIME_WINDOW, UNKNOWN_CONTEXT,
+                       UNKNOWN_USER, UNSUPPORTED_LEVEL, WRONG_DIGEST, Reason, RefusalLog)
 from .views import View
 
 log = logging.getLogger(__name__)
@@ -77,6 +85,16 @@ INVALID_MESSAGE = Refusal.INVALID_MESSAGE.counter  # snmpInvalidMsgs
 TOO_BIG = 1
 AUTHORIZATION_ERROR = 16
 KEPT_PDU_LIMITS = 256  # max_pdu_octets's results (see there)
+# The USM refusals told to the operator, by the counter they move (a tuple is
+# hashed in C; the Refusal enum's hash is Python's). Discovery (an unknown
+# engine ID) is every manager's first message; the rest is malformed input.
+REFUSAL_REASONS: dict[tuple[str, str], Reason] = {
+    Refusal.UNKNOWN_USER.counter: UNKNOWN_USER,
+    Refusal.WRONG_DIGEST.counter: WRONG_DIGEST,
+    Refusal.NOT_IN_TIME_WINDOW.counter: NOT_IN_TIME_WINDOW,
+    Refusal.DECRYPTION_ERROR.counter: DECRYPTION_ERROR,
+    Refusal.UNSUPPORTED_LEVEL.counter: UNSUPPORTED_LEVEL,
+}
 
 
 class PysnmpEngineClock:
@@ -150,7 +168,10 @@ class FastV3:
 
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
                  is_known_context: Callable[[bytes], bool], counts: PendingCounts, *,
-                 max_varbinds: int, handover: Handover) -> None:
+                 max_varbinds: int, handover: Handover,
+                 refusals: RefusalLog | None = None) -> None:
+        """`refusals`: where refused requests are told (None: a log of its own)."""
+        self._refusals = refusals if refusals is not None else RefusalLog()
         builder = engine.get_mib_builder()
         engine_id, max_size = builder.import_symbols(
             FRAMEWORK_MIB, "snmpEngineID", "snmpEngineMaxMessageSize")
@@ -221,6 +242,9 @@ class FastV3:
             return self._too_big(accepted)
         if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets, sender)
+        if pdu.tag == SET and accepted.user.access != "write":
+            # Answered as before (VACM's noAccess); told here, where it is known.
+            self._refusals.refused(_host(sender), NO_WRITE_ACCESS, accepted.user.name)
         # Counted before reading: a GET of snmpInGetRequests sees itself.
         for counted in IN_REQUEST.get(pdu.tag, ()):
             self._counts.count(counted)
@@ -229,7 +253,7 @@ class FastV3:
             answer = self._read(accepted, varbinds)
             if answer is not None:
                 return Verdict((), self.sealer.seal_response(accepted, *answer))
-        return Verdict((), None, lambda: self._hand_over(accepted))
+        return Verdict((), None, lambda: self._hand_over(accepted, sender))
 
     def _read(self, accepted: Accepted, varbinds: tuple[Varbind, ...]) -> Answer | None:
         """The fast read responder's answer (None: it leaves the request to pysnmp's
@@ -246,8 +270,10 @@ class FastV3:
         return self._respond(request, scoped.context_name, principal,
                              self.max_pdu_octets(accepted))
 
-    def _hand_over(self, accepted: Accepted) -> tuple[bytes | None, dict[Counter, int]]:
-        """pysnmp's command responders' answer to `accepted`, sealed here (agent.handover)."""
+    def _hand_over(self, accepted: Accepted, sender: Any
+                   ) -> tuple[bytes | None, dict[Counter, int]]:
+        """pysnmp's command responders' answer to `accepted` (from `sender`),
+        sealed here (agent.handover)."""
         request, user, level, scoped = accepted
         try:
             pdu = decode_pdu(pdu_element(scoped.octets, scoped.pdu), V2C)
@@ -267,6 +293,7 @@ class FastV3:
                                         count)
             return report, {NO_HANDLER: 1, OUT_PKTS: 1}
         if handed.report is not None:  # an unknown context (RFC 3413 3.2)
+            self._refusals.refused(_host(sender), UNKNOWN_CONTEXT)
             if not reportable:
                 return None, {}
             oid, value = handed.report
@@ -288,6 +315,11 @@ class FastV3:
         counts, refusal = self._counts, refused.refusal
         counter = refusal.counter
         counts.count(counter)
+        reason = REFUSAL_REASONS.get(counter)
+        if reason is not None:
+            # The user's name only when it is a configured one (never what a sender made up).
+            self._refusals.refused(_host(sender), reason,
+                                   refused.request.user_name if reason.names_user else None)
         if not (refused.report and refusal.reported):
             return Verdict((), None)
         if not self._may_answer_refusal(sender):
@@ -359,3 +391,7 @@ class FastV3:
                 self.sealer.scoped_pdu_budget(accepted), names)
         return limit
 
+
+def _host(sender: Any) -> Any:
+    """The sender's host as the transport gives it ("" unknown): the refusal log's key."""
+    return sender[0] if sender is not None else ""

@@ -19,7 +19,9 @@ SETs under the subtrees, and of the few objects outside them the VirtualMib
 claims (`writes_outside`), go to its `prepare_write` (a WritableMib): it
 tests every varbind, then the base tree's varbinds are written by pysnmp,
 then the VirtualMib's part is committed, so one SET is all or nothing
-across both.
+across both. An object outside them that the engine's MIB declares
+read-only is notWritable whoever claims it: that is how the configuration
+file fixes snmpEnableAuthenTraps (agent.system.AuthenTraps).
 """
 
 from __future__ import annotations
@@ -259,11 +261,13 @@ class ContextView:
         Access is checked first for every varbind (noAccess for any object
         outside the write view). Then the varbinds of the served subtrees,
         and those of the objects outside them the VirtualMib writes
-        (`writes_outside`: sysContact, sysName, sysLocation, saved with its
-        state), are tested together by the VirtualMib (`prepare_write`),
-        the rest of the base tree's are written by pysnmp, and only then is
-        the VirtualMib's part committed: a failure in either part leaves
-        the other unchanged (pysnmp undoes its own on failure).
+        (`writes_outside`: sysContact, sysName, sysLocation,
+        snmpEnableAuthenTraps, saved with its state) if the engine's MIB
+        lets them be written (else notWritable), are tested together by
+        the VirtualMib (`prepare_write`), the rest of the base tree's are
+        written by pysnmp, and only then is the VirtualMib's part
+        committed: a failure in either part leaves the other unchanged
+        (pysnmp undoes its own on failure).
         A VirtualMib without `prepare_write` makes every object notWritable.
         """
         context["contextTarget"] = self._target
@@ -286,6 +290,8 @@ class ContextView:
                         self._check_set_serial_no(val, idx)
                     base_positions.append(idx)
                     continue
+                if not self._base_writable(oid):
+                    raise smi_error.NotWritableError(name=oid, idx=idx)
                 shown.append((oid, val))
             virtual.append((idx, oid, val))
         prepared = self._prepare(virtual) if virtual else None
@@ -312,6 +318,21 @@ class ContextView:
         for oid, val in shown:  # committed: pysnmp's instances now read them
             self._show_base(oid, val)
         return out
+
+    def _base_writable(self, oid: Oid) -> bool:
+        """Whether the scalar of the instance `oid` in pysnmp's tree may be
+        written (True when there is none: the VirtualMib then decides)."""
+        tree, scalar_class = self._base.get_mib_builder().import_symbols(
+            "SNMPv2-SMI", "iso", "MibScalar")
+        for length in range(len(oid) - 1, 0, -1):
+            try:
+                node = tree.getNode(oid[:length])
+            except smi_error.SmiError:
+                continue
+            # The nearest node: a scalar, or nothing an instance `oid` could be of.
+            return not isinstance(node, scalar_class) or \
+                node.maxAccess in ("read-write", "read-create")
+        return True
 
     def _check_set_serial_no(self, val: Any, idx: int) -> None:
         """SNMPv2-TC TestAndIncr: a value other than the one held is

@@ -10,7 +10,9 @@ any varbind is decoded:
   net-snmp count it) or is of an unknown version (snmpInBadVersions);
 - v1/v2c messages with an unknown community, `community@<node GUID>` of an
   unknown node, or a community used from outside its `source` networks
-  (snmpInBadCommunityNames, as net-snmp counts a community/source mismatch);
+  (snmpInBadCommunityNames, as net-snmp counts a community/source mismatch),
+  each told to the operator by the refusal log (agent.refusals, one line
+  per source and reason a minute), as is a read-only community's SET;
 - PDUs no application here takes (snmpUnknownPDUHandlers): on the listening
   sockets, anything but a request; on the notification originator's own
   sockets, anything but an answer to an inform (in SNMPv3, anything
@@ -85,6 +87,8 @@ from .pending_counts import (
     Counter,
 )
 from .ratelimit import RequestLimits
+from .refusals import (COMMUNITY_SOURCE, NO_WRITE_ACCESS, UNKNOWN_COMMUNITY,
+                       UNKNOWN_COMMUNITY_CONTEXT, Reason, RefusalLog)
 from .transport import NOTIFICATION_DOMAINS
 
 log = logging.getLogger(__name__)
@@ -149,7 +153,11 @@ class Prefilter:
     def __init__(self, communities: Sequence[Community], limits: Limits,
                  is_known_node: Callable[[bytes], bool], *,
                  notification_communities: Sequence[str] = (),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 refusals: RefusalLog | None = None) -> None:
+        """`refusals`: where refused requests are told (the agent's one log,
+        kept across reloads; None: a log of this prefilter's own)."""
+        self._refusals = refusals if refusals is not None else RefusalLog()
         self._communities = {c.name.encode("utf-8"): c for c in communities}
         self._notification_communities = frozenset(
             name.encode("utf-8") for name in notification_communities)
@@ -198,11 +206,18 @@ class Prefilter:
             if len(message.pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
                 return Verdict((SILENT_DROP,))
             return None
-        found = self.community_context(message.community)
-        if found is None or not _allowed_from(found[0], address):
+        found = self._context_or_reason(message.community)
+        if isinstance(found, Reason):
+            self._refusals.refused(address[0], found)
+            return Verdict((BAD_COMMUNITY,))
+        if not _allowed_from(found[0], address):
+            self._refusals.refused(address[0], COMMUNITY_SOURCE)
             return Verdict((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
+        if message.pdu.tag == SET and found[0].access != "write":
+            # Answered as before (noAccess); told here, where it is known.
+            self._refusals.refused(address[0], NO_WRITE_ACCESS)
         start, end = message.pdu.varbinds
         null_list = None
         if end - start > self._max_varbinds * MAX_NULL_VARBIND:
@@ -246,13 +261,20 @@ class Prefilter:
     def community_context(self, name: bytes) -> tuple[Community, bytes] | None:
         """The configured community `name` stands for and the context it names
         (b"": the default one), also as `community@<node>`; None if unknown."""
+        found = self._context_or_reason(name)
+        return None if isinstance(found, Reason) else found
+
+    def _context_or_reason(self, name: bytes) -> tuple[Community, bytes] | Reason:
+        """`community_context`, or why `name` is refused."""
         community = self._communities.get(name)
         if community is not None:
             return community, b""
         base, sep, node = name.rpartition(b"@")
-        if sep and base in self._communities and self._is_known_node(node):
-            return self._communities[base], node
-        return None
+        if sep and base in self._communities:
+            if self._is_known_node(node):
+                return self._communities[base], node
+            return UNKNOWN_COMMUNITY_CONTEXT
+        return UNKNOWN_COMMUNITY
 
     def _check_v3(self, message: V3Message, notification: bool, data: bytes,
                   address: Any) -> Verdict | None:

@@ -266,15 +266,22 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
 
 
 def _services(settings: AgentSettings, provider: Provider, publisher: Publisher | None = None,
-              subagent_of: Callable[[Agent], Subagent] | None = None) -> Services:
+              subagent_of: Callable[[Agent], Subagent] | None = None, *,
+              saved_authen_traps: int | None = None) -> Services:
     """What runs beside the agent: the AgentX subagent (`subagent_of(agent)`,
-    with --agentx), the notification originator, then the provider, then the
-    publisher (--publish)."""
+    with --agentx), the notification originator (coldStart first, then
+    authenticationFailure for refusals), the refusal log's flushes, then the
+    provider, then the publisher (--publish). `saved_authen_traps`: the
+    snmpEnableAuthenTraps a SET saved, in force before anything else."""
+    from ibsnmp.agent.refusals import flushing
     from ibsnmp.mqtt.publisher import publishing
     from ibsnmp.traps.service import notifications
+    from ibsnmp.traps.standard import authentication_failures, send_cold_start
 
     @asynccontextmanager
     async def services(agent: Agent) -> AsyncIterator[None]:
+        # As a SET saved it, unless [traps] sets it: before the first refusal.
+        agent.engine.authen_traps.restore(saved_authen_traps)
         async with AsyncExitStack() as stack:
             relays = []
             if subagent_of is not None:
@@ -290,6 +297,11 @@ def _services(settings: AgentSettings, provider: Provider, publisher: Publisher 
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
             agent.reload_hooks.append(
                 lambda new: service.apply(new.trap_targets, new.traps.if_mib))
+            send_cold_start(service)  # before the provider's first event
+            refusals, authen_traps = agent.engine.refusals, agent.engine.authen_traps
+            await stack.enter_async_context(flushing(refusals))
+            stack.enter_context(authentication_failures(service, refusals,
+                                                        lambda: authen_traps.enabled))
             await provider.start()
             try:
                 async with publishing(publisher):
@@ -425,7 +437,9 @@ def _run(args: argparse.Namespace) -> int:
                                   sys_up_time(agent.engine.engine))
 
     return run(settings, contexts, mib, fabric_summary=summary,
-               on_started=started, services=_services(settings, provider, publisher, subagent_of),
+               on_started=started,
+               services=_services(settings, provider, publisher, subagent_of,
+                                  saved_authen_traps=state.config.snmp.get("snmpEnableAuthenTraps")),
                reload=reload)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from pyasn1.error import PyAsn1Error
 from pyasn1.type import univ
 
-from ibsnmp.state.overrides import SYSTEM_OBJECTS
+from ibsnmp.state.overrides import SNMP_OBJECTS, SYSTEM_OBJECTS
 
 from .api import SetError
 from .facts import convention_value
@@ -141,10 +141,11 @@ def require_range(request: WriteRequest, low: int, high: int, what: str = "") ->
 @lru_cache(maxsize=4096, typed=True)  # a state repeats small values (ports, VLs, statuses) often
 def state_value_problem(descriptor: str, value: int | bytes) -> str | None:
     """Why `value` cannot be served as `descriptor` (an object of a served
-    module, or a writable SNMPv2-MIB system object), None if it can: the
-    check of every value a state file holds (ibsnmp.state.overrides.from_json)."""
+    module, or a writable SNMPv2-MIB system or snmp group object), None if
+    it can: the check of every value a state file holds
+    (ibsnmp.state.overrides.from_json)."""
     mib = definitions()
-    obj = mib.base_scalar("SNMPv2-MIB", descriptor) if descriptor in SYSTEM_OBJECTS \
-        else mib.objects[descriptor]
+    obj = mib.base_scalar("SNMPv2-MIB", descriptor) \
+        if descriptor in SYSTEM_OBJECTS or descriptor in SNMP_OBJECTS else mib.objects[descriptor]
     problem = value_problem(obj.syntax, value)
     return None if problem is None else problem[1]

@@ -48,6 +48,8 @@ SM_CONFIG_COLUMNS = {
 SM_CONFIG_FIELDS = tuple(name for name, _, _ in SM_CONFIG_COLUMNS.values())
 # The writable SNMPv2-MIB system objects a SET may change (kept with the rest).
 SYSTEM_OBJECTS = ("sysContact", "sysName", "sysLocation")
+# The writable SNMPv2-MIB snmp group objects (INTEGERs): kept the same way.
+SNMP_OBJECTS = ("snmpEnableAuthenTraps",)
 
 REMOVED, FULL, LIMITED = 0, 1, 2  # partition membership edits
 LOW, HIGH = 1, 2  # VL arbitration priorities, as ibSmVLArbitrationPriority numbers them
@@ -130,6 +132,7 @@ class ConfigState:
     vl_arb: Mapping[tuple[int, int, int], int] = field(default_factory=dict)
     partition_buffer: PartitionBuffer = PartitionBuffer()
     system: Mapping[str, bytes] = field(default_factory=dict)  # SYSTEM_OBJECTS descriptor -> value
+    snmp: Mapping[str, int] = field(default_factory=dict)  # SNMP_OBJECTS descriptor -> value
 
     @property
     def empty(self) -> bool:
@@ -362,6 +365,7 @@ def to_json(state: ConfigState) -> dict[str, Any]:
         # DisplayStrings are NVT ASCII (checked when set), so text is exact.
         "system": {name: state.system[name].decode("ascii")
                    for name in SYSTEM_OBJECTS if name in state.system},
+        "snmp": {name: state.snmp[name] for name in SNMP_OBJECTS if name in state.snmp},
     }
 
 
@@ -373,7 +377,7 @@ class StateFormatError(DocumentError):
 # The state file's keys, at every level, in the order to_json writes them:
 # anything else is refused.
 _TOP_KEYS = ("format", "version", "sm", "sm_config", "partitions", "service_associations", "sl2vl",
-             "vl_arbitration", "partition_config", "system")
+             "vl_arbitration", "partition_config", "system", "snmp")
 _ENTRY_KEYS = {
     "sm": ("guid", "priority", "sm_key", "admin"),
     "partitions": ("pkey", "name", "created", "deleted", "members"),
@@ -384,9 +388,10 @@ _ENTRY_KEYS = {
     "partition_config": ("subnet_prefix", "key", "member_guid", "member_port", "member_type",
                          "last_action"),
     "system": SYSTEM_OBJECTS,
+    "snmp": SNMP_OBJECTS,
 }
 # Why a value cannot be served as the named MIB object (a served module's
-# object or a writable SNMPv2-MIB system object), None if it can: the MIB
+# object or a writable SNMPv2-MIB system or snmp group object), None if it can: the MIB
 # layer's check (ibsnmp.mib.write.state_value_problem), handed in by whoever loads.
 ValueProblem = Callable[[str, int | bytes], str | None]
 
@@ -543,8 +548,12 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
     )
     system = {name: text(value, f"system.{name}", name) for name, value in
               keys(doc.get("system", {}), _ENTRY_KEYS["system"], "system").items()}
+    # Absent from the files written before it was kept.
+    snmp = {name: number(value, f"snmp.{name}", name) for name, value in
+            keys(doc.get("snmp", {}), _ENTRY_KEYS["snmp"], "snmp").items()}
     return ConfigState(sm=sm, sm_config=sm_config, partitions=partitions, service_assoc=assoc,
-                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system)
+                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system,
+                       snmp=snmp)
 
 
 def referenced_nodes(state: ConfigState) -> Iterable[int]:

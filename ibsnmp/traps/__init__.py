@@ -4,8 +4,9 @@
 `TrapOriginator` sends notifications to the configured [[trap_target]]s
 from the agent's event loop without ever blocking it (originator.py);
 `notifications(engine, targets, provider)` wires a provider to it for
-`ibsnmp run` (service.py); `default_event` fills an event from a simulated
-node for `ibsnmp trap` (defaults.py).
+`ibsnmp run` (service.py); the agent's own coldStart and
+authenticationFailure come from standard.py; `default_event` fills an event
+from a simulated node for `ibsnmp trap` (defaults.py).
 """
 
 from .mapping import (

@@ -346,6 +346,16 @@ class TrapOriginator:
         self._sent_log.sent(notification, len(self._senders) + len(self.relays), where)
         return item
 
+    def submit_own(self, notification: Notification) -> Outgoing:
+        """Queue the agent's own `notification` (coldStart, authenticationFailure)
+        to every receiver, in the default context; not to the relays: an AgentX
+        master sends its own, about itself."""
+        item = Outgoing(notification, b"", self.uptime())
+        for sender in self._senders:
+            sender.queue.put(item)
+        self._sent_log.sent_own(notification, len(self._senders))
+        return item
+
     def stats(self) -> list[tuple[TrapTarget, TargetStats]]:
         result = []
         for sender in self._senders:

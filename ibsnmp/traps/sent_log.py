@@ -32,19 +32,31 @@ class SentLog:
     def sent(self, notification: Notification, receivers: int, where: str = "") -> None:
         """`notification` (from `where`: its node's LID and port, as known)
         was handed to `receivers` receivers."""
+        if not self._admit():
+            return
+        spec = notification.spec
+        kind = f"{spec.name} (IBA trap {int(spec.trap)})" if spec.trap is not None else spec.name
+        place = f", {where}" if where else ""
+        self._log.info("notification %s from node %016x%s sent to %d receiver%s", kind,
+                       notification.node_guid, place, receivers, "" if receivers == 1 else "s")
+
+    def sent_own(self, notification: Notification, receivers: int) -> None:
+        """The agent's own `notification` (coldStart ...) was handed to `receivers` receivers."""
+        if self._admit():
+            self._log.info("notification %s of the agent sent to %d receiver%s",
+                           notification.spec.name, receivers, "" if receivers == 1 else "s")
+
+    def _admit(self) -> bool:
+        """Whether the window in force has room for one more line (else it is counted)."""
         now = self._clock()
         if now - self._opened >= self._window:
             self.flush()
             self._opened, self._written = now, 0
         if self._written >= self._burst:
             self._unwritten += 1
-            return
+            return False
         self._written += 1
-        spec = notification.spec
-        kind = f"{spec.name} (IBA trap {int(spec.trap)})" if spec.trap is not None else spec.name
-        place = f", {where}" if where else ""
-        self._log.info("notification %s from node %016x%s sent to %d receiver%s", kind,
-                       notification.node_guid, place, receivers, "" if receivers == 1 else "s")
+        return True
 
     def flush(self) -> None:
         """Say how many notifications went without a line of their own."""

@@ -5,7 +5,8 @@ the originator in force, so a configuration reload can replace the targets
 (a new originator) without touching the provider. Every snapshot the
 provider swaps in is also compared with the one before: a port whose link
 went down or came up raises IF-MIB linkDown / linkUp (link_events.py)
-unless `[traps] if_mib = false`.
+unless `[traps] if_mib = false`. The agent's own notifications (coldStart,
+authenticationFailure: traps.standard) go to the targets alone (`send_own`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ibsnmp.fabric.swap import Swap
 from ibsnmp.providers.base import Provider
 
 from .link_events import PortStatusWatch, link_notification
-from .mapping import Notification
+from .mapping import Notification, NotificationSpec
 from .originator import Outgoing, TrapOriginator
 
 log = logging.getLogger("ibsnmp.traps")
@@ -102,6 +103,15 @@ class NotificationService:
         if self.if_mib:
             self._loop = asyncio.get_running_loop()
             self._links = PortStatusWatch(self._provider.snapshot)
+
+    def send_own(self, spec: NotificationSpec) -> None:
+        """Send the agent's own notification `spec` (no OBJECTS) to every
+        target in force, and to no relay (TrapOriginator.submit_own)."""
+        originator = self.originator
+        if originator is None or not self.targets:
+            return
+        local = self._provider.snapshot.local_node_guid
+        originator.submit_own(Notification(spec, local if local is not None else 0, ()))
 
     async def close(self) -> None:
         self._links = None

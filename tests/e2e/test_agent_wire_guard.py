@@ -208,6 +208,7 @@ timeout = 0.5
 retries = 2
 """)
         with ibsnmp_agent("--config", config, "--scenario", str(scenario)) as agent:
+            answer_inform(receiver)  # the agent's coldStart, first
             host, port = answer_inform(receiver)
             originator = f"{host}:{port}"
             # Acknowledged: the agent does not send the same inform again.

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.support import sysfs_trees as trees
 from tests.support.agent_log import AgentLog
-from tests.support.e2e import PROJECT_ROOT, free_udp_port, net_snmp, stop
+from tests.support.e2e import PROJECT_ROOT, V3_USER_CONFIG, free_udp_port, net_snmp, stop
 
 IBSNMP = [sys.executable, "-m", "ibsnmp"]
 SITE_CONFIG = """\
@@ -31,14 +31,7 @@ state_dir = "{state}"
 
 [[community]]
 name = "site-ro"
-
-[[user]]
-name = "monitor"
-auth = "SHA256"
-auth_key = "monitor-auth-pass"
-priv = "AES"
-priv_key = "monitor-priv-pass"
-"""
+""" + V3_USER_CONFIG.replace("{", "{{").replace("}", "}}")
 
 
 def ibsnmp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

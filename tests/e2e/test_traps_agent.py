@@ -3,20 +3,18 @@ order, in every version; a receiver that is down does not slow GETs."""
 
 from __future__ import annotations
 
-import signal
 import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from tests.support.e2e import PROJECT_ROOT, free_udp_port, state_dir_args
+from tests.support.e2e import PROJECT_ROOT, free_udp_port
+from tests.support.logged_agent import LoggedAgent, logged_agent
 from pyasn1.codec.ber import decoder, encoder
 from pysnmp.proto import api
 from tests.support.trapd import AGENT_USERS, ENGINE_ID, USER, TrapReceiver
@@ -105,59 +103,11 @@ EXPECTED = ["ibSmaPortLinkStateChange", "ibSmaLinkIntegrityThresReached",
             "ibSmaBadQueueKey", "ibSmaBadPKeyAtSwitchPort"]
 
 
-@dataclass
-class Agent:
-    process: subprocess.Popen[str]
-    port: int
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-
 @contextmanager
-def run_agent(*args: str) -> Iterator[Agent]:
-    """`ibsnmp run` with a temporary state directory."""
-    with state_dir_args(args) as state, _started_agent(*state, *args) as agent:
+def run_agent(*args: str) -> Iterator[LoggedAgent]:
+    """`ibsnmp run` on the scenario's fabric, a temporary state directory, its output read all along."""
+    with logged_agent("--seed", str(SEED), *args, fabric=SPEC) as agent:
         yield agent
-
-
-@contextmanager
-def _started_agent(*args: str) -> Iterator[Agent]:
-    """`ibsnmp run` whose output is drained all along (a full pipe would block it)."""
-    port = free_udp_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ibsnmp", "run", "--listen", f"127.0.0.1:{port}", "--fabric",
-         SPEC, "--seed", str(SEED), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=PROJECT_ROOT)
-    agent = Agent(process, port)
-    banner = threading.Event()
-
-    def drain() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            agent.lines.append(line)
-            if line.startswith("ibsnmp: serving"):
-                banner.set()
-        banner.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        banner.wait(30)
-        if process.poll() is not None or not banner.is_set():
-            raise RuntimeError("agent did not start:\n" + agent.output)
-        yield agent
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        reader.join(5)
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -195,8 +145,11 @@ def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
     since = len(receiver.received())
     with run_agent("--config", write(tmp_path, "ibsnmp.toml", config), "--scenario",
                    write(tmp_path, "scenario.toml", SCENARIO)) as agent:
-        got = receiver.wait_for(5 * len(EXPECTED), timeout=30, since=since)
-    assert len(got) == 5 * len(EXPECTED), agent.output
+        got = receiver.wait_for(5 * (len(EXPECTED) + 1), timeout=30, since=since)
+    assert len(got) == 5 * (len(EXPECTED) + 1), agent.output
+    # Each target's coldStart first (test_standard_traps), then the events.
+    got = [r for r in got if r.trap_oid != "OID: SNMPv2-MIB::coldStart"
+           and (r.version, r.generic) != ("v1", "0")]
     assert f"engine ID 0x{ENGINE_ID}" in agent.output
     streams = {
         "v2c trap": [r for r in got if r.security == "TRAP2, SNMP v2c, community public"],
@@ -226,7 +179,8 @@ def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
         known = {""} | {f"{guid:016x}" for guid in fabric.nodes if guid != fabric.local_node_guid}
         assert {r.context for r in stream} <= known
     # One log line per notification: which, from which node and port, to how many receivers.
-    sent = [line for line in agent.output.splitlines() if "sent to 5 receivers" in line]
+    sent = [line for line in agent.output.splitlines()
+            if "sent to 5 receivers" in line and "of the agent" not in line]  # not coldStart
     assert len(sent) == len(EXPECTED), agent.output
     assert (f"notification ibSmaPortLinkStateChange (IBA trap 128) from node {leaf02.guid:016x}, "
             f"LID {leaf02.management_port.lid} sent to 5 receivers") in sent[0]

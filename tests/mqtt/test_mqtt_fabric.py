@@ -147,10 +147,11 @@ def test_an_event_reaches_the_trap_receiver_once(tmp_path, stack, broker, hosts)
     aggregator = _aggregator(stack, tmp_path, broker, "--trap-target", f"127.0.0.1:{receiver.port}")
     _joined(aggregator, B)
     trees.set_file(hosts[1], "mlx5_0/ports/1/cap_mask", "0x2659e84a\n")
-    received = receiver.wait_for(1, timeout=20)
-    assert received[0].trap_oid.endswith("SMA-MIB::ibSmaCapabilityMaskModified")
+    received = receiver.wait_for(2, timeout=20)
+    assert received[0].trap_oid == "OID: SNMPv2-MIB::coldStart"  # the aggregator's start
+    assert received[1].trap_oid.endswith("SMA-MIB::ibSmaCapabilityMaskModified")
     time.sleep(3)
-    assert len(receiver.received()) == 1
+    assert len(receiver.received()) == 2
 
 
 def test_a_hosts_port_going_down_raises_if_mib_link_down_at_the_aggregator(
@@ -162,14 +163,15 @@ def test_a_hosts_port_going_down_raises_if_mib_link_down_at_the_aggregator(
     _joined(aggregator, B)
     trees.set_file(hosts[1], "mlx5_0/ports/2/state", "1: DOWN\n")
     trees.set_file(hosts[1], "mlx5_0/ports/2/phys_state", "2: Polling\n")
-    (received,) = receiver.wait_for(1, timeout=20)
+    (cold_start, received) = receiver.wait_for(2, timeout=20)
+    assert cold_start.trap_oid == "OID: SNMPv2-MIB::coldStart"  # the aggregator's start
     # A CA's port: no IBA trap, IF-MIB's linkDown from host-b's node.
     assert received.trap_oid == "OID: IF-MIB::linkDown"
     assert received.varbinds[2:] == (("IF-MIB::ifIndex.2", "INTEGER: 2"),
                                      ("IF-MIB::ifAdminStatus.2", "INTEGER: up(1)"),
                                      ("IF-MIB::ifOperStatus.2", "INTEGER: down(2)"))
     time.sleep(1.5)
-    assert len(receiver.received()) == 1  # once, whatever publishing the state again
+    assert len(receiver.received()) == 2  # once, whatever publishing the state again
 
 
 def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(tmp_path, stack, broker, hosts) -> None:
@@ -215,7 +217,8 @@ def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     broker.start()
     aggregator.wait_for("reconnected to")
     publisher.wait_for("connected to", count=2)
-    assert len(receiver.wait_for(1, timeout=20)) == 1
+    # Each aggregator's start sends a coldStart too.
+    assert len(receiver.wait_for(2, timeout=20)) == 2
     assert _until(lambda: aggregator.get(B, RCV_DATA_PORT1) == "1234600000", timeout=10)
 
     # An acknowledged QoS 1 event waits in the aggregator's persistent
@@ -227,9 +230,9 @@ def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     broker.kill()
     broker.start()
     _aggregator(stack, tmp_path, broker, "--trap-target", f"127.0.0.1:{receiver.port}", name="aggregator")
-    assert len(receiver.wait_for(2, timeout=20)) == 2
+    assert len(receiver.wait_for(4, timeout=20)) == 4
     time.sleep(2)
-    assert len(receiver.received()) == 2
+    assert len(receiver.received()) == 4
 
 
 def test_refused_credentials_are_one_line_and_exit_2(tmp_path, stack) -> None:

@@ -32,10 +32,8 @@ START_TIMEOUT_S = 30.0
 # The configuration most end-to-end tests run with: a read community and an
 # SNMPv3 authPriv user (SHA-256, AES), and the net-snmp options of that user.
 V3_USER = ("monitor", "monitor-auth-pass", "monitor-priv-pass")
-READ_CONFIG = f"""
-[[community]]
-name = "public"
-
+# That user as a config file's [[user]] table.
+V3_USER_CONFIG = f"""
 [[user]]
 name = "{V3_USER[0]}"
 auth = "SHA256"
@@ -43,6 +41,10 @@ auth_key = "{V3_USER[1]}"
 priv = "AES"
 priv_key = "{V3_USER[2]}"
 """
+READ_CONFIG = """
+[[community]]
+name = "public"
+""" + V3_USER_CONFIG
 V3_AUTH_PRIV = ["-v3", "-l", "authPriv", "-u", V3_USER[0], "-a", "SHA-256", "-A", V3_USER[1],
                 "-x", "AES", "-X", V3_USER[2]]
 

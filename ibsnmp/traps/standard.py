@@ -1,0 +1,57 @@
+"""The agent's own standard notifications (SNMPv2-MIB snmpTraps, RFC 3418):
+coldStart when it starts, authenticationFailure when it refuses who asks.
+
+Both carry no OBJECTS: an SNMPv2c/v3 receiver gets sysUpTime.0 and
+snmpTrapOID.0 alone, and pysnmp's SNMPv1 conversion (RFC 3584 3.2) gives
+an SNMPv1 one generic-trap 0 (coldStart) or 4 (authenticationFailure),
+specific-trap 0, enterprise snmpTraps. They speak for the agent (the
+default context) and go to the trap targets alone, never through an
+AgentX master (traps.service.NotificationService.send_own): a subagent
+that starts is no agent's cold start, and a master tells its own
+authentication failures.
+
+- coldStart: once, when the agent starts, before any other notification
+  (`_services` of ibsnmp.commands.run sends it as soon as the targets are
+  in force, before the provider starts);
+- authenticationFailure: for a refusal of who asks (agent.refusals: a
+  reason with `authentication`) while snmpEnableAuthenTraps is enabled,
+  on the refusal log's own decision: one per line it writes, at most one
+  per source and reason a minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from ibsnmp.agent.refusals import Reason, RefusalLog
+
+from .mapping import NotificationSpec, Oid
+from .service import NotificationService
+
+SNMP_TRAPS: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5)
+COLD_START = NotificationSpec(None, "coldStart", SNMP_TRAPS + (1,), ())
+AUTHENTICATION_FAILURE = NotificationSpec(None, "authenticationFailure", SNMP_TRAPS + (5,), ())
+
+
+def send_cold_start(service: NotificationService) -> None:
+    """coldStart to every target in force (call once, when the agent starts)."""
+    service.send_own(COLD_START)
+
+
+@contextmanager
+def authentication_failures(service: NotificationService, refusals: RefusalLog,
+                            enabled: Callable[[], bool]) -> Iterator[None]:
+    """While the context lasts, authenticationFailure to every target for each
+    line `refusals` writes about an authentication failure, when `enabled()`
+    (snmpEnableAuthenTraps) says so at that moment."""
+
+    def refused(reason: Reason) -> None:
+        if reason.authentication and enabled():
+            service.send_own(AUTHENTICATION_FAILURE)
+
+    refusals.add_listener(refused)
+    try:
+        yield
+    finally:
+        refusals.remove_listener(refused)
