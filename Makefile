@@ -5,7 +5,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap \
+DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap systemd-container \
   podman-compose ibsim-utils opensm infiniband-diags libibumad3 prometheus-snmp-exporter prometheus
 STAMP := $(VENV)/.installed
 

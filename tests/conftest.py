@@ -10,7 +10,7 @@ from tests.support.paths import PROJECT_ROOT, TESTS_DIR
 
 # The folders under tests/, each the marker of what its tests need
 # (registered in pyproject.toml).
-KINDS = ("unit", "wire", "mib", "e2e", "ibsim", "mqtt", "container")
+KINDS = ("unit", "wire", "mib", "e2e", "ibsim", "mqtt", "container", "systemd")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -116,16 +116,19 @@ def _read_text(path: Path, key: str, fail: Fail) -> str:
 
 
 def warn_if_exposed_config(path: Path, data: Mapping[str, Any]) -> None:
-    """One warning when a config file holding inline secrets is group or world readable."""
+    """One warning when a config file holding inline secrets is world readable.
+
+    Its group may read it: that is how the shipped unit's dynamic user, in
+    the group ibsnmp, reads a root:ibsnmp 0640 file (packaging/)."""
     if not _has_inline_secret(data):
         return
     try:
         mode = path.stat().st_mode
     except OSError:
         return  # it was just read; a vanished file has nothing left to protect
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
-        log.warning("%s holds secrets and is readable by group or others (mode %04o); "
-                    "chmod 600 it, or move the secrets to *_file / *_env", path,
+    if mode & stat.S_IROTH:
+        log.warning("%s holds secrets and is readable by others (mode %04o); "
+                    "chmod o-r it, or move the secrets to *_file / *_env", path,
                     stat.S_IMODE(mode))
 
 
