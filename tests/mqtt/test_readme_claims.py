@@ -1,6 +1,6 @@
-"""The README's claims about views and sizes, each checked against a running agent.
+"""docs/security.md's claims about views and sizes, each checked against a running agent.
 
-One test per claim, named after it; the README's wording is quoted in the
+One test per claim, named after it; the document's wording is quoted in the
 docstring so a change to either shows up beside the other.
 """
 
@@ -98,7 +98,7 @@ def inside(oid: tuple[int, ...], subtree: tuple[int, ...]) -> bool:
 @pytest.mark.parametrize("principal", list(PRINCIPALS))
 def test_the_read_view_leaves_out_the_security_configuration(agent: RunningAgent,
                                                              principal: str) -> None:
-    """README: "The read view of every community and user leaves out the
+    """docs/security.md: "The read view of every community and user leaves out the
     agent's security configuration ... the counters beside them stay readable"."""
     rows = walk(agent, principal, SNMP_MODULES)
     names = [oid for oid, _ in rows]
@@ -113,7 +113,7 @@ def test_the_read_view_leaves_out_the_security_configuration(agent: RunningAgent
 @pytest.mark.parametrize("principal", ["public", "v3 reader"])
 def test_a_get_inside_the_security_configuration_is_no_such_object(agent: RunningAgent,
                                                                    principal: str) -> None:
-    """README: the same view answers GETs: usmUserStatus of "monitor" is not there."""
+    """docs/security.md: the same view answers GETs: usmUserStatus of "monitor" is not there."""
     user = ".".join(str(ord(c)) for c in "monitor")
     engine_id = walk(agent, principal, ".1.3.6.1.6.3.10.2.1.1")[0][1]
     octets = bytes.fromhex(engine_id.split(":", 1)[1].replace(" ", ""))
@@ -130,7 +130,7 @@ def test_a_get_inside_the_security_configuration_is_no_such_object(agent: Runnin
 def test_read_only_principals_do_not_read_the_iba_keys_writers_do(agent: RunningAgent,
                                                                   principal: str,
                                                                   reads_keys: bool) -> None:
-    """README: "the read view of read-only communities and users leaves them out
+    """docs/security.md: "the read view of read-only communities and users leaves them out
     ... Communities and users with `access = "write"` read them"."""
     instance = "." + ".".join(map(str, SMA_PORT_M_KEY + (0,)))
     output = assert_ok(agent.snmp("snmpget", *PRINCIPALS[principal], instance))
@@ -143,7 +143,7 @@ def dotted(oid: tuple[int, ...]) -> str:
 
 def test_view_no_keys_hides_the_keys_from_a_writer_which_may_still_set_them(
         agent: RunningAgent) -> None:
-    """README: "`view = "no-keys"` hides them from a writer (which may still set them)"."""
+    """docs/security.md: "`view = "no-keys"` hides them from a writer (which may still set them)"."""
     instance = f"{dotted(SM_CONFIG_SM_KEY)}.{FE80_PREFIX}"
     no_keys = PRINCIPALS["writer with no-keys"]
     assert "No Such Object" in assert_ok(agent.snmp("snmpget", *no_keys, instance))
@@ -154,7 +154,7 @@ def test_view_no_keys_hides_the_keys_from_a_writer_which_may_still_set_them(
 
 def test_view_with_keys_gives_a_read_only_monitor_the_keys_not_write_access(
         agent: RunningAgent) -> None:
-    """README: "`view = "with-keys"` gives a read-only monitor the keys"; access stays read."""
+    """docs/security.md: "`view = "with-keys"` gives a read-only monitor the keys"; access stays read."""
     instance = f"{dotted(SM_CONFIG_SM_KEY)}.{FE80_PREFIX}"
     result = agent.snmp("snmpset", *PRINCIPALS["reader with-keys"], instance, "x",
                         "0807060504030201")
@@ -162,7 +162,7 @@ def test_view_with_keys_gives_a_read_only_monitor_the_keys_not_write_access(
 
 
 def test_community_at_a_guid_has_the_rights_of_the_community(agent: RunningAgent) -> None:
-    """README: "`public@<guid>` has the rights of `public`": no keys, no security tables."""
+    """docs/security.md: "`public@<guid>` has the rights of `public`": no keys, no security tables."""
     switch = next(n for n in build_fabric(FABRIC, seed=1).nodes.values() if n.is_switch)
     guid = f"{switch.guid:016x}"
     at_guid = ["-v2c", "-c", f"public@{guid}"]
@@ -177,7 +177,7 @@ def test_community_at_a_guid_has_the_rights_of_the_community(agent: RunningAgent
                                   "ibSmaPortMKeyViolations"])
 def test_m_key_lease_protection_and_violations_stay_readable(agent: RunningAgent,
                                                              name: str) -> None:
-    """README: "M_Key lease periods, protection bits and violation counters are
+    """docs/security.md: "M_Key lease periods, protection bits and violation counters are
     not keys and stay readable"."""
     instance = dotted(definitions().objects[name].oid + (0,))
     output = assert_ok(agent.snmp("snmpget", *PRINCIPALS["public"], instance))
@@ -193,19 +193,19 @@ def test_m_key_lease_protection_and_violations_stay_readable(agent: RunningAgent
 ])
 def test_a_set_from_a_read_only_principal_gets_no_access(agent: RunningAgent,
                                                          options: list[str], error: str) -> None:
-    """README: "Access is read-only unless a community or user has `access =
+    """docs/security.md: "Access is read-only unless a community or user has `access =
     "write"`: a SET from anyone else gets noAccess (noSuchName in SNMPv1)"."""
     result = agent.snmp("snmpset", *options, "SNMPv2-MIB::sysContact.0", "s", "nobody")
     assert result.returncode != 0 and error in result.stdout + result.stderr, result
 
 
 def test_a_getbulk_brings_back_at_most_100_varbinds(agent: RunningAgent) -> None:
-    """README: "a 36-octet GETBULK (max-repetitions 10000) brings back up to
-    100 varbinds (`[limits] max_getbulk_varbinds`, as net-snmp's
-    maxGetbulkResponses): with `getbulk_fill_ms = 0` about 2.5 KB from the
-    top of the tree, 70 times what was sent; by default as many as 0.5 ms
-    of filling gives, which from the top of the tree ... is 7-15" (7 at
-    least: the clock is first read at the eighth)."""
+    """docs/security.md: "a small GETBULK brings back many times its size.
+    `[limits] max_getbulk_varbinds` (100, as net-snmp's maxGetbulkResponses)
+    and `getbulk_fill_ms` bound what one answer holds": a 36-octet GETBULK
+    (max-repetitions 10000) from the top of the tree gets 7 to 100 varbinds
+    (7 at least: the fill clock is first read at the eighth), at most 75
+    times its size."""
     request = community_request("bulk", [(1, 3, 6, 1)], max_repetitions=10_000, request_id=1)
     assert len(request) == 36
     answer = exchange(agent.address, request, timeout=5.0)
@@ -216,7 +216,7 @@ def test_a_getbulk_brings_back_at_most_100_varbinds(agent: RunningAgent) -> None
 
 
 def test_json_log_format_writes_one_record_per_line(tmp_path: Path) -> None:
-    """README: "`--log-format text|json` writes one record per line to standard
+    """docs/security.md: "`--log-format text|json` writes one record per line to standard
     output: ... JSON objects (`time`, `level`, `logger`, `message`)": the
     start-up banner included."""
     config = tmp_path / "ibsnmp.toml"

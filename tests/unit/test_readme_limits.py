@@ -1,4 +1,4 @@
-"""The README's `[limits]` table says what the configuration parser does:
+"""The configuration reference's `[limits]` table says what the parser does:
 every key it lists is one the parser takes, with the default it has."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ _ROW = re.compile(r"^\| `(\w+)` \| .* \| (.+?) \|$")
 
 
 def _limits_table() -> dict[str, str]:
-    """key -> the default as the README's `[limits]` table writes it."""
-    text = (PROJECT_ROOT / "README.md").read_text()
-    table = text.split("`[limits]`:", 1)[1].split("\n\n", 2)[1]
+    """key -> the default as docs/configuration.md's `[limits]` table writes it."""
+    text = (PROJECT_ROOT / "docs" / "configuration.md").read_text()
+    table = text.split("## `[limits]`", 1)[1].split("\n\n", 2)[1]
     rows = {}
     for line in table.splitlines():
         found = _ROW.match(line)
@@ -35,11 +35,11 @@ def _as_written(value: bool | int | float | None) -> str:
     return f"{int(value):,}"
 
 
-def test_the_readme_lists_every_limit_key() -> None:
+def test_the_reference_lists_every_limit_key() -> None:
     assert sorted(_limits_table()) == sorted(LIMIT_KEYS)
 
 
-def test_the_readme_gives_each_limit_its_default() -> None:
+def test_the_reference_gives_each_limit_its_default() -> None:
     defaults = Limits()
     documented = _limits_table()
     for limit in fields(Limits):
