@@ -203,7 +203,7 @@ def test_the_output_holds_no_secret_but_the_warnings(agent: RunningAgent, files:
     assert (f"WARNING ibsnmp.secrets: {files / 'read-community'} holds a secret and is "
             f"readable by others (mode 0644)") in output
     assert (f"WARNING ibsnmp.secrets: {files / 'agent.toml'} holds secrets and is readable "
-            f"by group or others (mode 0644)") in output
+            f"by others (mode 0644)") in output
     assert "WARNING ibsnmp.secrets: --write-community puts a community on the command line" \
         in output
 
@@ -254,7 +254,7 @@ def test_two_sources_for_one_secret_exit_2(files: Path) -> None:
     assert f"ibsnmp: {config}: community[0].name_file: name is given too: use one source" \
         in stderr
     stderr = start_failure("--community-file", str(secret), env={"IBSNMP_COMMUNITY": WRITE_SECRET})
-    assert "ibsnmp: command line: IBSNMP_COMMUNITY: --community-file is given too" in stderr
+    assert "ibsnmp: environment: IBSNMP_COMMUNITY: --community-file is given too" in stderr
 
 
 def test_missing_secret_file_and_variable_exit_2(files: Path) -> None:

@@ -526,7 +526,7 @@ def test_no_umad_port_is_a_clear_error(live: Live) -> None:
     done = live.fabric.run([sys.executable, "-m", "ibsnmp", "run", "--provider", "live",
                             "--ca", "nosuch0", "--listen", f"127.0.0.1:{free_udp_port()}"])
     assert done.returncode == 2
-    assert "--provider live: cannot open nosuch0" in done.stderr
+    assert "ibsnmp: provider live: cannot open nosuch0" in done.stderr
     # The same from the environment, as a container would set it.
     done = subprocess.run([sys.executable, "-m", "ibsnmp", "run", "--listen",
                            f"127.0.0.1:{free_udp_port()}"],
@@ -534,4 +534,4 @@ def test_no_umad_port_is_a_clear_error(live: Live) -> None:
                                    IBSNMP_CA="nosuch1", IBSNMP_PORT="2"),
                           cwd=live.fabric.workdir, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert "--provider live: cannot open nosuch1, port 2" in done.stderr
+    assert "ibsnmp: provider live: cannot open nosuch1, port 2" in done.stderr

@@ -280,7 +280,7 @@ def test_passwords_come_from_a_file_or_the_environment_and_never_print(tmp_path,
     assert settings.password == "from-env"
     assert "from-env" not in repr(settings) and "from-env" not in settings.label
     assert settings.client_id.startswith("ibsnmp-publisher-f-")
-    with pytest.raises(BrokerError, match="need an mqtts:// broker"):
+    with pytest.raises(BrokerError, match="--broker-ca: needs an mqtts:// broker"):
         settings_from_args(_args(broker_ca=str(secret)), "publisher")
     with pytest.raises(BrokerError, match="needs a user name"):
         settings_from_args(_args(broker="mqtt://broker"), "publisher")
