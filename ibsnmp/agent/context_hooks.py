@@ -80,8 +80,10 @@ class ContextDirectory:
     def is_known_node(self, name: bytes) -> bool:
         if not name:
             return False
-        if name == self._last_name:
-            return self._last_known
+        if name == self._last_name and self._last_known:
+            return True
+        # An unknown name is asked again: its node may have joined since
+        # (an MQTT aggregator's), and nothing else would refresh the memory.
         return self.resolve(name) is not None
 
 

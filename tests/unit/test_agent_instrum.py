@@ -194,4 +194,23 @@ def test_directory_guards_the_resolver() -> None:
     assert calls == []  # malformed names never reach the resolver
     assert directory.resolve(b"ffffffffffffffff") is None  # logged once, not raised
     assert directory.is_known_node(b"ffffffffffffffff") is False
-    assert calls == [b"ffffffffffffffff"]  # the VACM check reused the request's answer
+    assert calls == [b"ffffffffffffffff"] * 2  # an unknown name is asked again
+
+
+def test_a_node_that_joins_is_known_at_once_and_a_known_one_is_not_asked_again() -> None:
+    joined: set[bytes] = set()
+    calls: list[bytes] = []
+
+    def resolver(name: bytes) -> Any:
+        calls.append(name)
+        return object() if name in joined else None
+
+    directory = ContextDirectory(resolver)
+    name = b"0002c903000a1b2c"
+    assert directory.is_known_node(name) is False
+    assert directory.is_known_node(name) is False
+    joined.add(name)  # an MQTT publisher's node arrives
+    assert directory.is_known_node(name) is True
+    asked = len(calls)
+    assert directory.is_known_node(name) is True  # the request's VACM check: remembered
+    assert len(calls) == asked
