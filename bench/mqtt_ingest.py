@@ -91,8 +91,8 @@ def node_updates(port: int, seconds: float) -> int:
     async def count() -> int:
         seen = 0
         async with aiomqtt.Client(LOCALHOST, port, identifier=f"bench-count-{time.monotonic_ns()}") as client:
-            await client.subscribe("ibsnmp/v1/+/node/+/state")
-            await client.subscribe("ibsnmp/v1/+/publisher/+/counters")
+            await client.subscribe("ibsnmp/v2/+/+/+/node/+/state")
+            await client.subscribe("ibsnmp/v2/+/+/+/counters")
             try:
                 async with asyncio.timeout(seconds):
                     async for message in client.messages:

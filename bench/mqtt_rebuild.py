@@ -39,18 +39,19 @@ from ibsnmp.traps.link_events import PortStatusWatch
 
 SPEC = "fat-tree:spines=18,leaves=72,hosts=138"
 FABRIC_ID = "bench"
+BENCH_TOPICS = topics.PublisherTopics(FABRIC_ID, topics.Publisher(topics.ANONYMOUS, "bench"))
 RUNS = 3
 
 
 def state_message(fabric: Fabric, guid: int, at: float) -> aiomqtt.Message:
     payload = encode_state(record_of(fabric, fabric.nodes[guid], at, at, publisher="bench"))
-    return aiomqtt.Message(topics.node_topic(FABRIC_ID, guid, "state"), payload, 1, False, 1, None)
+    return aiomqtt.Message(BENCH_TOPICS.node(guid, "state"), payload, 1, False, 1, None)
 
 
 def counters_messages(fabric: Fabric, guids: list[int], at: float, state_time: float) -> list[aiomqtt.Message]:
     """The nodes' counters `at` seconds in, as a publisher sends them after
     states of `state_time`: COUNTER_BATCH nodes a message."""
-    topic = topics.publisher_topic(FABRIC_ID, "bench", "counters")
+    topic = BENCH_TOPICS.counters
     out = []
     for start in range(0, len(guids), COUNTER_BATCH):
         batch = {guid: counters_of(record_of(fabric, fabric.nodes[guid], at, at, publisher="bench"), state_time)

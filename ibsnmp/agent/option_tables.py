@@ -61,6 +61,8 @@ _PROVIDER_OPTIONS = (
     _provider("sm_guid", "topology"),
     _provider("broker", "mqtt"),
     _provider("stale_after", "mqtt"),
+    _provider("max_nodes", "mqtt"),
+    _provider("max_nodes_per_publisher", "mqtt"),
     *(_provider(name, "mqtt") for name in _MQTT_CONNECTION),
 )
 _PUBLISH_TIMING = tuple(FileOption("publish", name, name) for name in ("interval", "refresh", "queue_size"))

@@ -27,25 +27,26 @@ log = logging.getLogger("ibsnmp.mqtt")
 
 
 def broker_settings_of(args: argparse.Namespace, role: str, url: str | None = None,
-                       url_dest: str = "broker") -> BrokerSettings:
-    """Broker settings from the options, checked without connecting."""
+                       url_dest: str = "broker", client_suffix: str = "") -> BrokerSettings:
+    """Broker settings from the options, checked without connecting
+    (`client_suffix`: see mqtt.broker.settings_from_args)."""
     try:
         topics.check_fabric_id(args.fabric_id)
     except ValueError as exc:
         raise source_of(args, "fabric_id").error(str(exc)) from None
     try:
-        return broker_settings(args, role, url, url_dest=url_dest,
+        return broker_settings(args, role, url, url_dest=url_dest, client_suffix=client_suffix,
                                named=lambda dest: str(source_of(args, dest)))
     except BrokerError as exc:
         raise ConfigError(str(exc)) from None
 
 
 def _settings(args: argparse.Namespace, role: str, url: str | None = None,
-              url_dest: str = "broker") -> BrokerSettings:
+              url_dest: str = "broker", client_suffix: str = "") -> BrokerSettings:
     """Broker settings, after one connection that proves the credentials:
     a refusal is a start-up error (exit 2); a broker that cannot be reached
     yet is retried once running."""
-    settings = broker_settings_of(args, role, url, url_dest)
+    settings = broker_settings_of(args, role, url, url_dest, client_suffix)
     try:
         unreachable = asyncio.run(check_credentials(settings))
     except BrokerRefused as exc:
@@ -62,7 +63,8 @@ def make_aggregator(args: argparse.Namespace) -> Provider:
     if not args.broker:
         raise ConfigError("provider mqtt needs the broker's URL: --broker URL, IBSNMP_BROKER "
                           "or [provider] broker")
-    return MqttAggregator(_settings(args, "aggregator"), args.fabric_id, stale_after=args.stale_after)
+    return MqttAggregator(_settings(args, "aggregator"), args.fabric_id, stale_after=args.stale_after,
+                          max_nodes=args.max_nodes, max_nodes_per_publisher=args.max_nodes_per_publisher)
 
 
 def check_publisher_options(args: argparse.Namespace) -> None:
@@ -78,7 +80,11 @@ def make_publisher(args: argparse.Namespace, provider: Provider, url: str,
                    url_dest: str = "broker") -> Publisher:
     """The publisher to the broker at `url` (given as the option `url_dest`)."""
     check_publisher_options(args)
-    return Publisher(provider, _settings(args, "publisher", url, url_dest), args.fabric_id,
+    # Two publishers of one host (two HCAs published apart, containers
+    # sharing the host name) differ in the node they speak from.
+    local = provider.snapshot.local_node_guid
+    suffix = f"{local:016x}" if local is not None else ""
+    return Publisher(provider, _settings(args, "publisher", url, url_dest, suffix), args.fabric_id,
                      interval=args.interval, refresh=args.refresh, queue_size=args.queue_size)
 
 

@@ -29,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "publish", help="publish a provider's nodes to an MQTT broker",
         description="Publish every node the provider knows (a sysfs host: its CAs; a topology or "
-                    "simulated fabric: all nodes) on ibsnmp/v1/<fabric-id>/node/<guid>/...")
+                    "simulated fabric: all nodes) on ibsnmp/v2/<fabric-id>/<owner>/<client-id>/node/<guid>/...")
     from ibsnmp.mqtt.arguments import add_publisher_arguments
 
     add_provider_arguments(parser, ("sysfs", "topology", "simulated"))

@@ -22,6 +22,7 @@ from ibsnmp.agent.runner import Services
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.logsetup import LOG_FORMATS, configure_logging, print_banner
 from ibsnmp.providers.base import Provider
+from ibsnmp.mqtt.arguments import whole_number
 from ibsnmp.options import source_of
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 from ibsnmp.sa.sessions import DEFAULT_LIFETIME_S, DEFAULT_MAX_SESSIONS
@@ -140,14 +141,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
-    return value
+_count = whole_number(0)
 
 
 def add_fabric_arguments(parser: argparse.ArgumentParser, *, default: str | None = None) -> None:

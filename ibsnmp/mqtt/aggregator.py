@@ -11,12 +11,29 @@ state brings it back.  Staleness is judged only while connected: during an
 outage of our own broker connection every node is kept, and after the
 reconnect the retained states refresh them all.
 
+Every publisher may be hostile; every other publisher's nodes are worth
+protecting. A node belongs to the publisher (topics.Publisher: the topic
+it came on, which the broker's ACL ties to a user) whose state announced
+it: another publisher's state, status, events or counters for it are
+refused and logged (both publishers named) while the owner is live, and
+taken once the owner has been silent for its stale period or said the
+node (or itself) is offline. A publisher's `offline` removes its own
+nodes only. At most `max_nodes_per_publisher` nodes per publisher's
+account (below) and `max_nodes` in all are served; a state for a new
+node past either is refused, one line per account a minute, and the
+nodes served stay. Events of a node nobody owns yet wait for its state
+(an event queued in our session comes before the retained states).
+A publisher with a user name counts as its user (its account): the
+broker's ACL ties the owner level of a topic to the user, not the client
+id level, which the user may fill at will; so one user's publishers share
+its limit and its log lines. Anonymous publishers count one by one.
+
 Events become TrapEvents for the notification path, once each: a
 publisher numbers its node's events, and a number not above the last one
 taken (a redelivery after a reconnect) is dropped.  A message that cannot
 be taken (malformed, oversized, wrong version, schema violation, a topic
-GUID that is not the payload's) is dropped and logged once per node; it
-never touches another node.
+GUID that is not the payload's) is dropped and logged, one line per
+account and kind a minute; it never touches another node.
 
 Snapshots are rebuilt on the event loop, coalesced: at most one rebuild
 per `rebuild_delay` (longer while a rebuild of a large fabric is costly),
@@ -31,22 +48,32 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import aiomqtt
 
 from ibsnmp.fabric.model import Fabric, SmInfo
 from ibsnmp.mqtt import topics
-from ibsnmp.mqtt.arguments import DEFAULT_REFRESH_S
+from ibsnmp.mqtt.arguments import DEFAULT_MAX_NODES, DEFAULT_REFRESH_S
 from ibsnmp.mqtt.assemble import Assembly
 from ibsnmp.mqtt.broker import BrokerSettings, run_session
-from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CounterOrder, CountersRecord, NodeRecord, PayloadError, counter_order,
-                               decode_counters, decode_event, decode_state, with_counters)
+from ibsnmp.mqtt.codec import (MAX_PAYLOAD_BYTES, CounterOrder, CountersRecord, EventRecord, NodeRecord, PayloadError,
+                               counter_order, decode_counters, decode_event, decode_state, with_counters)
+from ibsnmp.mqtt.notices import Notices
+from ibsnmp.mqtt.takeover import TAKEOVER, Takeovers
+from ibsnmp.mqtt.topics import Publisher
 
 from ibsnmp.providers.base import ProviderCore, cancel_and_wait
 
 __all__ = ["DEFAULT_REFRESH_S", "MqttAggregator"]
 
+# Events of a node nobody owns yet wait this long for its state, and at most
+# this many in all (an aggregator's queued session, delivered before the
+# retained states, holds the events of its absence).
+HOLD_EVENTS_S = 60.0
+MAX_HELD = 10_000
 # A publisher's full refresh period when its records do not say.
 STALE_REFRESHES = 3
 DEFAULT_REBUILD_DELAY = 0.2
@@ -57,6 +84,7 @@ log = logging.getLogger("ibsnmp.mqtt.aggregator")
 
 @dataclass
 class _Heard:
+    owner: Publisher  # whose topic announced the node
     record: NodeRecord  # as served (its node and SMs are the snapshot's objects)
     seen: float  # monotonic time of the last state or counters
     digest: bytes = b""  # of the payload past its time field (see _refresh_digest)
@@ -65,6 +93,7 @@ class _Heard:
 
 
 _TIMED = b'{"version":1,"time":'
+_K = TypeVar("_K")
 
 
 def _refresh_digest(payload: bytes) -> bytes:
@@ -98,6 +127,15 @@ def _rebased(sms: tuple[SmInfo, ...], elapsed: float, served: tuple[SmInfo, ...]
     return rebased
 
 
+def _count(table: dict[_K, int], key: _K, delta: int) -> None:
+    """Add `delta` to `table[key]`; a count that reaches 0 leaves the table."""
+    left = table.get(key, 0) + delta
+    if left > 0:
+        table[key] = left
+    else:
+        table.pop(key, None)
+
+
 def _near(a: int | None, b: int | None) -> bool:
     if a is None or b is None:
         return a is b
@@ -108,20 +146,31 @@ class MqttAggregator(ProviderCore):
     """`MqttAggregator(settings, fabric_id, stale_after=None)`."""
 
     def __init__(self, settings: BrokerSettings, fabric_id: str, *, stale_after: float | None = None,
-                 max_payload: int = MAX_PAYLOAD_BYTES, rebuild_delay: float = DEFAULT_REBUILD_DELAY) -> None:
+                 max_payload: int = MAX_PAYLOAD_BYTES, rebuild_delay: float = DEFAULT_REBUILD_DELAY,
+                 max_nodes: int = DEFAULT_MAX_NODES, max_nodes_per_publisher: int = DEFAULT_MAX_NODES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
+        self._clock = clock
         self.settings = settings
         self.fabric_id = topics.check_fabric_id(fabric_id)
         self.stale_after = stale_after
         self.max_payload = max_payload
         self.rebuild_delay = rebuild_delay
+        self.max_nodes = max_nodes
+        self.max_nodes_per_publisher = max_nodes_per_publisher
         self._assembly = Assembly(f"mqtt {settings.label} fabric {fabric_id}")
         self._fabric = self._assembly.fabric
         self._heard: dict[int, _Heard] = {}
-        self._offline_nodes: set[int] = set()
-        self._offline_publishers: set[str] = set()
+        self._owned: dict[Publisher, int] = {}  # how many heard nodes each publisher owns
+        self._per_account: dict[Publisher | str, int] = {}  # and each account (_account)
+        self._offline_nodes: set[tuple[Publisher, int]] = set()  # said offline by that publisher
+        # Events of nodes nobody owns yet, by publisher and node: (event, when it came).
+        self._held: dict[tuple[Publisher, int], list[tuple[EventRecord, float]]] = {}
+        self._held_count = 0
+        self._offline_publishers: set[Publisher] = set()
         self._last_sequence: dict[int, int] = {}
-        self._warned: set[int | str] = set()  # nodes and publishers whose bad messages were said
+        self._notices = Notices(log, clock=clock)  # what publishers send wrong, one line per kind a minute
+        self._takeovers = Takeovers(clock=clock)
         self._said_mismatch: set[object] = set()
         self._news: list[tuple[int, str]] = []  # joins and leaves, logged after the rebuild
         self._connected = False
@@ -137,6 +186,8 @@ class MqttAggregator(ProviderCore):
         self._build_cost = 0.0
         self._tasks: list[asyncio.Task[None]] = []
         self.refused = 0  # messages dropped as bad input
+        self.claims_refused = 0  # messages about a node another live publisher owns
+        self.over_limit = 0  # states of new nodes past max_nodes(_per_publisher)
         self.duplicates = 0  # events dropped as already taken
         self.updates = 0  # state messages taken
 
@@ -166,7 +217,7 @@ class MqttAggregator(ProviderCore):
     # -- the connection -----------------------------------------------------------
 
     async def _while_connected(self, client: aiomqtt.Client) -> None:
-        now = time.monotonic()
+        now = self._clock()
         # Our own outage said nothing about the nodes: each gets a full
         # stale period again, and the retained states arrive now.
         for heard in self._heard.values():
@@ -174,9 +225,12 @@ class MqttAggregator(ProviderCore):
         if self._ever_connected:
             log.info("mqtt: reconnected to %s; the retained states refresh every node", self.settings.label)
         self._connected = self._ever_connected = True
+        self._takeovers.connected()
         await asyncio.Event().wait()
 
     def _lost(self, reason: str) -> None:
+        if self._takeovers.lost():
+            log.error(TAKEOVER, self.settings.label, self.settings.client_id)
         if self._connected:
             log.warning("mqtt: lost the broker %s (%s): serving the %d nodes as last heard; staleness is "
                         "not judged until the connection is back", self.settings.label, reason,
@@ -195,34 +249,128 @@ class MqttAggregator(ProviderCore):
         if topic is None or not isinstance(payload, (bytes, bytearray)):
             return
         payload = bytes(payload)
+        publisher = topic.publisher
+        if not message.retain and publisher in self._offline_publishers and topic.kind in ("state", "counters"):
+            # It is sending now: whatever said it was offline (its will of an
+            # earlier connection, or without an ACL anyone) is past.
+            self._publisher_status(publisher, topics.ONLINE)
         if topic.guid is None:
             if topic.kind == "counters":
-                self._counters(topic.publisher or "", payload)
+                self._counters(publisher, payload)
             else:
-                self._publisher_status(topic.publisher or "", payload)
+                self._publisher_status(publisher, payload)
         elif topic.kind == "state":
-            self._state(topic.guid, payload)
+            self._state(publisher, topic.guid, payload)
+        elif self._foreign(publisher, topic.guid, topic.kind):
+            return
         elif topic.kind == "status":
-            self._node_status(topic.guid, payload)
+            self._node_status(publisher, topic.guid, payload)
         else:
-            self._event(topic.guid, payload)
+            self._event(publisher, topic.guid, payload)
 
-    def _refuse(self, guid: int, kind: str, why: str) -> None:
+    def _refuse(self, publisher: Publisher, guid: int, kind: str, why: str) -> None:
         self.refused += 1
-        if guid not in self._warned:
-            self._warned.add(guid)
-            log.warning("mqtt: node %016x: %s message dropped: %s (further bad messages of this node are "
-                        "dropped without a word)", guid, kind, why)
+        self._notices.say((self._account(publisher), "bad", kind), logging.WARNING,
+                          "mqtt: publisher %s: %s message of node %016x dropped: %s", publisher, kind, guid, why)
 
-    def _state(self, guid: int, payload: bytes) -> None:
+    # -- ownership ------------------------------------------------------------------------
+
+    @staticmethod
+    def _account(publisher: Publisher) -> Publisher | str:
+        """What limits and log lines count `publisher` as: its user (the
+        owner the ACL enforces), or itself when anonymous."""
+        return publisher if publisher.owner == topics.ANONYMOUS else publisher.owner
+
+    def _foreign(self, publisher: Publisher, guid: int, kind: str) -> bool:
+        """Whether node `guid` belongs to another publisher than `publisher`:
+        its message (status, events, counters) is then refused, and said. A
+        node nobody owns yet is nobody's to protect: its owner's retained
+        status and queued events may come before its retained state."""
+        heard = self._heard.get(guid)
+        if heard is None or heard.owner == publisher:
+            return False
+        self.claims_refused += 1
+        self._notices.say((self._account(publisher), "foreign", kind), logging.WARNING,
+                          "mqtt: publisher %s: %s message of node %016x refused: the node belongs to "
+                          "publisher %s", publisher, kind, guid, heard.owner)
+        return True
+
+    def _owner_live(self, heard: _Heard, now: float) -> bool:
+        """Whether the node's owner still speaks for it: neither it nor the
+        node is offline, and its last state is within the stale period
+        (while we are connected: during our own outage nothing is stale)."""
+        if heard.owner in self._offline_publishers:
+            return False
+        if (heard.owner, heard.record.node.guid) in self._offline_nodes:
+            return False
+        return not self._connected or now - heard.seen <= self._stale_limit(heard.record)
+
+    def _may_claim(self, publisher: Publisher, guid: int, heard: _Heard | None) -> bool:
+        """Whether a state from `publisher` for `guid` may be taken: the node
+        is its own, or free (no live owner), and a new node is within limits."""
+        if heard is not None and heard.owner == publisher:
+            return True
+        now = self._clock()
+        if heard is not None and self._owner_live(heard, now):
+            self.claims_refused += 1
+            limit = self._stale_limit(heard.record)
+            self._notices.say((self._account(publisher), "claim"), logging.WARNING,
+                              "mqtt: publisher %s claims node %016x, which publisher %s owns: refused until %s "
+                              "has been silent for %g s or says the node is offline", publisher, guid,
+                              heard.owner, heard.owner, limit)
+            return False
+        owned = self._per_account.get(self._account(publisher), 0)
+        total = len(self._heard) - (heard is not None)
+        if owned >= self.max_nodes_per_publisher or total >= self.max_nodes:
+            self.over_limit += 1
+            which = (f"max_nodes_per_publisher ({self.max_nodes_per_publisher})"
+                     if owned >= self.max_nodes_per_publisher else f"max_nodes ({self.max_nodes})")
+            self._notices.say((self._account(publisher), "limit"), logging.WARNING,
+                              "mqtt: publisher %s: new node %016x refused: %s reached; the nodes served stay",
+                              publisher, guid, which)
+            return False
+        if heard is not None:
+            log.info("mqtt: node %016x passes from publisher %s (silent or offline) to publisher %s", guid,
+                     heard.owner, publisher)
+            self._forget(guid)
+        return True
+
+    def _forget(self, guid: int) -> None:
+        """Drop what is known of `guid` and its owner's claim on it."""
+        heard = self._heard.pop(guid, None)
+        if heard is not None:
+            _count(self._owned, heard.owner, -1)
+            _count(self._per_account, self._account(heard.owner), -1)
+            self._offline_nodes.discard((heard.owner, guid))
+        self._last_sequence.pop(guid, None)
+
+    def _take(self, publisher: Publisher, guid: int, heard: _Heard) -> None:
+        if guid not in self._heard:
+            _count(self._owned, publisher, 1)
+            _count(self._per_account, self._account(publisher), 1)
+        self._heard[guid] = heard
+        held = self._held.pop((publisher, guid), None)
+        if held is not None:  # its events came first (queued in our session): now, in order
+            self._held_count -= len(held)
+            self._update(guid, "")
+            for record, _ in held:
+                self._take_event(guid, record)
+
+    # -- messages of a node ---------------------------------------------------------------
+
+    def _state(self, publisher: Publisher, guid: int, payload: bytes) -> None:
+        heard = self._heard.get(guid)
         if not payload:  # a retained state cleared: the node is gone for good
-            if self._heard.pop(guid, None) is not None:
+            if heard is not None and heard.owner == publisher:
+                self._forget(guid)
                 self._update(guid, "its retained state was cleared")
             return
+        if not self._may_claim(publisher, guid, heard):
+            return
+        heard = self._heard.get(guid)  # None if it passed from another owner
         digest = _refresh_digest(payload)
-        heard = self._heard.get(guid)
         if digest and heard is not None and heard.digest == digest and len(payload) <= self.max_payload:
-            heard.seen = time.monotonic()  # the same state again: a refresh
+            heard.seen = self._clock()  # the same state again: a refresh
             self.updates += 1
             if guid not in self._assembly:
                 self._update(guid, "")
@@ -230,48 +378,49 @@ class MqttAggregator(ProviderCore):
         try:
             record = decode_state(payload, guid, self.max_payload)
         except PayloadError as exc:
-            self._refuse(guid, "state", str(exc))
+            self._refuse(publisher, guid, "state", str(exc))
             return
         if record.sms:
             served = heard.record.sms if heard is not None else ()
             record = dataclasses.replace(record, sms=_rebased(record.sms, self.elapsed(), served))
         self.updates += 1
-        self._heard[guid] = _Heard(record, time.monotonic(), digest, record.time, counter_order(record))
+        self._take(publisher, guid, _Heard(publisher, record, self._clock(), digest, record.time,
+                                          counter_order(record)))
         self._update(guid, "")
 
-    def _counters(self, publisher: str, payload: bytes) -> None:
+    def _counters(self, publisher: Publisher, payload: bytes) -> None:
         """Nodes' counter values since their states: taken without decoding
         the states again; a node's wait for the state they belong to when
-        another is held."""
+        another is held. Only the publisher's own nodes are taken."""
         try:
             records = decode_counters(payload, self.max_payload)
         except PayloadError as exc:
             self.refused += 1
-            if publisher not in self._warned:
-                self._warned.add(publisher)
-                log.warning("mqtt: publisher %s: counters message dropped: %s (further bad messages of this "
-                            "publisher are dropped without a word)", publisher, exc)
+            self._notices.say((self._account(publisher), "bad", "counters"), logging.WARNING,
+                              "mqtt: publisher %s: counters message dropped: %s", publisher, exc)
             return
         for guid, counters in records.items():
+            if guid not in self._heard or self._foreign(publisher, guid, "counters"):
+                continue  # without a state of its own, counters say nothing
             if isinstance(counters, PayloadError):
-                self._refuse(guid, "counters", str(counters))
+                self._refuse(publisher, guid, "counters", str(counters))
             else:
-                self._node_counters(guid, counters)
+                self._node_counters(publisher, guid, counters)
 
-    def _node_counters(self, guid: int, counters: CountersRecord) -> None:
+    def _node_counters(self, publisher: Publisher, guid: int, counters: CountersRecord) -> None:
         heard = self._heard.get(guid)
         if heard is None or counters.state != heard.state_time or counters.time < heard.record.time:
             return  # for another state than the one held, or older than what is served
         record = with_counters(heard.record, counters, heard.order)
         if record is None:
-            self._refuse(guid, "counters", "its values do not fit the node's state")
+            self._refuse(publisher, guid, "counters", "its values do not fit the node's state")
             return
         if record.sms:
             rebased = _rebased(record.sms, self.elapsed(), heard.record.sms)
             if rebased is not heard.record.sms:
                 return  # an SM's ActCount jumped (it restarted): its next state says so
             record = dataclasses.replace(record, sms=rebased)
-        heard.record, heard.seen = record, time.monotonic()
+        heard.record, heard.seen = record, self._clock()
         self.updates += 1
         if guid in self._assembly and not self._why_not_served(guid, heard.seen):
             self._assembly.put_values(record)
@@ -279,35 +428,76 @@ class MqttAggregator(ProviderCore):
         else:
             self._update(guid, "")
 
-    def _node_status(self, guid: int, payload: bytes) -> None:
+    def _node_status(self, publisher: Publisher, guid: int, payload: bytes) -> None:
+        """A publisher's word on a node that is its own or nobody's (`handle`
+        refused another's). Kept as that publisher's word, so it counts only
+        while the node is that publisher's: a retained `offline` may come
+        before the retained state it goes with. Nobody's nodes are
+        remembered up to `max_nodes`."""
+        key = (publisher, guid)
         if payload == topics.OFFLINE:
-            self._offline_nodes.add(guid)
+            if guid in self._heard or len(self._offline_nodes) < self.max_nodes:
+                self._offline_nodes.add(key)
             self._update(guid, "its status is offline")
         elif payload == topics.ONLINE:
-            self._offline_nodes.discard(guid)
+            self._offline_nodes.discard(key)
             self._update(guid, "")
         elif payload:
-            self._refuse(guid, "status", f"expected online or offline, got {payload[:32]!r}")
+            self._refuse(publisher, guid, "status", f"expected online or offline, got {payload[:32]!r}")
 
-    def _publisher_status(self, publisher: str, payload: bytes) -> None:
+    def _publisher_status(self, publisher: Publisher, payload: bytes) -> None:
+        # A publisher that owns no node is remembered offline too (its
+        # retained states may come after its last will), but at most
+        # max_nodes of them, said at debug level and not looked for among
+        # the nodes: statuses under made-up client ids cost neither memory,
+        # log lines nor a pass over every node.
+        owns = publisher in self._owned
         if payload == topics.OFFLINE:
             if publisher not in self._offline_publishers:
+                if not owns and len(self._offline_publishers) >= self.max_nodes:
+                    return
                 self._offline_publishers.add(publisher)
-                log.info("mqtt: publisher %s is offline", publisher)
+                log.log(logging.INFO if owns else logging.DEBUG, "mqtt: publisher %s is offline", publisher)
         elif payload == topics.ONLINE:
             self._offline_publishers.discard(publisher)
         else:
             return
+        if not owns:
+            return
         for guid, heard in list(self._heard.items()):
-            if heard.record.publisher == publisher:
+            if heard.owner == publisher:
                 self._update(guid, f"its publisher {publisher} is offline")
 
-    def _event(self, guid: int, payload: bytes) -> None:
+    def _event(self, publisher: Publisher, guid: int, payload: bytes) -> None:
         try:
             record = decode_event(payload, guid, self.max_payload)
         except PayloadError as exc:
-            self._refuse(guid, "event", str(exc))
+            self._refuse(publisher, guid, "event", str(exc))
             return
+        if guid in self._heard:
+            self._take_event(guid, record)
+            return
+        # Nobody's node: an event queued in our session comes before the
+        # retained state that announces it. Held until that publisher's state
+        # takes the node, for HOLD_EVENTS_S at most, and MAX_HELD in all.
+        if self._held_count >= MAX_HELD:
+            self._notices.say((self._account(publisher), "held"), logging.WARNING,
+                              "mqtt: publisher %s: event of node %016x dropped: %d events already wait "
+                              "for the states of their nodes", publisher, guid, MAX_HELD)
+            return
+        self._held.setdefault((publisher, guid), []).append((record, self._clock()))
+        self._held_count += 1
+
+    def _drop_old_held(self, now: float) -> None:
+        for key, held in list(self._held.items()):
+            if now - held[-1][1] > HOLD_EVENTS_S:
+                del self._held[key]
+                self._held_count -= len(held)
+                self._notices.say((self._account(key[0]), "unclaimed"), logging.WARNING,
+                                  "mqtt: publisher %s: %d event(s) of node %016x dropped: no state of the node "
+                                  "came within %g s", key[0], len(held), key[1], HOLD_EVENTS_S)
+
+    def _take_event(self, guid: int, record: EventRecord) -> None:
         last = self._last_sequence.get(guid)
         if last is not None and record.sequence <= last:
             self.duplicates += 1
@@ -325,11 +515,10 @@ class MqttAggregator(ProviderCore):
         heard = self._heard.get(guid)
         if heard is None:
             return "no state"
-        if guid in self._offline_nodes:
+        if (heard.owner, guid) in self._offline_nodes:
             return "its status is offline"
-        publisher = heard.record.publisher
-        if publisher is not None and publisher in self._offline_publishers:
-            return f"its publisher {publisher} is offline (last will)"
+        if heard.owner in self._offline_publishers:
+            return f"its publisher {heard.owner} is offline (last will)"
         limit = self._stale_limit(heard.record)
         if self._connected and now - heard.seen > limit:
             return f"no state for {limit:g} s (stale)"
@@ -341,7 +530,7 @@ class MqttAggregator(ProviderCore):
         return STALE_REFRESHES * (record.refresh or DEFAULT_REFRESH_S)
 
     def _update(self, guid: int, reason: str) -> None:
-        why = self._why_not_served(guid, time.monotonic()) or ("" if guid in self._heard else reason)
+        why = self._why_not_served(guid, self._clock()) or ("" if guid in self._heard else reason)
         served = guid in self._assembly
         if not why:
             if not served:
@@ -357,7 +546,7 @@ class MqttAggregator(ProviderCore):
 
     def _due(self) -> None:
         if not self._build_due:
-            self._build_due = time.monotonic() + max(self.rebuild_delay, 2 * self._build_cost)
+            self._build_due = self._clock() + max(self.rebuild_delay, 2 * self._build_cost)
 
     def _rebuild(self) -> None:
         started = time.perf_counter()
@@ -379,10 +568,17 @@ class MqttAggregator(ProviderCore):
 
     def check(self, now: float | None = None) -> Fabric:
         """Judge staleness (while connected) and rebuild if due; the snapshot."""
-        now = time.monotonic() if now is None else now
+        now = self._clock() if now is None else now
         if self._connected and now - self._stale_checked >= self._stale_check_period:
             self._stale_checked = now
+            self._drop_old_held(now)
             for guid in [g for g in self._assembly_guids() if self._why_not_served(g, now)]:
+                self._update(guid, "")
+            # A node silent for twice its stale period is forgotten: it no longer
+            # counts against the limits (a fake node's budget comes back).
+            for guid in [g for g, heard in self._heard.items()
+                         if now - heard.seen > 2 * self._stale_limit(heard.record)]:
+                self._forget(guid)
                 self._update(guid, "")
         if self._build_due and now >= self._build_due:
             self._rebuild()
@@ -395,7 +591,7 @@ class MqttAggregator(ProviderCore):
         while True:
             delay = _HOUSEKEEPING_S
             if self._build_due:
-                delay = min(delay, max(0.0, self._build_due - time.monotonic()))
+                delay = min(delay, max(0.0, self._build_due - self._clock()))
             await asyncio.sleep(delay)
             try:
                 self.check()

@@ -7,12 +7,18 @@ client library is imported by the code that connects, not by a parser.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 PASSWORD_ENV = "IBSNMP_MQTT_PASSWORD"
 DEFAULT_KEEPALIVE = 30
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_REFRESH_S = 60.0
 DEFAULT_QUEUE = 10_000
+# Nodes an aggregator serves, in all and from one publisher: room for the
+# largest fabric this project serves (a 3-tier fat-tree of radix-64
+# switches: 70,656 nodes) published by one publisher (a topology or live
+# one), twice over. Sites whose publishers are hosts set the second low.
+DEFAULT_MAX_NODES = 131_072
 
 
 def seconds(text: str) -> float:
@@ -25,6 +31,25 @@ def seconds(text: str) -> float:
     return value
 
 
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum`."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            problem = "must not be negative" if minimum == 0 else f"must be at least {minimum}"
+            raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
+        return value
+
+    return convert
+
+
+count = whole_number(1)
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser, *, flag: str = "--broker",
                          required: bool = False) -> None:
     group = parser.add_argument_group("MQTT broker")
@@ -32,7 +57,7 @@ def add_broker_arguments(parser: argparse.ArgumentParser, *, flag: str = "--brok
         flag, dest="broker", metavar="URL", required=required,
         help="mqtt://[user[:password]@]host[:port] or mqtts://... (TLS)")
     group.add_argument("--fabric-id", default="default", metavar="ID",
-                       help="the fabric's name in the topic tree ibsnmp/v1/<ID>/... (default 'default')")
+                       help="the fabric's name in the topic tree ibsnmp/v2/<ID>/... (default 'default')")
     group.add_argument("--broker-ca", metavar="FILE", help="mqtts: CA certificates to verify the broker with")
     group.add_argument("--broker-cert", metavar="FILE", help="mqtts: client certificate (PEM)")
     group.add_argument("--broker-key", metavar="FILE", help="mqtts: the client certificate's key (PEM)")
@@ -40,7 +65,8 @@ def add_broker_arguments(parser: argparse.ArgumentParser, *, flag: str = "--brok
         "--broker-password-file", metavar="FILE",
         help=f"read the broker password from FILE (first line); or set {PASSWORD_ENV}")
     group.add_argument("--client-id", metavar="ID",
-                       help="MQTT client id; the session persists under it (default: from the host name)")
+                       help="MQTT client id, unique per client: the session persists under it (default: "
+                            "from the host name and, for a publisher, the node it publishes from)")
     group.add_argument("--keepalive", type=int, default=DEFAULT_KEEPALIVE, metavar="S",
                        help=f"MQTT keepalive in seconds (default {DEFAULT_KEEPALIVE})")
 
@@ -52,6 +78,14 @@ def add_aggregator_arguments(parser: argparse.ArgumentParser) -> None:
         "--stale-after", type=seconds, metavar="S",
         help="mqtt provider: a node that sent no state for S seconds leaves the fabric (default: three "
              "of its publisher's refresh periods)")
+    parser.add_argument(
+        "--max-nodes", type=count, default=DEFAULT_MAX_NODES, metavar="N",
+        help=f"mqtt provider: nodes served in all; states of new nodes beyond are refused "
+             f"(default {DEFAULT_MAX_NODES})")
+    parser.add_argument(
+        "--max-nodes-per-publisher", type=count, default=DEFAULT_MAX_NODES, metavar="N",
+        help=f"mqtt provider: nodes the publishers of one broker user (an anonymous publisher: "
+             f"itself) may announce, e.g. a host's CAs (default {DEFAULT_MAX_NODES}: a whole fabric)")
     parser.add_argument(
         "--publish", metavar="URL",
         help="also publish every node of the provider to this MQTT broker (flags as for ibsnmp publish)")

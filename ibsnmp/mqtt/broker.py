@@ -31,6 +31,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
+
+from . import topics
+from .topics import ANONYMOUS
 from aiomqtt.exceptions import MqttConnectError
 
 from .arguments import DEFAULT_KEEPALIVE, PASSWORD_ENV
@@ -77,6 +80,9 @@ class BrokerSettings:
     key_file: str | None = None
     client_id: str = ""
     keepalive: int = DEFAULT_KEEPALIVE
+    # Who the broker knows us as (topics.Publisher.owner): the user name, or
+    # the client certificate's common name (mosquitto's use_identity_as_username).
+    owner: str = ANONYMOUS
 
     @property
     def label(self) -> str:
@@ -136,13 +142,15 @@ def flag_named(dest: str) -> str:
 
 
 def settings_from_args(args: argparse.Namespace, role: str, url: str | None = None, *,
-                       named: Callable[[str], str] = flag_named,
-                       url_dest: str = "broker") -> BrokerSettings:
+                       named: Callable[[str], str] = flag_named, url_dest: str = "broker",
+                       client_suffix: str = "") -> BrokerSettings:
     """BrokerSettings from the flags; `role` ('publisher', 'aggregator')
     makes the default client id, which must be stable across restarts for
-    the persistent session to be found again.  `url`: instead of --broker
-    (given as the option `url_dest`). `named(dest)` says where an option's
-    value came from in error messages (a flag, a variable, a file's key)."""
+    the persistent session to be found again, with `client_suffix` (what
+    the publisher publishes: two on one host must not share an id).  `url`:
+    instead of --broker (given as the option `url_dest`). `named(dest)` says
+    where an option's value came from in error messages (a flag, a
+    variable, a file's key)."""
     try:
         host, port, tls, user, password = parse_broker_url(url or args.broker)
     except BrokerError as exc:
@@ -168,9 +176,30 @@ def settings_from_args(args: argparse.Namespace, role: str, url: str | None = No
             raise BrokerError(f"{named(dest)}: no such file: {path}")
     if not 5 <= args.keepalive <= 65535:
         raise BrokerError(f"{named('keepalive')}: expected 5 to 65535 seconds, got {args.keepalive}")
-    client_id = args.client_id or f"ibsnmp-{role}-{args.fabric_id}-{socket.gethostname()}"
+    client_id = args.client_id or "-".join(
+        part for part in ("ibsnmp", role, args.fabric_id, socket.gethostname(), client_suffix) if part)
+    try:
+        topics.check_name(client_id, named("client_id"))
+    except ValueError as exc:
+        raise BrokerError(str(exc)) from None
+    owner = user or (certificate_name(args.broker_cert) if args.broker_cert else None) or ANONYMOUS
     return BrokerSettings(host, port, tls, user, password, args.broker_ca, args.broker_cert, args.broker_key,
-                          client_id, args.keepalive)
+                          client_id, args.keepalive, owner)
+
+
+def certificate_name(path: str) -> str | None:
+    """The common name of a PEM certificate's subject (None if it has none
+    or cannot be read: the certificate itself is checked when connecting)."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    try:
+        certificate = x509.load_pem_x509_certificate(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+    names = certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    value = names[0].value if names else None
+    return value if isinstance(value, str) else None
 
 
 def refusal(exc: BaseException) -> str | None:

@@ -43,6 +43,7 @@ from ibsnmp.providers.base import Provider
 from . import topics
 from .arguments import DEFAULT_INTERVAL_S, DEFAULT_QUEUE, DEFAULT_REFRESH_S
 from .broker import PUBLISH_WINDOW, BrokerSettings, run_session
+from .takeover import TAKEOVER, Takeovers
 from .codec import (COUNTER_BATCH, CountersRecord, EventRecord, NodeRecord, counters_of, encode_counters,
                     encode_event, encode_state, record_of)
 
@@ -78,6 +79,9 @@ class Publisher:
         self.provider = provider
         self.settings = settings
         self.fabric_id = topics.check_fabric_id(fabric_id)
+        self.publisher = topics.Publisher(settings.owner, settings.client_id)
+        self.topics = topics.PublisherTopics(fabric_id, self.publisher)
+        self._takeovers = Takeovers()
         self.interval = interval
         self.refresh = refresh
         self._elapsed = elapsed or (lambda: time.monotonic() - provider.epoch)
@@ -125,23 +129,24 @@ class Publisher:
     # -- the session --------------------------------------------------------------------
 
     async def run(self) -> None:
-        will = aiomqtt.Will(topics.publisher_topic(self.fabric_id, self.settings.client_id), topics.OFFLINE,
-                            qos=1, retain=True)
+        will = aiomqtt.Will(self.topics.status, topics.OFFLINE, qos=1, retain=True)
         await run_session(self.settings, (), self._connected, None, self._lost, will=will)
 
     def _lost(self, reason: str) -> None:
         if self._client is not None:
             log.warning("mqtt: lost the broker %s (%s): keeping the latest state and up to %d events",
                         self.settings.label, reason, self._queue_size)
+        if self._takeovers.lost():
+            log.error(TAKEOVER, self.settings.label, self.settings.client_id)
         self._client = None
 
     async def _connected(self, client: aiomqtt.Client) -> None:
         self._client = client
+        self._takeovers.connected()
         if self._said_dropping:
             log.warning("mqtt: %d events were dropped in all while the broker was away", self.dropped)
             self._said_dropping = False
-        await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id), topics.ONLINE,
-                             qos=1, retain=True)
+        await client.publish(self.topics.status, topics.ONLINE, qos=1, retain=True)
         self._sent.clear()  # everything is sent again on a new connection
         self._states.clear()
         events = asyncio.create_task(self._send_events(client))
@@ -168,10 +173,10 @@ class Publisher:
             self._latest[guid] = record
             before = self._sent.get(guid)
             if before is None:
-                pending.append((topics.node_topic(self.fabric_id, guid, "status"), topics.ONLINE, 1, True))
+                pending.append((self.topics.node(guid, "status"), topics.ONLINE, 1, True))
             state = self._states.get(guid)
             if full or state is None or not _same_structure(state, record):
-                pending.append((topics.node_topic(self.fabric_id, guid, "state"), encode_state(record), 1, True))
+                pending.append((self.topics.node(guid, "state"), encode_state(record), 1, True))
                 self._sent[guid] = self._states[guid] = record
                 sent += 1
             elif before is None or not _same_values(before, record):
@@ -194,8 +199,8 @@ class Publisher:
             del self._sent[guid]
             self._states.pop(guid, None)
             self._latest.pop(guid, None)
-            await client.publish(topics.node_topic(self.fabric_id, guid, "state"), b"", qos=1, retain=True)
-            await client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
+            await client.publish(self.topics.node(guid, "state"), b"", qos=1, retain=True)
+            await client.publish(self.topics.node(guid, "status"), topics.OFFLINE, qos=1,
                                  retain=True)
         if full:
             self._last_full = now
@@ -212,14 +217,14 @@ class Publisher:
         """Counters of nodes, QoS 0 and not retained: the next pass
         supersedes a lost one, and a new aggregator has the states' values
         until then."""
-        return (topics.publisher_topic(self.fabric_id, self.settings.client_id, "counters"),
+        return (self.topics.counters,
                 encode_counters(counters, when), 0, False)
 
     async def _send_events(self, client: aiomqtt.Client) -> None:
         while True:
             while self._events:
                 guid, record = self._events[0]
-                await client.publish(topics.node_topic(self.fabric_id, guid, "events"), encode_event(record),
+                await client.publish(self.topics.node(guid, "events"), encode_event(record),
                                      qos=1)
                 if self._events and self._events[0][1] is record:
                     self._events.popleft()
@@ -238,11 +243,10 @@ class Publisher:
             guids = list(self._sent)
             for start in range(0, len(guids), PUBLISH_WINDOW):
                 await asyncio.gather(*(
-                    client.publish(topics.node_topic(self.fabric_id, guid, "status"), topics.OFFLINE, qos=1,
+                    client.publish(self.topics.node(guid, "status"), topics.OFFLINE, qos=1,
                                    retain=True)
                     for guid in guids[start:start + PUBLISH_WINDOW]))
-            await client.publish(topics.publisher_topic(self.fabric_id, self.settings.client_id),
-                                 topics.OFFLINE, qos=1, retain=True)
+            await client.publish(self.topics.status, topics.OFFLINE, qos=1, retain=True)
         except aiomqtt.MqttError as exc:
             log.warning("mqtt: could not say offline before stopping: %s", exc)
 

@@ -52,7 +52,7 @@ def state_schema() -> dict[str, Any]:
     return {
         "$schema": _DRAFT,
         "$id": "https://ibsnmp.invalid/mqtt/node-state-v1.json",
-        "title": "ibsnmp node state (topic ibsnmp/v1/<fabric-id>/node/<node guid>/state)",
+        "title": "ibsnmp node state (topic ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/state)",
         "description": "A node's full record; a value the provider could not read is left out.",
         "type": "object",
         "properties": {
@@ -90,7 +90,7 @@ def counters_schema() -> dict[str, Any]:
     return {
         "$schema": _DRAFT,
         "$id": "https://ibsnmp.invalid/mqtt/publisher-counters-v1.json",
-        "title": "ibsnmp counters (topic ibsnmp/v1/<fabric-id>/publisher/<client id>/counters)",
+        "title": "ibsnmp counters (topic ibsnmp/v2/<fabric-id>/<owner>/<client id>/counters)",
         "description": "Counter values of some of the publisher's nodes since their states: each port's in the "
                        "order its state lists them, then the ActCounts of the node's SMs that have one, in the "
                        "state's order.",
@@ -110,7 +110,7 @@ def event_schema() -> dict[str, Any]:
     return {
         "$schema": _DRAFT,
         "$id": "https://ibsnmp.invalid/mqtt/node-event-v1.json",
-        "title": "ibsnmp node event (topic ibsnmp/v1/<fabric-id>/node/<node guid>/events)",
+        "title": "ibsnmp node event (topic ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/events)",
         "description": "One IBA trap raised by the node; sequence grows by one per event of the node.",
         "type": "object",
         "properties": {

@@ -1,18 +1,26 @@
-"""The topic tree, version 1:
+"""The topic tree, version 2: every message under the publisher that sent it.
 
-    ibsnmp/v1/<fabric-id>/node/<node guid>/state     retained, QoS 1: the node's record
-    ibsnmp/v1/<fabric-id>/node/<node guid>/events    QoS 1: its trap events, numbered
-    ibsnmp/v1/<fabric-id>/node/<node guid>/status    retained: online / offline
-    ibsnmp/v1/<fabric-id>/publisher/<client id>/status
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/status
         retained: online, or offline (the connection's last will)
-    ibsnmp/v1/<fabric-id>/publisher/<client id>/counters
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/counters
         QoS 0: counter values of some of its nodes since their states
         (codec.CountersRecord, up to codec.COUNTER_BATCH nodes a message)
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/state    retained, QoS 1
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/events   QoS 1, numbered
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/status   retained: online / offline
 
-A node GUID is 16 lower-case hex digits, as in SNMP context names.  One
-publisher may serve many nodes on one connection and MQTT gives a
-connection one last will, so the will is the publisher's status; each
-state record names its publisher.
+MQTT tells a subscriber nothing of who published a message: the topic is
+the sender's identity, and the broker's ACL decides who may write it.
+`<owner>` is the publisher's broker user (mosquitto: `pattern write
+ibsnmp/v2/+/%u/#` lets a user write under its own name only; see
+examples/mosquitto/), `<client id>` its MQTT client id, so that several
+publishers of one user (two HCAs of a host published apart) each have a
+status topic for their own last will. The pair is a `Publisher`: the
+aggregator ties every node to the publisher whose topic announced it.
+
+A node GUID is 16 lower-case hex digits, as in SNMP context names; an
+owner, a client id and a fabric id are 1 to 128 characters without '/',
+'+', '#' or NUL.
 """
 
 from __future__ import annotations
@@ -20,39 +28,63 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["PREFIX", "ONLINE", "OFFLINE", "Topic", "check_fabric_id", "node_topic", "publisher_topic",
-           "subscription", "parse"]
+__all__ = ["PREFIX", "ONLINE", "OFFLINE", "ANONYMOUS", "Publisher", "Topic", "check_fabric_id",
+           "check_name", "subscription", "parse"]
 
-PREFIX = "ibsnmp/v1"
+PREFIX = "ibsnmp/v2"
 ONLINE = b"online"
 OFFLINE = b"offline"
+# The owner of a publisher that connects without a user name.
+ANONYMOUS = "anonymous"
 NODE_KINDS = ("state", "events", "status")
 PUBLISHER_KINDS = ("status", "counters")
 _GUID = re.compile(r"[0-9a-f]{16}")
 _NAME = re.compile(r"[^/+#\x00]{1,128}")
 
 
-class Topic(NamedTuple):
-    """A topic of the tree: `kind` is state/events/status of a node `guid`,
-    or status/counters of a publisher (guid None, client id `publisher`)."""
-
-    kind: str
-    guid: int | None
-    publisher: str | None
+def check_name(name: str, what: str) -> str:
+    """`name` if it can be one level of the tree; ValueError naming `what` if not."""
+    if _NAME.fullmatch(name) is None:
+        raise ValueError(f"{what}: 1 to 128 characters without '/', '+', '#' or NUL, got {name!r}")
+    return name
 
 
 def check_fabric_id(fabric_id: str) -> str:
-    if _NAME.fullmatch(fabric_id) is None:
-        raise ValueError(f"--fabric-id: 1 to 128 characters without '/', '+' or '#', got {fabric_id!r}")
-    return fabric_id
+    return check_name(fabric_id, "--fabric-id")
 
 
-def node_topic(fabric_id: str, guid: int, kind: str) -> str:
-    return f"{PREFIX}/{fabric_id}/node/{guid:016x}/{kind}"
+class Publisher(NamedTuple):
+    """A publisher as the tree names it: its broker user and its client id."""
+
+    owner: str
+    client_id: str
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.client_id}"
 
 
-def publisher_topic(fabric_id: str, client_id: str, kind: str = "status") -> str:
-    return f"{PREFIX}/{fabric_id}/publisher/{client_id}/{kind}"
+class Topic(NamedTuple):
+    """A topic of the tree: `kind` is state/events/status of a node `guid`, or
+    status/counters of the publisher itself (guid None)."""
+
+    publisher: Publisher
+    kind: str
+    guid: int | None
+
+
+class PublisherTopics:
+    """The topics one publisher writes (`fabric_id`, `publisher`), checked once."""
+
+    def __init__(self, fabric_id: str, publisher: Publisher) -> None:
+        check_fabric_id(fabric_id)
+        check_name(publisher.owner, "the publisher's owner (its broker user)")
+        check_name(publisher.client_id, "--client-id")
+        self.base = f"{PREFIX}/{fabric_id}/{publisher.owner}/{publisher.client_id}"
+        self.status = f"{self.base}/status"
+        self.counters = f"{self.base}/counters"
+
+    def node(self, guid: int, kind: str) -> str:
+        return f"{self.base}/node/{guid:016x}/{kind}"
 
 
 def subscription(fabric_id: str) -> str:
@@ -65,11 +97,11 @@ def parse(fabric_id: str, topic: str) -> Topic | None:
     if not topic.startswith(head):
         return None
     parts = topic[len(head):].split("/")
-    if len(parts) != 3:
+    if len(parts) < 3 or not parts[0] or not parts[1]:
         return None
-    group, name, kind = parts
-    if group == "node" and kind in NODE_KINDS and _GUID.fullmatch(name):
-        return Topic(kind, int(name, 16), None)
-    if group == "publisher" and kind in PUBLISHER_KINDS and name:
-        return Topic(kind, None, name)
+    publisher = Publisher(parts[0], parts[1])
+    if len(parts) == 3 and parts[2] in PUBLISHER_KINDS:
+        return Topic(publisher, parts[2], None)
+    if len(parts) == 5 and parts[2] == "node" and parts[4] in NODE_KINDS and _GUID.fullmatch(parts[3]):
+        return Topic(publisher, parts[4], int(parts[3], 16))
     return None

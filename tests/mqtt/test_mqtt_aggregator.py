@@ -30,6 +30,8 @@ from ibsnmp.providers.sysfs import SysfsProvider
 from tests.support.mosquitto import Mosquitto
 
 GOOD, OTHER = 0x0C42A1030017C078, 0x0C42A1030017D000
+# The topics of the one publisher most tests here play.
+FAB = topics.PublisherTopics("fab", topics.Publisher(topics.ANONYMOUS, "p"))
 
 
 @pytest.fixture
@@ -60,7 +62,7 @@ async def _until(check, timeout: float = 10.0) -> bool:  # type: ignore[no-untyp
     return True
 
 
-async def test_bad_messages_are_dropped_and_logged_once_per_node(tmp_path, broker, caplog) -> None:
+async def test_bad_messages_are_dropped_and_logged_once_per_publisher(tmp_path, broker, caplog) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp")
     aggregator = MqttAggregator(_settings(broker, "agg"), "fab", max_payload=64 * 1024)
     events: list[TrapEvent] = []
@@ -77,16 +79,16 @@ async def test_bad_messages_are_dropped_and_logged_once_per_node(tmp_path, broke
     ]
     try:
         async with aiomqtt.Client("127.0.0.1", broker.port) as client:
-            await client.publish(topics.node_topic("fab", GOOD, "state"), good, qos=1)
+            await client.publish(FAB.node(GOOD, "state"), good, qos=1)
             for payload in bad_for_other:
-                await client.publish(topics.node_topic("fab", OTHER, "state"), payload, qos=1)
+                await client.publish(FAB.node(OTHER, "state"), payload, qos=1)
             # GOOD's record under OTHER's topic: refused, and GOOD is untouched.
-            await client.publish(topics.node_topic("fab", OTHER, "state"), good, qos=1)
+            await client.publish(FAB.node(OTHER, "state"), good, qos=1)
             event = TrapEvent(IbaTrap.CAPABILITY_MASK_CHANGED, GOOD, 0x5A, capability_mask=7)
             for sequence in (5, 6, 5, 6, 7):  # redelivered copies of 5 and 6
-                await client.publish(topics.node_topic("fab", GOOD, "events"),
+                await client.publish(FAB.node(GOOD, "events"),
                                      encode_event(EventRecord(sequence, event, time.time())), qos=1)
-            await client.publish(topics.node_topic("fab", OTHER, "events"),
+            await client.publish(FAB.node(OTHER, "events"),
                                  encode_event(EventRecord(1, event, time.time())), qos=1)  # GUID mismatch
         assert await _until(lambda: aggregator.refused == 6 and len(events) == 3)
         assert await _until(lambda: GOOD in aggregator.snapshot.nodes)
@@ -94,9 +96,11 @@ async def test_bad_messages_are_dropped_and_logged_once_per_node(tmp_path, broke
         await aggregator.stop()
     assert set(aggregator.snapshot.nodes) == {GOOD}
     assert aggregator.duplicates == 2 and events == [event] * 3
-    warnings = [r.getMessage() for r in caplog.records if "message dropped" in r.getMessage()]
-    assert len(warnings) == 1 and warnings[0].startswith(f"mqtt: node {OTHER:016x}: state message dropped: "
-                                                         "malformed JSON")
+    # One line per publisher and kind of message a minute: the first bad state, the bad event.
+    warnings = [r.getMessage() for r in caplog.records if " dropped: " in r.getMessage()]
+    assert len(warnings) == 2 and warnings[0].startswith(
+        f"mqtt: publisher anonymous/p: state message of node {OTHER:016x} dropped: malformed JSON")
+    assert warnings[1].startswith(f"mqtt: publisher anonymous/p: event message of node {OTHER:016x} dropped")
 
 
 async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_path, broker, caplog) -> None:
@@ -108,7 +112,7 @@ async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_pa
     assert await _until(lambda: aggregator.connected)
     try:
         async with aiomqtt.Client("127.0.0.1", broker.port) as client:
-            await client.publish(topics.node_topic("fab", GOOD, "state"), _state(tmp_path, GOOD), qos=1)
+            await client.publish(FAB.node(GOOD, "state"), _state(tmp_path, GOOD), qos=1)
             assert await _until(lambda: GOOD in aggregator.snapshot.nodes)
             # The host's 64-bit counters came through the broker as 64-bit ones.
             fabric = aggregator.snapshot
@@ -116,10 +120,10 @@ async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_pa
             counters = interface_counters(fabric, port, 0.0)
             assert counters is not None and counters.out_octets == trees.ACTIVE_COUNTERS["port_xmit_data"] * 4
             assert history.last_change(port.ref) is not None and len(history) == 2  # its ports joined
-            await client.publish(topics.node_topic("fab", GOOD, "status"), topics.OFFLINE, qos=1)
+            await client.publish(FAB.node(GOOD, "status"), topics.OFFLINE, qos=1)
             assert await _until(lambda: GOOD not in aggregator.snapshot.nodes)
             assert history.last_change(port.ref) is None and len(history) == 0
-            await client.publish(topics.node_topic("fab", GOOD, "status"), topics.ONLINE, qos=1)
+            await client.publish(FAB.node(GOOD, "status"), topics.ONLINE, qos=1)
             assert await _until(lambda: GOOD in aggregator.snapshot.nodes)
     finally:
         await aggregator.stop()
@@ -138,7 +142,7 @@ def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkey
     trees.mlx5_two_port(root)
     fabric = SysfsProvider(root).snapshot
     node = fabric.nodes[GOOD]
-    topic = topics.node_topic("fab", GOOD, "state")
+    topic = FAB.node(GOOD, "state")
 
     def send(record_time: float, fabric=fabric, node=node) -> None:  # type: ignore[no-untyped-def]
         payload = encode_state(record_of(fabric, node, 0.0, record_time, publisher="p", refresh=5.0))
@@ -159,7 +163,7 @@ def test_a_rebuild_tells_its_swap_listeners_the_nodes_it_changed() -> None:
     aggregator = MqttAggregator(BrokerSettings("127.0.0.1", 1, False, None, client_id="x"), "fab")
 
     def send(guid: int, payload: bytes) -> None:
-        aggregator.handle(aiomqtt.Message(topics.node_topic("fab", guid, "state"), payload, 1, False, 1, None))
+        aggregator.handle(aiomqtt.Message(FAB.node(guid, "state"), payload, 1, False, 1, None))
 
     def state(guid: int, record_time: float) -> bytes:
         return encode_state(record_of(fabric, fabric.nodes[guid], record_time, record_time, publisher="p"))
@@ -297,14 +301,21 @@ def test_backoff_grows_to_its_cap_with_jitter() -> None:
 
 
 def test_topics() -> None:
-    assert topics.node_topic("f", GOOD, "state") == "ibsnmp/v1/f/node/0c42a1030017c078/state"
-    assert topics.parse("f", "ibsnmp/v1/f/node/0c42a1030017c078/events") == topics.Topic("events", GOOD, None)
-    assert topics.parse("f", "ibsnmp/v1/f/publisher/host-a/status") == topics.Topic("status", None, "host-a")
-    for foreign in ("ibsnmp/v1/g/node/0c42a1030017c078/state", "ibsnmp/v1/f/node/0C42A1030017C078/state",
-                    "ibsnmp/v1/f/node/0c42a1030017c078/other", "ibsnmp/v1/f/node/0c42a1030017c078"):
+    host_a = topics.Publisher("host-a", "ibsnmp-publisher-f-host-a")
+    tree = topics.PublisherTopics("f", host_a)
+    assert tree.node(GOOD, "state") == "ibsnmp/v2/f/host-a/ibsnmp-publisher-f-host-a/node/0c42a1030017c078/state"
+    assert topics.parse("f", tree.node(GOOD, "events")) == topics.Topic(host_a, "events", GOOD)
+    assert topics.parse("f", tree.status) == topics.Topic(host_a, "status", None)
+    assert topics.parse("f", tree.counters) == topics.Topic(host_a, "counters", None)
+    base = "ibsnmp/v2/f/host-a/p"
+    for foreign in ("ibsnmp/v2/g/host-a/p/node/0c42a1030017c078/state", f"{base}/node/0C42A1030017C078/state",
+                    f"{base}/node/0c42a1030017c078/other", f"{base}/node/0c42a1030017c078",
+                    "ibsnmp/v1/f/node/0c42a1030017c078/state", "ibsnmp/v2/f//p/status", f"{base}/other"):
         assert topics.parse("f", foreign) is None
     with pytest.raises(ValueError, match="without '/'"):
         topics.check_fabric_id("a/b")
+    with pytest.raises(ValueError, match="--client-id"):
+        topics.PublisherTopics("f", topics.Publisher("host-a", "a+b"))
 
 
 def test_counters_between_states_are_taken_as_values_alone() -> None:
@@ -317,10 +328,10 @@ def test_counters_between_states_are_taken_as_values_alone() -> None:
         aggregator.handle(aiomqtt.Message(topic, payload, 1, False, 1, None))
 
     def counters(payload: bytes) -> None:
-        send(topics.publisher_topic("fab", "p", "counters"), payload)
+        send(FAB.counters, payload)
 
     for guid in fabric.nodes:
-        send(topics.node_topic("fab", guid, "state"),
+        send(FAB.node(guid, "state"),
              encode_state(record_of(fabric, fabric.nodes[guid], 1.0, 100.0, publisher="p")))
     served = aggregator.check(time.monotonic() + 60)
     later = record_of(fabric, fabric.nodes[host], 61.0, 160.0, publisher="p")

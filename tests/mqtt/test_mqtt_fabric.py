@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,6 @@ NODE_DESCRIPTION = ".1.3.6.1.3.117.3.1.1.1.0"  # SMA-MIB::ibSmaNodeString.0
 # PMA-MIB::ibPmaPortRcvData.1 (the fake tree's port_rcv_data of port 1).
 RCV_DATA_PORT1 = ".1.3.6.1.3.117.6.1.1.2.1.3.1"
 PUBLISH_TIMING = ("--interval", "1", "--refresh", "5")
-
-
-@pytest.fixture
-def stack() -> Iterator[contextlib.ExitStack]:
-    with contextlib.ExitStack() as stack:
-        yield stack
-
-
-@pytest.fixture
-def broker(tmp_path: Path, stack: contextlib.ExitStack) -> Mosquitto:
-    broker = Mosquitto(tmp_path).start()
-    stack.callback(broker.stop)
-    return broker
 
 
 @pytest.fixture
@@ -78,7 +64,7 @@ def _until(check, timeout: float = 20.0):  # type: ignore[no-untyped-def]
 
 def _joined(agent: Agent, *guids: str) -> None:
     for guid in guids:
-        agent.wait_for(f"node {guid} ")
+        agent.wait_for(f"node {guid} (")  # "mqtt: node GUID (description) joins the fabric"
 
 
 def test_every_context_answers_as_its_own_host_does(tmp_path, stack, broker, hosts) -> None:
@@ -181,7 +167,7 @@ def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(tmp_path, sta
     _joined(aggregator, A, B)
     assert aggregator.get(B, NODE_DESCRIPTION) is not None
     b.kill()
-    aggregator.wait_for(f"node {B} leaves the fabric: its publisher host-b is offline (last will)")
+    aggregator.wait_for(f"node {B} leaves the fabric: its publisher anonymous/host-b is offline (last will)")
     assert _until(lambda: aggregator.get(B, NODE_DESCRIPTION, timeout=1) is None, timeout=10)
     assert aggregator.get(A, NODE_DESCRIPTION) is not None
     _publisher(stack, tmp_path, hosts[1], broker, "host-b")

@@ -35,6 +35,9 @@ from ibsnmp.mqtt.codec import counters_of, encode_counters, encode_state, record
 from ibsnmp.mqtt.aggregator import MqttAggregator
 from ibsnmp.wire.ber import END_OF_MIB_VIEW, read_element
 
+# The topics of the one publisher these tests play.
+FAB_TOPICS = topics.PublisherTopics("fab", topics.Publisher(topics.ANONYMOUS, "p"))
+
 # Heavy in process (a minute or so): left out of `make quick`.
 pytestmark = pytest.mark.slow
 
@@ -231,7 +234,7 @@ def test_a_changed_node_is_freed_once_its_snapshot_is_gone(simulated: tuple[TwoP
 
 def _message(fabric: Fabric, guid: int, at: float) -> aiomqtt.Message:
     payload = encode_state(record_of(fabric, fabric.nodes[guid], at, at, publisher="p"))
-    return aiomqtt.Message(topics.node_topic("fab", guid, "state"), payload, 1, False, 1, None)
+    return aiomqtt.Message(FAB_TOPICS.node(guid, "state"), payload, 1, False, 1, None)
 
 
 def test_mqtt_updates_are_served_at_once() -> None:
@@ -258,7 +261,7 @@ def test_mqtt_updates_are_served_at_once() -> None:
         if counters:
             record = record_of(source, source.nodes[host], at, at, publisher="p")
             payload = encode_counters({host: counters_of(record, state_time)}, at)
-            aggregator.handle(aiomqtt.Message(topics.publisher_topic("fab", "p", "counters"), payload, 0, False,
+            aggregator.handle(aiomqtt.Message(FAB_TOPICS.counters, payload, 0, False,
                                               1, None))
         else:
             aggregator.handle(_message(source, host, at))
@@ -267,7 +270,7 @@ def test_mqtt_updates_are_served_at_once() -> None:
         assert (held.snapshot.lineage is not before.lineage) is structural
         assert held.snapshot.counter_values[host] != before.counter_values[host]  # taken
         assert assert_fresh(paths, held, contexts) > 1000
-    aggregator.handle(aiomqtt.Message(topics.node_topic("fab", host, "state"), b"", 1, False, 1, None))
+    aggregator.handle(aiomqtt.Message(FAB_TOPICS.node(host, "state"), b"", 1, False, 1, None))
     held.snapshot = aggregator.check(time.monotonic() + 60)
     assert host not in held.snapshot.nodes
     assert assert_fresh(paths, held, contexts) > 1000
