@@ -24,6 +24,7 @@ import os
 import random
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -286,19 +287,146 @@ class Backoff:
 
 # A coroutine function: run_session runs it as a task.
 OnConnect = Callable[[aiomqtt.Client], Coroutine[Any, Any, None]]
+OnMessage = Callable[[aiomqtt.Message], None]
 OnLost = Callable[[str], None]
+
+# A failure a remote client can cause again and again (a message that makes
+# on_message raise) is said at most once a minute per kind, with a count.
+FAILURE_LINE_PERIOD_S = 60.0
+_SHOWN_CHARS = 200  # of an exception's text or a topic, in a log line
+
+
+def _shown(text: str) -> str:
+    """`text` for one log line: shortened, what is not printable escaped."""
+    cut = text[:_SHOWN_CHARS]
+    if not cut.isprintable():
+        cut = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in cut)[:_SHOWN_CHARS]
+    return cut + "..." if len(text) > _SHOWN_CHARS else cut
+
+
+def _why(exc: BaseException) -> str:
+    """An exception as a log line names it: its type and its message."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not break the handler of what raised it
+        text = "(its text cannot be shown)"
+    return f"{type(exc).__name__}: {_shown(text)}" if text else type(exc).__name__
+
+
+class SessionFailures:
+    """What a session survived: failures counted by kind (where, exception
+    type), each kind said at once, then at most once per `period` seconds
+    with the count since its last line; the first of a kind also logs its
+    traceback at DEBUG.  A remote client decides how often a message
+    fails, so no line or traceback is written per message."""
+
+    def __init__(self, period: float = FAILURE_LINE_PERIOD_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.period = period
+        self._clock = clock
+        self.counts: dict[str, int] = {}  # kind -> failures in all
+        self._said: dict[str, tuple[float, int]] = {}  # kind -> (when its last line was, its count then)
+
+    @property
+    def messages_dropped(self) -> int:
+        return sum(count for kind, count in self.counts.items() if kind.startswith("message "))
+
+    def message(self, message: aiomqtt.Message, exc: Exception) -> None:
+        """Handling `message` raised `exc`: the message is dropped."""
+        self._failed(f"message {type(exc).__name__}", exc, "mqtt: a message on %s was dropped: handling it raised %s",
+                     _shown(str(message.topic)), _why(exc))
+
+    def session(self, label: str, exc: Exception) -> None:
+        """The session with the broker `label` failed with `exc`: it reconnects."""
+        self._failed(f"session {type(exc).__name__}", exc, "mqtt: the session with %s failed: %s; reconnecting",
+                     label, _why(exc))
+
+    def _failed(self, kind: str, exc: Exception, text: str, *args: object) -> None:
+        count = self.counts[kind] = self.counts.get(kind, 0) + 1
+        now = self._clock()
+        last = self._said.get(kind)
+        if last is not None and now - last[0] < self.period:
+            return
+        self._said[kind] = (now, count)
+        if last is None:
+            note = f"the first such failure; at most one such line every {self.period:g} s"
+        else:
+            note = f"{count - last[1]} such failures since the last such line, {count} in all"
+        log.error(f"{text} ({note})", *args)
+        if last is None:
+            log.debug("mqtt: the first %s failure", kind, exc_info=exc)
+
+
+def _deliver(on_message: OnMessage, message: aiomqtt.Message, failures: SessionFailures) -> None:
+    try:
+        on_message(message)
+    except Exception as exc:  # that message's failure alone: dropped, counted, said
+        failures.message(message, exc)
+
+
+async def _read(client: aiomqtt.Client, on_message: OnMessage, inboxes: list[asyncio.Queue[aiomqtt.Message]],
+                failures: SessionFailures) -> None:
+    """Hand every message to `on_message` until the connection ends (MqttError)."""
+    async for message in client.messages:
+        _deliver(on_message, message, failures)
+        # The rest of a burst at once: aiomqtt's iterator costs a task and a
+        # wait per message.
+        for queue in inboxes:
+            while not queue.empty():
+                _deliver(on_message, queue.get_nowait(), failures)
+
+
+async def _serve(client: aiomqtt.Client, on_connect: OnConnect, on_message: OnMessage | None,
+                 inboxes: list[asyncio.Queue[aiomqtt.Message]], failures: SessionFailures) -> None:
+    """One connection's work: `on_connect(client)` and, with `on_message`,
+    the messages.  Returns when the messages end (without them: when the
+    work returns); raises what ended either (MqttError: the connection was
+    lost; anything else: a failure)."""
+    work = asyncio.create_task(on_connect(client))
+    reader = asyncio.create_task(_read(client, on_message, inboxes, failures)) if on_message is not None else None
+    names = {work: "on_connect", reader: "reading messages"}
+    tasks = {work} if reader is None else {work, reader}
+    told: set[asyncio.Task[None]] = set()  # whose end was raised
+    try:
+        waiting = set(tasks)
+        while waiting:
+            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                told.add(task)
+                if task.cancelled():  # not by us: we are not being cancelled
+                    raise RuntimeError(f"{names[task]} was cancelled")
+                task.result()  # raises what ended it
+            if reader is None or reader in done:
+                return
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+        for task in tasks - told:
+            late = None if task.cancelled() else task.exception()
+            if late is not None and not isinstance(late, aiomqtt.MqttError):
+                log.debug("mqtt: %s raised as the connection ended: %s", names[task], _why(late))
 
 
 async def run_session(settings: BrokerSettings, topics: tuple[str, ...], on_connect: OnConnect,
-                      on_message: Callable[[aiomqtt.Message], None] | None, on_lost: OnLost, *,
-                      will: aiomqtt.Will | None = None, backoff: Backoff | None = None) -> None:
+                      on_message: OnMessage | None, on_lost: OnLost, *,
+                      will: aiomqtt.Will | None = None, backoff: Backoff | None = None,
+                      failures: SessionFailures | None = None) -> None:
     """Stay connected forever: subscribe to `topics` (QoS 1) after every
     connect, call `on_connect(client)` (the caller's work while connected:
     it returns when its client is lost or never), hand every message to
-    `on_message`, and call `on_lost(reason)` when a connection ends."""
+    `on_message`, and call `on_lost(reason)` when a connection ends.
+
+    Only cancellation ends it.  A message whose `on_message` raises is
+    dropped, the rest go on; on_connect's work or the session failing
+    otherwise than by a lost connection is logged as an ERROR, and the
+    session reconnects after the backoff (which then keeps growing until a
+    connection ends well).  Both are counted in `failures` and said at most
+    once a minute per kind (SessionFailures)."""
     backoff = backoff or Backoff()
     backoff.reset()
+    failures = failures if failures is not None else SessionFailures()
     said_refused = False
+    failing = False  # the last attempt failed: its backoff is not reset by the next connect
     while True:
         inboxes: list[asyncio.Queue[aiomqtt.Message]] = []
 
@@ -307,41 +435,34 @@ async def run_session(settings: BrokerSettings, topics: tuple[str, ...], on_conn
             inboxes.append(queue)
             return queue
 
-        client = settings.client(will=will, inbox=inbox)
         try:
+            client = settings.client(will=will, inbox=inbox)
             async with connection(client):
-                backoff.reset()
+                if not failing:
+                    backoff.reset()
                 said_refused = False
                 log.info("connected to %s as %s", settings.label, settings.client_id)
                 for topic in topics:
                     await client.subscribe(topic, qos=1)
-                work = asyncio.create_task(on_connect(client))
-                try:
-                    if on_message is not None:
-                        async for message in client.messages:
-                            on_message(message)
-                            # The rest of a burst at once: aiomqtt's iterator
-                            # costs a task and a wait per message.
-                            for queue in inboxes:
-                                while not queue.empty():
-                                    on_message(queue.get_nowait())
-                    else:
-                        await work
-                finally:
-                    work.cancel()
-                    try:
-                        await work
-                    except asyncio.CancelledError:
-                        pass
+                await _serve(client, on_connect, on_message, inboxes, failures)
                 reason = "the connection ended"
+            failing = False
         except aiomqtt.MqttError as exc:
+            failing = False
             why = refusal(exc)
             if why is not None:
                 if not said_refused:
                     log.error("the broker %s refused the connection: %s; retrying", settings.label, why)
                     said_refused = True
             reason = str(exc) or type(exc).__name__
-        on_lost(reason)
+        except Exception as exc:  # a bug, ours or the caller's: said, and the session goes on
+            failing = True
+            failures.session(settings.label, exc)
+            reason = _why(exc)
+        try:
+            on_lost(reason)
+        except Exception as exc:
+            failures.session(settings.label, exc)
         delay = backoff.delay()
         log.debug("reconnecting to %s in %.2f s", settings.label, delay)
         await asyncio.sleep(delay)

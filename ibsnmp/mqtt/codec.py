@@ -16,6 +16,12 @@ each with `bits`, the IBA width PMA-MIB saturates it at, and `wide: true`
 when it was read from a 64-bit source that wraps (MeasuredCounters.wide:
 what IF-MIB serves).  A payload without `wide` (an older publisher) has no
 wide counter.
+
+Every payload is bounded before it is parsed (its size, strict UTF-8, how
+deeply it nests: MAX_DEPTH, see ibsnmp.mqtt.bounded_json) and as it is read
+(ports, nodes per counters message, IBA's table sizes, string lengths:
+fields.STRING_LIMITS).  The decoders raise PayloadError and nothing else,
+whatever the bytes; its text is fit for one log line.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
-from ibsnmp.documents import check_keys
+from ibsnmp.documents import JSON, check_keys, type_name
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
 from ibsnmp.fabric.model import (
@@ -45,11 +51,13 @@ from ibsnmp.fabric.model import (
     VlArbEntry,
 )
 
+from .bounded_json import deeper_than
 from .fields import PayloadError, StructCodec, hex64, hex128, parse_hex64, parse_hex128
 
 __all__ = [
     "VERSION",
     "MAX_PAYLOAD_BYTES",
+    "MAX_DEPTH",
     "PayloadError",
     "NodeRecord",
     "EventRecord",
@@ -72,7 +80,27 @@ VERSION = 1
 # about 630 kB with its 64-bit counters); a larger message is refused unread.
 MAX_PAYLOAD_BYTES = 1 << 20
 
+# How deeply a payload's arrays and objects may nest.  The deepest record we
+# write nests 5 levels (a state's ports[] {port} counters{} {counter}, or
+# vl_arb_*[] [entry]; a counters message's nodes{} {node} ports{} [values]:
+# tests/unit/test_bounded_json.py measures it); 32 leaves a margin of six
+# times that for later versions, and is far below the thousand levels or
+# so at which json.loads runs out of stack (RecursionError).
+MAX_DEPTH = 32
+
 _MAX_PORTS = 255
+# Lists bounded by IBA: 16 SLs to map; 64 entries in each VL arbitration
+# table (two blocks of 32); GUIDCap is 8 bits; a node runs at most one SM
+# on each of its ports.
+_MAX_SL2VL = 16
+_MAX_VL_ARB = 64
+_MAX_GUIDS = 256
+_MAX_SMS = _MAX_PORTS + 1
+# VendorDiag is one 128-octet attribute block (PMA-MIB serves 124 of them).
+_MAX_VENDOR_DIAG = 128
+# What a refusal's text may hold of a key or value a publisher sent: one
+# log line, whatever it sent.
+_REFUSAL_CHARS = 240
 _COUNTER_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _DEFAULT_BITS = 64  # counters PortCounters has no field for (PortCountersExtended only)
 
@@ -231,17 +259,26 @@ def encode_state(record: NodeRecord) -> bytes:
 
 
 def _load(payload: bytes, max_bytes: int, keys: frozenset[str]) -> dict[str, Any]:
+    """The payload's top object, its bounds checked before it is parsed:
+    size, UTF-8 (which the depth check reads), nesting depth."""
     if len(payload) > max_bytes:
         raise PayloadError(f"oversized: {len(payload)} bytes, the limit is {max_bytes}")
     try:
-        data = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # Strict UTF-8 (json.loads would take UTF-16 and UTF-32 too).
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"malformed JSON: not UTF-8 ({exc.reason} at octet {exc.start})") from None
+    if deeper_than(payload, MAX_DEPTH):
+        raise PayloadError(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, or a number past int's 4,300 digits
         raise PayloadError(f"malformed JSON: {exc}") from None
     if not isinstance(data, dict):
         raise PayloadError(f"malformed: expected a JSON object, got {type(data).__name__}")
     version = data.get("version")
     if version != VERSION:
-        raise PayloadError(f"wrong version {version!r}: this agent reads version {VERSION}")
+        raise PayloadError(f"wrong version {_seen(version)}: this agent reads version {VERSION}")
     if not keys.issuperset(data):
         check_keys(data, sorted(keys), "", PayloadError.at)
     return data
@@ -252,9 +289,34 @@ def _is_number(value: object) -> TypeGuard[int | float]:
     return type(value) in (int, float)
 
 
+def _seen(value: object) -> str:
+    """A refused value as a refusal shows it: a number, true, false or null
+    as such (shortened), anything else by its type (a string, an array: a
+    publisher's text does not reach the log)."""
+    if value is None or type(value) in (bool, int, float):
+        shown = repr(value)
+        return shown if len(shown) <= 40 else f"{shown[:20]}...({len(shown)} digits)"
+    return type_name(value, JSON)
+
+
+def _fit(exc: PayloadError) -> PayloadError:
+    """`exc` with a text fit for one log line: where and what, each shortened
+    to _REFUSAL_CHARS, what is not printable escaped (a key a publisher made
+    up may hold a newline or an unpaired surrogate)."""
+    where, problem = _printable(exc.where), _printable(exc.problem)
+    return exc if (where, problem) == (exc.where, exc.problem) else PayloadError(problem, where)
+
+
+def _printable(text: str) -> str:
+    if len(text) <= _REFUSAL_CHARS and text.isprintable():
+        return text
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text[:_REFUSAL_CHARS])
+    return shown[:_REFUSAL_CHARS] + "..." if len(shown) > _REFUSAL_CHARS or len(text) > _REFUSAL_CHARS else shown
+
+
 def _time(value: object) -> float:
     if not _is_number(value) or not math.isfinite(value) or value < 0:
-        raise PayloadError(f"time: expected seconds since 1970, got {value!r}")
+        raise PayloadError(f"time: expected seconds since 1970, got {_seen(value)}")
     return float(value)
 
 
@@ -274,9 +336,11 @@ def _shared(value: Any) -> Any:
     return value
 
 
-def _int_list(value: object, where: str, bits: int) -> tuple[int, ...]:
+def _int_list(value: object, where: str, bits: int, most: int | None = None) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(type(v) is int and 0 <= v < 1 << bits for v in value):
         raise PayloadError(f"{where}: expected a list of {bits}-bit integers")
+    if most is not None and len(value) > most:
+        raise PayloadError(f"{where}: more than {most} entries")
     return _shared(tuple(value))
 
 
@@ -285,6 +349,8 @@ def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
             isinstance(e, list) and len(e) == 2 and all(type(v) is int and 0 <= v <= 255 for v in e)
             for e in value):
         raise PayloadError(f"{where}: expected a list of [VL, weight] pairs")
+    if len(value) > _MAX_VL_ARB:
+        raise PayloadError(f"{where}: more than {_MAX_VL_ARB} entries")
     return _shared(tuple(_shared(VlArbEntry(vl, weight)) for vl, weight in value))
 
 
@@ -364,9 +430,9 @@ def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, Measur
     if "info" not in rest:
         raise PayloadError(f"{where}: info is missing")
     changes: dict[str, Any] = {"info": PORT_INFO_FIELDS.decode(rest.pop("info"), f"{where}.info")}
-    for name, bits in (("pkeys", 16), ("sl2vl", 4)):
+    for name, bits, most in (("pkeys", 16, None), ("sl2vl", 4, _MAX_SL2VL)):
         if name in rest:
-            changes[name] = _int_list(rest.pop(name), f"{where}.{name}", bits)
+            changes[name] = _int_list(rest.pop(name), f"{where}.{name}", bits, most)
     for name in ("vl_arb_high", "vl_arb_low"):
         if name in rest:
             changes[name] = _vl_arb(rest.pop(name), f"{where}.{name}")
@@ -374,6 +440,8 @@ def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, Measur
         items = rest.pop("guids")
         if not isinstance(items, list):
             raise PayloadError(f"{where}.guids: expected a list")
+        if len(items) > _MAX_GUIDS:
+            raise PayloadError(f"{where}.guids: more than {_MAX_GUIDS} entries")
         changes["guids"] = tuple(parse_hex64(g, f"{where}.guids[{i}]") for i, g in enumerate(items))
     if "gids" in rest:
         items = rest.pop("gids")
@@ -394,6 +462,8 @@ def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, Measur
             changes["vendor_diag"] = None
         if changes["vendor_diag"] is None:
             raise PayloadError(f"{where}.vendor_diag: expected hex octets")
+        if len(changes["vendor_diag"]) > _MAX_VENDOR_DIAG:
+            raise PayloadError(f"{where}.vendor_diag: more than {_MAX_VENDOR_DIAG} octets")
     measured = None
     if "counters" in rest:
         measured = _counters(rest.pop("counters"), f"{where}.counters")
@@ -408,20 +478,29 @@ def _decode_port(data: object, where: str, node_guid: int) -> tuple[Port, Measur
 
 _STATE_KEYS = frozenset({"version", "time", "publisher", "refresh", "node", "switch", "ca", "ports", "sms",
                          "sm_config"})
-_PUBLISHER = re.compile(r"[^/+#\x00]{1,128}")
+# An MQTT client id as a topic level holds it, in Unicode text (no unpaired surrogate).
+_PUBLISHER = re.compile("[^/+#\x00\ud800-\udfff]{1,128}")
 
 
 def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_BYTES) -> NodeRecord:
     """The record of a state message published under `topic_guid`;
-    PayloadError says why a message is refused."""
+    PayloadError says why a message is refused (nothing else is raised)."""
+    try:
+        return _decode_state(payload, topic_guid, max_bytes)
+    except PayloadError as exc:
+        raise _fit(exc) from None
+
+
+def _decode_state(payload: bytes, topic_guid: int, max_bytes: int) -> NodeRecord:
     data = _load(payload, max_bytes, _STATE_KEYS)
     when = _time(data.get("time"))
     publisher = data.get("publisher")
     if publisher is not None and (type(publisher) is not str or _PUBLISHER.fullmatch(publisher) is None):
-        raise PayloadError(f"publisher: expected an MQTT client id, got {publisher!r}")
+        raise PayloadError("publisher: expected an MQTT client id (1 to 128 characters without '/', '+', '#' "
+                           f"or NUL), got {_seen(publisher)}")
     refresh = data.get("refresh")
     if refresh is not None and (type(refresh) not in (int, float) or not 0 < refresh < 1e6):
-        raise PayloadError(f"refresh: expected a period in seconds, got {refresh!r}")
+        raise PayloadError(f"refresh: expected a period in seconds, got {_seen(refresh)}")
     if "node" not in data:
         raise PayloadError("node is missing")
     node_data = data["node"]
@@ -446,8 +525,8 @@ def decode_state(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_B
     if node.is_switch and numbers[0] != 0:
         raise PayloadError("ports: a switch's ports start at port 0")
     sms_data = data.get("sms", [])
-    if not isinstance(sms_data, list):
-        raise PayloadError("sms: expected a list")
+    if not isinstance(sms_data, list) or len(sms_data) > _MAX_SMS:
+        raise PayloadError(f"sms: expected a list of at most {_MAX_SMS} SMs")
     sms = tuple(SM_FIELDS.decode(s, f"sms[{i}]", node_guid=topic_guid) for i, s in enumerate(sms_data))
     sm_config = SM_CONFIG_FIELDS.decode(data["sm_config"], "sm_config") if "sm_config" in data else None
     return NodeRecord(node, sms, sm_config, when, publisher, float(refresh) if refresh is not None else None,
@@ -517,12 +596,22 @@ def decode_counters(payload: bytes, max_bytes: int = MAX_PAYLOAD_BYTES
                     ) -> dict[int, CountersRecord | PayloadError]:
     """A counters message: each node's record, or why that node's is refused
     (a node's bad record does not cost the others theirs); PayloadError
-    for a message that cannot be read at all."""
+    for a message that cannot be read at all (nothing else is raised)."""
+    try:
+        decoded = _decode_counters(payload, max_bytes)
+    except PayloadError as exc:
+        raise _fit(exc) from None
+    return {guid: _fit(record) if isinstance(record, PayloadError) else record for guid, record in decoded.items()}
+
+
+def _decode_counters(payload: bytes, max_bytes: int) -> dict[int, CountersRecord | PayloadError]:
     data = _load(payload, max_bytes, _COUNTERS_KEYS)
     _time(data.get("time"))
     nodes = data.get("nodes")
     if not isinstance(nodes, dict):
         raise PayloadError("nodes: expected an object of node GUID -> counters")
+    if len(nodes) > COUNTER_BATCH:
+        raise PayloadError(f"nodes: {len(nodes)} nodes; a counters message carries at most {COUNTER_BATCH}")
     out: dict[int, CountersRecord | PayloadError] = {}
     for key, entry in nodes.items():
         guid = parse_hex64(key, "nodes")
@@ -541,12 +630,16 @@ def _node_counters(entry: object, where: str) -> CountersRecord:
         raise PayloadError(f"{where}.ports: expected an object of port number -> values")
     decoded: dict[int, tuple[int, ...]] = {}
     for key, values in ports.items():
-        if not key.isdigit() or int(key) > _MAX_PORTS or not _counter_values(values):
+        # ASCII digits, few (str.isdigit alone takes '²', which int() does not, and
+        # int() refuses more than 4,300 digits).
+        if not (len(key) <= 3 and key.isascii() and key.isdigit()) or int(key) > _MAX_PORTS \
+                or not _counter_values(values):
             raise PayloadError(f"{where}.ports.{key}: expected a port number and a list of 64-bit counter values")
         decoded[int(key)] = tuple(values)
     act_counts = entry.get("act_counts", [])
-    if not isinstance(act_counts, list) or not all(type(v) is int and 0 <= v < 1 << 32 for v in act_counts):
-        raise PayloadError(f"{where}.act_counts: expected a list of 32-bit ActCounts")
+    if not isinstance(act_counts, list) or len(act_counts) > _MAX_SMS or not all(
+            type(v) is int and 0 <= v < 1 << 32 for v in act_counts):
+        raise PayloadError(f"{where}.act_counts: expected a list of at most {_MAX_SMS} 32-bit ActCounts")
     return CountersRecord(_time(entry.get("time")), _time(entry.get("state")), decoded, tuple(act_counts))
 
 
@@ -589,10 +682,19 @@ _EVENT_KEYS = frozenset({"version", "sequence", "time", "event"})
 
 
 def decode_event(payload: bytes, topic_guid: int, max_bytes: int = MAX_PAYLOAD_BYTES) -> EventRecord:
+    """The event of an events message published under `topic_guid`;
+    PayloadError says why a message is refused (nothing else is raised)."""
+    try:
+        return _decode_event(payload, topic_guid, max_bytes)
+    except PayloadError as exc:
+        raise _fit(exc) from None
+
+
+def _decode_event(payload: bytes, topic_guid: int, max_bytes: int) -> EventRecord:
     data = _load(payload, max_bytes, _EVENT_KEYS)
     sequence = data.get("sequence")
     if type(sequence) is not int or not 0 <= sequence < 1 << 63:
-        raise PayloadError(f"sequence: expected a non-negative integer, got {sequence!r}")
+        raise PayloadError(f"sequence: expected a non-negative integer, got {_seen(sequence)}")
     when = _time(data.get("time"))
     event: TrapEvent = EVENT_FIELDS.decode(data.get("event"), "event")
     if event.node_guid != topic_guid:

@@ -6,7 +6,8 @@ A field whose value is None (the provider could not tell) is left out of
 the JSON; a missing key decodes to None, so absent stays absent and is never
 replaced by a default.  64-bit identifiers and keys are 16 hex digits (JSON
 numbers lose precision past 2^53 in many readers); enumerations and bit sets
-are their IBA integer codes.
+are their IBA integer codes.  A string is Unicode text (no unpaired
+surrogate) of at most STRING_LIMITS characters.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 from ibsnmp.documents import JSON, DocumentError, boolean, check_keys, expect, hex_digits, integer, number, text
 
-__all__ = ["PayloadError", "StructCodec", "HEX64_FIELDS", "hex64", "hex128", "parse_hex64", "parse_hex128"]
+__all__ = ["PayloadError", "StructCodec", "HEX64_FIELDS", "STRING_LIMITS", "MAX_STRING", "hex64", "hex128",
+           "parse_hex64", "parse_hex128"]
 
 # Fields holding 64-bit GUIDs, keys or prefixes, in any record type.
 HEX64_FIELDS = frozenset({"guid", "node_guid", "system_image_guid", "m_key", "sm_key", "gid_prefix", "key"})
@@ -30,6 +32,14 @@ HEX128_FIELDS = frozenset({"gid1", "gid2"})
 _HEX64 = re.compile(r"[0-9a-f]{16}")
 _HEX128 = re.compile(r"[0-9a-f]{32}")
 _MAX_INT = (1 << 64) - 1
+# The longest a string field may be, in characters.  IBA's NodeDescription
+# is 64 octets, which no decoding makes more than 64 characters (a
+# provider's replacement character stands for at least one octet).  Other
+# names (the model, the OS's device name, a firmware version: 64-octet
+# buffers in Linux) may have 128, as an MQTT client id or fabric id may.
+STRING_LIMITS = {"description": 64}
+MAX_STRING = 128
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PayloadError(DocumentError):
@@ -73,10 +83,19 @@ def _expect_bool(value: object, where: str) -> bool:
     return boolean(value, where, PayloadError.at, syntax=JSON)
 
 
-def _expect_str(value: object, where: str) -> str:
-    if type(value) is str:
-        return value
-    return text(value, where, PayloadError.at, syntax=JSON)
+def _text_decoder(limit: int) -> Callable[[object, str], str]:
+    """Strings of at most `limit` characters, without an unpaired surrogate
+    (JSON's \\ud800 escape makes one; a UTF-8 log line cannot hold it)."""
+
+    def decode(value: object, where: str) -> str:
+        if type(value) is str and len(value) <= limit and (value.isascii() or _SURROGATE.search(value) is None):
+            return value
+        checked = text(value, where, PayloadError.at, syntax=JSON)
+        if len(checked) > limit:
+            raise PayloadError(f"longer than {limit} characters", where)
+        raise PayloadError("not Unicode text (an unpaired surrogate)", where)
+
+    return decode
 
 
 def _expect_float(value: object, where: str) -> float:
@@ -145,7 +164,7 @@ def _converters(name: str, hint: Any) -> tuple[_Encoder, _Decoder, bool, dict[st
     if hint is bool:
         return bool, _expect_bool, optional, schema
     if hint is str:
-        return str, _expect_str, optional, schema
+        return str, _text_decoder(STRING_LIMITS.get(name, MAX_STRING)), optional, schema
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return int, _enum_decoder(hint), optional, schema
     if hint is int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import dataclasses
 from dataclasses import asdict
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support import sysfs_trees as trees
 from ibsnmp.events import IbaTrap, TrapEvent
@@ -24,6 +27,7 @@ from ibsnmp.fabric.counters import (
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mqtt import schema
 from ibsnmp.mqtt.codec import (
+    COUNTER_BATCH,
     MAX_PAYLOAD_BYTES,
     EventRecord,
     PayloadError,
@@ -253,3 +257,157 @@ def test_malformed_and_oversized_payloads_are_refused(sysfs_fabric) -> None:
     small = json.dumps(data).encode()
     with pytest.raises(PayloadError, match="oversized"):
         decode_state(small, guid, max_bytes=len(small) - 1)
+
+
+# -- bounds: what a hostile publisher sends is refused, never raised past the codec ----------------
+
+@pytest.mark.parametrize(("payload", "reason"), [
+    (b"[" * 5000 + b"]" * 5000, "nested deeper than 32 levels"),
+    (b'{"a":' * 5000 + b"1" + b"}" * 5000, "nested deeper than 32 levels"),
+    (b'{"version":1,"x":"' + b"]" * 5000 + b'\\"",' + b"[" * 33 + b"]" * 33 + b"}", "nested deeper than"),
+    (b'{"version":' + b"1" * 5000 + b"}", "malformed JSON: Exceeds the limit"),
+    ('["\\"", [[]]]'.encode("utf-16"), "malformed JSON: not UTF-8"),
+])
+def test_hostile_payloads_are_refused_before_or_while_parsing(payload: bytes, reason: str) -> None:
+    for decode in (lambda p: decode_state(p, 1), lambda p: decode_event(p, 1), decode_counters):
+        with pytest.raises(PayloadError, match=reason):
+            decode(payload)
+
+
+def test_a_deep_counters_or_events_message_is_refused() -> None:
+    def counters(levels: int) -> bytes:  # the message's own 4 levels, then `levels` in a port's values
+        deep = b"[" * levels + b"1" + b"]" * levels
+        return b'{"version":1,"time":5,"nodes":{"0000000000000001":{"time":5,"state":1,"ports":{"1":%s}}}}' % deep
+
+    with pytest.raises(PayloadError, match="nested deeper than 32 levels"):
+        decode_counters(counters(29))
+    # 32 levels are read (and the node's values refused for what they are).
+    refused = decode_counters(counters(28))[1]
+    assert isinstance(refused, PayloadError) and "ports.1: expected a port number" in str(refused)
+    event = b'{"version":1,"sequence":1,"time":5,"event":{"trap":%s}}' % (b"[" * 40 + b"]" * 40)
+    with pytest.raises(PayloadError, match="nested deeper than 32 levels"):
+        decode_event(event, 1)
+
+
+@pytest.mark.parametrize(("key", "why"), [
+    ("\u00b2", "ports.\u00b2: expected a port number"),  # a digit to str.isdigit, not to int()
+    ("1" * 5000, r"ports.1111.*\.\.\.$"),  # past int()'s 4,300 digits; the text cut short
+    ("256", "ports.256: expected a port number"),
+])
+def test_a_counters_port_key_that_is_no_port_number_is_refused(key: str, why: str) -> None:
+    payload = json.dumps({"version": 1, "time": 5, "nodes": {"0000000000000001": {
+        "time": 5, "state": 1, "ports": {key: [1]}}}}).encode()
+    refused = decode_counters(payload)[1]
+    assert isinstance(refused, PayloadError)
+    assert re.search(why, str(refused)) and len(str(refused)) < 600
+
+
+def test_a_counters_message_carries_at_most_a_batch_of_nodes() -> None:
+    def message(nodes: int) -> bytes:
+        return json.dumps({"version": 1, "time": 5, "nodes": {
+            f"{guid:016x}": {"time": 5, "state": 1, "ports": {"1": [guid]}} for guid in range(1, nodes + 1)}}).encode()
+
+    assert len(decode_counters(message(COUNTER_BATCH))) == COUNTER_BATCH
+    with pytest.raises(PayloadError, match=f"at most {COUNTER_BATCH}"):
+        decode_counters(message(COUNTER_BATCH + 1))
+
+
+@pytest.mark.parametrize("mutate, reason", [
+    (lambda d: d["node"].update(description="d" * 65), r"node\.description: longer than 64 characters"),
+    (lambda d: d["node"].update(model_name="m" * 129), r"node\.model_name: longer than 128 characters"),
+    (lambda d: d["node"].update(description="a\ud800b"), r"node\.description: not Unicode text"),
+    (lambda d: d.update(publisher="p\udc00"), "publisher: expected an MQTT client id"),
+    (lambda d: d["ports"][0].update(sl2vl=[0] * 17), r"ports\[0\]\.sl2vl: more than 16 entries"),
+    (lambda d: d["ports"][0].update(vl_arb_low=[[0, 1]] * 65), r"vl_arb_low: more than 64 entries"),
+    (lambda d: d["ports"][0].update(guids=["0" * 16] * 257), r"guids: more than 256 entries"),
+    (lambda d: d["ports"][0].update(vendor_diag="00" * 129), r"vendor_diag: more than 128 octets"),
+    (lambda d: d.update(sms=[{}] * 257), "sms: expected a list of at most 256 SMs"),
+    (lambda d: d.update(refresh=["x" * 1000]), "refresh: expected a period in seconds, got an array$"),
+    (lambda d: d.update(time=["x" * 100_000]), "time: expected seconds since 1970, got an array$"),
+    (lambda d: d["ports"][0].update({"k\n" * 500: 1}), r"^ports\[0\]\.(k\\n){10}"),
+])
+def test_counts_and_strings_past_their_bounds_are_refused(sysfs_fabric, mutate, reason) -> None:
+    guid, data = _valid(sysfs_fabric)
+    mutate(data)
+    with pytest.raises(PayloadError, match=reason) as refused:
+        decode_state(json.dumps(data).encode(), guid)
+    text = str(refused.value)
+    assert len(text) < 600 and text.isprintable()  # one log line, whatever was sent
+
+
+def test_strings_at_their_bounds_are_taken(sysfs_fabric) -> None:
+    guid, data = _valid(sysfs_fabric)
+    data["node"].update(description="\ufffd" * 64, model_name="m" * 128)  # 64 octets read with errors="replace"
+    data["ports"][0].update(sl2vl=[1] * 16, vendor_diag="ab" * 128)
+    record = decode_state(json.dumps(data).encode(), guid)
+    assert record.node.description == "\ufffd" * 64 and record.node.ports[0].vendor_diag == b"\xab" * 128
+
+
+# What a hostile publisher puts anywhere in a record; the two sentinel strings
+# become what json.dumps cannot write: a number past int()'s 4,300 digits,
+# 2,000 nested arrays.
+_HUGE, _DEEP = "\x00huge", "\x00deep"
+_RAW = {json.dumps(_HUGE).encode(): b"9" * 5000, json.dumps(_DEEP).encode(): b"[" * 2000 + b"]" * 2000}
+_KEYS = st.text(max_size=4) | st.sampled_from(["\u00b2", "1" * 5000, "\ud800", "0000000000000002", "256"])
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats() | st.text(max_size=8)
+    | st.sampled_from(["\ud800", "0" * 16, "f" * 32, "\u00b2", "00" * 200, _HUGE, _DEEP]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8)
+
+
+def _paths(value: object, path: tuple = ()) -> list[tuple]:
+    """Every place in a decoded JSON document: a key of an object, an index of an array."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found += _paths(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _paths(inner, (*path, index))
+    return found
+
+
+def _mutated(document: object, data: st.DataObject) -> bytes:
+    """`document` with a few values replaced, keys taken out or put in."""
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(document)))
+        if not path:
+            continue
+        parent = document
+        for step in path[:-1]:
+            parent = parent[step]  # type: ignore[index]
+        if isinstance(parent, dict) and data.draw(st.booleans()):
+            del parent[path[-1]]
+            parent[data.draw(_KEYS)] = data.draw(_ANY_JSON)
+        else:
+            parent[path[-1]] = data.draw(_ANY_JSON)  # type: ignore[index]
+    payload = json.dumps(document).encode()
+    for sentinel, raw in _RAW.items():
+        payload = payload.replace(sentinel, raw)
+    return payload
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_mutated_message_is_taken_or_refused_never_raised(sysfs_fabric, data: st.DataObject) -> None:
+    """Whatever a publisher changes in a valid message, a decoder returns a
+    record or raises PayloadError: nothing else leaves the codec."""
+    guid, state = _valid(sysfs_fabric)
+    fabric = build_fabric("single", seed=1)
+    counters = json.loads(encode_counters({g: counters_of(record_of(fabric, n, 5.0, 10.0), 9.0)
+                                           for g, n in fabric.nodes.items()}, 11.0))
+    event = TrapEvent(IbaTrap.BAD_P_KEY, guid, 7, key=0x8001, lid2=9, gid1=5, gid2=6, qp1=1, qp2=2, sl=3)
+    events = json.loads(encode_event(EventRecord(12, event, 1.5)))
+    kind = data.draw(st.sampled_from(["state", "counters", "event"]))
+    document = {"state": state, "counters": counters, "event": events}[kind]
+    payload = _mutated(document, data)
+    try:
+        if kind == "state":
+            decode_state(payload, guid)
+        elif kind == "counters":
+            decode_counters(payload)
+        else:
+            decode_event(payload, guid)
+    except PayloadError as exc:
+        assert len(str(exc)) < 600 and str(exc).isprintable()
