@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,20 +32,34 @@ def free_tcp_port() -> int:
 
 class Mosquitto:
     def __init__(self, workdir: Path, *, users: dict[str, str] | None = None,
-                 tls: tuple[Path, Path, Path] | None = None) -> None:
+                 tls: tuple[Path, Path, Path] | None = None, acl: Path | None = None,
+                 log_types: tuple[str, ...] = (), persistence: bool = True,
+                 config: Callable[[int], str] | None = None) -> None:
         """tls: (CA, server certificate, server key); clients must then
-        present a certificate the CA signed."""
+        present a certificate the CA signed. acl: an acl_file (with users).
+        log_types: mosquitto's log_type lines ("all" logs refused
+        publishes too); none: its default. persistence False: retained
+        messages in memory only (a flood of them is not saved after each).
+        config: instead of all that, the whole configuration for the port
+        given (a shipped file adapted); `log` is then wherever it says."""
         self.dir = workdir / "mosquitto"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_tcp_port()
         self.config = self.dir / "mosquitto.conf"
+        self.log = self.dir / "broker.log"
+        self.tls = tls is not None
+        self.process: subprocess.Popen[bytes] | None = None
+        if config is not None:
+            self.config.write_text(config(self.port))
+            return
         lines = [f"listener {self.port} 127.0.0.1"]
         if tls:
             lines += [f"cafile {tls[0]}", f"certfile {tls[1]}", f"keyfile {tls[2]}", "require_certificate true"]
-        self.tls = tls is not None
-        lines += ["persistence true", f"persistence_location {self.dir}/",
-                 "autosave_interval 1", "autosave_on_changes true", "max_queued_messages 100000",
-                 f"log_dest file {self.dir}/broker.log"]
+        if persistence:
+            lines += ["persistence true", f"persistence_location {self.dir}/",
+                      "autosave_interval 1", "autosave_on_changes true"]
+        lines += ["max_queued_messages 100000", f"log_dest file {self.log}"]
+        lines += [f"log_type {kind}" for kind in log_types]
         if os.getuid() == 0:
             # Stay the user who owns the test's directories (mosquitto drops
             # root for the user "mosquitto", who cannot write them).
@@ -58,30 +72,40 @@ class Mosquitto:
             lines += ["allow_anonymous false", f"password_file {passwords}"]
         else:
             lines.append("allow_anonymous true")
+        if acl is not None:
+            lines.append(f"acl_file {acl}")
         self.config.write_text("\n".join(lines) + "\n")
-        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     def start(self) -> Mosquitto:
-        self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        # What mosquitto says before its log is open (a configuration it
+        # cannot use) goes to stderr.log.
+        with open(self.dir / "stderr.log", "ab") as output:
+            self.process = subprocess.Popen([MOSQUITTO, "-c", str(self.config)], stdout=output,
+                                            stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
                 return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("mosquitto did not start")
+        self.stop()
+        said = (self.dir / "stderr.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"mosquitto did not start:\n{said}")
 
     def kill(self) -> None:
         """SIGKILL: no clean shutdown, only what persistence saved survives."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
+
+    def log_text(self) -> str:
+        """What the broker logged so far ('' before its first line)."""
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
