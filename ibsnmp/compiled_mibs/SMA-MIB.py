@@ -1135,7 +1135,7 @@ if mibBuilder.loadTexts:
     ibGuidInfoEntry.setStatus("current")
 if mibBuilder.loadTexts:
     ibGuidInfoEntry.setDescription("A conceptual row of the ibSmaGuidInfoTable containing information about a particular GUID entry.")
-_IbSmaGuidPortIndex_Type = IbDataPort
+_IbSmaGuidPortIndex_Type = IbDataPortAndInvalid
 _IbSmaGuidPortIndex_Object = MibTableColumn
 ibSmaGuidPortIndex = _IbSmaGuidPortIndex_Object(
     (1, 3, 6, 1, 3, 117, 3, 1, 3, 1, 1, 1),

@@ -307,8 +307,10 @@ def _vl_arb(entries: tuple[int, ...] | None, capacity: int | None) -> tuple[VlAr
 
 
 def _sl2vl_inputs(tables: PortTables) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """A switch output port's SL-to-VL table of each input port read, one
-    object per distinct table (an SM usually programs a few for all pairs)."""
+    """A switch output port's SL-to-VL table of each input port read, in
+    input port order, one object per distinct table (an SM usually programs
+    a few for all pairs). Port 0 is an output port like the others (IBA
+    14.2.5.8): its tables are kept the same way."""
     distinct: dict[tuple[int, ...], tuple[int, ...]] = {}
     return tuple((into, distinct.setdefault(table, table))
                  for into, table in sorted(tables.sl2vl_by_input.items()))
@@ -318,7 +320,8 @@ def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None
           layout: CounterLayout) -> Port:
     tables = node.tables.get(num, PortTables())
     if node.is_switch:
-        # Switch ports share the node's port-0 GUID; data ports have no GUIDInfo.
+        # Switch ports share the node's port-0 GUID; data ports have no
+        # GUIDInfo (IBA 14.2.5.5: a switch answers it for port 0 alone).
         guid: int | None = _int(node.info, "PortGUID")
         guids = _used(tables.table("guids"), info.guid_cap or 0) if num == 0 else ()
         pkey_cap = _int(node.info, "PartitionCap") if num == 0 else (
@@ -332,7 +335,7 @@ def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None
         pkeys=_used(tables.table("pkeys"), pkey_cap) or (),
         sl2vl=(tables.sl2vl_by_input.get(0) or () if node.is_switch
                else tables.table("sl2vl") or ()),
-        sl2vl_inputs=_sl2vl_inputs(tables) if node.is_switch and num else None,
+        sl2vl_inputs=_sl2vl_inputs(tables) if node.is_switch else None,
         vl_arb_high=_vl_arb(tables.table("vl_arb_high"), info.vl_arb_high_cap),
         vl_arb_low=_vl_arb(tables.table("vl_arb_low"), info.vl_arb_low_cap),
         guids=guids, remote=remote, physical_interface=None, led_on=tables.led_on,

@@ -76,8 +76,9 @@ class PortTables:
     port_guid: int | None = None
     led_on: bool | None = None
     sm_info: dict[str, FieldValue] | None = None
-    # A switch output port's SL-to-VL table of each input port that answered
-    # (IBA keeps one per input and output port pair; SMA-MIB indexes them so).
+    # A switch output port's SL-to-VL table of each input port that answered,
+    # port 0 included as either (IBA keeps one per input and output port pair;
+    # SMA-MIB indexes them so).
     sl2vl_by_input: dict[int, tuple[int, ...]] = field(default_factory=dict)
     _expected: dict[str, int] = field(default_factory=dict)
     _blocks: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
@@ -279,25 +280,19 @@ class _Sweep:
 
     def ask_port_tables(self, node: DiscoveredNode, port: int, route: Route,
                         info: dict[str, FieldValue]) -> None:
-        """GUIDInfo, P_Key (a CA's, or switch port 0's), SL-to-VL, VL arbitration,
-        LedInfo and SMInfo of one port. Switches name the port in the modifier; a
+        """GUIDInfo and P_Key (a CA port's, or switch port 0's), SL-to-VL, VL
+        arbitration (not of switch port 0), LedInfo and SMInfo of one port.
+        Switches name the port in the modifier where the attribute has one; a
         CA answers for the port the route came in on."""
         switch = node.is_switch
         tables = node.tables.setdefault(port, PortTables())
         capabilities = int(info["CapabilityMask"])  # type: ignore[arg-type]
         if not switch or port == 0:
-            guid_cap = int(info["GUIDCap"])  # type: ignore[arg-type]
-            self.ask_table(node, port, "guids", GUID_INFO, "GUIDBlock", route,
-                           list(range(_blocks(guid_cap, GUID_BLOCK))))
+            self.ask_guid_info(node, port, route, info)
             partition_cap = int(node.info["PartitionCap"])  # type: ignore[arg-type]
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", route,
                            list(range(_blocks(partition_cap, P_KEY_BLOCK))))
-        if switch and port != 0:
-            for into in node.port_numbers:  # the modifier: input port << 8 | output port
-                self.ask(SL_TO_VL_MAPPING_TABLE, route, (into << 8) | port,
-                         self.on_sl2vl_of_input, tables, into)
-        elif not switch:  # a CA's own port is implied
-            self.ask_table(node, port, "sl2vl", SL_TO_VL_MAPPING_TABLE, "SLtoVL", route, [0])
+        self.ask_sl2vl(node, port, route, tables)
         if not switch or port != 0:
             for name, cap_field, blocks in (("vl_arb_low", "VLArbitrationLowCap", VL_ARB_LOW_BLOCKS),
                                             ("vl_arb_high", "VLArbitrationHighCap",
@@ -310,8 +305,38 @@ class _Sweep:
         if capabilities & IS_SM:
             self.ask(SM_INFO, route, 0, self.on_sm_info, tables)
 
+    def ask_guid_info(self, node: DiscoveredNode, port: int, route: Route,
+                      info: dict[str, FieldValue]) -> None:
+        """Every GUIDInfo block up to the port's GUIDCap (PortInfo). The
+        modifier is the block number, eight GUIDs a block, and names no port
+        (IBA 14.2.5.5): a CA answers for the port the route came in on, a
+        switch for its port 0 alone. A switch's external ports have no
+        GUIDInfo, so only port 0 of a switch is asked."""
+        if node.is_switch and port != 0:
+            return
+        guid_cap = int(info["GUIDCap"])  # type: ignore[arg-type]
+        self.ask_table(node, port, "guids", GUID_INFO, "GUIDBlock", route,
+                       list(range(_blocks(guid_cap, GUID_BLOCK))))
+
+    def ask_sl2vl(self, node: DiscoveredNode, port: int, route: Route,
+                  tables: PortTables) -> None:
+        """The SL-to-VL tables of output port `port` (IBA 14.2.5.8). A switch
+        keeps one per (input port, output port) pair, named by the modifier's
+        bits 15:8 and 7:0, for every port 0..NumPorts: port 0, the switch's
+        management port, is an output and an input like the others, so each
+        input's table of output port 0 is asked too (those the SMA does not
+        answer are `unanswered`, not served). A CA's modifier is 0: its table
+        is that of the port the route came in on."""
+        if not node.is_switch:
+            self.ask_table(node, port, "sl2vl", SL_TO_VL_MAPPING_TABLE, "SLtoVL", route, [0])
+            return
+        for into in node.port_numbers:
+            self.ask(SL_TO_VL_MAPPING_TABLE, route, (into << 8) | port,
+                     self.on_sl2vl_of_input, tables, into)
+
     @staticmethod
     def on_sl2vl_of_input(tables: PortTables, into: int, values: dict[str, FieldValue]) -> None:
+        """A switch output port's SL-to-VL table of input port `into`, as read."""
         entries = values["SLtoVL"]
         assert isinstance(entries, tuple)
         tables.sl2vl_by_input[into] = entries

@@ -13,6 +13,9 @@ one, with `other` for codes the draft did not know (it was written for IBA
 1.1, so only 2.5 Gb/s lanes and 1x/4x/12x widths have names). Each mapping is
 an explicit table below. Tables indexed by IbDataPort (1..254) have no row
 for switch port 0; tables indexed by IbDataPortAndInvalid use 255 for it.
+GUIDInfo is one of those (an erratum: the draft gave its port index as an
+IbDataPort, mibs/ERRATA.md): a switch has no GUIDInfo but port 0's, served
+under 255.
 The accessible-for-notify objects (ibSmaNodeLid ... ibSmaNodeDataValid) are
 only carried in notifications and are not bound here.
 
@@ -393,15 +396,28 @@ def _port_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
 
 
 def _guid_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], int]]:
-    """GUIDInfo entries in use, 1-based; a port with no GUID assigned (a
-    switch data port) has "1 entry with a 0 value", as the draft says. A
-    port without GUIDInfo (None: a RoCE port) has no rows."""
-    for port in _data_ports(target):
-        if port.guids is None:
-            continue
-        guids = port.guids[:255] or (0,)
-        for i, guid in enumerate(guids):
-            yield (port.num, i + 1), guid
+    """The GUIDInfo table of each port that has one, its entries in use
+    1-based. A switch answers GUIDInfo for port 0 alone (IBA 14.2.5.5: the
+    modifier names a GUID block, not a port), so a switch's rows are port
+    0's, indexed 255 as in the draft's other tables of switch port 0; its
+    external ports have none. A CA or router port is indexed by its number.
+    A port with no GUID assigned has "1 entry with a 0 value", as the draft
+    says; a port whose GUIDInfo is not known (None: a RoCE port, a table
+    that did not answer) has no rows."""
+    node = target.node
+    if node.is_switch:
+        port_0 = node.port(0)
+        yield from _guid_table(NO_DATA_PORT, None if port_0 is None else port_0.guids)
+    else:
+        for port in _data_ports(target):
+            yield from _guid_table(port.num, port.guids)
+
+
+def _guid_table(index: int, guids: tuple[int, ...] | None) -> Iterator[tuple[tuple[int, int], int]]:
+    if guids is None:
+        return
+    for i, guid in enumerate(guids[:255] or (0,)):
+        yield (index, i + 1), guid
 
 
 def _pkey_rows(target: ContextTarget) -> Iterator[tuple[tuple[int, int], int]]:

@@ -2,7 +2,7 @@
 that OpenSM's torus-2QoS routing engine programmed: a switch's SL-to-VL
 table differs by input port (a packet that crossed a dateline keeps to
 other VLs), and every (output port, input port) pair is served as
-`smpquery sl2vl` reads it."""
+`smpquery sl2vl` reads it, output port 0 (the switch itself) included."""
 
 from __future__ import annotations
 
@@ -70,14 +70,16 @@ def test_every_output_and_input_pair_is_served_as_smpquery_reads_it(live: Live) 
         lid = lid_of(live, guid)
         served = served_sma_tables(live, guid)
         theirs = {}
-        for out in DATA_PORTS:
+        for out in (0, *DATA_PORTS):
             rows = smpquery_sl2vl(live.fabric, lid, out)
             assert sorted(rows) == list(INPUT_PORTS), (name, out, rows)
-            differing += len(set(rows.values())) > 1
-            theirs.update(((out, into or SMA_NO_PORT), table) for into, table in rows.items())
+            differing += out != 0 and len(set(rows.values())) > 1
+            theirs.update(((out or SMA_NO_PORT, into or SMA_NO_PORT), table)
+                          for into, table in rows.items())
         # Ports 6..8 have no link: their tables are served too, as read.
-        assert {pair: table for pair, table in served.items() if pair[0] in DATA_PORTS} == theirs, name
-        assert {out for out, _ in served} == set(range(1, 9)), name
+        compared = (SMA_NO_PORT, *DATA_PORTS)
+        assert {pair: table for pair, table in served.items() if pair[0] in compared} == theirs, name
+        assert {out for out, _ in served} == {SMA_NO_PORT, *range(1, 9)}, name
     # The fabric is what the test is for: tables that differ by input port.
     assert differing >= 9, differing
 

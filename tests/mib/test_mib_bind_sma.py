@@ -290,8 +290,21 @@ def test_guid_info(switch_walk, sm_host_walk, switch, sm_host):
     guids = cells(sm_host_walk, "ibSmaGuidVal")
     assert guids == {(p.num, i + 1): g.to_bytes(8, "big") for p in sm_host.ports for i, g in enumerate(p.guids)}
     assert guids[(1, 1)] == sm_host.port(1).guid.to_bytes(8, "big")
-    # Switch data ports have no GUID: "1 entry with a 0 value"; port 0 has no row.
-    assert cells(switch_walk, "ibSmaGuidVal") == {(n, 1): bytes(8) for n in range(1, switch.num_ports + 1)}
+    # A switch answers GUIDInfo for port 0 alone (IBA 14.2.5.5): its rows are
+    # port 0's, under 255; its external ports have none.
+    assert switch.port(0).guids == (switch.port(0).guid,)
+    assert cells(switch_walk, "ibSmaGuidVal") == {(255, 1): switch.port(0).guid.to_bytes(8, "big")}
+
+
+def test_guid_info_of_a_port_without_guids(mib, fabric, sm_host):
+    # A CA port with no GUID assigned: "1 entry with a 0 value" (the draft);
+    # one whose GUIDInfo is not known (None): no rows.
+    for guids, expected in (((), {(1, 1): bytes(8)}), (None, {})):
+        port = dataclasses.replace(sm_host.port(1), guids=guids)
+        node = dataclasses.replace(sm_host, ports=tuple(port if p.num == 1 else p for p in sm_host.ports))
+        changed = dataclasses.replace(fabric, nodes=MappingProxyType({**fabric.nodes, node.guid: node}))
+        found = cells(walk(mib, ContextTarget(changed, node, False, 10.0)), "ibSmaGuidVal")
+        assert {key: value for key, value in found.items() if key[0] == 1} == expected, guids
 
 
 def test_p_key_tables(switch_walk, sm_host_walk, switch, sm_host):
