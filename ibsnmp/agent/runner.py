@@ -217,6 +217,7 @@ async def serve(settings: AgentSettings, resolver: ContextResolver, mib: Virtual
         for task in tasks:
             task.cancel()
         agent.close()
+    log.info("stopped")
     return EXIT_OK
 
 

@@ -5,22 +5,33 @@ traps the agent forwards as SNMP notifications, and hands each Report's
 Notice to `emit` as a TrapEvent on the event loop, so traps arrive without
 polling. Its `backend` answers IB-SM-MIB requests and reads partitions,
 multicast groups and services over the same port.
+
+Its stop is bounded whatever the SA does: the query under way is
+interrupted, the unsubscribe gets one short try (none when the SA is known
+silent), and a worker thread that does not end in time is left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.sa_client import ReportHandler, SaClient, subscribe, subscribed_traps
+from ibsnmp.mad.sa_client import (
+    ReportHandler,
+    SaClient,
+    subscribe,
+    subscribed_traps,
+    unsubscribe_within,
+)
 from ibsnmp.mad.sa_notices import notice_event
 from ibsnmp.mad.sa_worker import SaWorker
-from ibsnmp.mad.umad import Address
+from ibsnmp.mad.umad import Address, UmadError
 
 from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
 
@@ -32,6 +43,11 @@ log = logging.getLogger("ibsnmp.sa")
 # Every trap SMA-MIB turns into a notification; OpenSM accepts 256-259 only
 # from a requester with its SM_Key.
 FORWARDED_TRAPS = tuple(int(t) for t in IbaTrap)
+# What stop() may take unless told: the unsubscribe's try and the port's close.
+STOP_S = 1.5
+# The unsubscribe at stop: one try for every trap, over within this (an SA
+# that answers does so in milliseconds), and never more than half the stop.
+UNSUBSCRIBE_S = 0.5
 
 ClientOpener = Callable[[ReportHandler], SaClient]
 T = TypeVar("T")
@@ -113,13 +129,46 @@ class LiveSa:
                  f"; refused {refused}" if refused else "")
         return outcome
 
-    async def stop(self) -> None:
-        """Unsubscribes (the SA would otherwise keep sending) and closes the port."""
+    async def stop(self, within: float = STOP_S) -> None:
+        """Unsubscribes (the SA would otherwise keep sending Reports) and
+        closes the port, in about `within` seconds at most whatever the SA
+        does: the query under way is interrupted first; the unsubscribe is
+        one try of at most UNSUBSCRIBE_S, skipped when the SA's last query
+        went unanswered; a worker that has not ended by the deadline is left
+        behind (a daemon thread). Either of the last two is one log line."""
+        deadline = time.monotonic() + within
+        self.worker.interrupt()
         try:
-            if self.subscribed:
-                await self.worker.call(lambda c: subscribe(c, self.subscribed, False))
+            await self._unsubscribe(time.monotonic() + min(UNSUBSCRIBE_S, within / 2))
         finally:
-            await asyncio.get_running_loop().run_in_executor(None, self.worker.stop)
+            left = max(0.0, deadline - time.monotonic())
+            # Bounded by `left`: the executor's thread is free again by then.
+            if not await asyncio.to_thread(self.worker.stop, left):
+                log.warning("SA client: its thread did not end within %.3g s of the stop; left "
+                            "to end with the process", within)
+
+    async def _unsubscribe(self, deadline: float) -> None:
+        """Set(InformInfo) unsubscribing every trap subscribed, all over by
+        `deadline` (time.monotonic); a failure is one log line."""
+        traps, self.subscribed = self.subscribed, ()
+        if not traps:
+            return
+        if self.worker.silent:
+            log.info("SA unsubscribe skipped: the SA did not answer its last query")
+            return
+        asked = self.worker.call(
+            lambda client: unsubscribe_within(client, traps, deadline - time.monotonic()))
+        try:
+            # The worker's own deadline ends the call; this one covers a worker
+            # that has not begun it (a call under way that ignores interruption).
+            outcome = await asyncio.wait_for(asked, max(0.0, deadline - time.monotonic()) + 0.1)
+        except (UmadError, TimeoutError) as exc:
+            log.info("SA unsubscribe failed: %s", str(exc) or "no answer in time")
+            return
+        refused = {trap: why for trap, why in outcome.items() if why is not None}
+        if refused:
+            log.info("SA unsubscribe failed for traps %s: %s", sorted(refused),
+                     next(iter(refused.values())))
 
     def _on_report(self, notice: dict[str, FieldValue], sa_lid: int) -> None:
         # On the worker thread: the event goes to the loop's thread.

@@ -18,7 +18,8 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -48,7 +49,16 @@ from ibsnmp.mad.sa_records import (
     SA_MAD,
     SaAttribute,
 )
-from ibsnmp.mad.umad import GSI_QKEY, GSI_QP, Address, MadTimeout, UmadError, UmadPort, matches
+from ibsnmp.mad.umad import (
+    GSI_QKEY,
+    GSI_QP,
+    Address,
+    MadTimeout,
+    PortClosing,
+    UmadError,
+    UmadPort,
+    matches,
+)
 
 log = logging.getLogger("ibsnmp.sa.client")
 
@@ -204,7 +214,11 @@ class SaClient:
     Blocking: under ibsim receiving waits in umad_recv, so callers from
     asyncio use `SaWorker`. `on_report` gets each Notice a Report carries.
     `sm_key` makes the requests trusted: OpenSM answers P_KeyTableRecord
-    queries only to the SM_Key it was configured with."""
+    queries only to the SM_Key it was configured with.
+
+    `silent` is True while the SA is known not to answer: the last request
+    had no answer to any of its tries (an answer of any kind clears it).
+    `within` bounds the requests made meanwhile by one deadline."""
 
     def __init__(self, port: MadPort, sm: Address, *, timeout: float = 1.0, retries: int = 2,
                  on_report: ReportHandler | None = None, sm_key: int = 0) -> None:
@@ -215,6 +229,8 @@ class SaClient:
         self.retries = retries
         self.on_report = on_report
         self.reports = 0
+        self.silent = False
+        self._deadline: float | None = None  # no request waits past it (within)
 
     @classmethod
     def open(cls, ca: str | None = None, port_number: int = 0, sm: Address | None = None,
@@ -237,6 +253,22 @@ class SaClient:
                 self.serve_reports(left)
         finally:
             self.port.close()
+
+    @contextmanager
+    def within(self, seconds: float) -> Iterator[None]:
+        """Requests made in the block are tried once, and none waits past
+        `seconds` from now: one past that raises MadTimeout before it is sent."""
+        retries, self.retries = self.retries, 0
+        self._deadline = time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            self.retries, self._deadline = retries, None
+
+    def _wait_until(self) -> float:
+        """When a wait for an answer (or its next segment) begun now ends."""
+        end = time.monotonic() + self.timeout
+        return end if self._deadline is None else min(end, self._deadline)
 
     # -- queries -------------------------------------------------------------------
 
@@ -287,17 +319,27 @@ class SaClient:
         tid = self.port.new_transaction_id()
         request = bytearray(mad)
         SA_MAD.encode({"TransactionID": tid}, into=request)
-        for _ in range(self.retries + 1):
+        tries = self.retries + 1
+        for attempt in range(1, tries + 1):
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise MadTimeout(errno.ETIMEDOUT, f"SA {attribute.name}: not asked, its "
+                                                  "deadline passed")
+            sent = time.monotonic()
             self.port.send(bytes(request), self.sm)
             answer = self._await_answer(tid, attribute, table)
             if answer is not None:
                 return answer
+            log.debug("SA %s: no answer within %.3g s (try %d of %d)", attribute.name,
+                      time.monotonic() - sent, attempt, tries)
+        self.silent = True
+        if self._deadline is not None:
+            raise MadTimeout(errno.ETIMEDOUT, f"SA {attribute.name}: no answer by its deadline")
         raise MadTimeout(errno.ETIMEDOUT, f"SA {attribute.name}: no answer after "
-                                          f"{self.retries + 1} tries of {self.timeout} s")
+                                          f"{tries} tries of {self.timeout} s")
 
     def _await_answer(self, tid: int, attribute: SaAttribute, table: bool) -> SaAnswer | None:
         receiver: RmppReceiver | None = None
-        deadline = time.monotonic() + self.timeout
+        deadline = self._wait_until()
         while (left := deadline - time.monotonic()) > 0:
             sized = self.port.receive_sized(left)
             if sized is None:
@@ -309,6 +351,7 @@ class SaClient:
             header = SA_MAD.decode(mad)
             if not header["Response"]:
                 continue
+            self.silent = False
             status = int(header["Status"])  # type: ignore[arg-type]
             if status:
                 raise SaError(status, attribute)
@@ -335,7 +378,7 @@ class SaClient:
             if receiver.done:
                 stride = int(receiver.first["AttributeOffset"]) * 8  # type: ignore[arg-type]
                 return SaAnswer(tuple(records_of(attribute, stride, receiver.payload())))
-            deadline = time.monotonic() + self.timeout  # the SA is sending: wait on
+            deadline = self._wait_until()  # the SA is sending: wait on
         return None
 
     # -- Reports ---------------------------------------------------------------------
@@ -356,6 +399,7 @@ class SaClient:
                       into=response)
         self.port.send(bytes(response), self.sm)
         self.reports += 1
+        self.silent = False  # a Report is the SA speaking
         if header["AttributeID"] == NOTICE.attribute_id and self.on_report is not None:
             try:
                 self.on_report(NOTICE.layout.decode(mad[SA_HEADER_END:]), self.sm.lid)
@@ -410,15 +454,27 @@ def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:
 
 def subscribe(client: SaClient, traps: Iterable[int], subscribe: bool = True
               ) -> dict[int, str | None]:
-    """Set(InformInfo) for each trap: None where the SA accepted it, else why not."""
+    """Set(InformInfo) for each trap: None where the SA accepted it, else why
+    not. PortClosing (the client is stopping) ends it at once, raised."""
     outcome: dict[int, str | None] = {}
     for trap in traps:
         try:
             client.set(INFORM_INFO, subscription(trap, subscribe))
             outcome[trap] = None
+        except PortClosing:
+            raise
         except (SaError, UmadError) as exc:
             outcome[trap] = str(exc)
     return outcome
+
+
+def unsubscribe_within(client: SaClient, traps: Iterable[int], seconds: float
+                       ) -> dict[int, str | None]:
+    """`subscribe(client, traps, False)`, each Set tried once and all over
+    within `seconds` (what a stop can spare): per trap, None where the SA
+    accepted it, else why not."""
+    with client.within(seconds):
+        return subscribe(client, traps, False)
 
 
 def subscribed_traps(client: SaClient, subscriber_gid: int) -> set[int]:

@@ -9,11 +9,18 @@ The worker sleeps on one queue that both a submitted call and a received
 MAD wake, so a call starts at once and a Report is answered between calls.
 `call` is the awaitable form; Report handlers run on the worker thread, so
 asyncio users hand their events over with `loop.call_soon_threadsafe`.
+
+A stop never waits on the SA: `interrupt` makes the calls submitted so far
+raise PortClosing (one waiting for an answer at once: the queue it waits on
+is woken), and `stop` waits for the thread a bounded time; a thread that has
+not ended by then is left behind, a daemon that ends with the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 import queue
 import threading
 from collections.abc import Callable
@@ -21,15 +28,26 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from ibsnmp.mad.sa_client import MadPort, SaClient
-from ibsnmp.mad.umad import Address, UmadError
+from ibsnmp.mad.umad import Address, PortClosing, UmadError
 
 T = TypeVar("T")
 # How long one receive of the reader lasts before it looks whether the port is
 # closing: what close() may wait, and the only wake-up (five a second) while
 # nothing happens.
 READ_SLICE_S = 0.2
+# How long closing the port waits for the reader to leave umad_recv (it looks
+# every READ_SLICE_S): a reader still in it then keeps the port, which is left
+# open for the process's exit (closing it under a receive crashes ibsim's preload).
+READER_JOIN_S = 2 * READ_SLICE_S
 
-_Call = tuple[Callable[[SaClient], object], Future[object]]
+log = logging.getLogger("ibsnmp.sa.worker")
+
+# A call, its future and its number (in submission order: see SaWorker.interrupt).
+_Call = tuple[Callable[[SaClient], object], Future[object], int]
+
+
+def _interrupted_call() -> PortClosing:
+    return PortClosing("the SA call was interrupted: its client is stopping")
 
 
 class QueuedPort:
@@ -38,12 +56,16 @@ class QueuedPort:
     Only the reader receives on `port`; sending stays with the caller's thread
     (a write beside a read of one descriptor: the kernel's umad device and
     ibsim's preload, which locks each, allow it). A receive error reaches the
-    next caller of `receive_sized`."""
+    next caller of `receive_sized`; so does PortClosing while `interrupted()`
+    says the caller's call is interrupted (`wake` ends its wait at once)."""
 
-    def __init__(self, port: MadPort, arrived: Callable[[], None]) -> None:
+    def __init__(self, port: MadPort, arrived: Callable[[], None],
+                 interrupted: Callable[[], bool] = lambda: False) -> None:
         self._port = port
         self._arrived = arrived
-        self._mads: queue.SimpleQueue[bytes | UmadError] = queue.SimpleQueue()
+        self._interrupted = interrupted
+        # MADs, receive errors, and None: "look whether you are interrupted".
+        self._mads: queue.SimpleQueue[bytes | UmadError | None] = queue.SimpleQueue()
         self._closing = threading.Event()
         self._reader = threading.Thread(target=self._read, name="sa-receive", daemon=True)
         self._reader.start()
@@ -63,10 +85,20 @@ class QueuedPort:
         self._mads.put(mad)
         self._arrived()
 
+    def wake(self) -> None:
+        """Ends the wait of a `receive_sized` under way (or the next one) early."""
+        self._mads.put(None)
+
     def receive_sized(self, timeout: float) -> bytes | None:
+        if self._interrupted():
+            raise _interrupted_call()
         try:
             mad = self._mads.get(timeout=timeout) if timeout > 0 else self._mads.get_nowait()
         except queue.Empty:
+            return None
+        if mad is None:  # woken: the caller waits on (it has time left) unless interrupted
+            if self._interrupted():
+                raise _interrupted_call()
             return None
         if isinstance(mad, UmadError):
             raise mad
@@ -79,9 +111,14 @@ class QueuedPort:
         return self._port.new_transaction_id()
 
     def close(self) -> None:
+        """Stops the reader and closes the port; at most READER_JOIN_S."""
         # The reader must be out of umad_recv before the port goes.
         self._closing.set()
-        self._reader.join()
+        self._reader.join(READER_JOIN_S)
+        if self._reader.is_alive():
+            log.warning("SA port: the reader did not leave umad_recv within %.3g s; the port "
+                        "is left open until the process ends", READER_JOIN_S)
+            return
         self._port.close()
 
 
@@ -95,6 +132,20 @@ class SaWorker:
         self._stopping = threading.Event()
         self._ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, name="sa-client", daemon=True)
+        # Numbers of the calls, in submission order; those below `_interrupt_below`
+        # are interrupted, and `_running` is the number of the call under way.
+        self._numbers = itertools.count()
+        self._interrupt_below = 0
+        self._running: int | None = None
+        self._client: SaClient | None = None  # once open
+        self._port: QueuedPort | None = None
+
+    @property
+    def silent(self) -> bool:
+        """Whether the SA is known not to answer (SaClient.silent): its last
+        query went unanswered. False while the client is not open."""
+        client = self._client
+        return client is not None and client.silent
 
     def start(self) -> None:
         """Starts the thread and waits until the client is open (its error is
@@ -103,15 +154,40 @@ class SaWorker:
             self._thread.start()
         self._ready.result()
 
-    def stop(self) -> None:
+    def interrupt(self) -> None:
+        """From any thread: every call submitted so far that has not ended
+        raises PortClosing, the one under way at once (its wait for an answer
+        is woken); calls submitted from now on run as usual."""
+        self._interrupt_below = next(self._numbers)
+        port = self._port
+        if port is not None:
+            port.wake()
+
+    def _interrupted(self) -> bool:
+        running = self._running
+        return running is not None and running < self._interrupt_below
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Interrupts the calls submitted so far (`interrupt`), cancels those
+        not started, and has the worker close the client (draining its port:
+        SaClient.close) and end; calls submitted later fail with PortClosing.
+        Waits up to `timeout` seconds for the thread (None: until it ends,
+        which the interruption keeps well under a second). True if it has
+        ended or never started; one still running is left, a daemon."""
         self._stopping.set()
+        self.interrupt()
         self._calls.put(None)
-        if self._thread.ident is not None:
-            self._thread.join()
+        if self._thread.ident is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def submit(self, call: Callable[[SaClient], T]) -> Future[T]:
         future: Future[T] = Future()
-        self._calls.put((call, future))  # type: ignore[arg-type]
+        if self._stopping.is_set():
+            future.set_exception(PortClosing("the SA client is stopped"))
+            return future
+        self._calls.put((call, future, next(self._numbers)))  # type: ignore[arg-type]
         return future
 
     async def call(self, call: Callable[[SaClient], T]) -> T:
@@ -120,10 +196,12 @@ class SaWorker:
     def _run(self) -> None:
         try:
             client = self._open_client()
-            client.port = QueuedPort(client.port, lambda: self._calls.put(None))
+            port = QueuedPort(client.port, lambda: self._calls.put(None), self._interrupted)
+            client.port = port
         except BaseException as exc:  # handed to start()
             self._ready.set_exception(exc)
             return
+        self._client, self._port = client, port
         self._ready.set_result(None)
         try:
             while not self._stopping.is_set():
@@ -132,16 +210,25 @@ class SaWorker:
                     # Whatever arrived outside a call: a Report is answered here.
                     client.serve_reports(0.0)
                     continue
-                call, future = item
-                if future.set_running_or_notify_cancel():
-                    try:
-                        future.set_result(call(client))
-                    except BaseException as exc:
-                        future.set_exception(exc)
+                self._run_call(client, *item)
         finally:
             try:
-                client.close()
+                client.close()  # no call under way: its drain is not interrupted
             finally:
                 while not self._calls.empty():
                     if (item := self._calls.get_nowait()) is not None:
                         item[1].cancel()
+
+    def _run_call(self, client: SaClient, call: Callable[[SaClient], object],
+                  future: Future[object], number: int) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        self._running = number
+        try:
+            if self._interrupted():  # interrupted before it began: not sent at all
+                raise _interrupted_call()
+            future.set_result(call(client))
+        except BaseException as exc:
+            future.set_exception(exc)
+        finally:
+            self._running = None

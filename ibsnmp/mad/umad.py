@@ -48,6 +48,12 @@ _TID_END = _TRANSACTION_ID.end // 8
 _TID_STRUCT = struct.Struct({4: ">I", 8: ">Q"}[_TID_END - _TID_START])
 # Where an answer carries the part of its transaction ID that is ours: the low 32 bits.
 TID_OURS_START, TID_OURS_END = _TID_END - (_TID_MASK.bit_length() // 8), _TID_END
+# The longest one umad_recv waits: nothing can wake a thread blocked in it (under
+# ibsim no descriptor can be polled beside the port's), so a receive asked to
+# wait longer waits in slices and looks between them whether the port is
+# being closed (UmadPort.interrupt). Longer than a sweep's MAD timeout (0.2 s),
+# so a sweep's receives stay one call each.
+RECEIVE_SLICE_S = 0.25
 
 log = logging.getLogger("ibsnmp.mad.umad")
 _T = TypeVar("_T")
@@ -59,6 +65,14 @@ class UmadError(OSError):
 
 class MadTimeout(UmadError):
     """No answer within the timeout, after every retry."""
+
+
+class PortClosing(UmadError):
+    """The port is being closed: a send or receive after `UmadPort.interrupt`
+    (or an SA call its worker interrupted, ibsnmp.mad.sa_worker)."""
+
+    def __init__(self, strerror: str = "the port is being closed") -> None:
+        super().__init__(errno.ECANCELED, strerror)
 
 
 class UmadInitError(UmadError):
@@ -178,6 +192,7 @@ class UmadPort:
         """Open `port` of `ca` (None: libibumad's first CA; port 0: its first
         active port). PortOpenError if it does not open, its message found
         under `host`'s sysfs and /dev; UmadError without libibumad."""
+        self._interrupted = False  # set by interrupt(), from any thread
         try:
             self._lib = library()
         except UmadInitError:
@@ -240,6 +255,10 @@ class UmadPort:
         """Like `receive`, but only the octets the sender sent: a GMP shorter
         than 256 octets (ibsim forwards a MAD at the length it was sent) ends
         where its data ends, so what lies past it is never read as records."""
+        if self._interrupted:
+            raise PortClosing()
+        if timeout > RECEIVE_SLICE_S:
+            return self._in_slices(self.receive_sized, timeout)
         buffer = ctypes.create_string_buffer(self._umad_size + MAD_SIZE)
         length = ctypes.c_int(MAD_SIZE)
         agent = self._lib.umad_recv(self._portid, buffer, ctypes.byref(length),
@@ -252,6 +271,24 @@ class UmadPort:
             return None
         return ctypes.string_at(self._lib.umad_get_mad(buffer), min(max(length.value, 0),
                                                                     MAD_SIZE))
+
+    def _in_slices(self, receive: Callable[[float], bytes | None], timeout: float
+                   ) -> bytes | None:
+        """`receive` for `timeout` seconds in RECEIVE_SLICE_S slices: PortClosing
+        at the first slice after `interrupt`."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            answer = receive(min(left, RECEIVE_SLICE_S))
+            if answer is not None:
+                return answer
+        return None
+
+    def interrupt(self) -> None:
+        """From any thread: every send and receive from now on raises
+        PortClosing, and a receive under way ends within RECEIVE_SLICE_S, so
+        a thread still exchanging MADs leaves the port soon. The port stays
+        open: whoever knows that thread is out of it closes it."""
+        self._interrupted = True
 
     def close(self) -> None:
         if self._portid >= 0:
@@ -271,6 +308,8 @@ class UmadPort:
     def send(self, mad: bytes, address: Address, transaction_id: int | None = None) -> None:
         """Send `mad`; with `transaction_id`, that ID in place of the one it carries
         (written into the send buffer: the caller's MAD is not copied to change it)."""
+        if self._interrupted:
+            raise PortClosing()
         if len(mad) != MAD_SIZE:
             raise UmadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
         agent = self._agents.get(mad[1])
@@ -294,7 +333,12 @@ class UmadPort:
             raise UmadError(-failed, f"umad_send: {os.strerror(-failed)}")
 
     def receive(self, timeout: float) -> bytes | None:
-        """The next MAD that arrives within `timeout` seconds, or None."""
+        """The next MAD that arrives within `timeout` seconds, or None;
+        PortClosing once the port is interrupted (see `interrupt`)."""
+        if self._interrupted:
+            raise PortClosing()
+        if timeout > RECEIVE_SLICE_S:
+            return self._in_slices(self.receive, timeout)
         buffer = self._receive_buffer
         self._receive_length.value = MAD_SIZE
         # umad_recv waits itself: under ibsim the descriptor is a fake one

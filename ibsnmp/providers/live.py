@@ -252,17 +252,32 @@ class LiveProvider(ProviderCore):
             self._read_sa_soon()
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
+    stop_within = 1.5  # seconds stop() takes at most, whatever MADs or SA queries are outstanding
+
     async def stop(self) -> None:
+        """Ends the tasks, the SA client and the port within `stop_within`
+        seconds. A poll or sweep still in its thread (it cannot be cancelled)
+        is interrupted: its next send or receive raises PortClosing, within
+        a receive slice. The SA client interrupts its query, unsubscribes if
+        its SA answers, and closes (LiveSa.stop). The port is closed once
+        that thread is out of it, else left open for the process's exit
+        (one log line)."""
+        deadline = time.monotonic() + self.stop_within
         tasks = [t for t in (self._task, self._sa_task, self._follow_task, self._subscriptions_task)
                  if t is not None]
         self._task = self._sa_task = self._follow_task = self._subscriptions_task = None
         await cancel_and_wait(tasks)
+        if self._umad is not None:
+            self._umad.interrupt()
         if self._sa is not None:
             try:
-                await self._sa.stop()
+                await self._sa.stop(within=max(0.0, deadline - time.monotonic()))
             except Exception as exc:  # the SM may be gone: the port is closed all the same
                 log.info("live: SA unsubscribe failed: %s", exc)
-        await asyncio.to_thread(self._close)  # after a worker still in umad_recv
+        # Bounded by the deadline: the executor's thread is free again by then.
+        if not await asyncio.to_thread(self._close, max(0.0, deadline - time.monotonic())):
+            log.warning("live: a poll or sweep still held %s %.3g s after the stop began: its "
+                        "port is left open until the process ends", self._where, self.stop_within)
 
     def _check_subscriptions_soon(self) -> None:
         """After a poll: ask the SA whether it still lists the agent's trap
@@ -356,11 +371,19 @@ class LiveProvider(ProviderCore):
             return refresh(self._window(), self._fabric, self._subnet, self._extended,
                            known=self._port_octets, details=self._details)
 
-    def _close(self) -> None:
-        with self._lock:
+    def _close(self, wait: float = -1) -> bool:
+        """Closes the port once no MAD exchange holds it, waiting up to `wait`
+        seconds for one to end (-1: as long as it takes); False if one still
+        held it then (the port stays open)."""
+        if not self._lock.acquire(timeout=wait):
+            return False
+        try:
             if self._umad is not None:
                 self._umad.close()
                 self._umad = None
+        finally:
+            self._lock.release()
+        return True
 
     # -- snapshots (event loop) ------------------------------------------------------
 
