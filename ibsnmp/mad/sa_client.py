@@ -455,9 +455,14 @@ def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:
 def subscribe(client: SaClient, traps: Iterable[int], subscribe: bool = True
               ) -> dict[int, str | None]:
     """Set(InformInfo) for each trap: None where the SA accepted it, else why
-    not. PortClosing (the client is stopping) ends it at once, raised."""
+    not. PortClosing (the client is stopping) ends it at once, raised. An
+    SA that answered none of a request's tries is not asked the rest: each
+    would wait as long (a start or a stop with no SM would take minutes)."""
     outcome: dict[int, str | None] = {}
     for trap in traps:
+        if client.silent and outcome:
+            outcome[trap] = "not asked: the SA did not answer the one before"
+            continue
         try:
             client.set(INFORM_INFO, subscription(trap, subscribe))
             outcome[trap] = None

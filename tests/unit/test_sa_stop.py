@@ -188,7 +188,7 @@ def test_within_a_deadline_each_request_is_tried_once_and_all_end_by_it() -> Non
     outcome = unsubscribe_within(client, [128, 129, 130], 0.3)
     assert 0.3 <= time.monotonic() - began < PROMPT_S
     assert outcome[128] == "[Errno 110] SA InformInfo: no answer by its deadline"
-    assert outcome[129] == outcome[130] == "[Errno 110] SA InformInfo: not asked, its deadline passed"
+    assert outcome[129] == outcome[130] == "not asked: the SA did not answer the one before"
     assert port.sets() == [(128, 0)]  # one try of the first; the others never went out
     assert client.silent
     # Past the block its requests are tried as before: three times.
@@ -204,6 +204,17 @@ def test_an_answer_clears_silent() -> None:
     assert subscribe(client, [128])[128] is not None and client.silent
     port.answering = True
     assert subscribe(client, [128]) == {128: None} and not client.silent
+
+
+def test_subscribing_to_a_silent_sa_asks_once_not_once_per_trap() -> None:
+    """A start with no SM answering waits for one Set's tries, not six."""
+    port = FakeSa(answering=False)
+    client = SaClient(port, SM, timeout=0.05, retries=1)
+    outcome = subscribe(client, [128, 129, 130])
+    assert outcome[128] is not None and port.sets() == [(128, 1)] * 2  # its two tries
+    assert outcome[129] == outcome[130] == "not asked: the SA did not answer the one before"
+    port.answering = True  # the SM is back: the next subscription asks every trap
+    assert subscribe(client, [128, 129, 130]) == dict.fromkeys((128, 129, 130))
 
 
 def test_subscribe_ends_at_a_closing_port() -> None:
