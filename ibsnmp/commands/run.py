@@ -89,6 +89,19 @@ def add_provider_arguments(parser: argparse.ArgumentParser, choices: tuple[str, 
             help="live provider: seconds between full sweeps of the subnet; a change seen by "
                  "a poll brings one at once (default 60)")
         parser.add_argument(
+            "--mad-timeout", type=_positive_float, default=0.2, metavar="S",
+            help="live provider: seconds a MAD waits for its answer, each try (default 0.2)")
+        parser.add_argument(
+            "--mad-retries", type=_count, default=3, metavar="N",
+            help="live provider: tries of a MAD after the first (default 3, as libibmad's)")
+        parser.add_argument(
+            "--mad-window", type=whole_number(1), default=32, metavar="N",
+            help="live provider: MADs in flight at once (default 32)")
+        parser.add_argument(
+            "--gone-after-sweeps", type=whole_number(1), default=3, metavar="N",
+            help="live provider: a node that does not answer is served as last read until it is "
+                 "missing from N sweeps in a row, a sweep interval apart (default 3)")
+        parser.add_argument(
             "--sm-key-file", metavar="FILE",
             help="live provider: a file holding the SM_Key (0x-hex or decimal), which the SA "
                  "asks before it shows P_Key tables, multicast member GIDs and traps 256-259 "
@@ -254,7 +267,9 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
     sm_key = check_live_options(args)
     try:
         return LiveProvider(args.ca, args.port, poll_interval=args.poll_interval,
-                            sweep_interval=args.sweep_interval, sm_key=sm_key)
+                            sweep_interval=args.sweep_interval, sm_key=sm_key,
+                            mad_timeout=args.mad_timeout, mad_retries=args.mad_retries,
+                            mad_window=args.mad_window, gone_after_sweeps=args.gone_after_sweeps)
     except LiveError as exc:
         raise ConfigError(f"provider live: {exc}") from None
 

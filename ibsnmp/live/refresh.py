@@ -1,5 +1,7 @@
 """LID-routed refreshes of a swept subnet: every port's PortInfo, every
-switch's SwitchInfo and the PMA counters of every port, through one window.
+switch's SwitchInfo, the SMInfo of every port a sweep found an SM on (so a
+failover shows within a poll) and the PMA counters of every port, through
+one window.
 
 A node is asked at its LID (a switch's port 0 LID, a CA's first active
 port's) with the port in the attribute modifier; a node without a LID yet
@@ -10,11 +12,13 @@ decoded again: most polls find every port as it was.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ibsnmp.fabric.model import Fabric, PortRef
-from ibsnmp.mad.attributes import PORT_INFO, SWITCH_INFO, Attribute
+from ibsnmp.mad.attributes import PORT_INFO, SM_INFO, SWITCH_INFO, Attribute
 from ibsnmp.mad.counters import Counters, poll_counters
 from ibsnmp.mad.discovery import Subnet
 from ibsnmp.mad.layout import FieldValue
@@ -36,6 +40,8 @@ class Refresh:
     # The PortInfo octets of every port that answered (the next poll's `known`).
     port_octets: dict[PortRef, bytes] = field(default_factory=dict)
     switch_infos: dict[int, Values] = field(default_factory=dict)
+    # SMInfo of the ports a sweep found an SM on, by (node GUID, port), those that answered.
+    sm_infos: dict[tuple[int, int], Values] = field(default_factory=dict)
     # Each PMA port's counters under the model's names (snapshot.pma_values),
     # by node GUID and port number: what a snapshot's counter_values holds.
     counters: dict[int, dict[int, PmaValues]] = field(default_factory=dict)
@@ -43,6 +49,11 @@ class Refresh:
     # read (the threshold watcher's two, 4-bit fields as decoded).
     thresholds: dict[PortRef, tuple[int | None, int | None]] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    # What the poll cost: MADs sent, timed out (after every try) and retried, and seconds.
+    sent: int = 0
+    timed_out: int = 0
+    retried: int = 0
+    seconds: float = 0.0
 
 
 def node_lid(fabric: Fabric, guid: int) -> int:
@@ -123,6 +134,7 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
     is not in `port_infos`. `details`: the detail attributes read of each
     (LID, port) (at the last sweep), served with its counters."""
     result = Refresh()
+    started, before = time.monotonic(), dataclasses.replace(window.stats)
     known = known or {}
     polled = [guid for guid in fabric.nodes if ports and guid in subnet.nodes]
     for guid in polled:
@@ -133,6 +145,11 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
     lost = [guid for guid in polled if node_lid(fabric, guid) and _missing(fabric, guid, result)]
     for guid in lost:
         _ask_node(window, fabric, subnet, guid, 0, result, known)
+    if ports:
+        for guid, num in sm_ports(subnet):
+            if guid in fabric.nodes:
+                _ask(window, subnet, guid, _port_lid(fabric, guid, num), SM_INFO, 0, result,
+                     _sm_info(result, (guid, num)))
     window.drain()
     if counters:
         targets = counter_targets(fabric)
@@ -141,6 +158,9 @@ def refresh(window: MadWindow, fabric: Fabric, subnet: Subnet, extended_lids: Ma
         _name_counters(result, values, wide, targets, details or _NO_DETAILS)
         result.failures.update((f"counters {lid}/{port}", why)
                                for (lid, port), why in failures.items())
+    stats = window.stats
+    result.sent, result.timed_out = stats.sent - before.sent, stats.timed_out - before.timed_out
+    result.retried, result.seconds = stats.retried - before.retried, time.monotonic() - started
     return result
 
 
@@ -174,6 +194,27 @@ _NARROW: frozenset[str] = frozenset()  # no 64-bit counter read
 _NO_DETAILS: Mapping[tuple[int, int], DetailReading] = {}
 
 
+def sm_ports(subnet: Subnet) -> list[tuple[int, int]]:
+    """(node GUID, port) of every port whose SMInfo the subnet holds."""
+    return [(guid, num) for guid, node in subnet.nodes.items()
+            for num, tables in node.tables.items() if tables.sm_info is not None]
+
+
+def _port_lid(fabric: Fabric, guid: int, num: int) -> int:
+    """The LID an SMP for port `num` of node `guid` is sent to (a switch's: port 0's)."""
+    node = fabric.nodes[guid]
+    if node.is_switch:
+        return node.ports[0].lid
+    port = fabric.port(guid, num)
+    return port.lid if port is not None else 0
+
+
+def _sm_info(result: Refresh, key: tuple[int, int]) -> Callable[[bytes], None]:
+    def take(octets: bytes) -> None:
+        result.sm_infos[key] = SM_INFO.layout.decode(octets)
+    return take
+
+
 def _missing(fabric: Fabric, guid: int, result: Refresh) -> list[PortRef]:
     """The ports of node `guid` whose PortInfo did not answer."""
     return [port.ref for port in fabric.nodes[guid].ports if port.ref not in result.port_octets]
@@ -184,4 +225,4 @@ def active_lids(fabric: Fabric) -> set[int]:
     return {lid for lid, _ in counter_targets(fabric)} - {0}
 
 
-__all__ = ["Refresh", "active_lids", "counter_targets", "node_lid", "refresh"]
+__all__ = ["Refresh", "active_lids", "counter_targets", "node_lid", "refresh", "sm_ports"]

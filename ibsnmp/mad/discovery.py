@@ -89,6 +89,29 @@ class PortTables:
     def store(self, name: str, index: int, entries: tuple[int, ...]) -> None:
         self._blocks[(name, index)] = entries
 
+    def fill_from(self, older: PortTables) -> int:
+        """Take from `older` (an earlier sweep's reading of this port) every
+        table, SMInfo, LedInfo and SL-to-VL input this reading lacks; how many
+        pieces were taken."""
+        taken = 0
+        for name in older._expected:
+            if self.table(name) is None and older.table(name) is not None:
+                self._expected[name] = older._expected[name]
+                self._blocks.update((key, entries) for key, entries in older._blocks.items()
+                                    if key[0] == name)
+                taken += 1
+        for into, entries in older.sl2vl_by_input.items():
+            if into not in self.sl2vl_by_input:
+                self.sl2vl_by_input[into] = entries
+                taken += 1
+        if self.sm_info is None and older.sm_info is not None:
+            self.sm_info, taken = older.sm_info, taken + 1
+        if self.led_on is None and older.led_on is not None:
+            self.led_on, taken = older.led_on, taken + 1
+        if self.port_guid is None:
+            self.port_guid = older.port_guid
+        return taken
+
     def table(self, name: str) -> tuple[int, ...] | None:
         """Every entry of `name` in order; None if it was not asked or a block is missing."""
         count = self._expected.get(name)

@@ -36,6 +36,23 @@ start: none of these is served (logged), the rest works as without.
 All MAD I/O runs in a worker thread: under ibsim the umad descriptor
 cannot join the event loop, and umad_recv blocks. A failed poll or sweep
 keeps the last snapshot, logged once until one succeeds again.
+
+MADs get lost on real fabrics. Each is tried `mad_retries` more times,
+`mad_timeout` seconds apart, at most `mad_window` in flight (as
+infiniband-diags' timeout, retries and outstanding SMPs; ours answer a
+monitoring poll's budget: 0.2 s, 3 retries, 32). What a sweep or a poll
+did not get an answer to keeps its last good reading (live.keep): a
+port's PortInfo and counters, a table, SMInfo, a node's description, a
+whole node, until the node has been missing from `gone_after_sweeps`
+sweeps in a row (scheduled ones: quick sweeps brought on by a lossy
+stretch count once per sweep interval), when it is confirmed gone. A
+port kept so serves its last known ifOperStatus (not unknown(4)): what
+was last read is what is known. Every sweep leaves one INFO line with its
+cost and losses, polls one a minute; a node kept on old values and one
+confirmed gone leave a WARNING, one that answers again an INFO line.
+SMInfo of the ports an SM was found on is read at every poll too: a
+failover shows within one poll, and an SM that stops answering while
+another says MASTER is no longer served as master.
 """
 
 from __future__ import annotations
@@ -53,24 +70,27 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
-from ibsnmp.live.refresh import Refresh, active_lids, counter_targets, refresh
+from ibsnmp.live.keep import DEFAULT_CONFIRM_AFTER, Keeper, SweepReport
+from ibsnmp.live.keep import SM_STATE_MASTER
+from ibsnmp.live.refresh import Refresh, active_lids, counter_targets, refresh, sm_ports
 from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
-from ibsnmp.mad.discovery import Subnet, discover
+from ibsnmp.mad.discovery import IS_SM, Subnet, discover
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
 from ibsnmp.mad.sa_client import sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
-from ibsnmp.mad.window import MadWindow
+from ibsnmp.mad.window import MadWindow, WindowStats
 from ibsnmp.live.subnet_sa import LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
 from .thresholds import ThresholdWatcher
 
-__all__ = ["DEFAULT_POLL_INTERVAL", "DEFAULT_SWEEP_INTERVAL", "LiveError", "LiveProvider"]
+__all__ = ["DEFAULT_MAD_RETRIES", "DEFAULT_MAD_TIMEOUT", "DEFAULT_POLL_INTERVAL", "DEFAULT_SWEEP_INTERVAL",
+           "LiveError", "LiveProvider", "WINDOW_SIZE"]
 
 # PortInfo every 5 s, as the sysfs provider polls: a link that goes down is
 # served (and trapped) within 5 s, at one SMP per port and poll.
@@ -79,6 +99,9 @@ DEFAULT_POLL_INTERVAL = 5.0
 # that never changed state, tables re-programmed); changes seen bring one at once.
 DEFAULT_SWEEP_INTERVAL = 60.0
 WINDOW_SIZE = 32
+DEFAULT_MAD_TIMEOUT = 0.2  # seconds a MAD waits for its answer, each try
+DEFAULT_MAD_RETRIES = 3  # tries after the first, as libibmad's default
+POLL_SUMMARY_S = 60.0  # polls are summed up in one line this often
 
 # PortInfo fields whose change means the subnet was reconfigured.
 _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterSMLID")
@@ -98,11 +121,27 @@ class LiveError(RuntimeError):
 
 @dataclass
 class _Sweep:
-    subnet: Subnet
+    subnet: Subnet  # what it read, completed with what earlier sweeps read (report)
     local_guid: int
     extended_lids: dict[int, frozenset[str]]
     counters: dict[int, dict[int, PmaValues]]  # by node and port
     details: dict[tuple[int, int], DetailReading]  # by (LID, port)
+    report: SweepReport
+    stats: WindowStats  # its MADs
+    seconds: float
+
+
+@dataclass
+class _PollSums:
+    """The polls since the last summary line."""
+
+    since: float
+    count: int = 0
+    failed: int = 0
+    sent: int = 0
+    timed_out: int = 0
+    retried: int = 0
+    slowest: float = 0.0
 
 
 class LiveProvider(ProviderCore):
@@ -112,12 +151,21 @@ class LiveProvider(ProviderCore):
     def __init__(self, ca: str | None = None, port: int = 0, *,
                  poll_interval: float = DEFAULT_POLL_INTERVAL,
                  sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
-                 sm_key: int = 0, use_sa: bool = True) -> None:
+                 sm_key: int = 0, use_sa: bool = True,
+                 mad_timeout: float = DEFAULT_MAD_TIMEOUT, mad_retries: int = DEFAULT_MAD_RETRIES,
+                 mad_window: int = WINDOW_SIZE, gone_after_sweeps: int = DEFAULT_CONFIRM_AFTER) -> None:
         if not poll_interval > 0 or not sweep_interval > 0:
             raise ValueError("poll and sweep intervals must be positive")
+        if not mad_timeout > 0 or mad_retries < 0 or mad_window < 1:
+            raise ValueError("a MAD timeout is positive, its retries not negative, its window at least 1")
         super().__init__()
         self.poll_interval = poll_interval
         self.sweep_interval = sweep_interval
+        self.mad_timeout, self.mad_retries, self.mad_window = mad_timeout, mad_retries, mad_window
+        # A sweep brought on sooner than scheduled counts a node's absence once per interval.
+        self._keeper = Keeper(gone_after_sweeps, miss_gap=0.9 * sweep_interval)
+        self._polls = _PollSums(time.monotonic())
+        self._kept: set[int] = set()  # nodes served from earlier sweeps' readings
         # Where partitions, multicast groups and services enter the snapshot
         # once an SA client reads them (SMPs do not carry them).
         self.sa_records = SaRecords()
@@ -140,12 +188,15 @@ class LiveProvider(ProviderCore):
             self._close()
             raise LiveError(f"the local node behind {self._where} does not answer NodeInfo")
         self._port_infos: dict[PortRef, Mapping[str, FieldValue]] = {}
+        self._counters: dict[int, dict[int, PmaValues]] = {}
+        self._details: dict[tuple[int, int], DetailReading] = {}
         self._install(sweep)
         self._fabric = self._build()
         self.sweeps = 1
         self.polls = 0
         log.info("live: %s: %d nodes, %d links, %d SMs", self._where, len(self._fabric.nodes),
                  len(self._fabric.links), len(self._fabric.sms))
+        self._say_sweep(sweep)
         self._watch_traps()
         self.sa_backend: FollowingBackend | None = None
         self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
@@ -252,6 +303,7 @@ class LiveProvider(ProviderCore):
             self._read_sa_soon()
         self._task = asyncio.create_task(self._run(), name="ibsnmp-live")
 
+    # -- stop deadline (issue 40, item 4): a class attribute read by stop() alone --
     stop_within = 1.5  # seconds stop() takes at most, whatever MADs or SA queries are outstanding
 
     async def stop(self) -> None:
@@ -347,24 +399,28 @@ class LiveProvider(ProviderCore):
     def _window(self) -> MadWindow:
         if self._umad is None:
             raise LiveError(f"{self._where} is closed")
-        return MadWindow(self._umad, size=WINDOW_SIZE)
+        return MadWindow(self._umad, size=self.mad_window, timeout=self.mad_timeout,
+                         retries=self.mad_retries)
 
     def _sweep_now(self) -> _Sweep | None:
+        started = time.monotonic()
         with self._lock:
             window = self._window()
             subnet = discover(window, tables=True)
             if not subnet.nodes:
                 return None
             local = next(iter(subnet.nodes))  # the route-less node answers first
+            if subnet.unanswered:
+                log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
+                          subnet.unanswered[0])
+            subnet, report = self._keeper.merge(subnet, time.monotonic())
             fabric = build_fabric(subnet, local)
             extended = extended_counter_lids(window, active_lids(fabric))
             targets = counter_targets(fabric)
             details = read_details(window, targets, offered_details(window, targets))
             read = refresh(window, fabric, subnet, extended, ports=False, details=details)
-        if subnet.unanswered:
-            log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
-                      subnet.unanswered[0])
-        return _Sweep(subnet, local, extended, read.counters, details)
+        return _Sweep(subnet, local, extended, read.counters, details, report, window.stats,
+                      time.monotonic() - started)
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
@@ -390,8 +446,17 @@ class LiveProvider(ProviderCore):
     def _install(self, sweep: _Sweep) -> None:
         self._subnet, self._local = sweep.subnet, sweep.local_guid
         self._extended = sweep.extended_lids
-        self._details = sweep.details
-        self._counters = sweep.counters
+        # A port whose PMA did not answer the sweep keeps its last counters and details.
+        details = dict(self._details)
+        details.update(sweep.details)
+        self._details = details
+        counters = sweep.counters
+        for guid, ports in self._counters.items():
+            if guid in sweep.subnet.nodes:
+                mine = counters.setdefault(guid, {})
+                for num, values in ports.items():
+                    mine.setdefault(num, values)
+        self._counters = counters
         self._port_infos = {}
         self._port_octets: dict[PortRef, bytes] = {}  # as the last poll read them
 
@@ -410,11 +475,37 @@ class LiveProvider(ProviderCore):
         for guid in new - old:
             log.info("live: node %016x (%s) found", guid,
                      sweep.subnet.nodes[guid].description or "no description")
-        for guid in old - new:
-            log.warning("live: node %016x (%s) no longer answers", guid,
-                        self._fabric.nodes[guid].description or "no description")
+        self._say_sweep(sweep)  # while the snapshot still names the nodes gone now
         # What reads as before keeps its objects, and what was derived of it.
         self._swap(successor(self._fabric, self._build()))
+
+    def _say_sweep(self, sweep: _Sweep) -> None:
+        """One INFO line per sweep; a WARNING for each node it began keeping on
+        old values or confirmed gone, an INFO line for one that answers again."""
+        report, stats = sweep.report, sweep.stats
+        answered_again = [guid for guid in self._kept if guid not in report.kept]
+        log.info("live: sweep in %.2f s: %d nodes (%d kept from earlier sweeps), %d MADs, "
+                 "%d timeouts, %d retries", sweep.seconds, len(sweep.subnet.nodes), len(report.kept),
+                 stats.sent, stats.timed_out, stats.retried)
+        for guid, misses in report.kept.items():
+            if guid not in self._kept:
+                log.warning("live: node %016x (%s) did not answer this sweep: serving what an "
+                            "earlier sweep read until it is missing from %d sweeps in a row",
+                            guid, self._describe(guid), self._keeper.confirm_after)
+        for guid in answered_again:
+            if guid not in report.gone:
+                log.info("live: node %016x (%s) answers again", guid, self._describe(guid))
+        for guid in report.gone:
+            log.warning("live: node %016x (%s) confirmed gone: missing from %d sweeps in a row",
+                        guid, self._describe(guid), self._keeper.confirm_after)
+        for guid, num in report.stale_masters:
+            log.warning("live: the SM at %016x port %d no longer answers SMInfo and another SM is "
+                        "master: no longer served as master", guid, num)
+        self._kept = set(report.kept)
+
+    def _describe(self, guid: int) -> str:
+        node = self._fabric.nodes.get(guid)
+        return (node.description if node is not None else None) or "no description"
 
     def _apply_refresh(self, result: Refresh) -> bool:
         """Swap in what a refresh read; True if it saw a change a sweep must follow.
@@ -443,17 +534,70 @@ class LiveProvider(ProviderCore):
             reread.add(guid)
             node.switch_info = info
         answered = {ref.guid for ref in result.port_octets}
-        if any(guid not in answered for guid in self._fabric.nodes):
-            changed = True  # a node stopped answering: the subnet changed shape
+        if any(guid not in answered and not self._keeper.missing(guid) for guid in self._fabric.nodes):
+            changed = True  # a node stopped answering (not one known silent): a sweep says more
+        changed = self._take_sm_infos(result, reread) or changed
         self._thresholds = self._take_counters(result, reread)
         if result.failures:
             log.debug("live: poll: %d requests unanswered, e.g. %s", len(result.failures),
                       next(iter(result.failures.items())))
+        self._sum_poll(result)
         if reread:
             self._swap(successor(self._fabric, self._build(), reread))
         else:
             self._swap(with_values(self._fabric, MappingProxyType(self._counters)))
         return changed
+
+    def _take_sm_infos(self, result: Refresh, reread: set[int]) -> bool:
+        """SMInfo as this poll read it; True if an SM changed state (a
+        failover: a sweep follows). An SM that did not answer keeps its
+        last SMInfo, unless it said MASTER and another says so now."""
+        changed = False
+        for (guid, num), info in result.sm_infos.items():
+            node = self._subnet.nodes.get(guid)
+            tables = node.tables.get(num) if node is not None else None
+            if tables is None or tables.sm_info == info:
+                continue
+            if tables.sm_info is None or any(tables.sm_info.get(f) != v for f, v in info.items()
+                                             if f != "ActCount"):
+                reread.add(guid)
+                changed = changed or tables.sm_info is None or tables.sm_info.get("SMState") != info.get(
+                    "SMState")
+            tables.sm_info = info
+        for guid, num in sm_ports(self._subnet):
+            read = self._port_infos.get(PortRef(guid, num))
+            if read is not None and not int(read["CapabilityMask"]) & IS_SM:  # type: ignore[arg-type]
+                log.info("live: the SM at %016x port %d stopped (its port no longer says IsSM)",
+                         guid, num)
+                self._subnet.nodes[guid].tables[num].sm_info = None
+                reread.add(guid)
+                changed = True
+        if any(info.get("SMState") == SM_STATE_MASTER for info in result.sm_infos.values()):
+            for guid, num in sm_ports(self._subnet):
+                tables = self._subnet.nodes[guid].tables[num]
+                if (guid, num) not in result.sm_infos and tables.sm_info is not None \
+                        and tables.sm_info.get("SMState") == SM_STATE_MASTER:
+                    log.warning("live: the SM at %016x port %d no longer answers SMInfo and another "
+                                "SM is master: no longer served as master", guid, num)
+                    tables.sm_info = None
+                    reread.add(guid)
+                    changed = True
+        return changed
+
+    def _sum_poll(self, result: Refresh) -> None:
+        """Add a poll to the sums; one line once a minute."""
+        sums = self._polls
+        sums.count += 1
+        sums.sent += result.sent
+        sums.timed_out += result.timed_out
+        sums.retried += result.retried
+        sums.slowest = max(sums.slowest, result.seconds)
+        now = time.monotonic()
+        if now - sums.since >= POLL_SUMMARY_S:
+            log.info("live: %d polls in the last %.0f s (%d failed): up to %.2f s each, %d MADs, "
+                     "%d timeouts, %d retries", sums.count, now - sums.since, sums.failed,
+                     sums.slowest, sums.sent, sums.timed_out, sums.retried)
+            self._polls = _PollSums(now)
 
     def _take_counters(self, result: Refresh, reread: set[int]) -> dict[PortRef, tuple[int | None, int | None]]:
         """Keep the counters `result` read (by node: what a snapshot's
@@ -522,6 +666,7 @@ class LiveProvider(ProviderCore):
                     failing = False
                     log.info("live: reading the subnet again")
             except Exception:
+                self._polls.failed += 1
                 if not failing:
                     failing = True
                     log.exception("live: poll failed; serving the last snapshot, trying again "

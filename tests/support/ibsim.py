@@ -125,7 +125,8 @@ def opensm_running(fabric: Fabric, *options: str,
     "--lmc", "1"). The caller waits for the ports it needs."""
     if shutil.which("opensm") is None:
         pytest.skip("opensm is not installed (Debian package opensm)")
-    cache = fabric.workdir / "opensm"
+    # Its own cache and log per node: a standby SM beside the master needs its own.
+    cache = fabric.workdir / ("opensm" if host is None else f"opensm-{host}")
     cache.mkdir(exist_ok=True)
     env = dict(fabric.environment(host), OSM_CACHE_DIR=str(cache))
     with open(cache / "console.log", "wb") as console:

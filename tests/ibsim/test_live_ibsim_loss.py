@@ -1,0 +1,101 @@
+"""`ibsnmp run --provider live` while ibsim drops MADs (its `Error` console
+command): no node, row or context disappears while a switch loses 30% or
+all of its MADs for a while; the log says what was kept and what it cost;
+a switch cut off for longer than its confirmation is confirmed gone."""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack
+from pathlib import Path
+
+from tests.ibsim.test_live_ibsim import agent_listening, subnet_up, until
+from tests.support.e2e import net_snmp
+from tests.support.ibsim import NET_DIR, ibsim_fabric
+
+POLL_S, SWEEP_S = 0.5, 3.0
+S3 = 0x200002  # a leaf of live.net: H-4 and H-6 hang off it
+NODES = 9  # live.net: three switches, six HCAs
+SWEEP_LINE = re.compile(r"live: sweep in [\d.]+ s: (\d+) nodes \((\d+) kept from earlier sweeps\), "
+                        r"(\d+) MADs, (\d+) timeouts, (\d+) retries")
+
+
+def node_table(address: str) -> dict[int, str]:
+    """IB-SM-MIB's node table: node GUID (the last 8 octets of the index) -> description."""
+    done = net_snmp("snmpwalk", "-v2c", "-c", "public", "-OQ", "-Os", "-Ob", address,
+                    "IB-SM-MIB::ibSmNodeInfoDescription")
+    assert done.returncode == 0, done.stderr
+    table = {}
+    for name, _, value in (line.partition(" = ") for line in done.stdout.splitlines()):
+        if value:
+            octets = [int(part) for part in name.split(".")[-8:]]
+            table[int.from_bytes(bytes(octets), "big")] = value.strip('"')
+    return table
+
+
+def node_string(address: str, guid: int) -> str | None:
+    done = net_snmp("snmpget", "-v2c", "-c", f"public@{guid:016x}", "-Oqv", "-t", "2", "-r", "1",
+                    address, "SMA-MIB::ibSmaNodeString.0")
+    return done.stdout.strip().strip('"') if done.returncode == 0 else None
+
+
+def sweeps(log: Path) -> list[tuple[int, ...]]:
+    return [tuple(map(int, found)) for found in SWEEP_LINE.findall(log.read_text(errors="replace"))]
+
+
+def more_sweeps(log: Path, count: int) -> list[tuple[int, ...]]:
+    """Wait for `count` sweeps after those logged now; their figures."""
+    seen = len(sweeps(log))
+    return until(f"{count} more sweeps", lambda: sweeps(log), lambda now: len(now) >= seen + count)[seen:]
+
+
+def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> None:
+    with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
+        subnet_up(stack, fabric)
+        agent, address, log = agent_listening(
+            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+            "--mad-timeout", "0.05", "--gone-after-sweeps", "3")
+        text = lambda: log.read_text(errors="replace")  # noqa: E731
+        baseline = until("every node in the node table", lambda: node_table(address),
+                         lambda table: len(table) == NODES)
+        strings = {guid: node_string(address, guid) for guid in baseline}
+        assert None not in strings.values()
+
+        def all_served() -> None:
+            assert node_table(address) == baseline
+            for guid, string in strings.items():
+                assert node_string(address, guid) == string, (f"{guid:016x}", text()[-3000:])
+
+        fabric.command('Error "S-3" 30')
+        lossy = more_sweeps(log, 2)
+        all_served()
+        assert all(nodes == NODES for nodes, *_ in lossy), lossy
+        fabric.command('Error "S-3" 100')
+        until("S-3 kept on old values", text, lambda seen: f"node {S3:016x} (S-3) did not answer" in seen)
+        for figures in more_sweeps(log, 1):
+            nodes, kept, _, timeouts, retries = figures
+            assert nodes == NODES and kept >= 1 and timeouts > 0 and retries > 0, figures
+        all_served()
+        fabric.command('Error "S-3" 0')
+        until("S-3 answering again", text, lambda seen: f"node {S3:016x} (S-3) answers again" in seen)
+        all_served()
+        assert "confirmed gone" not in text() and agent.poll() is None
+
+
+def test_a_leaf_cut_off_is_confirmed_gone_after_its_sweeps(tmp_path: Path) -> None:
+    with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
+        subnet_up(stack, fabric)
+        agent, address, log = agent_listening(
+            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+            "--mad-timeout", "0.05", "--gone-after-sweeps", "2")
+        text = lambda: log.read_text(errors="replace")  # noqa: E731
+        until("every node in the node table", lambda: node_table(address), lambda table: len(table) == NODES)
+        fabric.command('Unlink "S-3"[7]')
+        fabric.command('Unlink "S-3"[8]')
+        until("S-3 kept on old values", text, lambda seen: f"node {S3:016x} (S-3) did not answer" in seen)
+        assert len(node_table(address)) == NODES  # kept, for now
+        until("S-3 confirmed gone", text, lambda seen: f"node {S3:016x} (S-3) confirmed gone" in seen)
+        # S-3, and H-4 and H-6 behind it, leave the tables.
+        until("the node table without S-3's side", lambda: node_table(address),
+              lambda table: len(table) == NODES - 3)
+        assert node_string(address, S3) is None and agent.poll() is None
