@@ -10,8 +10,11 @@ takes a sweep's Subnet and returns the one to serve:
   until it has been missing from `confirm_after` sweeps in a row, sweeps
   at least `miss_gap` seconds apart (so that quick sweeps brought on by a
   lossy stretch do not confirm anything faster than the scheduled ones
-  would), or `known_gone` (the SM's own records, when the SA answers) says
-  it is gone: then it is confirmed gone and dropped;
+  would), or the SM's own records (`sm_lists`: SA NodeRecords, when the
+  SA answers) no longer list it after listing it at an earlier miss: then
+  it is confirmed gone and dropped. (An SA shows a requester only the
+  nodes it shares a partition with: a node it never listed is not taken
+  as gone on its word.);
 - a node the sweep reached keeps, from the last reading, what did not
   answer this time: its NodeDescription, a port's PortInfo, SwitchInfo,
   forwarding tables short of a block, a port's tables, SMInfo, LedInfo;
@@ -25,7 +28,7 @@ No I/O, no clock: the provider logs what `SweepReport` says.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortKey, Subnet
@@ -33,17 +36,23 @@ from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortKey, Subnet
 DEFAULT_CONFIRM_AFTER = 3
 SM_STATE_MASTER = 3  # SMInfo.SMState (IBA 14.2.5.13)
 
+SmLists = Callable[[Sequence[int]], Mapping[int, bool]]
+"""Node GUIDs -> whether the SM's records list each; a GUID left out is not
+known (the SA did not answer)."""
+
 
 @dataclass
 class SweepReport:
     """What a merge kept and dropped: `kept` the nodes missing from the sweep
     (each with how many sweeps in a row it has been missing), `gone` the
-    nodes confirmed gone now, `filled` the nodes of which something was
+    nodes confirmed gone now (`gone_from_sm` those of them the SM's records
+    no longer list), `filled` the nodes of which something was
     taken from an earlier reading, `stale_masters` the ports whose kept
     MASTER SMInfo a fresh master replaced."""
 
     kept: dict[int, int] = field(default_factory=dict)
     gone: list[int] = field(default_factory=list)
+    gone_from_sm: list[int] = field(default_factory=list)
     filled: list[int] = field(default_factory=list)
     stale_masters: list[PortKey] = field(default_factory=list)
 
@@ -59,6 +68,7 @@ class Keeper:
         self._served: Subnet | None = None
         self._missing: dict[int, int] = {}  # node GUID -> sweeps in a row without it
         self._counted: dict[int, float] = {}  # node GUID -> when its last miss was counted
+        self._sm_listed: set[int] = set()  # missed nodes the SM's records listed at a miss
 
     @property
     def served(self) -> Subnet | None:
@@ -68,31 +78,42 @@ class Keeper:
         """Sweeps in a row that did not reach node `guid` (0: the last did)."""
         return self._missing.get(guid, 0)
 
-    def merge(self, new: Subnet, now: float = 0.0, known_gone: Callable[[int], bool] | None = None
+    def merge(self, new: Subnet, now: float = 0.0, sm_lists: SmLists | None = None
               ) -> tuple[Subnet, SweepReport]:
         """The subnet to serve after the sweep that read `new` at `now`
-        (monotonic seconds), which is completed in place and returned."""
+        (monotonic seconds), which is completed in place and returned.
+        `sm_lists` is asked once, about the nodes the sweep missed that their
+        count alone does not confirm gone."""
         report = SweepReport()
         old = self._served
         self._served = new
         if old is None:
             return new, report
         fresh_sms = set(_sm_ports(new))  # read by this sweep, before anything is kept
-        for guid, node in old.nodes.items():
-            if guid in new.nodes:
-                continue
+        unsure: dict[int, int] = {}  # missed, not confirmed by their count: GUID -> misses
+        for guid in [guid for guid in old.nodes if guid not in new.nodes]:
             misses = self._missing.get(guid, 0)
             if guid not in self._counted or now - self._counted[guid] >= self.miss_gap:
                 misses += 1
                 self._counted[guid] = now
-            if misses >= self.confirm_after or (known_gone is not None and known_gone(guid)):
-                self._missing.pop(guid, None)
-                self._counted.pop(guid, None)
+            if misses >= self.confirm_after:
+                self._forget(guid)
                 report.gone.append(guid)
+            else:
+                unsure[guid] = misses
+        listed = sm_lists(list(unsure)) if sm_lists is not None and unsure else {}
+        for guid, misses in unsure.items():
+            said = listed.get(guid)
+            if said:
+                self._sm_listed.add(guid)
+            elif said is False and guid in self._sm_listed:
+                self._forget(guid)
+                report.gone.append(guid)
+                report.gone_from_sm.append(guid)
                 continue
             self._missing[guid] = misses
             report.kept[guid] = misses
-            new.nodes[guid] = node
+            new.nodes[guid] = old.nodes[guid]
         for guid in new.nodes.keys() - report.kept.keys():
             self._missing.pop(guid, None)
             self._counted.pop(guid, None)
@@ -102,6 +123,12 @@ class Keeper:
         _keep_links(old, new)
         report.stale_masters = _one_master(new, fresh_sms)
         return new, report
+
+    def _forget(self, guid: int) -> None:
+        """Node `guid` is confirmed gone: nothing of its misses is kept."""
+        self._missing.pop(guid, None)
+        self._counted.pop(guid, None)
+        self._sm_listed.discard(guid)
 
 
 def _fill(node: DiscoveredNode, before: DiscoveredNode) -> int:

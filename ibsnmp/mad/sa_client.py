@@ -18,7 +18,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -35,6 +35,7 @@ from ibsnmp.mad.sa_records import (
     METHOD_REPORT,
     METHOD_REPORT_RESP,
     METHOD_SET,
+    NODE_RECORD,
     NOTICE,
     RMPP_ABORT,
     RMPP_ACK,
@@ -488,3 +489,24 @@ def subscribed_traps(client: SaClient, subscriber_gid: int) -> set[int]:
     answers (ibsim: 256 octets) shows only the first few."""
     answer = client.get_table(INFORM_INFO_RECORD, {"SubscriberGID": subscriber_gid.to_bytes(16, "big")})
     return {field_int(r["TrapNumber"]) for r in answer.records if r["IsGeneric"]}
+
+
+def nodes_listed(client: SaClient, guids: Sequence[int], seconds: float) -> dict[int, bool]:
+    """Whether the SA's NodeRecords (GetTable by NodeGUID) list each node of
+    `guids`, each request tried once and all within `seconds`. A node whose
+    question got no answer, or an answer the transport cut short before its
+    first record, is left out; so is every node after a failed request (an SA
+    that did not answer one would only make the rest wait as long)."""
+    listed: dict[int, bool] = {}
+    with client.within(seconds):
+        for guid in guids:
+            try:
+                answer = client.get_table(NODE_RECORD, {"NodeGUID": guid})
+            except PortClosing:
+                raise
+            except (SaError, UmadError) as exc:
+                log.debug("SA NodeRecord of %016x: %s", guid, exc)
+                break
+            if answer.records or answer.complete:
+                listed[guid] = bool(answer.records)
+    return listed

@@ -13,9 +13,9 @@ components (ServiceID, the ServiceData arrays) sets all of them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ibsnmp.mad.attributes import MAD_HEADER, MAD_SIZE
+from ibsnmp.mad.attributes import MAD_HEADER, MAD_SIZE, NODE_DESCRIPTION, NODE_INFO
 from ibsnmp.mad.layout import ArrayField, Field, Layout, LayoutError, OctetsField, TextField
 
 SA_CLASS_VERSION = 2
@@ -143,6 +143,15 @@ MULTIPATH_RECORD = SaAttribute(0x003A, Layout("MultiPathRecord", 200, (
      "QoSClass", "SL", "MTUSelector", "MTU", "RateSelector", "Rate", "PacketLifeTimeSelector",
      "PacketLifeTime", "ServiceID8MSB", "IndependenceSelector", None, "SGIDCount", "DGIDCount",
      "ServiceID56LSB"))
+
+# NodeRecord (IBA 15.2.5.2): a node as the SM knows it, one per port of a CA
+# (its LID): NodeInfo (as an SMP carries it) after the LID, then NodeDescription.
+_NODE_INFO_AT = 32
+NODE_RECORD = SaAttribute(0x0011, Layout("NodeRecord", 108, (
+    Field("LID", 0, 16),
+    *(replace(f, offset=f.offset + _NODE_INFO_AT) for f in NODE_INFO.layout.fields),
+    replace(NODE_DESCRIPTION.layout.fields[0], name="NodeDescription", offset=352),
+)), ("LID", None, *(f.name for f in NODE_INFO.layout.fields), "NodeDescription"))
 
 PKEY_TABLE_RECORD = SaAttribute(0x0033, Layout("P_KeyTableRecord", 72, (
     Field("LID", 0, 16),

@@ -45,7 +45,10 @@ did not get an answer to keeps its last good reading (live.keep): a
 port's PortInfo and counters, a table, SMInfo, a node's description, a
 whole node, until the node has been missing from `gone_after_sweeps`
 sweeps in a row (scheduled ones: quick sweeps brought on by a lossy
-stretch count once per sweep interval), when it is confirmed gone. A
+stretch count once per sweep interval), or the SM's records no longer list
+it (SA NodeRecords, asked about the nodes a sweep missed; a node the SA
+never listed to this port, as one in a partition it does not share, waits
+for its sweeps), when it is confirmed gone. A
 port kept so serves its last known ifOperStatus (not unknown(4)): what
 was last read is what is known. Every sweep leaves one INFO line with its
 cost and losses, polls one a minute; a node kept on old values and one
@@ -61,7 +64,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -70,8 +73,7 @@ from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.live import sa_link
-from ibsnmp.live.keep import DEFAULT_CONFIRM_AFTER, Keeper, SweepReport
-from ibsnmp.live.keep import SM_STATE_MASTER
+from ibsnmp.live.keep import DEFAULT_CONFIRM_AFTER, SM_STATE_MASTER, Keeper, SweepReport
 from ibsnmp.live.refresh import Refresh, active_lids, counter_targets, refresh, sm_ports
 from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
@@ -80,7 +82,7 @@ from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import IS_SM, Subnet, discover
 from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
-from ibsnmp.mad.sa_client import sa_address
+from ibsnmp.mad.sa_client import nodes_listed, sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow, WindowStats
 from ibsnmp.live.subnet_sa import LiveSa, client_opener, log_once, read_sa_objects
@@ -102,6 +104,7 @@ WINDOW_SIZE = 32
 DEFAULT_MAD_TIMEOUT = 0.2  # seconds a MAD waits for its answer, each try
 DEFAULT_MAD_RETRIES = 3  # tries after the first, as libibmad's default
 POLL_SUMMARY_S = 60.0  # polls are summed up in one line this often
+SM_RECORDS_S = 1.0  # what a sweep spends asking the SA whether it lists the nodes it missed
 
 # PortInfo fields whose change means the subnet was reconfigured.
 _RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterSMLID")
@@ -174,6 +177,7 @@ class LiveProvider(ProviderCore):
         self._task: asyncio.Task[None] | None = None
         self._sa_task: asyncio.Task[None] | None = None
         self._sa_said: set[str] = set()  # SA failures logged already
+        self._sa: LiveSa | None = None  # opened after the first sweep
         try:
             self._umad: UmadPort | None = UmadPort(ca, port)
         except UmadError as exc:
@@ -413,7 +417,7 @@ class LiveProvider(ProviderCore):
             if subnet.unanswered:
                 log.debug("live: sweep: %d requests unanswered, e.g. %s", len(subnet.unanswered),
                           subnet.unanswered[0])
-            subnet, report = self._keeper.merge(subnet, time.monotonic())
+            subnet, report = self._keeper.merge(subnet, time.monotonic(), self._sm_lists)
             fabric = build_fabric(subnet, local)
             extended = extended_counter_lids(window, active_lids(fabric))
             targets = counter_targets(fabric)
@@ -421,6 +425,20 @@ class LiveProvider(ProviderCore):
             read = refresh(window, fabric, subnet, extended, ports=False, details=details)
         return _Sweep(subnet, local, extended, read.counters, details, report, window.stats,
                       time.monotonic() - started)
+
+    def _sm_lists(self, guids: Sequence[int]) -> Mapping[int, bool]:
+        """Whether the SM's records (SA NodeRecords) list each node of `guids`,
+        asked from the sweep's thread within SM_RECORDS_S; {} without an SA
+        client, or while its SA does not answer."""
+        sa = self._sa
+        if sa is None or sa.worker.silent:
+            return {}
+        future = sa.worker.submit(lambda client: nodes_listed(client, guids, SM_RECORDS_S))
+        try:
+            return future.result(timeout=2 * SM_RECORDS_S)
+        except Exception as exc:  # stopping, or the worker failed: the sweeps decide
+            log.debug("live: SA NodeRecords not read: %s", exc)
+            return {}
 
     def _refresh_now(self) -> Refresh:
         with self._lock:
@@ -490,14 +508,16 @@ class LiveProvider(ProviderCore):
         for guid, misses in report.kept.items():
             if guid not in self._kept:
                 log.warning("live: node %016x (%s) did not answer this sweep: serving what an "
-                            "earlier sweep read until it is missing from %d sweeps in a row",
-                            guid, self._describe(guid), self._keeper.confirm_after)
+                            "earlier sweep read until it is missing from %d sweeps in a row or "
+                            "the SM no longer lists it", guid, self._describe(guid),
+                            self._keeper.confirm_after)
         for guid in answered_again:
             if guid not in report.gone:
                 log.info("live: node %016x (%s) answers again", guid, self._describe(guid))
         for guid in report.gone:
-            log.warning("live: node %016x (%s) confirmed gone: missing from %d sweeps in a row",
-                        guid, self._describe(guid), self._keeper.confirm_after)
+            why = ("the SM no longer lists it (SA NodeRecord)" if guid in report.gone_from_sm
+                   else f"missing from {self._keeper.confirm_after} sweeps in a row")
+            log.warning("live: node %016x (%s) confirmed gone: %s", guid, self._describe(guid), why)
         for guid, num in report.stale_masters:
             log.warning("live: the SM at %016x port %d no longer answers SMInfo and another SM is "
                         "master: no longer served as master", guid, num)

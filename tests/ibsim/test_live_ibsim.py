@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,11 @@ class SubnetManager:
 
     def stop(self) -> None:
         self._stack.close()
+
+    def heavy_sweep(self) -> None:
+        """SIGHUP: OpenSM sweeps the whole subnet at once, forgetting the
+        nodes it cannot reach."""
+        self._process.send_signal(signal.SIGHUP)
 
     def kill(self) -> None:
         """kill -9: nothing of its state is saved or unsubscribed."""

@@ -1,17 +1,20 @@
 """`ibsnmp run --provider live` while ibsim drops MADs (its `Error` console
 command): no node, row or context disappears while a switch loses 30% or
 all of its MADs for a while; the log says what was kept and what it cost;
-a switch cut off for longer than its confirmation is confirmed gone."""
+a switch cut off for longer than its confirmation is confirmed gone, and
+one the SM forgets is confirmed gone at once."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 from tests.ibsim.test_live_ibsim import agent_listening, subnet_up, until
 from tests.support.e2e import net_snmp
-from tests.support.ibsim import NET_DIR, ibsim_fabric
+from tests.support.ibsim import NET_DIR, Fabric, ibsim_fabric
 
 POLL_S, SWEEP_S = 0.5, 3.0
 S3 = 0x200002  # a leaf of live.net: H-4 and H-6 hang off it
@@ -49,13 +52,20 @@ def more_sweeps(log: Path, count: int) -> list[tuple[int, ...]]:
     return until(f"{count} more sweeps", lambda: sweeps(log), lambda now: len(now) >= seen + count)[seen:]
 
 
+def lossy_agent(stack: ExitStack, fabric: Fabric, gone_after_sweeps: int
+                ) -> tuple[subprocess.Popen[bytes], str, Path, Callable[[], str]]:
+    """The agent with quick polls and sweeps and short MAD timeouts: (process,
+    address, log, what the log says now)."""
+    agent, address, log = agent_listening(
+        stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
+        "--mad-timeout", "0.05", "--gone-after-sweeps", str(gone_after_sweeps))
+    return agent, address, log, lambda: log.read_text(errors="replace")
+
+
 def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> None:
     with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
         subnet_up(stack, fabric)
-        agent, address, log = agent_listening(
-            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
-            "--mad-timeout", "0.05", "--gone-after-sweeps", "3")
-        text = lambda: log.read_text(errors="replace")  # noqa: E731
+        agent, address, log, text = lossy_agent(stack, fabric, gone_after_sweeps=3)
         baseline = until("every node in the node table", lambda: node_table(address),
                          lambda table: len(table) == NODES)
         strings = {guid: node_string(address, guid) for guid in baseline}
@@ -85,10 +95,7 @@ def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> 
 def test_a_leaf_cut_off_is_confirmed_gone_after_its_sweeps(tmp_path: Path) -> None:
     with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
         subnet_up(stack, fabric)
-        agent, address, log = agent_listening(
-            stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
-            "--mad-timeout", "0.05", "--gone-after-sweeps", "2")
-        text = lambda: log.read_text(errors="replace")  # noqa: E731
+        agent, address, log, text = lossy_agent(stack, fabric, gone_after_sweeps=2)
         until("every node in the node table", lambda: node_table(address), lambda table: len(table) == NODES)
         fabric.command('Unlink "S-3"[7]')
         fabric.command('Unlink "S-3"[8]')
@@ -99,3 +106,27 @@ def test_a_leaf_cut_off_is_confirmed_gone_after_its_sweeps(tmp_path: Path) -> No
         until("the node table without S-3's side", lambda: node_table(address),
               lambda table: len(table) == NODES - 3)
         assert node_string(address, S3) is None and agent.poll() is None
+
+
+def test_a_leaf_the_sm_forgets_is_confirmed_gone_before_its_sweeps(tmp_path: Path) -> None:
+    with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
+        sm = subnet_up(stack, fabric)
+        agent, address, log, text = lossy_agent(stack, fabric, gone_after_sweeps=50)
+        baseline = until("every node in the node table", lambda: node_table(address),
+                         lambda table: len(table) == NODES)
+        fabric.command('Error "S-3" 100')
+        # OpenSM still lists S-3: no heavy sweep of its own has missed it.
+        until("S-3 kept on old values", text, lambda seen: f"node {S3:016x} (S-3) did not answer" in seen)
+        more_sweeps(log, 1)
+        assert node_table(address) == baseline
+        sm.heavy_sweep()  # which cannot reach S-3: OpenSM forgets it
+        until("S-3 confirmed gone", text,
+              lambda seen: f"node {S3:016x} (S-3) confirmed gone: the SM no longer lists it" in seen)
+        assert S3 not in until("the node table without S-3", lambda: node_table(address),
+                               lambda table: S3 not in table)
+        assert node_string(address, S3) is None
+        fabric.command('Error "S-3" 0')
+        sm.heavy_sweep()
+        until("S-3 found again", text, lambda seen: f"node {S3:016x} (S-3) found" in seen)
+        until("every node back", lambda: node_table(address), lambda table: table == baseline)
+        assert "confirmed gone: missing from" not in text() and agent.poll() is None

@@ -3,6 +3,8 @@ is confirmed gone (ibsnmp.live.keep), on sweeps made by hand."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ibsnmp.live.keep import SM_STATE_MASTER, Keeper
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortTables, Subnet
 
@@ -68,15 +70,60 @@ def test_quick_sweeps_count_a_miss_once_per_gap() -> None:
     assert report.gone == [HOST]
 
 
-def test_an_answer_resets_the_count_and_the_fabric_may_confirm_at_once() -> None:
+def test_an_answer_resets_the_count() -> None:
     keeper = Keeper(confirm_after=2)
     keeper.merge(subnet(switch(), host()))
     keeper.merge(subnet(switch()), now=1.0)
     assert keeper.missing(HOST) == 1
     keeper.merge(subnet(switch(), host()), now=2.0)
     assert keeper.missing(HOST) == 0
-    served, report = keeper.merge(subnet(switch()), now=3.0, known_gone=lambda guid: guid == HOST)
-    assert report.gone == [HOST] and HOST not in served.nodes
+    served, report = keeper.merge(subnet(switch()), now=3.0)
+    assert report.kept == {HOST: 1} and HOST in served.nodes
+
+
+class SmRecords:
+    """What the SA's NodeRecords say: `listed` the GUIDs it lists, or None
+    when it does not answer; the GUIDs asked, call by call."""
+
+    def __init__(self, listed: set[int] | None) -> None:
+        self.listed = listed
+        self.asked: list[list[int]] = []
+
+    def __call__(self, guids: Sequence[int]) -> dict[int, bool]:
+        self.asked.append(list(guids))
+        return {} if self.listed is None else {guid: guid in self.listed for guid in guids}
+
+
+def test_the_sm_no_longer_listing_a_node_it_listed_confirms_it_gone_at_once() -> None:
+    keeper = Keeper(confirm_after=10)
+    keeper.merge(subnet(switch(), host(), host(SM_HOST)))
+    sm = SmRecords({SWITCH, HOST, SM_HOST})
+    served, report = keeper.merge(subnet(switch()), now=1.0, sm_lists=sm)
+    assert report.kept == {HOST: 1, SM_HOST: 1} and sm.asked == [[HOST, SM_HOST]]
+    sm.listed = {SWITCH, SM_HOST}  # the SM swept and no longer finds HOST
+    served, report = keeper.merge(subnet(switch()), now=2.0, sm_lists=sm)
+    assert report.gone == report.gone_from_sm == [HOST] and report.kept == {SM_HOST: 2}
+    assert set(served.nodes) == {SWITCH, SM_HOST}
+
+
+def test_a_node_the_sm_never_listed_or_an_sa_that_does_not_answer_confirms_nothing() -> None:
+    keeper = Keeper(confirm_after=3)
+    keeper.merge(subnet(switch(), host()))
+    silent, hidden = SmRecords(None), SmRecords({SWITCH})  # HOST in a partition the SA hides
+    for now, sm in ((1.0, hidden), (2.0, silent)):
+        served, report = keeper.merge(subnet(switch()), now=now, sm_lists=sm)
+        assert HOST in served.nodes and not report.gone
+    served, report = keeper.merge(subnet(switch()), now=3.0, sm_lists=hidden)
+    assert report.gone == [HOST] and not report.gone_from_sm  # its sweeps confirmed it
+    assert hidden.asked == [[HOST]]  # not asked about a node its count confirms
+
+
+def test_the_sm_is_not_asked_when_every_node_answered() -> None:
+    keeper = Keeper()
+    keeper.merge(subnet(switch(), host()))
+    sm = SmRecords(set())
+    keeper.merge(subnet(switch(), host()), now=1.0, sm_lists=sm)
+    assert sm.asked == []
 
 
 def test_what_did_not_answer_of_a_node_keeps_its_last_reading() -> None:

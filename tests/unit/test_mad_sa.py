@@ -15,6 +15,7 @@ from ibsnmp.mad.sa_client import (
     SA_MAD,
     SaClient,
     SaError,
+    nodes_listed,
     sa_request,
     subscription,
 )
@@ -255,3 +256,34 @@ def test_inform_info_record_holds_the_inform_info_at_octet_24() -> None:
     assert (record["IsGeneric"], record["Subscribe"], record["Type"], record["TrapNumber"]) == (1, 1, 0xFFFF, 130)
     assert records.INFORM_INFO_RECORD.mask(["SubscriberGID"]) == 1
     assert records.INFORM_INFO_RECORD.record_size == 64
+
+
+def _node_records(*guids: int) -> bytes:
+    """A GetTable(NodeRecord) answer as one MAD, ending after its records."""
+    data = b"".join(bytes(records.NODE_RECORD.layout.encode(
+        {"LID": 8, "NodeType": 2, "NodeGUID": guid, "NodeDescription": "S-3"})) + bytes(4)
+        for guid in guids)
+    mad = SA_MAD.encode({
+        "BaseVersion": 1, "MgmtClass": 3, "ClassVersion": 2, "Response": 1, "Method": 0x12,
+        "AttributeID": records.NODE_RECORD.attribute_id, "RMPPVersion": 1,
+        "RMPPType": records.RMPP_DATA, "RMPPFlags": records.RMPP_ACTIVE,
+        "AttributeOffset": records.NODE_RECORD.record_size // 8, "Data": data})
+    if not guids:
+        SA_MAD.encode({"Status": 3 << 8}, into=mad)  # ERR_NO_RECORDS
+    return bytes(mad[:56 + len(data)])
+
+
+def test_node_records_are_asked_by_node_guid_and_tell_whom_the_sm_lists() -> None:
+    """IBA 15.2.5.2: NodeInfo from octet 4, NodeDescription from 44; NodeGUID is component 7."""
+    port = FakePort([[_node_records(0x200002)], [_node_records()], []])
+    listed = nodes_listed(SaClient(port, SM), [0x200002, 0x300000, 0x400000, 0x500000],  # type: ignore[arg-type]
+                          seconds=0.05)
+    # The third went unanswered: neither it nor the fourth is known.
+    assert listed == {0x200002: True, 0x300000: False}
+    asked = [SA_MAD.decode(mad) for mad in port.sent]
+    assert [a["ComponentMask"] for a in asked] == [1 << 7] * 3
+    assert [records.NODE_RECORD.layout.decode(a["Data"])["NodeGUID"] for a in asked] == [  # type: ignore[arg-type]
+        0x200002, 0x300000, 0x400000]
+    record = records.NODE_RECORD.layout.decode(_node_records(0x200002)[56:])
+    assert (record["LID"], record["NodeType"], record["NodeDescription"]) == (8, 2, "S-3")
+    assert records.NODE_RECORD.record_size == 112
