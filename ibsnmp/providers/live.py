@@ -168,7 +168,8 @@ class LiveProvider(ProviderCore):
         # A sweep brought on sooner than scheduled counts a node's absence once per interval.
         self._keeper = Keeper(gone_after_sweeps, miss_gap=0.9 * sweep_interval)
         self._polls = _PollSums(time.monotonic())
-        self._kept: set[int] = set()  # nodes served from earlier sweeps' readings
+        # Nodes served from earlier sweeps' readings -> since when (monotonic seconds).
+        self._kept: dict[int, float] = {}
         # Where partitions, multicast groups and services enter the snapshot
         # once an SA client reads them (SMPs do not carry them).
         self.sa_records = SaRecords()
@@ -505,7 +506,8 @@ class LiveProvider(ProviderCore):
         log.info("live: sweep in %.2f s: %d nodes (%d kept from earlier sweeps), %d MADs, "
                  "%d timeouts, %d retries", sweep.seconds, len(sweep.subnet.nodes), len(report.kept),
                  stats.sent, stats.timed_out, stats.retried)
-        for guid, misses in report.kept.items():
+        now = time.monotonic()
+        for guid in report.kept:
             if guid not in self._kept:
                 log.warning("live: node %016x (%s) did not answer this sweep: serving what an "
                             "earlier sweep read until it is missing from %d sweeps in a row or "
@@ -513,15 +515,17 @@ class LiveProvider(ProviderCore):
                             self._keeper.confirm_after)
         for guid in answered_again:
             if guid not in report.gone:
-                log.info("live: node %016x (%s) answers again", guid, self._describe(guid))
+                log.info("live: node %016x (%s) answers again, after %.0f s on earlier readings",
+                         guid, self._describe(guid), now - self._kept[guid])
         for guid in report.gone:
             why = ("the SM no longer lists it (SA NodeRecord)" if guid in report.gone_from_sm
                    else f"missing from {self._keeper.confirm_after} sweeps in a row")
-            log.warning("live: node %016x (%s) confirmed gone: %s", guid, self._describe(guid), why)
+            kept = f", after {now - self._kept[guid]:.0f} s on earlier readings" if guid in self._kept else ""
+            log.warning("live: node %016x (%s) confirmed gone: %s%s", guid, self._describe(guid), why, kept)
         for guid, num in report.stale_masters:
             log.warning("live: the SM at %016x port %d no longer answers SMInfo and another SM is "
                         "master: no longer served as master", guid, num)
-        self._kept = set(report.kept)
+        self._kept = {guid: self._kept.get(guid, now) for guid in report.kept}
 
     def _describe(self, guid: int) -> str:
         node = self._fabric.nodes.get(guid)

@@ -87,7 +87,9 @@ def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> 
             assert nodes == NODES and kept >= 1 and timeouts > 0 and retries > 0, figures
         all_served()
         fabric.command('Error "S-3" 0')
-        until("S-3 answering again", text, lambda seen: f"node {S3:016x} (S-3) answers again" in seen)
+        again = re.compile(rf"node {S3:016x} \(S-3\) answers again, after (\d+) s on earlier readings")
+        seconds = until("S-3 answering again", lambda: again.findall(text()), bool)
+        assert int(seconds[0]) >= SWEEP_S  # kept over at least one scheduled sweep
         all_served()
         assert "confirmed gone" not in text() and agent.poll() is None
 
