@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -42,6 +43,13 @@ def node_string(address: str, guid: int) -> str | None:
     return done.stdout.strip().strip('"') if done.returncode == 0 else None
 
 
+def symbol_errors(address: str, guid: int) -> int | None:
+    """PMA-MIB's SymbolErrorCounter of port 1 in node `guid`'s context."""
+    done = net_snmp("snmpget", "-v2c", "-c", f"public@{guid:016x}", "-Oqv", address,
+                    "PMA-MIB::ibPmaSymbolErrCounter.1")
+    return int(done.stdout) if done.returncode == 0 and done.stdout.strip().isdigit() else None
+
+
 def sweeps(log: Path) -> list[tuple[int, ...]]:
     return [tuple(map(int, found)) for found in SWEEP_LINE.findall(log.read_text(errors="replace"))]
 
@@ -65,7 +73,8 @@ def lossy_agent(stack: ExitStack, fabric: Fabric, gone_after_sweeps: int
 def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> None:
     with ibsim_fabric(NET_DIR / "live.net", tmp_path, console=True) as fabric, ExitStack() as stack:
         subnet_up(stack, fabric)
-        agent, address, log, text = lossy_agent(stack, fabric, gone_after_sweeps=3)
+        # Confirmation would take 30 s: longer than the 100% loss lasts here.
+        agent, address, log, text = lossy_agent(stack, fabric, gone_after_sweeps=10)
         baseline = until("every node in the node table", lambda: node_table(address),
                          lambda table: len(table) == NODES)
         strings = {guid: node_string(address, guid) for guid in baseline}
@@ -86,7 +95,16 @@ def test_mad_loss_at_a_leaf_keeps_every_node_row_and_context(tmp_path: Path) -> 
             nodes, kept, _, timeouts, retries = figures
             assert nodes == NODES and kept >= 1 and timeouts > 0 and retries > 0, figures
         all_served()
+        # A counter that changes while S-3 is cut off: its last good value stays
+        # served, and the new one shows at the first poll after the loss stops.
+        fabric.command('PerformanceSet "S-3"[1] PortCounters.SymbolErrorCounter=7')
+        more_sweeps(log, 1)
+        assert symbol_errors(address, S3) == 0
         fabric.command('Error "S-3" 0')
+        stopped = time.monotonic()
+        until("S-3's new counter value", lambda: symbol_errors(address, S3), lambda value: value == 7)
+        # The next poll starts within one interval and takes under a second.
+        assert time.monotonic() - stopped <= POLL_S + 1.0
         again = re.compile(rf"node {S3:016x} \(S-3\) answers again, after (\d+) s on earlier readings")
         seconds = until("S-3 answering again", lambda: again.findall(text()), bool)
         assert int(seconds[0]) >= SWEEP_S  # kept over at least one scheduled sweep
