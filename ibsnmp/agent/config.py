@@ -8,6 +8,7 @@ dataclass reprs and errors about them name only the key.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
 import tomllib
@@ -41,6 +42,7 @@ PRIV_PROTOCOLS = ("AES", "AES128", "AES192", "AES256", "AES192C", "AES256C", "DE
 
 MIN_KEY_LENGTH = 8  # RFC 3414 11.2: pass phrases of at least 8 octets
 MAX_DISPLAY_STRING = 255  # SNMPv2-TC DisplayString
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: the shipped examples are under 7 KiB
 
 TRAP_PORT = 162  # RFC 3417: snmptrap
 DEFAULT_TRAP_QUEUE = 1000
@@ -260,10 +262,28 @@ class FileConfig:
     source: str = ""
 
 
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes; ConfigError if it holds more than MAX_CONFIG_BYTES.
+
+    The size is checked before reading, and at most one byte over the cap is
+    read (a file that grows meanwhile, or a device, is not read to its end).
+    """
+    too_large = ConfigError(f"{path}: too large: over {MAX_CONFIG_BYTES} bytes "
+                            "(1 MiB), the most a config file may hold")
+    with path.open("rb") as file:
+        if os.fstat(file.fileno()).st_size > MAX_CONFIG_BYTES:
+            raise too_large
+        raw = file.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise too_large
+    return raw
+
+
 def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML file's document; ConfigError (naming the file, never a value) if unreadable."""
+    """A TOML file's document; ConfigError (naming the file, never a value) if
+    unreadable or over MAX_CONFIG_BYTES."""
     try:
-        raw = path.read_bytes()
+        raw = _read_capped(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
