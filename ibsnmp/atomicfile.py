@@ -62,12 +62,14 @@ def remove_stale_temporaries(directory: Path, name_pattern: str,
     """Delete the temporaries of `name_pattern` files in `directory` last
     modified before `older_than` (by default: before this process started
     writing); other files, and temporaries another process may be writing
-    now, stay. Returns what was deleted."""
+    now, stay. A symbolic link with a temporary's name is deleted itself,
+    never followed (write_atomically makes none: it is debris or planted).
+    Returns what was deleted."""
     pattern = temporary_name(name_pattern)
     removed: list[Path] = []
     with os.scandir(directory) as entries:
         for entry in entries:
-            if not pattern.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+            if not pattern.fullmatch(entry.name) or not _file_or_link(entry):
                 continue
             try:
                 if entry.stat(follow_symlinks=False).st_mtime >= older_than:
@@ -77,3 +79,8 @@ def remove_stale_temporaries(directory: Path, name_pattern: str,
                 continue  # removed meanwhile
             removed.append(Path(entry.path))
     return removed
+
+
+def _file_or_link(entry: os.DirEntry[str]) -> bool:
+    """A regular file or a symbolic link (to anything), judged without following links."""
+    return entry.is_file(follow_symlinks=False) or entry.is_symlink()

@@ -9,14 +9,17 @@ and what SETs configured, as net-snmp's snmpd keeps both in /var/lib/snmp:
 - else `$XDG_STATE_HOME/ibsnmp` (`~/.local/state/ibsnmp` by default).
 
 The directory is created with mode 0700: the files in it decide replay
-protection (snmpEngineBoots) and the agent's configuration. Temporaries a
-killed agent left while replacing one of them are removed at start.
+protection (snmpEngineBoots) and the agent's configuration. An existing one
+that its group or others may use is served from all the same, with one
+WARNING at start. Temporaries a killed agent left while replacing one of
+them are removed at start.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,8 +53,22 @@ def default_state_dir(environ: Mapping[str, str] | None = None,
     return base / APP_NAME
 
 
+def warn_if_open(path: Path) -> None:
+    """One WARNING when the directory `path` grants its group or others any
+    access (mode & 0o077): they could read the engine state or plant files."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return  # just checked; a directory gone meanwhile fails at the first write
+    if mode & 0o077:
+        log.warning("state directory %s is open to its group or others (mode %04o); "
+                    "chmod 700 it: its files hold the SNMPv3 engine state and what "
+                    "SETs configured", path, mode)
+
+
 def prepare_state_dir(path: Path) -> Path:
-    """Create `path` (mode 0700) if needed and check it can be written."""
+    """Create `path` (mode 0700) if needed, check it can be written (else
+    StateDirError), warn if others may use it, remove stale temporaries."""
     if not path.exists():
         try:
             path.mkdir(mode=0o700, parents=True)
@@ -64,6 +81,7 @@ def prepare_state_dir(path: Path) -> Path:
         raise StateDirError(f"{path}: not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
         raise StateDirError(f"{path}: not writable")
+    warn_if_open(path)
     try:
         removed = remove_stale_temporaries(path, STATE_FILES)
     except OSError as exc:
