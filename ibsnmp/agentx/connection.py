@@ -7,6 +7,13 @@ fabric (contexts of nodes that appear are registered, of nodes that vanish
 unregistered), ping, and start over with exponential backoff when the
 master goes away (one log line per attempt, never a traceback). `stop()`
 sends Close(reasonShutdown) and waits briefly for the master's answer.
+
+Backoff: the wait before the next attempt starts at `first_retry` and
+doubles after each attempt up to `max_retry`. A session that stayed open
+for at least `max_retry` seconds was a healthy one: the wait after it
+starts again from `first_retry`, so a master restarted after hours is
+rejoined within `first_retry` (1 s by default). A shorter session (a master that accepts the
+Open and drops it at once) keeps the grown wait, so it is not hammered.
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ import asyncio
 import contextlib
 import errno
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ibsnmp.mib.subtrees import Subtrees
 
@@ -59,6 +67,34 @@ class SubagentOptions:
     timeout: int = 0  # seconds the master waits for an answer; 0: its own default
     first_retry: float = FIRST_RETRY_S
     max_retry: float = MAX_RETRY_S
+
+
+class Backoff:
+    """The reconnect waits of the module documentation's rule.
+
+    `opened()` marks a session open now; `next_wait()`, called once when an
+    attempt (failed connect, refused Open or ended session) is over, returns
+    the seconds to wait before the next one. `clock` is a monotonic clock.
+    """
+
+    def __init__(self, first: float, most: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._first = first
+        self._most = most
+        self._clock = clock
+        self._next = first
+        self._opened_at: float | None = None
+
+    def opened(self) -> None:
+        self._opened_at = self._clock()
+
+    def next_wait(self) -> float:
+        opened_at, self._opened_at = self._opened_at, None
+        if opened_at is not None and self._clock() - opened_at >= self._most:
+            self._next = self._first
+        wait = self._next
+        self._next = min(wait * 2, self._most)
+        return wait
 
 
 class _Lost(Exception):
@@ -104,11 +140,13 @@ class _MasterLink(asyncio.Protocol):
 class Subagent:
     """The connection task; see the module documentation.
 
-    `contexts()` names the node contexts there are now (16 hex digits each).
+    `contexts()` names the node contexts there are now (16 hex digits each);
+    `clock` (monotonic seconds) times sessions for the backoff.
     """
 
     def __init__(self, address: MasterAddress, options: SubagentOptions,
-                 requests: MasterRequests, contexts: Callable[[], Iterable[bytes]]) -> None:
+                 requests: MasterRequests, contexts: Callable[[], Iterable[bytes]],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.address = address
         self.options = options
         self.requests = requests
@@ -120,6 +158,7 @@ class Subagent:
         self._writer: asyncio.Transport | None = None
         self._waiting: dict[int, asyncio.Future[ax.Response]] = {}
         self._stopping = asyncio.Event()
+        self._backoff = Backoff(options.first_retry, options.max_retry, clock)
         self._task: asyncio.Task[None] | None = None
         self.open_event = asyncio.Event()  # set while a session is open
 
@@ -161,28 +200,31 @@ class Subagent:
         return True
 
     async def _run(self) -> None:
-        delay = self.options.first_retry
         while not self._stopping.is_set():
-            try:
-                transport, link = await self._connect()
-            except OSError as exc:
-                log.warning("%s; retrying in %g s", connect_failure_hint(self.address, exc), delay)
-            else:
-                try:
-                    opened = await self._session_on(transport, link)
-                    if opened:
-                        delay = self.options.first_retry
-                except _Lost as exc:
-                    if not self._stopping.is_set():
-                        log.warning("AgentX master at %s: %s; reconnecting in %g s",
-                                    self.address, exc, delay)
-                finally:
-                    self._drop(transport)
+            delay = await self._attempt()
             try:
                 await asyncio.wait_for(self._stopping.wait(), delay)
             except asyncio.TimeoutError:
                 pass
-            delay = min(delay * 2, self.options.max_retry)
+
+    async def _attempt(self) -> float:
+        """Connect and serve one session until it ends; the wait before the next."""
+        try:
+            transport, link = await self._connect()
+        except OSError as exc:
+            delay = self._backoff.next_wait()
+            log.warning("%s; retrying in %g s", connect_failure_hint(self.address, exc), delay)
+            return delay
+        try:
+            await self._session_on(transport, link)
+        except _Lost as exc:
+            delay = self._backoff.next_wait()
+            if not self._stopping.is_set():
+                log.warning("AgentX master at %s: %s; reconnecting in %g s",
+                            self.address, exc, delay)
+            return delay
+        finally:
+            self._drop(transport)
 
     async def _connect(self) -> tuple[asyncio.Transport, _MasterLink]:
         loop = asyncio.get_running_loop()
@@ -207,8 +249,8 @@ class Subagent:
 
     # -- one session --------------------------------------------------------------
 
-    async def _session_on(self, transport: asyncio.Transport, link: _MasterLink) -> bool:
-        """Serve one connection until it ends (raises _Lost); True once it was open."""
+    async def _session_on(self, transport: asyncio.Transport, link: _MasterLink) -> NoReturn:
+        """Serve one connection until it ends: always raises _Lost."""
         options = self.options
         session = SubagentSession(options.ident, options.description, options.timeout)
         self._session, self._writer = session, transport
@@ -227,6 +269,7 @@ class Subagent:
             if response.error != ax.NO_AGENTX_ERROR:
                 raise _Lost(f"the master refused the Open ({ax.error_name(response.error)})")
             self.sessions_opened += 1
+            self._backoff.opened()
             log.info("AgentX session %d open with the master at %s", session.session_id,
                      self.address)
             helpers.append(asyncio.create_task(self._follow_contexts()))
