@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pyasn1.error import PyAsn1Error
 from pysnmp.proto import rfc1905
 from pysnmp.smi import error as smi_error
 from pysnmp.smi.instrum import MibInstrumController
@@ -335,9 +336,14 @@ class ContextView:
         return True
 
     def _check_set_serial_no(self, val: Any, idx: int) -> None:
-        """SNMPv2-TC TestAndIncr: a value other than the one held is
-        inconsistentValue (pysnmp turns it into wrongValue)."""
+        """SNMPv2-TC TestAndIncr: a value outside its range 0..2147483647 is
+        wrongValue (RFC 3416 4.2.5; badValue in SNMPv1), one in range other
+        than the value held is inconsistentValue."""
         (serial,) = self._base.get_mib_builder().import_symbols("__SNMPv2-MIB", "snmpSetSerialNo")
+        try:
+            serial.syntax.clone(int(val))  # the syntax's own range constraint
+        except PyAsn1Error:
+            raise smi_error.WrongValueError(name=SET_SERIAL_NO, idx=idx) from None
         if int(val) != int(serial.syntax):
             raise smi_error.InconsistentValueError(name=SET_SERIAL_NO, idx=idx)
 
