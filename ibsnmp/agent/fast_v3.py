@@ -25,17 +25,20 @@ project's USM (ibsnmp.wire.usm_inbound.process):
   authorizationError (error-index 0, RFC 3413 3.2) at the level it came in;
 - an authenticated request of more varbinds than [limits] max_varbinds
   gets tooBig (no varbinds), sealed;
+- an authenticated request in this engine's contexts that VACM could not
+  grant is refused from its header, never decoded further: one in a
+  context no node has gets the snmpUnknownContexts Report (RFC 3413 3.2),
+  a read-only user's SET noAccess at its first varbind, at the request's
+  level (a reader buys no more CPU with a SET than with a refused GET);
 - an authenticated GetRequest, GetNextRequest or GetBulkRequest in this
   engine's context and the default context or a known node's is answered
   by the fast read responder, sealed (and encrypted) here;
-- everything else (SETs, reads the fast responder leaves, unknown
-  contexts, foreign contextEngineIDs, informs) goes to pysnmp's command
+- everything else (a writer's SETs, reads the fast responder leaves,
+  foreign contextEngineIDs, informs) goes to pysnmp's command
   responders, decoded, through RFC 3412's application interface
   (agent.handover), and their answer is sealed here too: pysnmp's message
   processing and USM never see a request. A reportable request no
-  responder takes gets an snmpUnknownPDUHandlers Report, one in an unknown
-  context the snmpUnknownContexts Report the responder asks for, at the
-  request's level.
+  responder takes gets an snmpUnknownPDUHandlers Report.
 
 What is refused for who asks (an unknown user, a wrong digest, a message
 outside the time window, a decryption error, a level the user has no key
@@ -69,7 +72,7 @@ from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 
 from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
 from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP,
-                             Counter, PendingCounts)
+                             UNKNOWN_CONTEXTS, Counter, PendingCounts)
 from .prefilter import IN_REQUEST, REQUESTS, Verdict, source_address
 from .ratelimit import RequestLimits
 from .refusals import (DECRYPTION_ERROR, NO_WRITE_ACCESS, NOT_IN_TIME_WINDOW, UNKNOWN_CONTEXT,
@@ -82,8 +85,7 @@ FRAMEWORK_MIB = "__SNMP-FRAMEWORK-MIB"
 READS = frozenset({GET, GET_NEXT, GET_BULK})
 CONFIRMED = REQUESTS | {INFORM}  # RFC 3411 2.8: the PDUs a reportable message may carry
 INVALID_MESSAGE = Refusal.INVALID_MESSAGE.counter  # snmpInvalidMsgs
-TOO_BIG = 1
-AUTHORIZATION_ERROR = 16
+TOO_BIG, NO_ACCESS, AUTHORIZATION_ERROR = 1, 6, 16  # error-status
 KEPT_PDU_LIMITS = 256  # max_pdu_octets's results (see there)
 # The USM refusals told to the operator, by the counter they move (a tuple is
 # hashed in C; the Refusal enum's hash is Python's). Discovery (an unknown
@@ -193,9 +195,9 @@ class FastV3:
                 (instance,) = builder.import_symbols(*refusal.counter)
                 self._counter_oids[refusal.counter] = element(OBJECT_IDENTIFIER,
                                                               oid_octets(tuple(instance.name)))
-        (unknown_handlers,) = builder.import_symbols(*NO_HANDLER)
-        self._counter_oids[NO_HANDLER] = element(OBJECT_IDENTIFIER,
-                                                 oid_octets(tuple(unknown_handlers.name)))
+        for counter in (NO_HANDLER, UNKNOWN_CONTEXTS):
+            (instance,) = builder.import_symbols(*counter)
+            self._counter_oids[counter] = element(OBJECT_IDENTIFIER, oid_octets(tuple(instance.name)))
         self.replace_users(users)
         self._respond = respond
         self._is_known_context = is_known_context
@@ -242,18 +244,51 @@ class FastV3:
             return self._too_big(accepted)
         if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets, sender)
-        if pdu.tag == SET and accepted.user.access != "write":
-            # Answered as before (VACM's noAccess); told here, where it is known.
-            self._refusals.refused(_host(sender), NO_WRITE_ACCESS, accepted.user.name)
         # Counted before reading: a GET of snmpInGetRequests sees itself.
         for counted in IN_REQUEST.get(pdu.tag, ()):
             self._counts.count(counted)
+        if pdu.tag in REQUESTS and scoped.context_engine_id == self.engine_id:
+            refused = self._refuse_by_rights(accepted, sender)
+            if refused is not None:
+                return refused
         if (pdu.tag in READS and self.answer_reads and scoped.context_engine_id == self.engine_id
                 and (not scoped.context_name or self._is_known_context(scoped.context_name))):
             answer = self._read(accepted, varbinds)
             if answer is not None:
                 return Verdict((), self.sealer.seal_response(accepted, *answer))
         return Verdict((), None, lambda: self._hand_over(accepted, sender))
+
+    def _refuse_by_rights(self, accepted: Accepted, sender: Any) -> Verdict | None:
+        """What VACM would refuse of a request in this engine's contexts, from
+        its header alone (None: it may be granted): a context no node has gets
+        the snmpUnknownContexts Report (RFC 3413 3.2), a read-only user's SET
+        noAccess at its first varbind (its write view, engine.NO_VIEW, holds
+        nothing), the varbinds echoed; both at the request's level."""
+        request, user, level, scoped = accepted
+        if scoped.context_name and not self._is_known_context(scoped.context_name):
+            self._refusals.refused(_host(sender), UNKNOWN_CONTEXT)
+            self._counts.count(UNKNOWN_CONTEXTS)
+            if not request.flags & FLAG_REPORTABLE:
+                return Verdict(())
+            return Verdict((OUT_PKTS,), self._report_at_level(accepted, UNKNOWN_CONTEXTS))
+        if scoped.pdu.tag != SET or user.access == "write":
+            return None
+        self._refusals.refused(_host(sender), NO_WRITE_ACCESS, user.name)
+        pdu = scoped.pdu
+        first, end = pdu.varbinds
+        index = 1 if end > first else 0  # nothing asked, nothing refused
+        sealed = self.sealer.seal_response(accepted, NO_ACCESS if index else 0, index,
+                                           scoped.octets[first:end])
+        return Verdict((OUT_PKTS, OUT_GET_RESPONSES), sealed)
+
+    def _report_at_level(self, accepted: Accepted, counter: Counter) -> bytes:
+        """A Report of `counter` (its value once counted) to an authenticated
+        request, at the request's level, as snmpd answers it."""
+        request, user, level, scoped = accepted
+        report_pdu = ReportWriter.pdu(scoped.pdu.request_id, self._counter_oids[counter],
+                                      self._counts.value(counter))
+        return self.sealer.seal_as(request, user, level,
+                                   encode_scoped_pdu(self.engine_id, b"", report_pdu))
 
     def _read(self, accepted: Accepted, varbinds: tuple[Varbind, ...]) -> Answer | None:
         """The fast read responder's answer (None: it leaves the request to pysnmp's

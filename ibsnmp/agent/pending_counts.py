@@ -42,6 +42,7 @@ IN_GET_NEXTS: Counter = ("__SNMPv2-MIB", "snmpInGetNexts")
 IN_SET_REQUESTS: Counter = ("__SNMPv2-MIB", "snmpInSetRequests")
 IN_TOTAL_REQ_VARS: Counter = ("__SNMPv2-MIB", "snmpInTotalReqVars")
 NO_HANDLER: Counter = ("__SNMP-MPD-MIB", "snmpUnknownPDUHandlers")
+UNKNOWN_CONTEXTS: Counter = ("__SNMP-TARGET-MIB", "snmpUnknownContexts")
 UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 
 

@@ -62,11 +62,13 @@ from ibsnmp.wire.header import (
     REPORT,
     RESPONSE,
     SET,
+    V1,
     CommunityMessage,
     HeaderError,
     OtherVersion,
     V3Message,
     Varbind,
+    error_response,
     read_header,
     too_big_response,
 )
@@ -74,12 +76,14 @@ from ibsnmp.wire.header import (
 from .config import Community, Limits
 from .pending_counts import (
     BAD_COMMUNITY,
+    BAD_COMMUNITY_USES,
     BAD_VERSION,
     IN_GET_NEXTS,
     IN_GET_REQUESTS,
     IN_SET_REQUESTS,
     NO_HANDLER,
     OUT_GET_RESPONSES,
+    OUT_NO_SUCH_NAMES,
     OUT_PKTS,
     OUT_TOO_BIG,
     PARSE_ERROR,
@@ -104,6 +108,7 @@ IN_REQUEST: dict[int, tuple[Counter, ...]] = {
 REQUESTS = frozenset({GET, GET_NEXT, SET, GET_BULK})
 ANSWERS = frozenset({RESPONSE, REPORT})
 MAX_REPLY_SIZE = 65507  # the largest UDP/IPv4 payload, pysnmp's snmpEngineMaxMessageSize
+NO_SUCH_NAME, NO_ACCESS = 2, 6  # error-status (RFC 1157, RFC 3416)
 
 
 class PassedRequest(NamedTuple):
@@ -216,8 +221,10 @@ class Prefilter:
         if message.pdu.tag not in REQUESTS:
             return Verdict((NO_HANDLER,))
         if message.pdu.tag == SET and found[0].access != "write":
-            # Answered as before (noAccess); told here, where it is known.
             self._refusals.refused(address[0], NO_WRITE_ACCESS)
+            refused = self._refuse_set(message, data)
+            if refused is not None:
+                return refused
         start, end = message.pdu.varbinds
         null_list = None
         if end - start > self._max_varbinds * MAX_NULL_VARBIND:
@@ -250,6 +257,29 @@ class Prefilter:
             return Verdict((SILENT_DROP,))
         return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
                        + IN_REQUEST[message.pdu.tag], reply)
+
+    def _refuse_set(self, message: CommunityMessage, data: bytes) -> Verdict | None:
+        """A read-only community's SET, refused from its header: no object is
+        in its write view (engine.NO_VIEW), so VACM's verdict on the first
+        varbind is known without asking. noAccess (RFC 3416 4.2.5), in SNMPv1
+        noSuchName (RFC 2576 4.3), at the first varbind; counted in
+        snmpInBadCommunityUses (an operation the community may not do). The
+        first varbind is read whole, the others by their framing only: they
+        are echoed, and no value of them could change the answer. A list
+        over the varbind limit goes on as any other (None: tooBig)."""
+        pdu = message.pdu
+        count = pdu.framed_varbinds(data, self._max_varbinds)
+        if count > self._max_varbinds:
+            return None
+        pdu.read_varbinds(data, 0)  # the varbind the error-index names: checked whole
+        status, index = (NO_SUCH_NAME if message.version == V1 else NO_ACCESS), 1
+        if not count:
+            status = index = 0  # nothing asked, nothing refused
+        reply = error_response(data, message, status, index)
+        if len(reply) > MAX_REPLY_SIZE:
+            return Verdict((SILENT_DROP, IN_SET_REQUESTS, BAD_COMMUNITY_USES))
+        counted = (IN_SET_REQUESTS, BAD_COMMUNITY_USES, OUT_PKTS, OUT_GET_RESPONSES)
+        return Verdict(counted + ((OUT_NO_SUCH_NAMES,) if status == NO_SUCH_NAME else ()), reply)
 
     def passed_request(self, data: bytes) -> PassedRequest | None:
         """The v1/v2c request `check` has just passed, if `data` is it (once)."""

@@ -42,6 +42,7 @@ from .ber import (
     check_oid,
     check_oids,
     element,
+    encode_length,
     has_bad_arc,
     read_element,
     read_oid,
@@ -170,7 +171,7 @@ class PduHeader(NamedTuple):
         """
         end, version = self.varbinds[1], self.version
         most = len(data) if stop_after is None else stop_after + 1
-        if not read:
+        if not read and most > _NULL_LIST_SPLIT_MIN_VARBINDS:
             requested = self._null_varbinds(data, most)
             if requested is not None:
                 return requested
@@ -217,6 +218,35 @@ class PduHeader(NamedTuple):
         if names:
             check_oids(names)
         return tuple(found)
+
+    def framed_varbinds(self, data: bytes, most: int) -> int:
+        """How many varbinds the list holds by its framing alone: SEQUENCEs of
+        definite length back to back, ending with the list; more than `most`
+        are not counted (`most` + 1 is returned). HeaderError otherwise.
+        Nothing inside them is read: for a list answered without being read
+        (a refused SET echoes it), at a twentieth of `read_varbinds`' cost."""
+        pos, end = self.varbinds
+        count = 0
+        try:
+            while pos < end and count <= most:
+                if data[pos] != SEQUENCE:
+                    raise HeaderError("a varbind is not a SEQUENCE")
+                size = data[pos + 1]
+                # The lengths a varbind takes, read inline; any other form as usual.
+                if size < 0x80:
+                    pos += 2 + size
+                elif size == 0x81:
+                    pos += 3 + data[pos + 2]
+                elif size == 0x82:
+                    pos += 4 + (data[pos + 2] << 8 | data[pos + 3])
+                else:
+                    pos = read_element(data, pos, end)[2]
+                count += 1
+        except IndexError:
+            raise HeaderError("truncated element") from None
+        if pos > end:
+            raise HeaderError("element longer than its container")
+        return count
 
     def _null_varbinds(self, data: bytes, most: int) -> tuple[Varbind, ...] | None:
         """A request's list, every varbind `{ OID, NULL }` in short form, split
@@ -270,6 +300,7 @@ _NULL_VARBIND = re.compile(_NULL_VARBIND_PATTERN)  # one of them, to split a che
 # ones are read faster one by one (the expression tries 123 alternatives).
 _NULL_LIST_SPLIT_MAX = 16384
 _NULL_LIST_SPLIT_MIN = 256
+_NULL_LIST_SPLIT_MIN_VARBINDS = 8  # fewer asked for: read one by one
 # In such a list every octet outside the OIDs is under 0x80, so a sub-identifier
 # starts after any such octet. Refused: one starting with 0x80 (not minimal),
 # one of five octets whose first adds more than four bits (over 2^32-1; the
@@ -486,9 +517,39 @@ def too_big_response(data: bytes, message: CommunityMessage,
         null_list = pdu.is_null_list(data)
     if pdu.request_id_element is None or not (read_whole or null_list):
         raise HeaderError("not a request read whole")
-    request_id = data[pdu.request_id_element[0]:pdu.request_id_element[1]]
     echoed = data[pdu.varbinds[0]:pdu.varbinds[1]] if message.version == V1 else b""
-    body = (request_id + element(INTEGER, bytes((TOO_BIG,))) + element(INTEGER, b"\x00")
-            + element(SEQUENCE, echoed))
-    return element(SEQUENCE, element(INTEGER, bytes((message.version,)))
-                   + element(OCTET_STRING, message.community) + element(RESPONSE, body))
+    return _response(data, message, TOO_BIG, 0, echoed)
+
+
+def error_response(data: bytes, message: CommunityMessage, status: int, index: int) -> bytes:
+    """The Response to a v1/v2c request, read whole by `read_varbinds`, that
+    fails with `status` at varbind `index`: the request's varbinds echoed as
+    octets (RFC 3416 4.2.5, RFC 1157 4.1.5)."""
+    pdu = message.pdu
+    if pdu.request_id_element is None:
+        raise HeaderError("not a request")
+    return _response(data, message, status, index, memoryview(data)[pdu.varbinds[0]:pdu.varbinds[1]])
+
+
+def _response(data: bytes, message: CommunityMessage, status: int, index: int,
+              varbinds: bytes | memoryview) -> bytes:
+    """The Response message, its parts joined once (an echoed list may be 64 KB)."""
+    pdu = message.pdu
+    assert pdu.request_id_element is not None
+    request_id = data[pdu.request_id_element[0]:pdu.request_id_element[1]]
+    status_octets, index_octets = _small_integer(status), _small_integer(index)
+    list_head = b"\x30" + encode_length(len(varbinds))
+    body_size = (len(request_id) + 4 + len(status_octets) + len(index_octets) + len(list_head)
+                 + len(varbinds))
+    pdu_head = b"\xa2" + encode_length(body_size)
+    community = message.community
+    prefix = b"\x02\x01" + bytes((message.version,)) + b"\x04" + encode_length(len(community))
+    size = len(prefix) + len(community) + len(pdu_head) + body_size
+    return b"".join((b"\x30", encode_length(size), prefix, community, pdu_head, request_id,
+                     b"\x02", bytes((len(status_octets),)), status_octets,
+                     b"\x02", bytes((len(index_octets),)), index_octets, list_head, varbinds))
+
+
+def _small_integer(value: int) -> bytes:
+    """A non-negative INTEGER's content octets, minimal (error fields)."""
+    return value.to_bytes(value.bit_length() // 8 + 1, "big")

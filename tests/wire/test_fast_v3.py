@@ -157,7 +157,6 @@ def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> 
 
 
 @pytest.mark.parametrize(("case", "answer_tag", "flags"), [
-    ("unknown context", REPORT, FLAG_AUTH | FLAG_PRIV),  # at the request's level
     ("foreign context engine", REPORT, 0),  # snmpUnknownPDUHandlers, unauthenticated
     ("set", RESPONSE, FLAG_AUTH | FLAG_PRIV),
     ("responder declines", RESPONSE, FLAG_AUTH | FLAG_PRIV),
@@ -165,13 +164,13 @@ def test_a_known_node_context_is_passed_on(fast: FastV3, recorder: Recorder) -> 
 def test_what_the_fast_responder_leaves_pysnmps_responders_answer(
         fast: FastV3, recorder: Recorder, case: str, answer_tag: int, flags: int) -> None:
     arguments: dict[str, Any] = {
-        "unknown context": dict(context_name=b"00000000deadbeef"),
         "foreign context engine": dict(context_engine_id=bytes.fromhex("8000000001020304")),
         "set": dict(pdu=get_pdu(SET)),
         "responder declines": {},
     }[case]
     recorder.decline = case == "responder declines"
-    reply = handed_over(fast, request(fast, "reader", **arguments))
+    user = "admin" if case == "set" else "reader"  # a reader's SET never gets there
+    reply = handed_over(fast, request(fast, user, **arguments))
     assert reply is not None
     sent = read_header(reply)
     assert isinstance(sent, V3Message) and sent.flags == flags
@@ -181,6 +180,36 @@ def test_what_the_fast_responder_leaves_pysnmps_responders_answer(
         assert scoped.pdu.request_id == 77
     else:
         assert sent.pdu is not None and sent.pdu.tag == answer_tag
+
+
+@pytest.mark.parametrize(("case", "answer_tag", "status", "index"), [
+    ("unknown context", REPORT, 0, 0),  # snmpUnknownContexts, at the request's level
+    ("reader's set", RESPONSE, 6, 1),  # noAccess at the first varbind
+])
+def test_what_vacm_cannot_grant_is_refused_without_pysnmp(
+        fast: FastV3, recorder: Recorder, case: str, answer_tag: int, status: int,
+        index: int) -> None:
+    arguments: dict[str, Any] = {
+        "unknown context": dict(context_name=b"00000000deadbeef"),
+        "reader's set": dict(pdu=get_pdu(SET)),
+    }[case]
+    data = request(fast, "reader", **arguments)
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    verdict = fast.handle(message, data)
+    assert verdict.handing is None and verdict.reply is not None and not recorder.calls
+    sent = read_header(verdict.reply)
+    assert isinstance(sent, V3Message) and sent.flags == FLAG_AUTH | FLAG_PRIV
+    scoped = opened(fast, verdict.reply).scoped
+    assert (scoped.pdu.tag, scoped.pdu.request_id) == (answer_tag, 77)
+    if answer_tag == RESPONSE:
+        assert scoped.pdu.fields == (status, index)
+        first, end = scoped.pdu.varbinds
+        assert scoped.octets[first:end] == element(SEQUENCE, element(
+            OBJECT_IDENTIFIER, oid_octets(SYS_NAME)) + b"\x05\x00")  # echoed
+    else:
+        varbinds = scoped.pdu.read_varbinds(scoped.octets)
+        assert varbinds[0].oid(scoped.octets) == (1, 3, 6, 1, 6, 3, 12, 1, 5, 0)
 
 
 @pytest.mark.parametrize(("reportable", "counter"), [
@@ -219,7 +248,10 @@ def test_an_inform_gets_the_unknown_pdu_handlers_report(fast: FastV3) -> None:
 
 def test_a_non_reportable_request_in_an_unknown_context_gets_no_report(fast: FastV3) -> None:
     data = request(fast, "reader", context_name=b"00000000deadbeef", reportable=False)
-    assert handed_over(fast, data) is None
+    message = read_header(data)
+    assert isinstance(message, V3Message)
+    verdict = fast.handle(message, data)
+    assert verdict.reply is None and verdict.handing is None
 
 
 def test_a_set_below_the_users_level_is_vacms_authorization_error(fast: FastV3) -> None:
