@@ -184,12 +184,10 @@ def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes
         if reportable and pdu.tag not in CONFIRMED_PDUS:
             return Refused(Refusal.INVALID_MESSAGE, message, 0, None, False)
         request_id = pdu.request_id
-    if message.engine_id != engine_id:  # step 3
-        if len(message.engine_id) in ENGINE_ID_LENGTHS:
+    if message.engine_id != engine_id:  # step 3: reported, as snmpd does, at any level
+        if len(message.engine_id) in ENGINE_ID_LENGTHS or pdu is None or level != NO_AUTH_NO_PRIV:
             return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, None, reportable)
-        # Discovery: only a noAuthNoPriv one is answered, in the request's own context.
-        if pdu is None or level != NO_AUTH_NO_PRIV:
-            return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, None, False)
+        # Discovery (RFC 3414 4): answered in the request's own context.
         context = (message.context_engine_id or engine_id, message.context_name)
         return Refused(Refusal.UNKNOWN_ENGINE_ID, message, request_id, context, reportable)
     user = users.get(message.user_name or b"")
