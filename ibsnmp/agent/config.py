@@ -64,10 +64,13 @@ MAX_VARBINDS_CEILING = 65_535
 # Walk steps the fast responder keeps encoded (agent.walk_cache): about 200
 # octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
 DEFAULT_WALK_CACHE = 262_144
-# Requests per second from all sources together unless [limits] says otherwise:
-# above what one manager gets answered at all (a tight GET loop: ~2,700/s, measured),
-# so no manager notices it; it stops many sources from adding up past that.
-DEFAULT_REQUESTS_PER_SECOND = 5_000.0
+# Requests per second from all sources together: no cap unless [limits] sets one.
+# A count cannot tell a manager from a flood (it drops at random among all);
+# the CPU budget below shares the agent fairly, the costliest sources dropped first.
+DEFAULT_REQUESTS_PER_SECOND = 0.0
+# The share of one core requests may take before the sources that cost most
+# are dropped (agent.governor): the rest is the provider's and the event loop's.
+DEFAULT_CPU_BUDGET = 0.8
 # SNMPv3 Reports to requests USM refuses (no credentials needed to ask for one),
 # per source address and in all: a manager needs one per session (discovery, a
 # time-window resynchronization), a flood gets its refusals counted and no
@@ -75,7 +78,7 @@ DEFAULT_REQUESTS_PER_SECOND = 5_000.0
 DEFAULT_REPORTS_PER_SECOND_PER_SOURCE = 100.0
 DEFAULT_REPORTS_PER_SECOND = 1_000.0
 LIMIT_KEYS = ("max_varbinds", "max_getbulk_varbinds", "getbulk_fill_ms", "requests_per_second_per_source",
-              "requests_per_second", "reports_per_second_per_source", "reports_per_second",
+              "requests_per_second", "cpu_budget", "reports_per_second_per_source", "reports_per_second",
               "fast_path", "walk_cache", "max_result_rows_per_request", "max_result_rows")
 TRAPS_KEYS = ("if_mib", "authentication_failure")
 AGENTX_KEYS = ("socket", "ping_interval")
@@ -134,7 +137,9 @@ class Limits:
     answer (0: as many as the message holds), `getbulk_fill_ms` the time
     its repetitions may take (0: no limit); `requests_per_second_per_source` (None: no
     limit) drops a source's requests beyond that rate, `requests_per_second`
-    (0: no limit) those of all sources together; `reports_per_second_per_source`
+    (0: no limit) those of all sources together; `cpu_budget` (0: none) is the
+    share of one core requests may take before the datagrams of the sources
+    that cost most are dropped (agent.governor); `reports_per_second_per_source`
     and `reports_per_second` (0: no limit) do the same for the SNMPv3 Reports
     to requests USM refuses and the authorizationErrors to requests without
     credentials (the requests counted all the same). `fast_path` answers
@@ -151,6 +156,7 @@ class Limits:
     getbulk_fill_ms: float = DEFAULT_GETBULK_FILL_MS
     requests_per_second_per_source: float | None = None
     requests_per_second: float = DEFAULT_REQUESTS_PER_SECOND
+    cpu_budget: float = DEFAULT_CPU_BUDGET
     reports_per_second_per_source: float = DEFAULT_REPORTS_PER_SECOND_PER_SOURCE
     reports_per_second: float = DEFAULT_REPORTS_PER_SECOND
     fast_path: bool = True
@@ -543,6 +549,8 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
                        minimum=0.001, default=None)
     aggregate = _number(value, "requests_per_second", "limits", fail, integral=False,
                         minimum=0, default=DEFAULT_REQUESTS_PER_SECOND)
+    cpu_budget = number(value.get("cpu_budget", DEFAULT_CPU_BUDGET), "limits.cpu_budget", fail,
+                        low=0, high=1)
     reports_per_source = _number(value, "reports_per_second_per_source", "limits", fail,
                                  integral=False, minimum=0,
                                  default=DEFAULT_REPORTS_PER_SECOND_PER_SOURCE)
@@ -557,7 +565,8 @@ def _parse_limits(value: Any, fail: Fail) -> Limits:
                           default=DEFAULT_MAX_RESULT_ROWS)
     return Limits(max_varbinds=max_varbinds, max_getbulk_varbinds=max_getbulk, getbulk_fill_ms=fill_ms,
                   requests_per_second_per_source=rate,
-                  requests_per_second=aggregate, reports_per_second_per_source=reports_per_source,
+                  requests_per_second=aggregate, cpu_budget=cpu_budget,
+                  reports_per_second_per_source=reports_per_source,
                   reports_per_second=reports, fast_path=fast_path, walk_cache=walk_cache,
                   max_result_rows_per_request=per_request, max_result_rows=result_rows)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -163,6 +164,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         # Every datagram counts in snmpInPkts, first: a GET of it sees itself.
         counts.begin_message(IN_PKTS)
         to_pysnmp = False
+        started = time.perf_counter()  # charged to the sender (agent.governor)
         try:
             if self.prefilter is not None:
                 verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
@@ -191,6 +193,9 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             log.debug("dropped an unprocessable message", exc_info=True)
         finally:
             self._on_notification_socket = False
+            if self.prefilter is not None:
+                self.prefilter.charge(transportDomain, transportAddress,
+                                      time.perf_counter() - started)
         return None
 
     def _answer_request(self, data: bytes, passed: PassedRequest) -> bytes | None:
@@ -362,6 +367,9 @@ def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: Contex
                                   if t.version != "3"], refusals=refusals)
     if previous is not None:  # a reload: SNMPv3 stays on the project's USM
         dispatcher.prefilter.v3_handler = previous.v3_handler
+        governor = previous.governor
+        if governor is not None and governor.budget == settings.limits.cpu_budget:
+            dispatcher.prefilter.governor = governor  # what each source used, kept
     dispatcher.use_fast_reads = settings.limits.fast_path
     assert dispatcher.handover is not None
     dispatcher.handover.community_names = {}

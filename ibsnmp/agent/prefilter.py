@@ -33,7 +33,10 @@ here. Longer lists are not read varbind by varbind:
   further, to agent.fast_v3: USM decides, then tooBig;
 - with a per-source rate limit, a source's requests beyond it, and with
   the aggregate one, all sources' requests beyond that (agent.ratelimit;
-  counted together in `rate_limited`, logged once per burst).
+  counted together in `rate_limited`, logged once per burst);
+- over the CPU budget, the datagrams of the sources that cost most
+  (agent.governor: each datagram's handling time is charged to its
+  source; counted in `governed`, logged once per burst).
 
 Everything dropped also counts in snmpInPkts, as every received message does.
 SNMPv3 messages within the limits on a listening socket go, with the
@@ -90,7 +93,8 @@ from .pending_counts import (
     SILENT_DROP,
     Counter,
 )
-from .ratelimit import RequestLimits
+from .governor import CpuGovernor
+from .ratelimit import BURST_GAP_S, RequestLimits
 from .refusals import (COMMUNITY_SOURCE, NO_WRITE_ACCESS, UNKNOWN_COMMUNITY,
                        UNKNOWN_COMMUNITY_CONTEXT, Reason, RefusalLog)
 from .transport import NOTIFICATION_DOMAINS
@@ -171,6 +175,9 @@ class Prefilter:
         limiter = RequestLimits(limits.requests_per_second_per_source,
                                 limits.requests_per_second, clock=clock)
         self.limiter = limiter if limiter else None
+        # The CPU shared fairly among the sources (charged by agent.engine).
+        self.governor = CpuGovernor(limits.cpu_budget) if limits.cpu_budget else None
+        self._governor_drop_at = float("-inf")
         # SNMPv3 messages on the listening sockets, through the project's USM
         # (agent.fast_v3.FastV3.handle): set by the engine.
         self.v3_handler: V3Handler | None = None
@@ -181,6 +188,10 @@ class Prefilter:
     def rate_limited(self) -> int:
         return self.limiter.dropped if self.limiter is not None else 0
 
+    @property
+    def governed(self) -> int:
+        return self.governor.dropped if self.governor is not None else 0
+
     def check(self, domain: Sequence[int], address: Any, data: bytes) -> Verdict | None:
         """A Verdict: what happens to the datagram (dropped, answered, or handed to the
         command responders). None: a v1/v2c request to answer (`passed_request`),
@@ -189,6 +200,10 @@ class Prefilter:
         if not notification and self.limiter is not None \
                 and not self.limiter.allow(source_address(address)):
             self._log_rate_limited(address)
+            return Verdict(())
+        if not notification and self.governor is not None \
+                and not self.governor.admit(address[0]):
+            self._log_governed(address)
             return Verdict(())
         try:
             header = read_header(data)
@@ -324,6 +339,23 @@ class Prefilter:
         if self.v3_handler is None:
             return Verdict((NO_HANDLER,))  # no USM yet (the engine sets it)
         return self.v3_handler(message, data, varbinds, address)
+
+    def charge(self, domain: Sequence[int], address: Any, seconds: float) -> None:
+        """What handling a datagram of `address` took (the CPU governor's account)."""
+        if self.governor is not None and not is_notification_domain(domain):
+            self.governor.charge(address[0], seconds)
+
+    def _log_governed(self, address: Any) -> None:
+        """One line per burst (drops BURST_GAP_S apart) of what the governor drops."""
+        governor = self.governor
+        assert governor is not None
+        now = time.monotonic()
+        if now - self._governor_drop_at > BURST_GAP_S:
+            log.warning("over the CPU budget of %g of a core for requests: dropping the "
+                        "datagrams of the sources that cost most, %s first (and maybe "
+                        "others); %d dropped since start", governor.budget,
+                        source_address(address), governor.dropped)
+        self._governor_drop_at = now
 
     def _log_rate_limited(self, address: Any) -> None:
         assert self.limiter is not None

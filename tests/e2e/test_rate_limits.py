@@ -73,13 +73,16 @@ def test_either_limit_alone_and_none() -> None:
 # -- configuration ------------------------------------------------------------------
 
 
-def test_the_aggregate_limit_is_on_by_default_and_0_turns_it_off() -> None:
+def test_the_aggregate_limit_is_off_by_default_the_cpu_budget_on() -> None:
     assert parse_config({}).limits == Limits()
-    assert Limits().requests_per_second == DEFAULT_REQUESTS_PER_SECOND > 0
-    config = parse_config({"limits": {"requests_per_second": 0}})
-    assert config.limits.requests_per_second == 0
+    assert Limits().requests_per_second == DEFAULT_REQUESTS_PER_SECOND == 0
+    assert Limits().cpu_budget == 0.8
+    config = parse_config({"limits": {"cpu_budget": 0}})
+    assert config.limits.cpu_budget == 0
     assert not RequestLimits(config.limits.requests_per_second_per_source,
                              config.limits.requests_per_second)
+    with pytest.raises(ConfigError, match=r"limits\.cpu_budget"):
+        parse_config({"limits": {"cpu_budget": 1.5}})
     config = parse_config({"limits": {"requests_per_second": 250,
                                       "requests_per_second_per_source": 20}})
     assert (config.limits.requests_per_second, config.limits.requests_per_second_per_source) \

@@ -1,0 +1,114 @@
+"""The agent's CPU, shared fairly among the sources that ask for it.
+
+What each datagram costs to handle is charged to its source address. While
+the agent's recent use stays within its budget (`budget` of one core),
+every source is served. Above it a source is served only while its own
+recent use is within its fair share: max-min fairness, the budget split
+evenly among the sources that would use more than an even split, the
+lighter ones keeping all they use. So under a flood the sources that cost
+most are dropped first, and a manager asking for little is never dropped
+while the agent has CPU to spare. A request-count cap could not do that:
+a 6,000 a second flood of refusals costs a quarter of a core, and a cap
+of 5,000 drops at random among everyone, the manager included.
+
+Recent use is an exponentially decayed sum of the seconds charged
+(`half_life`), per source and in all: a steady use of r seconds per
+second sums to r * tau, tau = half_life / ln 2. The fair level is worked
+out again at most every LEVEL_EVERY_S while over budget, from the sources'
+sums. The table keeps the most recently charged sources (`max_sources`):
+a source forgotten starts again from nothing, as does a new one, so the
+governor cannot stop a flood from ever new (spoofed) addresses; the
+per-datagram cost of refusing those is what bounds them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+DEFAULT_BUDGET = 0.8  # of one core, for requests: the rest is the provider's and the loop's
+HALF_LIFE_S = 1.0
+LEVEL_EVERY_S = 0.1
+DEFAULT_MAX_SOURCES = 4096
+
+
+class CpuGovernor:
+    """`admit(source)` before a datagram is handled, `charge(source, seconds)`
+    after; `dropped` counts the datagrams `admit` refused."""
+
+    __slots__ = ("budget", "dropped", "max_sources", "_tau", "_limit", "_sources", "_total",
+                 "_total_at", "_level", "_level_at", "_clock")
+
+    def __init__(self, budget: float = DEFAULT_BUDGET, *, half_life: float = HALF_LIFE_S,
+                 max_sources: int = DEFAULT_MAX_SOURCES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 < budget <= 1 or half_life <= 0 or max_sources < 1:
+            raise ValueError("budget in (0, 1], half_life and max_sources positive")
+        self.budget = budget
+        self.dropped = 0
+        self.max_sources = max_sources
+        self._tau = half_life / math.log(2)
+        self._limit = budget * self._tau  # the decayed sum a use of `budget` comes to
+        # source -> [decayed seconds, when last decayed]
+        self._sources: OrderedDict[str, list[float]] = OrderedDict()
+        self._total = 0.0
+        self._total_at = clock()
+        self._level = math.inf  # the fair share, as a decayed sum (inf: not over budget)
+        self._level_at = -math.inf
+        self._clock = clock
+
+    def admit(self, source: str) -> bool:
+        """Whether to handle one more datagram of `source` now."""
+        now = self._clock()
+        if self._decayed_total(now) <= self._limit:
+            return True
+        if now - self._level_at >= LEVEL_EVERY_S:
+            self._level, self._level_at = self._fair_level(now), now
+        entry = self._sources.get(source)
+        if entry is None or _decay(entry[0], now - entry[1], self._tau) <= self._level:
+            return True
+        self.dropped += 1
+        return False
+
+    def charge(self, source: str, seconds: float) -> None:
+        """`seconds` of handling spent on a datagram of `source`."""
+        now = self._clock()
+        self._total = self._decayed_total(now) + seconds
+        entry = self._sources.get(source)
+        if entry is None:
+            if len(self._sources) >= self.max_sources:
+                self._sources.popitem(last=False)
+            self._sources[source] = [seconds, now]
+            return
+        self._sources.move_to_end(source)
+        entry[0] = _decay(entry[0], now - entry[1], self._tau) + seconds
+        entry[1] = now
+
+    def use(self) -> float:
+        """The recent use, in seconds of CPU per second (1.0: a whole core)."""
+        return self._decayed_total(self._clock()) / self._tau
+
+    def _decayed_total(self, now: float) -> float:
+        self._total = _decay(self._total, now - self._total_at, self._tau)
+        self._total_at = now
+        return self._total
+
+    def _fair_level(self, now: float) -> float:
+        """The max-min fair share of the budget (a decayed sum) among the
+        sources' uses now: the lighter sources keep what they use, the rest
+        split what is left evenly."""
+        tau = self._tau
+        uses = sorted(_decay(used, now - at, tau) for used, at in self._sources.values())
+        left = self._limit
+        for heavier, use in enumerate(uses):
+            remaining = len(uses) - heavier
+            if use * remaining > left:
+                return left / remaining
+            left -= use
+        return math.inf
+
+
+def _decay(value: float, elapsed: float, tau: float) -> float:
+    return value * math.exp(-elapsed / tau) if elapsed > 0 else value
