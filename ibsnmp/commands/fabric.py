@@ -1,5 +1,7 @@
 """`ibsnmp fabric show|export`: look at a fabric without an agent: a simulated
-one (--fabric, --seed) or one read from an ibnetdiscover dump (--topology)."""
+one (--fabric, --seed) or one read from an ibnetdiscover dump (--topology).
+`ibsnmp fabric targets`: what snmp_exporter and Prometheus need to read
+every node of it through an agent."""
 
 from __future__ import annotations
 
@@ -7,14 +9,20 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.spec import SpecError
 from ibsnmp.prometheus import SHIPPED_SNMP_YML
+from ibsnmp.prometheus.scrape_config import (ALERT_RULES, DEFAULT_EXPORTER,
+                                             DEFAULT_SCRAPE_INTERVAL, DEFAULT_SCRAPE_TIMEOUT)
 
 from ibsnmp.providers.simulated import DEFAULT_SPEC
 
 from .run import add_fabric_arguments
+
+if TYPE_CHECKING:
+    from .prometheus_targets import PrometheusFiles
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -136,7 +144,7 @@ def _export(args: argparse.Namespace) -> int:
 def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
     targets = actions.add_parser(
         "targets", help="write snmp_exporter modules and Prometheus file_sd targets "
-                        "for every node's context")
+                        "for every node's context, and Prometheus' configuration")
     add_fabric_arguments(targets, default=DEFAULT_SPEC)
     _add_topology_arguments(targets)
     targets.add_argument("--agent", required=True, metavar="HOST:PORT",
@@ -158,7 +166,47 @@ def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
     targets.add_argument("--from-agent", action="store_true",
                          help="read the nodes from the agent at --agent (its IB-SM-MIB NodeInfo "
                               "table, with the --auth credentials) instead of a fabric")
+    _add_prometheus_arguments(targets)
     targets.set_defaults(handler=_targets)
+
+
+# Options that only mean something with --prometheus-out; None when not given.
+_PROMETHEUS_ONLY = ("exporter", "rules_out", "scrape_interval", "scrape_timeout")
+
+
+def _add_prometheus_arguments(targets: argparse.ArgumentParser) -> None:
+    targets.add_argument("--prometheus-out", type=Path, metavar="FILE",
+                         help="also write Prometheus' configuration: jobs ib_if, ib_pma and "
+                              "ib_sm through the exporter, the --targets-out list, the alert "
+                              "rules (paths inside its folder are written relative to it)")
+    targets.add_argument("--exporter", metavar="HOST:PORT",
+                         help="with --prometheus-out: the exporter's address as Prometheus "
+                              f"reaches it (default {DEFAULT_EXPORTER})")
+    targets.add_argument("--rules-out", type=Path, metavar="FILE",
+                         help="with --prometheus-out: where to write the alert rules (default "
+                              f"{ALERT_RULES.name} beside the --prometheus-out file)")
+    targets.add_argument("--scrape-interval", metavar="DURATION",
+                         help="with --prometheus-out: how often to scrape and evaluate the "
+                              f"rules (default {DEFAULT_SCRAPE_INTERVAL}; more on a large fabric)")
+    targets.add_argument("--scrape-timeout", metavar="DURATION",
+                         help="with --prometheus-out: a scrape's time limit, at most the "
+                              f"interval (default {DEFAULT_SCRAPE_TIMEOUT}, or the interval "
+                              "when shorter)")
+
+
+def _prometheus_files(args: argparse.Namespace) -> PrometheusFiles | None:
+    """What --prometheus-out and its options ask for; TargetsError for an
+    option of it given without it, or for a duration Prometheus refuses."""
+    from .prometheus_targets import TargetsError, scrape_files
+
+    if args.prometheus_out is None:
+        given = [name for name in _PROMETHEUS_ONLY if getattr(args, name) is not None]
+        if given:
+            raise TargetsError(f"--{given[0].replace('_', '-')} needs --prometheus-out")
+        return None
+    return scrape_files(args.prometheus_out, rules_out=args.rules_out, exporter=args.exporter,
+                        scrape_interval=args.scrape_interval,
+                        scrape_timeout=args.scrape_timeout)
 
 
 def _targets(args: argparse.Namespace) -> int:
@@ -167,6 +215,7 @@ def _targets(args: argparse.Namespace) -> int:
     try:
         kinds = pt.check_kinds(args.kinds.split(","))
         auth = pt.read_auth(args.auth)
+        prometheus = _prometheus_files(args)  # checked before any file is written
         if args.from_agent:
             from .agent_nodes import read_agent_nodes
 
@@ -181,9 +230,14 @@ def _targets(args: argparse.Namespace) -> int:
             nodes, agent=args.agent, shipped=args.snmp_yml, auth=auth,
             config_out=args.config_out, targets_out=args.targets_out,
             per_node=[name for name in args.per_node.split(",") if name])
+        if prometheus is not None:
+            pt.write_prometheus(prometheus, agent=args.agent, targets_out=args.targets_out)
     except (pt.TargetsError, OSError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return 2
     print(f"{len(nodes)} nodes: {modules} per-node modules in {args.config_out}, "
           f"targets in {args.targets_out}")
+    if prometheus is not None:
+        print(f"Prometheus configuration in {prometheus.config_out}, "
+              f"alert rules in {prometheus.rules_out}")
     return 0

@@ -12,7 +12,9 @@ come out:
   added, then the per-node copies;
 - a file_sd target list: one group per node, the agent's address as its
   target and labels `node_name`, `node_guid`, `node_kind`, from which a
-  scrape job's relabeling derives `__param_module` (`ib_if@<guid>`).
+  scrape job's relabeling derives `__param_module` (`ib_if@<guid>`);
+- on request, Prometheus' configuration that reads them, and the shipped
+  alert rules beside it (ibsnmp/prometheus/scrape_config.py).
 
 The nodes come from a fabric (simulated or an ibnetdiscover dump) or from
 the agent itself (agent_nodes.py).
@@ -21,6 +23,7 @@ the agent itself (agent_nodes.py).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +33,10 @@ from pathlib import Path
 from ibsnmp.atomicfile import write_atomically
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.naming import KIND_WORDS
+from ibsnmp.prometheus.scrape_config import (ALERT_RULES, DEFAULT_EXPORTER,
+                                             DEFAULT_SCRAPE_INTERVAL, PrometheusSetup,
+                                             check_scrape_times, default_timeout,
+                                             prometheus_config)
 
 PER_NODE_MODULES = ("ib_if", "ib_pma")
 NODE_KINDS = tuple(KIND_WORDS.values())
@@ -176,6 +183,54 @@ def write_targets(nodes: Sequence[NodeTarget], *, agent: str, shipped: Path, aut
     write_atomically(targets_out, file_sd_targets(nodes, agent).encode("utf-8"))
     targets_out.chmod(0o644)
     return len(nodes) * len(per_node)
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusFiles:
+    config_out: Path  # prometheus.yml
+    rules_out: Path  # the alert rules it names
+    exporter: str  # HOST:PORT, as Prometheus reaches the exporter
+    scrape_interval: str  # Prometheus durations (scrape_files checks them)
+    scrape_timeout: str
+
+
+def prometheus_path(path: Path, config_folder: Path) -> str:
+    """How prometheus.yml names a file: relative to its own folder when the
+    file lies inside it (Prometheus resolves a relative path from there, so
+    the two may move together), else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(os.path.abspath(config_folder)))
+    except ValueError:
+        return str(absolute)
+
+
+def scrape_files(config_out: Path, *, rules_out: Path | None, exporter: str | None,
+                 scrape_interval: str | None, scrape_timeout: str | None) -> PrometheusFiles:
+    """The files to write with their settings, defaults filled in; a
+    TargetsError for durations Prometheus would refuse."""
+    interval = scrape_interval or DEFAULT_SCRAPE_INTERVAL
+    try:
+        timeout = scrape_timeout or default_timeout(interval)
+        check_scrape_times(interval, timeout)
+    except ValueError as exc:
+        raise TargetsError(str(exc)) from None
+    return PrometheusFiles(config_out, rules_out or config_out.with_name(ALERT_RULES.name),
+                           exporter or DEFAULT_EXPORTER, interval, timeout)
+
+
+def write_prometheus(files: PrometheusFiles, *, agent: str, targets_out: Path) -> None:
+    """Write prometheus.yml, reading the file_sd list at `targets_out`, and
+    the shipped alert rules it names. Neither holds a secret: mode 0644."""
+    folder = files.config_out.parent
+    config = prometheus_config(PrometheusSetup(
+        agent=agent, exporter=files.exporter, targets_file=prometheus_path(targets_out, folder),
+        rules_file=prometheus_path(files.rules_out, folder),
+        scrape_interval=files.scrape_interval, scrape_timeout=files.scrape_timeout))
+    for path, data in ((files.rules_out, ALERT_RULES.read_bytes()),
+                       (files.config_out, config.encode("utf-8"))):
+        write_atomically(path, data)
+        path.chmod(0o644)
 
 
 def check_kinds(kinds: Iterable[str]) -> list[str]:
