@@ -431,7 +431,13 @@ def _run(args: argparse.Namespace) -> int:
         contexts = AggregatorContexts(provider)
 
     def started(agent: Agent) -> None:
+        from ibsnmp.agentx.service import sys_up_time
+
         agent.reload_hooks.append(link_traps.reload)
+        # ifLastChange counts in sysUpTime's time, from the engine's start: a
+        # change is never dated after the trap that reports it.
+        uptime = sys_up_time(agent.engine.engine)
+        interfaces.use_clock(lambda: uptime() / 100)
         announce(agent)
         settle()  # the fabric, the MIB modules and the engine live as long as the agent
 

@@ -190,7 +190,7 @@ def _trap(args: argparse.Namespace) -> int:
         fabric = build_fabric(args.fabric, seed=args.seed)
         overrides = {field: getattr(args, field) for field, _p, _h in FIELD_OPTIONS}
         event = default_event(fabric, trap, args.node, overrides)
-        notification = map_event(event)
+        notification = map_event(event, fabric.nodes.get(event.node_guid))
     except (ConfigError, MappingError, SpecError) as exc:
         return _fail(str(exc))
     return asyncio.run(_send(args, target, engine_id, event, notification,

@@ -4,8 +4,12 @@ interface appeared or vanished (ifTableLastChange).
 
 The model holds only the present, so the agent feeds every snapshot it
 serves to one InterfaceHistory, which compares it with the one before.
-Times are seconds since the history started (the agent's start, sysUpTime
-0); None means nothing happened since then (the MIB's zero).
+Times are seconds of the history's clock: since the history started, until
+`use_clock` hands it the agent's sysUpTime, whose readings they then are.
+A history made before the SNMP engine (as `ibsnmp run` makes it) needs
+that: else ifLastChange counts from an earlier zero than sysUpTime and
+reads later than the linkDown that reports the same change. None means
+nothing happened since the start (the MIB's zero).
 
 Comparing must stay cheap: a live poll swaps a snapshot every few seconds
 and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A swap
@@ -61,8 +65,9 @@ class SwappingProvider(Protocol):
 class InterfaceHistory:
     """Fed every snapshot the agent serves; remembers per port (PortRef)
     when its IF-MIB oper status last changed and when a 64-bit counter last
-    went backwards (cleared), as seconds since the history started (the
-    agent's start: sysUpTime 0)."""
+    went backwards (cleared), in seconds of its clock: since it started,
+    or the agent's sysUpTime once `use_clock` gave it that. A change is
+    never dated after the observation that found it."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -97,6 +102,21 @@ class InterfaceHistory:
     def table_last_change(self) -> float | None:
         """Seconds since start when an interface last appeared or vanished."""
         return self._table_changed
+
+    # -- its clock -----------------------------------------------------------------------
+
+    def use_clock(self, clock: Callable[[], float]) -> None:
+        """Read time from `clock()` from now on, in seconds since its own
+        zero (the agent's sysUpTime / 100); the times recorded so far move
+        to it, and one that falls before its zero is forgotten (the MIB's
+        zero: before the agent started)."""
+        with self._lock:
+            shift = clock() - (self._clock() - self._start)
+            self._clock, self._start = clock, 0.0
+            self._changed = _moved(self._changed, shift)
+            self._discontinuity = _moved(self._discontinuity, shift)
+            table = self._table_changed
+            self._table_changed = None if table is None or table + shift < 0 else table + shift
 
     # -- feeding it ----------------------------------------------------------------------
 
@@ -206,7 +226,9 @@ class InterfaceHistory:
                 when = dated.get(ref)
                 if when is None or when <= self._changed.get(ref, 0.0):
                     when = now
-                self._changed[ref] = when
+                # A scenario's date is never later than this sight of it: a
+                # linkDown sent for it carries a sysUpTime read after now.
+                self._changed[ref] = min(when, now)
             if _went_backwards(old.readings, seen.readings):
                 self._discontinuity[ref] = now
         if len(ports) != len(old_ports) or any(num not in ports for num in old_ports):
@@ -256,6 +278,11 @@ class InterfaceHistory:
     def _is_interface(self, ref: PortRef) -> bool:
         ports = self._nodes.get(ref.guid)
         return ports is not None and ref.port in ports
+
+
+def _moved(times: dict[PortRef, float], shift: float) -> dict[PortRef, float]:
+    """`times` moved by `shift`; those that fall before zero are dropped."""
+    return {ref: when + shift for ref, when in times.items() if when + shift >= 0}
 
 
 def _traffic_readings(values: Mapping[str, int], wide: frozenset[str]) -> tuple[int | None, ...] | None:

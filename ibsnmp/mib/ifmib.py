@@ -42,7 +42,7 @@ from ..fabric.interfaces import (
     speed_mbps,
 )
 from ..fabric.lineage import Aspect, NodeDerived
-from ..fabric.model import Node, Port, PortRef
+from ..fabric.model import Fabric, Node, Port, PortRef
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
 from .facts import truth
@@ -51,6 +51,7 @@ from .loader import definitions, size_range
 MAX_GAUGE32 = 4_294_967_295  # ifSpeed above this reads this (RFC 2863)
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
+TICK_SLACK = 1e-6  # of a tick: far above a float's error, far below a tick
 ENABLED, DISABLED = 1, 2  # ifLinkUpDownTrapEnable
 _ALIAS_SIZE = size_range(definitions().objects["ifAlias"].syntax)
 assert _ALIAS_SIZE is not None  # ifAlias is a DisplayString (SIZE(0..64))
@@ -76,7 +77,9 @@ class InterfaceEvents(Protocol):
 
 def _ticks(seconds: float | None) -> int:
     """TimeTicks (centiseconds) of a moment after agent start; 0 for none."""
-    return 0 if seconds is None else int(seconds * 100) & MASK32
+    # A time read from sysUpTime is whole ticks / 100, which a float may hold
+    # a hair below (0.29 * 100 = 28.999...): never one tick less than it read.
+    return 0 if seconds is None else int(seconds * 100 + TICK_SLACK) & MASK32
 
 
 class _IfRow:
@@ -90,8 +93,8 @@ class _IfRow:
         self.node = node
         self.port = port
         self.if_index = if_index
-        self.name = interface_name(node, port.num).encode("ascii")
-        self.alias = _fit(far_end_name(fabric, port), ALIAS_OCTETS).encode("ascii")
+        self.name = if_name(node, port.num)
+        self.alias = if_alias(fabric, port)
         self.mbps = _speed(port, fdr10)
         self._at: tuple[float, Any] | None = None
         self._counters: InterfaceCounters | None = None
@@ -105,6 +108,16 @@ class _IfRow:
             self._counters = interface_counters(fabric, self.port, target.elapsed)
             self._at = at
         return self._counters
+
+
+def if_name(node: Node, port_num: int) -> bytes:
+    """ifName (and ifDescr) of the node's port, as every context names it."""
+    return interface_name(node, port_num).encode("ascii")
+
+
+def if_alias(fabric: Fabric, port: Port) -> bytes:
+    """ifAlias of `port`: the far end's name, cut to the 64 octets ifAlias holds."""
+    return _fit(far_end_name(fabric, port), ALIAS_OCTETS).encode("ascii")
 
 
 def _fit(name: str, size: int) -> str:

@@ -42,7 +42,7 @@ from ..fabric.iba import (
     SmState,
     guid_bytes,
 )
-from ..fabric.model import sl2vl_by_input
+from ..fabric.model import Node, sl2vl_by_input
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
@@ -219,9 +219,14 @@ def _port_list(mask: int) -> bytes:
 
 
 def _node_string(target: ContextTarget) -> str | None:
+    return node_string(target.node)
+
+
+def node_string(node: Node) -> str | None:
+    """ibSmaNodeString of `node`; None: it has no instance."""
     # DisplayString (SIZE(1..64)): NodeDescription is 64 octets; DisplayString
     # is ASCII, so other characters become '?'. None: NodeDescription not read.
-    description = target.node.description
+    description = node.description
     if description is None:
         return None
     text = description.encode("ascii", "replace").decode("ascii")[:64]

@@ -12,10 +12,14 @@ for the first time or gone with its node raises nothing (no transition).
 
 Each notification speaks for the node whose port changed, as its IBA traps
 do (its context for SNMPv3, its agent address for SNMPv1), and carries the
-port's ifTable row in that context: ifIndex.<n>, ifAdminStatus.<n>,
-ifOperStatus.<n>. n is the port number in a node's own context; the local
-node's notifications speak in the default context, where a host with
-several CAs numbers them all (fabric.interfaces.context_interfaces).
+port's row in that context: ifIndex.<n>, ifAdminStatus.<n>, ifOperStatus.<n>
+(its OBJECTS), then ifName.<n> and ifAlias.<n> (`leaf02/3`, the far end's
+name), then the node's GUID and description (node_names), with the values
+a GET in that context reads: over SNMPv1/v2c, which carry no context, they
+tell a receiver which node's port n it is. n is the port number in a
+node's own context; the local node's notifications speak in the default
+context, where a host with several CAs numbers them all
+(fabric.interfaces.context_interfaces).
 
 Comparing stays cheap: a swap that names the nodes it changed
 (fabric.swap.Swap) is compared on those alone; otherwise a node whose
@@ -38,10 +42,12 @@ from ibsnmp.fabric.interfaces import (
     oper_status,
 )
 from ibsnmp.fabric.model import Fabric, Node, Port
-from ibsnmp.mib.loader import definitions
 from ibsnmp.fabric.swap import Swap, nodes_to_compare
+from ibsnmp.mib.ifmib import if_alias, if_name
+from ibsnmp.mib.loader import definitions
 
 from .mapping import Notification, NotificationSpec, Oid
+from .node_names import VarBind, instance_varbind, node_varbinds
 
 # IF-MIB (RFC 2863) snmpTraps.3 and .4; their OBJECTS, in clause order.
 LINK_DOWN: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5, 3)
@@ -52,14 +58,20 @@ OWN_CONTEXT_POSITION = 0
 
 
 class LinkChange(NamedTuple):
-    """A port whose IF-MIB oper status changed: `port` as it is now,
-    `if_index` its ifIndex in the context its notifications speak in."""
+    """A port of `node` whose IF-MIB oper status changed (the node and the
+    port as they are now); `if_index` is its ifIndex in the context its
+    notifications speak in, `if_alias` its ifAlias there now."""
 
-    node_guid: int
+    node: Node
     port: Port
     before: IfOperStatus
     after: IfOperStatus
     if_index: int
+    if_alias: bytes
+
+    @property
+    def node_guid(self) -> int:
+        return self.node.guid
 
     @property
     def notification_name(self) -> str | None:
@@ -82,16 +94,24 @@ def link_specs() -> dict[str, NotificationSpec]:
 
 
 def link_notification(change: LinkChange) -> Notification | None:
-    """The notification `change` raises, or None."""
+    """The notification `change` raises, or None: its OBJECTS, then what
+    names the port and its node (see the module doc)."""
     name = change.notification_name
     if name is None:
         return None
     spec = link_specs()[name]
     index = change.if_index
     values = (index, admin_status(change.port), change.after)
-    varbinds = tuple((obj.oid + (index,), obj.syntax.clone(int(value)))
-                     for obj, value in zip(spec.objects, values))
-    return Notification(spec, change.node_guid, varbinds)
+    objects = tuple((obj.oid + (index,), obj.syntax.clone(int(value)))
+                    for obj, value in zip(spec.objects, values))
+    return Notification(spec, change.node_guid,
+                        objects + _port_names(change) + node_varbinds(change.node_guid, change.node))
+
+
+def _port_names(change: LinkChange) -> tuple[VarBind, ...]:
+    """ifName.<n> and ifAlias.<n> of the port, as its context reads them."""
+    return (instance_varbind("ifName", change.if_index, if_name(change.node, change.port.num)),
+            instance_varbind("ifAlias", change.if_index, change.if_alias))
 
 
 _PortsSeen = dict[int, tuple[Port, IfOperStatus]]  # port number -> the port and its status
@@ -139,7 +159,8 @@ def _port_changes(fabric: Fabric, node: Node, before: _PortsSeen, now: _PortsSee
     for num, (port, status) in now.items():
         old = before.get(num)
         if old is not None and old[0] is not port and old[1] is not status:
-            yield LinkChange(node.guid, port, old[1], status, notification_if_index(fabric, node, num))
+            yield LinkChange(node, port, old[1], status, notification_if_index(fabric, node, num),
+                             if_alias(fabric, port))
 
 
 def notification_if_index(fabric: Fabric, node: Node, port_num: int) -> int:

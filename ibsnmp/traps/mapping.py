@@ -1,10 +1,13 @@
-"""TrapEvent -> SMA-MIB notification: OID, and exactly the OBJECTS it lists.
+"""TrapEvent -> SMA-MIB notification: OID, the OBJECTS it lists, then the node.
 
 Each of the ten NOTIFICATION-TYPEs is read from `compiled_mibs/` (OID and
 OBJECTS clause), and every varbind is `<object>.0` typed with the object's
 compiled syntax, so ranges and sizes are checked by the MIB, never re-typed
 here. An event that lacks a field the notification needs, or whose value
-does not fit the object, raises MappingError: nothing is made up.
+does not fit the object, raises MappingError: nothing is made up. After
+the OBJECTS, in their order, come the varbinds that name the node that
+raised the trap (node_names: ibSmaNodeGuid.0, ibSmaNodeString.0), since
+ibSmaNodeLid alone does not tell a receiver which node it is.
 
 SNMPv2c/v3 PDUs start with sysUpTime.0 and snmpTrapOID.0 (RFC 3416 4.2.6).
 
@@ -23,8 +26,9 @@ for notification N therefore carries:
 - agent-addr    = the agent's IPv4 address (the address it sends from
   towards that receiver, or the target's `agent_address`);
 - time-stamp    = sysUpTime of the agent when the event happened;
-- varbinds      = the notification's OBJECTS only, each `<object>.0`
-  (no sysUpTime.0 / snmpTrapOID.0: those are header fields in SNMPv1).
+- varbinds      = the notification's OBJECTS, each `<object>.0`, then
+  the node's ibSmaNodeGuid.0 and ibSmaNodeString.0 (no sysUpTime.0 /
+  snmpTrapOID.0: those are header fields in SNMPv1).
 
 A receiver that translates SNMPv1 traps back to SNMPv2 (RFC 3584 3.1, as
 snmptrapd does for trap handlers and forwarding) computes snmpTrapOID.0 =
@@ -50,9 +54,11 @@ from pyasn1.type import constraint, univ
 from pysnmp.proto import rfc1902
 
 from ibsnmp.events import IbaTrap, TrapEvent
+from ibsnmp.fabric.model import Node
+from ibsnmp.mib.api import Oid
 from ibsnmp.mib.loader import NotificationDef, ObjectDef, definitions, size_range
 
-Oid = tuple[int, ...]
+from .node_names import VarBind, node_varbinds
 
 SYS_UP_TIME_0: Oid = (1, 3, 6, 1, 2, 1, 1, 3, 0)
 SNMP_TRAP_OID_0: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0)
@@ -134,11 +140,12 @@ class NotificationSpec:
 
 @dataclass(frozen=True, slots=True)
 class Notification:
-    """A mapped event: the notification and its typed OBJECTS varbinds."""
+    """A mapped event: the notification and its typed varbinds (its
+    OBJECTS, then what names its node)."""
 
     spec: NotificationSpec
     node_guid: int
-    varbinds: tuple[tuple[Oid, Any], ...]
+    varbinds: tuple[VarBind, ...]
 
     @property
     def name(self) -> str:
@@ -148,8 +155,8 @@ class Notification:
     def oid(self) -> Oid:
         return self.spec.oid
 
-    def v2_varbinds(self, uptime: int | rfc1902.TimeTicks) -> list[tuple[Oid, Any]]:
-        """sysUpTime.0, snmpTrapOID.0, then the OBJECTS (RFC 3416 4.2.6)."""
+    def v2_varbinds(self, uptime: int | rfc1902.TimeTicks) -> list[VarBind]:
+        """sysUpTime.0, snmpTrapOID.0, then the varbinds (RFC 3416 4.2.6)."""
         ticks = uptime if isinstance(uptime, rfc1902.TimeTicks) else rfc1902.TimeTicks(uptime)
         return [(SYS_UP_TIME_0, ticks),
                 (SNMP_TRAP_OID_0, rfc1902.ObjectIdentifier(self.spec.oid)),
@@ -205,15 +212,17 @@ def resolve_trap(text: str) -> IbaTrap:
                        f"{', '.join(NOTIFICATION_OF.values())}, or an IBA trap number)")
 
 
-def map_event(event: TrapEvent) -> Notification:
-    """The notification for `event`; raise MappingError if a needed field is
+def map_event(event: TrapEvent, node: Node | None = None) -> Notification:
+    """The notification for `event`: its OBJECTS, then the varbinds naming
+    the node that raised it (`node`, that node as the agent serves it;
+    None: only its GUID is known). Raise MappingError if a needed field is
     missing or out of the object's range."""
     spec = spec_of(event.trap)
-    varbinds = tuple(
+    objects = tuple(
         (obj.oid + (0,), typed_value(obj, getattr(event, FIELD_OF[obj.name]), spec.name))
         for obj in spec.objects
     )
-    return Notification(spec, event.node_guid, varbinds)
+    return Notification(spec, event.node_guid, objects + node_varbinds(event.node_guid, node))
 
 
 def typed_value(obj: ObjectDef, value: int | None, notification: str = "") -> Any:

@@ -9,8 +9,9 @@ receiver that is down costs memory bounded by `queue_size`, not latency.
 
 Notifications speak for the node that raised the event: SNMPv3 ones are
 sent in the node's context (contextName = 16 lower-case hex digits of the
-node GUID, "" for the agent's local node); SNMPv1/v2c ones identify the
-node by their varbinds (its LID); SNMPv1 agent-addr is the agent's address.
+node GUID, "" for the agent's local node); every version carries the
+node's GUID and description as varbinds (node_names), which is all that
+names the node in SNMPv1/v2c; SNMPv1 agent-addr is the agent's address.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pysnmp.proto.api import v2c
 from ibsnmp.agent.config import TrapTarget
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS
 from ibsnmp.events import TrapEvent
+from ibsnmp.fabric.model import Node
 
 from .mapping import SNMP_TRAP_ADDRESS_0, MappingError, Notification, map_event
 from .queue import DropQueue, RateLimiter
@@ -231,17 +233,21 @@ class TrapOriginator:
 
     `notify` is the provider listener. `local_node_guid()` names the node
     the default context speaks for (its notifications use contextName "").
+    `node_of(guid)` is the node with that GUID as the agent serves it now
+    (None: unknown), whose description an event's notification carries.
     `relays` get every notification too, as queued (the AgentX master).
     """
 
     def __init__(self, engine: SnmpEngine, targets: Sequence[TrapTarget], *,
                  local_node_guid: Callable[[], int | None] = lambda: None,
+                 node_of: Callable[[int], Node | None] = lambda guid: None,
                  relays: Sequence[Callable[[Outgoing], None]] = ()) -> None:
         self.engine = engine
         self.targets = tuple(targets)
         self.relays = tuple(relays)
         self.rejected = 0  # events that could not be mapped
         self._local_node_guid = local_node_guid
+        self._node_of = node_of
         self._ntf = ntforg.NotificationOriginator()
         self._senders: list[TargetSender] = []
         self._domains: list[tuple[int, ...]] = []
@@ -323,7 +329,7 @@ class TrapOriginator:
     def notify(self, event: TrapEvent) -> None:
         """Provider listener: map and queue; never blocks, never raises."""
         try:
-            notification = map_event(event)
+            notification = map_event(event, self._node_of(event.node_guid))
         except MappingError as exc:
             self.rejected += 1
             if int(event.trap) not in self._rejected_traps:  # once per trap number
@@ -333,12 +339,14 @@ class TrapOriginator:
         place = f"LID {event.lid}" + (f" port {event.port}" if event.port is not None else "")
         self.submit(notification, place)
 
-    def submit(self, notification: Notification, where: str = "") -> Outgoing:
+    def submit(self, notification: Notification, where: str = "",
+               uptime: rfc1902.TimeTicks | None = None) -> Outgoing:
         """Queue `notification` to every receiver (`where`: its node's LID
-        and port, for the log line)."""
+        and port, for the log line) with sysUpTime.0 `uptime`, when the
+        agent saw what it reports (None: now)."""
         item = Outgoing(notification,
                         node_context_name(notification.node_guid, self._local_node_guid()),
-                        self.uptime())
+                        self.uptime() if uptime is None else uptime)
         for sender in self._senders:
             sender.queue.put(item)
         for relay in self.relays:

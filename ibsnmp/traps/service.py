@@ -5,7 +5,9 @@ the originator in force, so a configuration reload can replace the targets
 (a new originator) without touching the provider. Every snapshot the
 provider swaps in is also compared with the one before: a port whose link
 went down or came up raises IF-MIB linkDown / linkUp (link_events.py)
-unless `[traps] if_mib = false`. The agent's own notifications (coldStart,
+unless `[traps] if_mib = false`, with the sysUpTime of that swap: the
+agent's interface history, fed the same swap first, dates the change in
+ifLastChange no later. The agent's own notifications (coldStart,
 authenticationFailure: traps.standard) go to the targets alone (`send_own`).
 """
 
@@ -18,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from pysnmp.entity.engine import SnmpEngine
+from pysnmp.proto import rfc1902
 
 from ibsnmp.agent.config import TrapTarget
 from ibsnmp.events import TrapEvent
@@ -45,8 +48,8 @@ class NotificationService:
         self._links: PortStatusWatch | None = None  # while IF-MIB notifications are sent
         self._loop: asyncio.AbstractEventLoop | None = None
         # Link notifications found at a swap, not sent yet (a provider may swap in a thread),
-        # each with the port it speaks of (for the log line).
-        self._pending: list[tuple[Notification, str]] = []
+        # each with the port it speaks of (for the log line) and the swap's sysUpTime.
+        self._pending: list[tuple[Notification, str, rfc1902.TimeTicks]] = []
         self._pending_lock = threading.Lock()
         provider.add_listener(self._forward)
         add_swap_listener = getattr(provider, "add_swap_listener", None)
@@ -62,11 +65,13 @@ class NotificationService:
         after the IBA traps the provider emits for the same change (a
         provider swaps, then emits): once its current step is done, or at
         its next swap if that comes first."""
-        links, loop = self._links, self._loop
-        if links is None or loop is None:
+        links, loop, originator = self._links, self._loop, self.originator
+        if links is None or loop is None or originator is None:
             return
         self._send_pending()
-        found = [(n, f"port {change.port.num}") for change in links.changes_at(swap)
+        # When the agent saw the change, not when the loop gets to send it.
+        seen = originator.uptime()
+        found = [(n, f"port {change.port.num}", seen) for change in links.changes_at(swap)
                  if (n := link_notification(change)) is not None]
         if found:
             with self._pending_lock:
@@ -77,8 +82,8 @@ class NotificationService:
         with self._pending_lock:
             pending, self._pending = self._pending, []
         if self.originator is not None:
-            for notification, where in pending:
-                self.originator.submit(notification, where)
+            for notification, where, seen in pending:
+                self.originator.submit(notification, where, seen)
 
     async def apply(self, targets: tuple[TrapTarget, ...], if_mib: bool | None = None) -> None:
         """Send to `targets` from now on (IF-MIB link notifications too unless
@@ -93,6 +98,7 @@ class NotificationService:
         originator = TrapOriginator(
             self._engine, targets,
             local_node_guid=lambda: self._provider.snapshot.local_node_guid,
+            node_of=lambda guid: self._provider.snapshot.nodes.get(guid),
             relays=self._relays)
         await originator.start()
         if any(t.version == "3" and t.kind == "trap" for t in targets):

@@ -127,8 +127,8 @@ async def test_v1(receiver: TrapReceiver, events: list[TrapEvent], fabric: Fabri
         assert received.enterprise == "SMA-MIB::ibSmaNotifications"
         assert (received.generic, received.specific) == ("6", str(spec.oid[-1]))
         assert received.agent_address == "127.0.0.1"  # what the agent sends from
-        # Only the OBJECTS: sysUpTime and the trap OID are header fields in v1,
-        # and snmpTrapAddress became agent-addr.
+        # The OBJECTS and the node's GUID: sysUpTime and the trap OID are header
+        # fields in v1, and snmpTrapAddress became agent-addr.
         assert list(received.varbinds) == expected_varbinds(event)
     # Translated back to v2 (RFC 3584 3.1), as snmptrapd hands it to traphandle.
     deadline = time.monotonic() + 10

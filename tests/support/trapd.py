@@ -208,8 +208,14 @@ def _size(obj: ObjectDef) -> int:
     return bounds[1]
 
 
-def expected_varbinds(event: TrapEvent) -> list[tuple[str, str]]:
-    """(name, value) of the notification's OBJECTS as snmptrapd shows them."""
+def expected_varbinds(event: TrapEvent, node_string: str | None = None) -> list[tuple[str, str]]:
+    """(name, value) of the notification's OBJECTS, then of the node's GUID
+    and (when the originator knows the node) `node_string`, as snmptrapd
+    shows them."""
     spec = map_event(event).spec
-    return [(f"SMA-MIB::{obj.name}.0", display(obj, getattr(event, FIELD_OF[obj.name])))
-            for obj in spec.objects]
+    objects = [(f"SMA-MIB::{obj.name}.0", display(obj, getattr(event, FIELD_OF[obj.name])))
+               for obj in spec.objects]
+    node = [("SMA-MIB::ibSmaNodeGuid.0", f"STRING: {event.node_guid:016x}")]
+    if node_string is not None:
+        node.append(("SMA-MIB::ibSmaNodeString.0", f"STRING: {node_string}"))
+    return objects + node

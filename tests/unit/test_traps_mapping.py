@@ -29,6 +29,7 @@ from tests.support.paths import PROJECT_ROOT
 
 SMA_MIB = PROJECT_ROOT / "mibs" / "SMA-MIB"
 NOTIFICATIONS = 1, 3, 6, 1, 3, 117, 3, 2
+NODE_GUID_0 = (1, 3, 6, 1, 3, 117, 3, 1, 1, 7, 0)  # SMA-MIB ibSmaNodeGuid.0
 
 
 def mib_notifications() -> dict[str, tuple[list[str], int]]:
@@ -69,9 +70,11 @@ def test_varbinds_are_the_objects_with_compiled_types(trap: IbaTrap) -> None:
     event = full_event(trap)
     notification = map_event(event)
     spec = notification.spec
-    assert len(notification.varbinds) == len(spec.objects)
+    # The OBJECTS, then the GUID of the node that raised it (its name when known).
+    objects = notification.varbinds[:len(spec.objects)]
+    assert [oid for oid, _ in notification.varbinds[len(spec.objects):]] == [NODE_GUID_0]
     defs = definitions()
-    for (oid, value), obj in zip(notification.varbinds, spec.objects, strict=True):
+    for (oid, value), obj in zip(objects, spec.objects, strict=True):
         assert oid == defs.objects[obj.name].oid + (0,)
         assert type(value) is type(obj.syntax)  # the compiled syntax, not a re-typed one
         raw = getattr(event, FIELD_OF[obj.name])
@@ -90,9 +93,10 @@ def test_varbinds_are_the_objects_with_compiled_types(trap: IbaTrap) -> None:
 
 
 def test_only_the_listed_objects() -> None:
-    # 128 lists ibSmaNodeLid only: a port in the event is not sent.
+    # 128 lists ibSmaNodeLid only: a port in the event is not sent (the node's GUID follows).
     notification = map_event(full_event(IbaTrap.LINK_STATE_CHANGE))
-    assert [oid[-2] for oid, _ in notification.varbinds] == [14]
+    assert [oid for oid, _ in notification.varbinds] == [
+        definitions().objects["ibSmaNodeLid"].oid + (0,), NODE_GUID_0]
     # 259's DESCRIPTION mentions <PORTNO>, but its OBJECTS do not list it.
     names = [o.name for o in spec_of(259).objects]
     assert "ibSmaNodePortNum" not in names and len(names) == 10
