@@ -60,8 +60,10 @@ class TwoPaths:
                                                               view="with-keys"),
                          *([Community(name=WRITE_COMMUNITY, access="write")]
                            if state is not None else [])),
-            # Whole GETBULKs: compared; no rate limit: tests send thousands at once.
-            limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0, requests_per_second=0))
+            # Whole GETBULKs: compared; no rate limit and no CPU budget: tests
+            # send thousands at once, from one source, as fast as they can.
+            limits=Limits(max_varbinds=65_535, getbulk_fill_ms=0, requests_per_second=0,
+                          cpu_budget=0))
         self.agent: AgentEngine = build_engine(settings, frozen, build_mib(state),
                                                fabric_summary="diff")
         self.engine = self.agent.engine
