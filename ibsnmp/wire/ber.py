@@ -92,11 +92,10 @@ def read_integer(data: bytes, start: int, end: int, low: int, high: int,
 
 def check_oid(data: bytes, start: int, end: int) -> None:
     """Refuse an OBJECT IDENTIFIER's value octets outside RFC 2578's limits
-    (at most 128 arcs, each at most 2^32-1, minimal octets), all in C.
+    (at most 128 arcs, each at most 2^32-1, minimal octets): `check_oids`.
 
     Bounded before any octet is read: more than 640 value octets cannot
-    be 128 arcs. Then searches of octet classes (has_bad_arc), and a count
-    of the octets that end a sub-identifier.
+    be 128 arcs.
     """
     if start >= end or data[end - 1] & 0x80:
         raise HeaderError("bad OBJECT IDENTIFIER")
@@ -107,37 +106,38 @@ def check_oid(data: bytes, start: int, end: int) -> None:
         if len(chunk) >= MAX_OID_ARCS:
             raise HeaderError("OBJECT IDENTIFIER too long")
         return
-    octets = b"\x00" + chunk
-    classes = octets.translate(_CLASSES)
-    # A first sub-identifier of 2^32..2^32+79 looks bad to has_bad_arc: the
-    # regular expression, slower, decides only then.
-    if has_bad_arc(octets, classes) and _OID_SYNTAX.fullmatch(chunk) is None:
-        raise HeaderError("OBJECT IDENTIFIER arc too large or not minimal")
-    # One arc per sub-identifier, two in the first: each ends in an octet under
-    # 0x80 (the leading \x00 counts for the second arc of the first).
-    if len(chunk) >= MAX_OID_ARCS and classes.count(b"a") > MAX_OID_ARCS:
-        raise HeaderError("OBJECT IDENTIFIER too long")
+    check_oids([chunk])
 
 
 def check_oids(names: list[bytes]) -> None:
-    """`check_oid` for many OBJECT IDENTIFIERs' value octets at once: each one
-    ends a sub-identifier, so joined they keep every sub-identifier whole,
-    and the searches of octet classes run once over all (a 64 KB request of
-    maximal names is checked in a fifth of the time, name by name)."""
+    """Refuse any of these OBJECT IDENTIFIERs' value octets that is outside
+    RFC 2578's limits (`OID_SYNTAX`, at most 128 arcs), all checked at once.
+
+    Each name ends a sub-identifier, so joined they keep every one whole:
+    the octet tests of `has_bad_arc` run once over all of them, as integer
+    arithmetic in C, and so does the count of the octets that end one.
+    """
+    stand_ins = False
     for name in names:
         if not name or name[-1] & 0x80 or len(name) > MAX_OID_OCTETS:
             raise HeaderError("bad OBJECT IDENTIFIER")
-    octets = b"\x00" + b"\x00".join(names)
-    classes = octets.translate(_CLASSES)
-    if has_bad_arc(octets, classes):
-        for name in names:  # one may be a first sub-identifier of 2^32..2^32+79
-            check_oid(name, 0, len(name))
-        return
+        if name[0] == _LARGEST_FIRST_OCTET:
+            stand_ins = True
+    if stand_ins:
+        # A first sub-identifier of 2^32..2^32+79 (two arcs, 2.(2^32-80) and
+        # up) is within the limits, though has_bad_arc refuses it elsewhere:
+        # checked as one of 2^32-1, which takes as many octets.
+        names = [_FIVE_OCTETS_MAX + name[5:] if _LARGEST_FIRST.match(name) else name
+                 for name in names]
+    classes = _checked_classes(b"\x00" + b"\x00".join(names))
+    if classes is None:
+        raise HeaderError("OBJECT IDENTIFIER arc too large or not minimal")
     at = 1
     for name in names:  # one arc per sub-identifier, two in the first
-        if len(name) >= MAX_OID_ARCS and classes.count(b"a", at, at + len(name)) + 1 > MAX_OID_ARCS:
+        size = len(name)
+        if size >= MAX_OID_ARCS and classes.count(0, at, at + size) >= MAX_OID_ARCS:
             raise HeaderError("OBJECT IDENTIFIER too long")
-        at += len(name) + 1
+        at += size + 1
 
 
 def read_oid(data: bytes, start: int, end: int) -> Oid:
@@ -240,33 +240,80 @@ def read_value(data: bytes, tag: int, start: int, end: int, version: int) -> Non
 # Sub-identifiers of at most 2^32-1 in minimal octets: no leading 0x80, at most
 # five octets, five only when the first adds no more than four bits. The first
 # sub-identifier holds two arcs (X * 40 + Y, Y up to 2^32-1 under 2): up to
-# 2^32+79, one more form of five octets.
+# 2^32+79, one more form of five octets. `check_oids` refuses exactly what this
+# does not match whole (and more than 127 sub-identifiers), without it: a
+# regular expression trying every octet is far too slow for a request's names.
 _ARC = (rb"[\x00-\x7f]|[\x81-\xff][\x80-\xff]{0,2}[\x00-\x7f]"
         rb"|[\x81-\x8f][\x80-\xff]{3}[\x00-\x7f]")
-_OID_SYNTAX = re.compile(rb"(?:" + _ARC + rb"|\x90\x80\x80\x80[\x00-\x4f])(?:" + _ARC + rb")*+")
+OID_SYNTAX = re.compile(rb"(?:" + _ARC + rb"|\x90\x80\x80\x80[\x00-\x4f])(?:" + _ARC + rb")*+")
+_LARGEST_FIRST = re.compile(rb"\x90\x80\x80\x80[\x00-\x4f]")
+_LARGEST_FIRST_OCTET = 0x90
+_FIVE_OCTETS_MAX = b"\x8f\xff\xff\xff\x7f"  # 2^32-1
 
-# Octets as classes (a: under 0x80, z: 0x80, h: 0x81-0x8f, d: 0x90 and up), searched
-# as substrings in C: a regular expression trying every octet of 64 KB of long
-# sub-identifiers took 2.2 ms, this at most 0.4 ms.
+# Octets as classes (a: under 0x80, z: 0x80, h: 0x81-0x8f, d: 0x90 and up).
 _CLASSES = bytes.maketrans(bytes(range(256)), b"a" * 128 + b"z" + b"h" * 15 + b"d" * 112)
 _HIGH = bytes.maketrans(b"zd", b"hh")  # classes: every octet of 0x80 or more as h
-_LARGE_FIVE = re.compile(rb"ad[zhd]{3}")
 
 
-def has_bad_arc(octets: bytes, classes: bytes | None = None) -> bool:
+# Octets as classes for integer arithmetic, one octet each: 0x00 for an octet
+# under 0x80 (it ends a sub-identifier), 0x80 for 0x81-0x8f, 0xc0 for 0x90 and
+# up (the high bit: the sub-identifier goes on; 0x40: a first octet of those
+# adds more than four bits), 0x81 for 0x80 (0x01: not minimal as a first).
+_SWAR_CLASSES = bytes.maketrans(bytes(range(256)),
+                                bytes(128) + b"\x81" + b"\x80" * 15 + b"\xc0" * 112)
+
+
+class _OctetMasks(dict[int, tuple[int, int]]):
+    """k -> the octets 0x80 and 0x01, 2^k of each, as big-endian integers
+    (made on first use)."""
+
+    def __missing__(self, k: int) -> tuple[int, int]:
+        size = 1 << k
+        masks = self[k] = (int.from_bytes(b"\x80" * size, "big"),
+                           int.from_bytes(b"\x01" * size, "big"))
+        return masks
+
+
+_MASKS = _OctetMasks()
+
+
+def _checked_classes(octets: bytes) -> bytes | None:
+    """`octets` through _SWAR_CLASSES (0x00: the octet ends a sub-identifier),
+    or None when `has_bad_arc` holds.
+
+    SWAR: the classes as one big-endian integer, each test a few
+    operations on it that CPython runs word by word in C (no carry
+    crosses an octet); substring searches for the same patterns take
+    several times as long on the repetitive names an attacker sends.
+    """
+    classes = octets.translate(_SWAR_CLASSES)
+    x = int.from_bytes(classes, "big")
+    high_bits, low_bits = _MASKS[max(len(octets) - 1, 1).bit_length()]
+    high = x & high_bits
+    # At an octet's high bit: it and the next one are high, then the next three.
+    pairs = high & (high << 8)
+    fours = pairs & (pairs << 16)
+    # Four high octets where the first adds more than four bits (x << 1: its
+    # 0x40 at the high bit) or a fifth follows: an arc over 2^32-1, or six
+    # octets and more. (Four start a sub-identifier, or a fifth was before.)
+    if fours and fours & ((x << 1) | (high << 32)):
+        return None
+    if b"\x80" in octets:  # memchr first: 0x80 octets are rare in most names
+        # 0x80 where the octet before is not high (high >> 15: its high bit at
+        # this one's lowest): a sub-identifier's first, not minimal.
+        exactly = x & low_bits
+        if exactly & (high >> 15) != exactly:
+            return None
+    return classes
+
+
+def has_bad_arc(octets: bytes) -> bool:
     """Whether sub-identifiers that start after each octet under 0x80 break RFC
     2578's limits: one starting with 0x80 (not minimal), one of six octets or
     more, one of five whose first octet adds more than four bits (over 2^32-1).
-    `octets` starts with an octet under 0x80; `classes`: its translation
-    through _CLASSES, when the caller has it already."""
-    if classes is None:
-        classes = octets.translate(_CLASSES)
-    if b"\x80" in octets and b"az" in classes:  # memchr first: 0x80 octets are rare
-        return True
-    highs = classes.translate(_HIGH)
-    if b"hhhh" not in highs:  # no sub-identifier of five octets or more
-        return False
-    return b"hhhhh" in highs or _LARGE_FIVE.search(classes) is not None
+    `octets` starts with an octet under 0x80 (a first sub-identifier of
+    2^32..2^32+79 is refused: `check_oids` allows it)."""
+    return _checked_classes(octets) is None
 
 
 def _arcs(chunk: bytes) -> list[int]:

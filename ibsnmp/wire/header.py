@@ -181,9 +181,20 @@ class PduHeader(NamedTuple):
         names: list[bytes] = []  # names of multi-octet sub-identifiers, checked together
         make = tuple.__new__  # the named tuple without its Python-level __new__
         while pos < end and len(found) < most:
-            tag, start, stop = read_element(data, pos, end)
-            if tag != SEQUENCE:
-                raise HeaderError("a varbind is not a SEQUENCE")
+            # The varbind's own header read inline where its length takes one
+            # octet or, after 0x82, two (a long name's): a call less per varbind.
+            if pos + 4 <= end and data[pos] == SEQUENCE and data[pos + 1] == 0x82:
+                start = pos + 4
+                stop = start + (data[pos + 2] << 8 | data[pos + 3])
+            elif pos + 2 <= end and data[pos] == SEQUENCE and data[pos + 1] < 0x80:
+                start = pos + 2
+                stop = start + data[pos + 1]
+            else:
+                tag, start, stop = read_element(data, pos, end)
+                if tag != SEQUENCE:
+                    raise HeaderError("a varbind is not a SEQUENCE")
+            if stop > end:
+                raise HeaderError("element longer than its container")
             # The name's length read inline where it takes one octet (the usual
             # name) or, after 0x81 or 0x82, one or two more (the longest names
             # RFC 2578 allows, 640 octets, up to the end of the varbind).
