@@ -16,19 +16,22 @@ counters are added to as integers until something may read them
 `FastReads.answer` returns the Response octets, or None to leave the
 request to pysnmp's command responders (agent.handover): anything but a
 well-formed v1/v2c read request, a context that vanished, a failing
-read, a GET or GETNEXT response too big (the responders answer tooBig)
-or a v1 error echoing values it did not decode. It counts the SNMPv2-MIB
-statistics of the answers it writes (the request itself is counted on
+read, or a GET or GETNEXT response too big (the responders answer
+tooBig). A request's values are ignored (RFC 3416 4.2), but echoed in an
+SNMPv1 error. It counts the SNMPv2-MIB statistics of the answers it writes (the request itself is counted on
 arrival, agent.engine).
 
 Departures from pysnmp, all allowed by RFC 3416 4.2.3: GETBULK returns
 as many varbinds as fit the agent's maximum message size, up to `[limits]
 max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at 64
 repeater varbinds), and fills it exactly rather than against pysnmp's
-upper-bound estimate of the message header. It also stops filling the
-repetitions after `[limits] getbulk_fill_ms` (once some are in): no GETBULK
-buys more than about a millisecond of the agent; a manager asks again from
-the last name it got, as it does after a full message.
+upper-bound estimate of the message header. It also stops adding
+repetitions once `[limits] getbulk_fill_ms` has passed since it began: no
+GETBULK buys more than about a millisecond of the agent; a manager asks
+again from the last name it got, as it does after a full message. Neither
+limit cuts the first repetition (every non-repeater and one of each
+repeater): only the message's size may (RFC 3416 4.2.3), so an answer
+always moves every name of the request on.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pysnmp.entity.engine import SnmpEngine
 
@@ -69,7 +72,6 @@ from ibsnmp.wire.request import (
     Request,
     encode_response,
     message_varbind_room,
-    null_varbinds,
     request_of,
     varbind,
 )
@@ -115,6 +117,13 @@ _VIEW_ROOT_ELEMENT_VALUE = bytes((0x2B, 6, 1))
 # One answered varbind: (its OID's element, the whole varbind, the BER tag of its
 # value, its OID when known: a walk's next step then decodes nothing).
 Step = tuple[bytes, bytes, int, "Oid | None"]
+
+
+class ElementPlacer(Protocol):
+    """Asked names placed among one context's rows by their octets, for one
+    request (mib.virtual.ElementPlacer)."""
+
+    def origin(self, element: bytes, start: int) -> bytes | None: ...
 
 
 class _Declined(Exception):
@@ -164,8 +173,8 @@ class FastReads:
         self.timed_next_of_element: Callable[
             [ContextTarget, bytes, int], tuple[Oid, Cell, Oid] | tuple[()] | None] | None = \
             getattr(mib, "timed_next_of_element", None) if self.timed_next else None
-        self.origin_of_element: Callable[[ContextTarget, bytes, int], bytes | None] | None = \
-            getattr(mib, "origin_of_element", None)
+        self.element_placer: Callable[[ContextTarget], ElementPlacer] | None = \
+            getattr(mib, "element_placer", None)
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -240,7 +249,7 @@ class _Request:
         self._cells = owner._cells
         self._subtrees = owner._subtrees
         # Walk steps and GET answers kept for this context (SNMPv1's GETNEXT,
-        # which skips Counter64 objects, aside).
+        # which skips Counter64 objects, apart).
         self._steps: Steps | None = None
         # This request's answers so far, by the asked name's element, and those
         # of GETNEXT names longer than SHORT_NAME by the octets of the arcs of
@@ -255,14 +264,14 @@ class _Request:
         # Where a GETNEXT's answer is kept for names that are no walk's (see
         # `_kept_as`); None: the MIB cannot tell, and only short names are kept.
         self._origin: Callable[[ContextTarget, Oid], Oid | None] | None = None
-        self._origin_of_element: Callable[[ContextTarget, bytes, int], bytes | None] | None = None
+        self._origin_of_element: Callable[[bytes, int], bytes | None] | None = None
         self._timed_next = owner.timed_next
         self._timed_of_element = owner.timed_next_of_element
-        if not self._skip_counter64:
-            self._steps = owner.walks.steps_for(target, view, owner._cells.version(target))
-            self._origin = getattr(owner._cells, "step_origin", None)
-            if self._origin is not None:
-                self._origin_of_element = owner.origin_of_element
+        self._steps = owner.walks.steps_for(target, view, owner._cells.version(target),
+                                            self._skip_counter64)
+        self._origin = getattr(owner._cells, "step_origin", None)
+        if self._origin is not None and owner.element_placer is not None:
+            self._origin_of_element = owner.element_placer(target).origin
 
     def respond(self) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it retrieved)."""
@@ -270,7 +279,12 @@ class _Request:
         if request.pdu_type == GET:
             rows = [self._once(element, self._get) for element in request.oid_elements]
         elif request.pdu_type == GET_NEXT:
-            rows = [self._once(element, self._step) for element in request.oid_elements]
+            # A long name straight to `_long_step` (which looks its answers up
+            # once per request its own way): hashing its 600 octets for
+            # `_once` would cost a third of its answer.
+            step, long_step, steps = self._step, self._long_step, self._steps
+            rows = [long_step(element, steps) if len(element) > SHORT_NAME
+                    else self._once(element, step) for element in request.oid_elements]
         else:
             return self._bulk()
         status = index = 0
@@ -278,7 +292,7 @@ class _Request:
             status, index = _v1_error(rows)
         if status:
             # RFC 3584 4.4 (as pysnmp): the request's own varbinds come back.
-            varbinds = null_varbinds(request.oid_elements)
+            varbinds = request.echoed()
             retrieved = 0
         else:
             varbinds = b"".join(step[1] for step in rows)
@@ -288,18 +302,20 @@ class _Request:
         return varbinds, status, index, retrieved
 
     def _bulk(self) -> tuple[bytes, int, int, int]:
-        """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message size."""
+        """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message
+        size; the varbind limit and the fill time bound the repetitions after
+        the first (`_Filling.bound`)."""
         request = self._request
-        step_after = self._step
-        out = _Filling(self._room, self._owner.max_getbulk_varbinds)
+        step_after = self._step_once
+        owner = self._owner
+        started = time.perf_counter()
+        out = _Filling(self._room)
         elements = request.oid_elements
         n = min(request.non_repeaters, len(elements))
         full = not all(out.add(step_after(element)) for element in elements[:n])
-        budget = self._owner.getbulk_fill_ms
-        if budget:  # the repetitions only: the non-repeaters all come
-            out.start_clock(time.perf_counter() + budget / 1000)
         repetitions = request.max_repetitions
         row: list[Step] = [(element, b"", END_OF_MIB_VIEW, None) for element in elements[n:]]
+        deadline = started + owner.getbulk_fill_ms / 1000 if owner.getbulk_fill_ms else None
         if len(row) == 1:
             # A walk's request: one chain of steps, until its end or the room's.
             step = row[0]
@@ -308,17 +324,19 @@ class _Request:
                 if not out.add(step) or step[2] == END_OF_MIB_VIEW:
                     break  # full, or a lone repeater has nothing more
                 repetitions -= 1
+                out.bound(owner.max_getbulk_varbinds, deadline)
             return b"".join(out.parts), 0, 0, out.retrieved
-        live = list(range(len(row)))
+        live = len(row)
         while not full and repetitions and live:
-            for i in range(len(row)):
-                if i in live:  # a repeater past the end repeats its endOfMibView
-                    row[i] = step_after(row[i][0], row[i][3])
-                if not out.add(row[i]):
+            for i, step in enumerate(row):
+                if step[2] != END_OF_MIB_VIEW or not step[1]:  # past the end: repeated
+                    step = row[i] = step_after(step[0], step[3])
+                if not out.add(step):
                     full = True  # no step computed that cannot be sent
                     break
-            live = [i for i in live if row[i][2] != END_OF_MIB_VIEW]
+            live = sum(1 for step in row if step[2] != END_OF_MIB_VIEW)
             repetitions -= 1
+            out.bound(owner.max_getbulk_varbinds, deadline)
         return b"".join(out.parts), 0, 0, out.retrieved
 
     # -- reading ------------------------------------------------------------------
@@ -328,6 +346,16 @@ class _Request:
         step = self._answers.get(element)
         if step is None:
             step = self._answers[element] = answer(element)
+        return step
+
+    def _step_once(self, element: bytes, oid: Oid | None = None) -> Step:
+        """`_step`, looked up once per request: a GETBULK's repeaters often
+        land on one instance, and step on from it alike."""
+        if oid is None and len(element) > SHORT_NAME:
+            return self._long_step(element, self._steps)  # see `respond`
+        step = self._answers.get(element)
+        if step is None:
+            step = self._answers[element] = self._step(element, oid)
         return step
 
     def _get(self, element: bytes) -> Step:
@@ -367,24 +395,32 @@ class _Request:
         decoded already): its OID element, its encoded varbind, its value's
         tag, and its OID (None when the step was kept encoded)."""
         steps = self._steps
+        if oid is None and len(element) > SHORT_NAME:
+            return self._long_step(element, steps)  # an asked name: no walk step
         if steps is not None:
             known = steps.get(element)
             if known is not None:
                 return _step_of(known)
         if oid is not None:
             return self._step_from(element, oid, steps)
-        if len(element) > SHORT_NAME:
-            return self._long_step(element, steps)
         if element.isascii():  # arcs of one octet each: decoded at once, bytes to a tuple
             return self._step_from(element, oid_of_element(element), steps, asked=True)
         return self._asked_step(element, steps)
 
-    def _asked_step(self, element: bytes, steps: Steps | None, long: bool = False) -> Step:
+    def _asked_step(self, element: bytes, steps: Steps | None) -> Step:
         """`_step` of a name the request asked, placed by its octets where the
-        MIB can tell, else decoded (`long`: only the arcs that matter, `_name`)."""
-        start = _oid_value_start(element)
-        # Whether timed_next may answer: under an entry with counters, unless
-        # the octets told it has no answer.
+        MIB can tell, else decoded."""
+        step, timed = self._placed_step(element, _oid_value_start(element), steps)
+        if step is not None:
+            return step
+        return self._step_from(element, oid_of_element(element), steps, asked=True, timed=timed)
+
+    def _placed_step(self, element: bytes, start: int, steps: Steps | None
+                     ) -> tuple[Step | None, bool]:
+        """`_step` of an asked name (its value octets from `start` on) read from
+        its octets alone, no arc decoded, where the MIB can tell it (None
+        otherwise); and whether `timed_next` may answer it: under an entry
+        with counters, unless the octets told it has no answer."""
         timed = element.startswith(self._owner.timed_entries, start)
         if timed:
             if self._timed_of_element is not None:
@@ -392,16 +428,15 @@ class _Request:
                 if found:
                     answer = self._timed_answer(found)
                     if answer is not None:
-                        return answer
+                        return answer, True
                 timed = found is None  # (): timed_next has no answer, the rest follows
         elif self._origin_of_element is not None and steps is not None:
-            origin = self._origin_of_element(self._target, element, start)
+            origin = self._origin_of_element(element, start)
             if origin is not None:
                 known = steps.get(origin)
                 if known is not None:
-                    return _step_of(known)
-        oid = self._name(element)[0] if long else oid_of_element(element)
-        return self._step_from(element, oid, steps, asked=True, timed=timed)
+                    return _step_of(known), False
+        return None, timed
 
     def _timed_answer(self, timed: tuple[Oid, Cell, Oid]) -> Step | None:
         """The step to `timed_next`'s answer, None where this request may not
@@ -412,16 +447,21 @@ class _Request:
         return None
 
     def _long_step(self, element: bytes, steps: Steps | None) -> Step:
-        """`_step` of an asked name longer than SHORT_NAME, looked up once per
+        """`_step` of an asked name longer than SHORT_NAME: from its octets where
+        the MIB can tell (most names under a table), else looked up once per
         request for names alike in the octets that hold the arcs that matter
         (`_name`: at most five octets an arc)."""
+        start = 2 if element[1] < 0x80 else 2 + (element[1] & 0x7F)  # _oid_value_start
+        step, timed = self._placed_step(element, start, steps)
+        if step is not None:
+            return step
         most = self._head(element)[2]
-        start = _oid_value_start(element)
         # The first sub-identifier holds two arcs; one more octet: whether more follow.
         key = element[start:start + 5 * max(most, HEAD_ARCS - 1) + 1]
         step = self._long_answers.get(key)
         if step is None:
-            step = self._asked_step(element, steps, long=True)
+            step = self._step_from(element, self._name(element)[0], steps, asked=True,
+                                   timed=timed)
             if step[2] != END_OF_MIB_VIEW:  # that one echoes the name
                 self._long_answers[key] = step
         return step
@@ -566,36 +606,44 @@ _BUDGET_EVERY = 8
 
 class _Filling:
     """A GETBULK response's varbinds, up to the octets the message has room
-    for, the most varbinds one GETBULK answers (0: no such limit) and the
-    time it may take (`deadline`, perf_counter; checked every few varbinds
-    from `start_clock` on, so some always come)."""
+    for; from `bound` on (after the first repetition) also up to the most
+    varbinds one GETBULK answers and the time it may take."""
 
-    __slots__ = ("parts", "retrieved", "_left", "_count_left", "deadline", "_until_check")
+    __slots__ = ("parts", "retrieved", "_left", "_count_left", "_deadline", "_until_check")
 
-    def __init__(self, room: int, most: int = 0) -> None:
+    def __init__(self, room: int) -> None:
         self.parts: list[bytes] = []
         self.retrieved = 0  # values, not exceptions
         self._left = room
-        self._count_left = most if most > 0 else -1
-        self.deadline = float("inf")
-        self._until_check = _BUDGET_EVERY
+        self._count_left = -1  # no limit yet
+        self._deadline: float | None = None
+        self._until_check = 0  # 0: the clock is not read
 
-    def start_clock(self, deadline: float) -> None:
-        """Stop adding at `deadline` (perf_counter), after a few more varbinds."""
-        self.deadline = deadline
-        self._until_check = _BUDGET_EVERY
+    def bound(self, most: int, deadline: float | None) -> None:
+        """Stop adding at `most` varbinds in all (0: no such limit) and at
+        `deadline` (perf_counter; None: none), read now and then every few
+        varbinds. Once: later calls change nothing."""
+        if self._count_left >= 0 or self._until_check or (most <= 0 and deadline is None):
+            return
+        if most > 0:
+            self._count_left = max(most - len(self.parts), 0)
+        if deadline is not None:
+            self._deadline = deadline
+            self._until_check = 1
 
     def add(self, step: Step) -> bool:
         """Append `step`'s varbind if it still fits; False when it does not."""
         encoded = step[1]
         if len(encoded) > self._left or self._count_left == 0:
             return False
-        self._until_check -= 1
-        if not self._until_check:
-            self._until_check = _BUDGET_EVERY
-            if time.perf_counter() > self.deadline:
-                self._count_left = 0  # out of time: what is in it is the answer
-                return False
+        if self._until_check:
+            self._until_check -= 1
+            if not self._until_check:
+                self._until_check = _BUDGET_EVERY
+                assert self._deadline is not None
+                if time.perf_counter() > self._deadline:
+                    self._count_left = 0  # out of time: what is in it is the answer
+                    return False
         self._count_left -= 1
         self._left -= len(encoded)
         self.parts.append(encoded)

@@ -264,6 +264,21 @@ class Prefilter:
                 null_list = message.pdu.is_null_list(data)
             if not null_list:
                 varbinds = message.pdu.read_varbinds(data, 2 * self._max_varbinds, varbinds)
+        if message.pdu.tag == GET_BULK:
+            # Never tooBig (RFC 3416 4.2.3): over a limit, a GetBulk answer
+            # holds fewer varbinds, the first ones of the complete answer (as
+            # net-snmp's maxGetbulkResponses cuts one). So the first
+            # max_varbinds names are answered once each, non-repeaters as
+            # such: a second repetition would follow the first of the names
+            # left out. A list not read whole is dropped, as any other.
+            if not (null_list or varbinds and varbinds[-1].value_end == end):
+                return Verdict((SILENT_DROP,))
+            first = varbinds[:self._max_varbinds] if varbinds else \
+                message.pdu.read_varbinds(data, self._max_varbinds - 1)
+            non_repeaters, repetitions = message.pdu.fields
+            pdu = message.pdu._replace(fields=(non_repeaters, min(repetitions, 1)))
+            self._passed = (data, PassedRequest(message._replace(pdu=pdu), first, *found))
+            return None
         try:
             reply = too_big_response(data, message, varbinds, null_list)
         except HeaderError:  # not read whole: answered by nothing

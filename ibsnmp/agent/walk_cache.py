@@ -133,10 +133,13 @@ class WalkCache:
         self.limit = limit
         self._evict(keep=None)
 
-    def steps_for(self, target: ContextTarget, view: Any, version: Any) -> Steps | None:
+    def steps_for(self, target: ContextTarget, view: Any, version: Any,
+                  skips_counter64: bool = False) -> Steps | None:
         """The steps known for `target` read through `view` at `version`
         (a dictionary the caller reads and fills through `remember`), or
-        None when nothing may be kept."""
+        None when nothing may be kept. `skips_counter64`: the steps of
+        SNMPv1's GETNEXT, which steps over Counter64 objects (RFC 3584
+        4.1.2.1), kept apart from the others."""
         if self.limit == 0:
             return None
         fabric = target.fabric
@@ -144,7 +147,7 @@ class WalkCache:
         if current is None or current[0].lineage is not fabric.lineage or current[1] != version:
             self._follow(fabric, version)
         node = getattr(target.node, "guid", None)
-        key = (node, target.entity_guids, target.serves_sm, id(view))
+        key = (node, target.entity_guids, target.serves_sm, id(view), skips_counter64)
         found = self._contexts.get(key)
         if found is None:
             found = self._contexts[key] = Steps()
@@ -177,7 +180,7 @@ class WalkCache:
             self.carried += 1
         if versioned is not None:
             self.carried_versions += 1
-        for (node, entity, _, _), steps in self._contexts.items():
+        for (node, entity, *_), steps in self._contexts.items():
             if versioned is not None:
                 self._forget_altered(steps, versioned)
             if changed:

@@ -70,7 +70,8 @@ class BindingError(ValueError):
 
 
 class _RowIndex:
-    __slots__ = ("key", "anchor", "suffixes", "rows", "stamp", "longest", "_octets", "_octets_built")
+    __slots__ = ("key", "anchor", "suffixes", "rows", "stamp", "longest", "longest_octets",
+                 "_octets", "_octets_built")
 
     def __init__(self, key: Any, anchor: Any, rows: dict[Oid, Any], stamp: Any = None) -> None:
         self.key = key  # the scope it was built for (see _Table._scope)
@@ -79,6 +80,7 @@ class _RowIndex:
         self.rows = rows
         self.stamp = stamp
         self.longest = max(map(len, rows), default=0)  # arcs of the longest suffix
+        self.longest_octets = 0  # octets of the longest of `octets`, once built
         self._octets: list[bytes] | None = None
         self._octets_built = False
 
@@ -87,8 +89,11 @@ class _RowIndex:
         built on first use; None when an arc is 2^14 or more (only below it do
         octets sort as arcs do: ber.short_arcs_octets)."""
         if not self._octets_built:
-            encoded = [short_arcs_octets(suffix) for suffix in self.suffixes]
-            self._octets = None if None in encoded else encoded  # type: ignore[assignment]
+            found = [short_arcs_octets(suffix) for suffix in self.suffixes]
+            encoded = [octets for octets in found if octets is not None]
+            if len(encoded) == len(found):
+                self._octets = encoded
+                self.longest_octets = max(map(len, encoded), default=0)
             self._octets_built = True
         return self._octets
 
@@ -251,20 +256,15 @@ class _Table:
             return _ABSENT
         return self._shard(target, index, prefix).rows.get(suffix, _ABSENT)
 
-    def octet_position(self, target: ContextTarget,
-                       suffix: bytes) -> tuple[_RowIndex, list[bytes], int] | None:
-        """The row index of `target`'s context, its suffixes' octets, and
-        bisect_right of its suffixes for the suffix whose sub-identifier
-        octets are `suffix`, found without decoding them; None where the
-        rows' octets do not sort as their arcs (an arc of 2^14 or more) or
-        the table is sharded."""
+    def by_octets(self, target: ContextTarget) -> _RowIndex | None:
+        """The row index of `target`'s context where its suffixes' octets
+        (`_RowIndex.octets`) sort as their arcs do, so a suffix is placed
+        among them without decoding it; None where they do not (an arc of
+        2^14 or more) or the table is sharded."""
         if self.binding.shards is not None:
             return None
         index = self._whole(target)
-        octets = index.octets()
-        if octets is None:
-            return None
-        return index, octets, bisect_right(octets, sort_key_among_short_arcs(suffix))
+        return None if index.octets() is None else index
 
     def floor(self, target: ContextTarget, suffix: Oid) -> Oid | None:
         """The last row's suffix at or before `suffix`; () when every row
@@ -354,6 +354,76 @@ def _rows_after(index: _RowIndex, suffix: Oid | None) -> Iterator[tuple[Oid, Any
     for at in range(position, len(suffixes)):
         found = suffixes[at]
         yield found, rows[found]
+
+
+def _column_of(columns: dict[bytes, int], lengths: tuple[int, ...], element: bytes,
+               start: int) -> bytes | None:
+    """The value octets of the column of `columns` (tried by octet length,
+    `lengths`) that `element`'s value octets from `start` on begin with."""
+    for length in lengths:
+        column = element[start:start + length]  # shorter where the name is
+        if column in columns:
+            return column
+    return None
+
+
+def _octet_position(octets: list[bytes], longest: int, element: bytes, start: int) -> int:
+    """bisect_right of a row index's suffix octets (`octets`, the longest of
+    `longest` octets) for the suffix of `element` from `start` on. Only as
+    many of its octets as the longest row's, and one more, are read: past
+    them it is longer than every row, whatever follows (a name of 600
+    octets costs what a row's does)."""
+    suffix = element[start:start + longest + 1]
+    if not suffix.isascii():  # one-octet arcs sort as they are
+        suffix = sort_key_among_short_arcs(suffix)
+    return bisect_right(octets, suffix)
+
+
+class ElementPlacer:
+    """`InfinibandMib.origin_of_element` in one context for one request:
+    each column's row index is looked up once (a request's names mostly
+    lie under a few columns, and an attacker's 64 long ones cost a
+    fraction of what looking it up for each would)."""
+
+    __slots__ = ("_mib", "_target", "_columns", "_lengths", "_indexes")
+
+    def __init__(self, mib: InfinibandMib, target: ContextTarget) -> None:
+        self._mib = mib
+        self._target = target
+        self._columns = mib._column_octets
+        self._lengths = mib._column_octet_lengths
+        # Column value octets -> its row index's (suffix octets, longest of
+        # them); () where the octets cannot tell (InfinibandMib.octet_index).
+        self._indexes: dict[bytes, tuple[list[bytes], int] | tuple[()]] = {}
+
+    def origin(self, element: bytes, start: int) -> bytes | None:
+        """`InfinibandMib.origin_of_element(target, element, start)`."""
+        column = _column_of(self._columns, self._lengths, element, start)
+        if column is None:
+            return None
+        rows = self._indexes.get(column)
+        if rows is None:
+            rows = self._indexes[column] = self._rows_of(column)
+        if not rows:
+            return None
+        suffix_start = start + len(column)
+        if suffix_start == len(element):
+            return None  # it names the column
+        octets, longest = rows
+        at = _octet_position(octets, longest, element, suffix_start)
+        if at == 0:  # before every row: its column's OID
+            return ber_element(OBJECT_IDENTIFIER, column)
+        row = octets[at - 1]
+        if len(element) - suffix_start == len(row) and element.endswith(row):
+            return None  # it names that row
+        return ber_element(OBJECT_IDENTIFIER, column + row)
+
+    def _rows_of(self, column: bytes) -> tuple[list[bytes], int] | tuple[()]:
+        index = self._mib.octet_index(self._target, self._columns[column])
+        octets = None if index is None else index.octets()
+        if index is None or octets is None:
+            return ()
+        return octets, index.longest_octets
 
 
 class _Handler:
@@ -830,45 +900,44 @@ class InfinibandMib:
         `element` (its value octets from `start` on) under a table column,
         read from its octets: no arc decoded, no row decoded. None where the
         octets cannot tell (`_placed`) or the origin is the name itself."""
-        placed = self._placed(target, self._column_octets, self._column_octet_lengths,
-                              element, start)
-        if placed is None:
-            return None
-        _, suffix_start, _, octets, at = placed
-        if suffix_start == len(element):
-            return None  # it names the column
-        if at == 0:  # before every row: its column's OID
-            return ber_element(OBJECT_IDENTIFIER, element[start:suffix_start])
-        row = octets[at - 1]
-        if element[suffix_start:] == row:
-            return None  # it names that row
-        return ber_element(OBJECT_IDENTIFIER, element[start:suffix_start] + row)
+        return self.element_placer(target).origin(element, start)
+
+    def element_placer(self, target: ContextTarget) -> ElementPlacer:
+        """`origin_of_element` for `target`'s context, for one request."""
+        return ElementPlacer(self, target)
 
     def _placed(self, target: ContextTarget, columns: dict[bytes, int], lengths: tuple[int, ...],
                 element: bytes, start: int) -> tuple[int, int, _RowIndex, list[bytes], int] | None:
         """Where the name `element` lies among the rows of one of `columns`
         (value octets -> handler position; tried by octet length, `lengths`):
         (the column's handler position, where its suffix starts in
-        `element`, then _Table.octet_position's row index, suffix octets and
-        bisect_right of the suffixes).
+        `element`, the row index (`octet_index`), its suffixes' octets and
+        bisect_right of them for the name's suffix, `_octet_position`).
         None under none of them, under one that does not apply to `target`,
-        or where octets do not sort as arcs (_Table.octet_position)."""
-        for length in lengths:
-            column = element[start:start + length]  # shorter where the name is
-            position = columns.get(column, -1)
-            if position >= 0:
-                break
-        else:
+        or where octets do not sort as arcs."""
+        column = _column_of(columns, lengths, element, start)
+        if column is None:
             return None
+        position = columns[column]
+        index = self.octet_index(target, position)
+        if index is None:
+            return None
+        octets = index.octets()
+        assert octets is not None  # octet_index says so
+        suffix_start = start + len(column)
+        return (position, suffix_start, index, octets,
+                _octet_position(octets, index.longest_octets, element, suffix_start))
+
+    def octet_index(self, target: ContextTarget, position: int) -> _RowIndex | None:
+        """The row index of the table column at handler `position` in
+        `target`'s context, where its rows' octets sort as their arcs
+        (_Table.by_octets); None where they do not, or the column is no
+        table's or does not apply to `target`."""
         handler = self._handlers[position]
         table = handler.table
         if table is None or not handler.applies(target):
             return None
-        suffix_start = start + len(column)
-        placed = table.octet_position(target, element[suffix_start:])
-        if placed is None:
-            return None
-        return (position, suffix_start, *placed)
+        return table.by_octets(target)
 
     def next_cell(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell] | None:
         found = self._next(target, oid)

@@ -6,10 +6,12 @@ version, the community, the PDU type, the request-id, the two integers
 GETBULK) and the varbind OIDs. It accepts only what it can answer exactly
 as pysnmp would: GetRequest, GetNextRequest and GetBulkRequest PDUs whose
 every element is whole and fills its container, whose integers fit their
-ASN.1 ranges, whose OIDs keep RFC 2578's limits and whose varbind values
-are NULL. It reads through the one strict reader (ibsnmp.wire.header),
-so what it refuses as malformed the prefilter has dropped already; what
-it refuses as another kind of PDU (a SET, a Response) goes to pysnmp.
+ASN.1 ranges and whose OIDs keep RFC 2578's limits. A read's varbind
+values mean nothing (RFC 3416 4.2): they are kept only where one is not
+NULL, for the SNMPv1 error that echoes them (`Request.echoed`). It reads
+through the one strict reader (ibsnmp.wire.header), so what it refuses as
+malformed the prefilter has dropped already; what it refuses as another
+kind of PDU (a SET, a Response) goes to pysnmp.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 from .ber import (
     INTEGER,
+    NULL,
     OCTET_STRING,
     SEQUENCE,
     HeaderError,
@@ -64,10 +67,20 @@ class Request:
     max_repetitions: int  # GETBULK only (0 otherwise): negative ones count as 0
     # Each OID's whole element as sent (tag, length, value), checked by the strict reader.
     oid_elements: tuple[bytes, ...]
+    # Each varbind's value element as sent where one is not NULL (None: all
+    # are NULL, as managers send them).
+    values: tuple[bytes, ...] | None = None
 
     @property
     def oids(self) -> tuple[Oid, ...]:
         return tuple(oid_of_element(element) for element in self.oid_elements)
+
+    def echoed(self) -> bytes:
+        """The varbinds as an SNMPv1 error Response echoes them (RFC 1157
+        4.1.2, 4.1.3): each OID and value element as sent."""
+        if self.values is None:
+            return null_varbinds(self.oid_elements)
+        return b"".join(map(varbind, self.oid_elements, self.values))
 
 
 def decode_request(data: bytes) -> Request:
@@ -93,11 +106,11 @@ def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], versi
         raise HeaderError("a request's error fields are not zero")  # they mean nothing
     else:
         non_repeaters = max_repetitions = 0
-    for found in varbinds:
-        if data[found.oid_end:found.value_end] != _NULL:
-            raise HeaderError("a varbind value is not NULL")
+    values = None
+    if any(found[3] != NULL for found in varbinds):  # value_tag: NULL has no value octets
+        values = tuple([data[found.oid_end:found.value_end] for found in varbinds])
     return Request(version, community, pdu.tag, pdu.request_id, non_repeaters, max_repetitions,
-                   tuple(data[found.start:found.oid_end] for found in varbinds))
+                   tuple([data[found[0]:found[2]] for found in varbinds]), values)
 
 
 # -- the response -------------------------------------------------------------------

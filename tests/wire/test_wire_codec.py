@@ -54,7 +54,6 @@ MALFORMED = {
     "set": community_request("set", [SYS_DESCR], values=[api_v2c.OctetString("x")]),
     "bulk in v1": _patched(community_request("bulk", [SYS_DESCR], community="c"),
                            b"\x02\x01\x01\x04", b"\x02\x01\x00\x04"),
-    "value not null": community_request("get", [SYS_DESCR], values=[api_v2c.Integer(1)]),
     "error-status set": _patched(GET_DESCR, b"\x02\x01\x00\x02\x01\x00",
                                  b"\x02\x01\x05\x02\x01\x00"),
     "version 2": _patched(GET_DESCR, b"\x02\x01\x01\x04", b"\x02\x01\x02\x04"),
