@@ -104,8 +104,16 @@ _WHY = {
 }
 
 
+# Requests queued in the kernel while the agent is busy: a flood of 38 KB
+# datagrams fills Linux's default 208 KB in a couple of milliseconds, and a
+# manager's GET arriving then is dropped before the CPU governor sees it.
+# The kernel caps this at net.core.rmem_max (docs/security.md).
+RECEIVE_BUFFER = 4 * 1024 * 1024
+
+
 def bind_udp(endpoint: Endpoint) -> socket.socket:
-    """Bind one non-blocking UDP socket now; raise ListenError if impossible."""
+    """Bind one non-blocking UDP socket now, with a receive buffer of up to
+    RECEIVE_BUFFER; raise ListenError if impossible."""
     family = socket.AF_INET6 if endpoint.ipv6 else socket.AF_INET
     try:
         sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -121,6 +129,7 @@ def bind_udp(endpoint: Endpoint) -> socket.socket:
         else:
             sock.bind((endpoint.host, endpoint.port))
         sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
     except OSError as exc:
         sock.close()
         raise ListenError(exc.errno, f"cannot listen on UDP {endpoint}: {_why(exc)}") from None
