@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ibsnmp.documents import DocumentError, Fail, boolean, check_keys, choice, expect, integer, number, text
+from ibsnmp.documents import Fail, boolean, check_keys, choice, expect, integer, number, text
 from ibsnmp.sa.sessions import DEFAULT_MAX_RESULT_ROWS, DEFAULT_MAX_RESULT_ROWS_PER_REQUEST
 
 from .agentx_master import AgentxAddressError, MasterAddress, parse_master_address
+from .config_error import ConfigError as ConfigError  # raised here, known by this name
 from .option_tables import OPTION_TABLES, check_option_tables
 from .secrets import resolve_secret, warn_if_exposed_config
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
@@ -85,11 +86,6 @@ AGENTX_KEYS = ("socket", "ping_interval")
 DEFAULT_AGENTX_PING_INTERVAL = 15.0  # seconds between pings: a master gone silent is noticed
 TRAP_TARGET_KEYS = ("address", "version", "kind", "community", "user", "timeout", "retries",
                     "queue_size", "rate_limit", "agent_address")
-
-
-class ConfigError(DocumentError):
-    """The configuration is invalid; the message names the source (file,
-    command line or environment), the key and the problem."""
 
 
 # Where a value came from, for messages: (document, key), e.g.

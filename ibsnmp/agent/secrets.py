@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .config_error import ConfigError
+
 log = logging.getLogger("ibsnmp.secrets")
 
 Fail = Callable[[str, str], Exception]
@@ -155,8 +157,6 @@ def flag_communities(flag: str, values: list[str] | None, file: str | None, vari
     (`file_origin`: where the file's name came from, by default its flag).
     Two sources at once are an error.
     """
-    from .config import ConfigError  # here: config imports this module
-
     file_flag = f"{flag}-file"
     file_origin = file_origin or ("command line", file_flag)
 
