@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from tests.support.nspawn import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.interfaces import interface_ports, oper_status
@@ -72,10 +73,18 @@ def test_a_switch_context_shows_its_ports_like_a_switch(agent: RunningAgent, fab
         peer = fabric.nodes[switch.port(num).remote.guid]
         assert first["IF-MIB::ifAlias"][num] == f"STRING: {peer.description}/{switch.port(num).remote.port}"
     assert all(v.startswith("Counter64: ") for v in first["IF-MIB::ifHCInOctets"].values())
-    time.sleep(1.5)
-    second = by_column(assert_ok(agent.snmp("snmpbulkwalk", "-v2c", "-c", community,
-                                             "IF-MIB::ifXTable")))
-    for column in ("IF-MIB::ifHCInOctets", "IF-MIB::ifHCOutOctets", "IF-MIB::ifHCInUcastPkts"):
+    columns = ("IF-MIB::ifHCInOctets", "IF-MIB::ifHCOutOctets", "IF-MIB::ifHCInUcastPkts")
+
+    def moved() -> dict[str, dict[int, str]] | None:
+        """A later walk in which every column counted on some linked port."""
+        later = by_column(assert_ok(agent.snmp("snmpbulkwalk", "-v2c", "-c", community,
+                                                "IF-MIB::ifXTable")))
+        counted = all(any(int(later[column][i].split()[1]) > int(first[column][i].split()[1])
+                          for i in up) for column in columns)
+        return later if counted else None
+
+    second = wait_for(moved, 10, "the linked ports' counters to move")
+    for column in columns:
         before = {i: int(v.split()[1]) for i, v in first[column].items()}
         after = {i: int(v.split()[1]) for i, v in second[column].items()}
         assert after.keys() == before.keys() == {p.num for p in ports}

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from tests.support.hop_distances import hop_distances
 from tests.support.e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from tests.support.nspawn import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import NodeType, Rate
@@ -265,8 +266,7 @@ def test_sessions_are_capped_and_expire(tmp_path: Path) -> None:
         set_ok(agent, f"{req}.{PREFIX}.1", "i", str(CREATE_AND_WAIT))
         assert set_error(agent, f"{req}.{PREFIX}.2", "i", str(CREATE_AND_WAIT))[0] == \
             "resourceUnavailable"
-        time.sleep(2.2)
-        assert table(agent, "ibSmPathReqTable") == []
+        wait_for(lambda: table(agent, "ibSmPathReqTable") == [], 10, "the session to expire")
         set_ok(agent, f"{req}.{PREFIX}.2", "i", str(CREATE_AND_WAIT))
 
 

@@ -206,7 +206,8 @@ async def test_unanswered_pings_and_a_closing_master_mean_reconnect(tmp_path: Pa
         assert len(master.pdus(ax.Ping, 0)) >= 2
         master.answer_pings = True
         await until(lambda: subagent.open_event.is_set() and len(master.connections) == 2)
-        await asyncio.sleep(0.35)
+        pinged = len(master.pdus(ax.Ping, 1))
+        await until(lambda: len(master.pdus(ax.Ping, 1)) >= pinged + 3)  # three more, answered
         assert len(master.connections) == 2  # answered pings keep the session
         master.send(ax.Close(ax.REASON_BY_MANAGER))
         await until(lambda: len(master.connections) == 3 and subagent.open_event.is_set())

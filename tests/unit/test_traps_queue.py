@@ -118,7 +118,11 @@ async def test_unanswered_informs_fill_the_queue_and_drops_are_counted(
     try:
         for lid in range(1, 51):
             originator.notify(event(lid))
-        await asyncio.sleep(0.5)  # a few unanswered rounds of the first kept one
+        # A few unanswered rounds of the first kept one.
+        deadline = asyncio.get_running_loop().time() + 10
+        while originator.stats()[0][1].failed < 2:
+            assert asyncio.get_running_loop().time() < deadline, "no inform failed"
+            await asyncio.sleep(0.01)
         ((_target, stats),) = originator.stats()
         assert stats.dropped == 45  # 50 queued into 5 places before the sender ran
         assert stats.waiting == 4  # one is in hand, re-sent until answered
