@@ -3,8 +3,8 @@
 The system and snmp groups, sysORTable, snmpSetSerialNo, snmpEngine, the
 SNMP-MPD-MIB, SNMP-TARGET-MIB and USM statistics live in pysnmp's MIB
 tree; reading them through its instrumentation (an access check and a
-tree descent per object, pyasn1 values boxed and unboxed) cost about 25 us
-of CPU per varbind, so a GET of 256 sysDescr.0 cost 6 ms. They are few and
+tree descent per object, pyasn1 values boxed and unboxed) costs many times
+what a cell does. They are few and
 their set is fixed once the engine is built: their instances are listed
 here once, by walking pysnmp's tree, and read straight from the instance
 objects (`getValue`, which node contexts and the ticking sysUpTime and

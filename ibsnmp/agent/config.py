@@ -58,12 +58,11 @@ DEFAULT_MAX_VARBINDS = 64
 # than this many steps (RFC 3416 4.2.3 lets an agent answer fewer).
 DEFAULT_MAX_GETBULK_VARBINDS = 100
 # The time, in ms, a GETBULK's repetitions may take to fill (0: no limit):
-# from the top of a fresh agent's tree 100 varbinds take about 1 ms here,
-# a kept walk's about 0.1 ms.
+# a kept walk's steps fill a message well within it, fresh names may not.
 DEFAULT_GETBULK_FILL_MS = 0.5
 MAX_VARBINDS_CEILING = 65_535
-# Walk steps the fast responder keeps encoded (agent.walk_cache): about 200
-# octets each (measured), so at most ~50 MB; a 200,000-varbind table walks from it.
+# Walk steps the fast responder keeps encoded (agent.walk_cache): a 200,000-
+# varbind table walks from it; what it holds is in docs/performance.md.
 DEFAULT_WALK_CACHE = 262_144
 # Requests per second from all sources together: no cap unless [limits] sets one.
 # A count cannot tell a manager from a flood (it drops at random among all);

@@ -1,7 +1,7 @@
 """The fast responder: SNMPv1/v2c GET, GETNEXT and GETBULK answered from cells.
 
-pysnmp spends about 230 us of CPU per varbind (an access check per object,
-pyasn1 objects built and encoded for every value). Here a read request is
+pysnmp makes an access check per object and builds and encodes pyasn1
+objects for every value. Here a read request is
 decoded by the codec of ibsnmp.wire, the community decides the read view
 once, the served subtrees (IF-MIB's and the InfiniBand one) are read as
 plain cells (agent.cells) and the Response is written octet for octet as
@@ -544,7 +544,7 @@ class _Request:
         longest such instance, and one more. A GET of a longer name finds no
         instance; a GETNEXT steps from the same place (its arcs past those
         compare with none). So no request makes the agent decode arcs no
-        instance has (64 KB of them cost 4 ms). `exact`: a GET's, which needs
+        instance has. `exact`: a GET's, which needs
         no arcs of a name found longer."""
         if len(element) <= SHORT_NAME:
             return oid_of_element(element), False  # decoding it all costs less than bounding

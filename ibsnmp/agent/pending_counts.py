@@ -1,7 +1,7 @@
 """The agent's counters as plain integers, applied to pysnmp's instances when someone looks.
 
 pysnmp keeps each counter as an immutable pyasn1 value: one increment
-builds a new object (about 15 us), and a request counts four or five.
+builds a new object, and a request counts four or five.
 What the agent counts itself (every datagram's verdict, the fast
 responders' requests, the SNMPv3 refusals) is added to plain integers
 here and written into the counters before anything can read them: before

@@ -245,7 +245,7 @@ class Prefilter:
         if end - start > self._max_varbinds * MAX_NULL_VARBIND:
             # More octets than the limit's varbinds take if all are { OID, NULL }:
             # checked in C first, such a list is over the limit without a
-            # varbind read in Python (64 KB of them: 0.5 ms less), and so is
+            # varbind read in Python, and so is
             # one that holds more than twice the limit of them before anything
             # else: read no further, as below (its end: one scan, not two).
             prefix = message.pdu.null_prefix(data)

@@ -10,9 +10,8 @@ changes, except for the objects that read the time or measured values
 is kept as the varbind octets it encodes to, keyed by the encoded OID
 element asked for: the next walk of the same context is a chain of
 dictionary lookups instead of a lookup, a getter and an encoding per
-varbind. A step of IB-SM-MIB, whose rows have GUID indexes, takes about
-270-290 octets with its tag, equal tags kept once (measured 2026-11-28:
-about 70 MB for 262,144 steps, 140-150 MB with a tag per step). Where the
+varbind (equal tags are kept once: a tag per step would double the
+memory; figures in docs/performance.md). Where the
 answer reads the time, the instance it lands on is kept instead (its OID
 element, agent.fast_reads): where that instance lies follows the structure
 as any other step does, and its value is read when asked.

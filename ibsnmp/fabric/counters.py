@@ -181,8 +181,8 @@ def _count(rate: float, t: float) -> float:
 
 
 # Values, never changed once made; not frozen: a frozen dataclass's __init__
-# sets each field through object.__setattr__, 8 times the cost of a plain
-# one, and a GETNEXT across counters makes one of these per name it asks.
+# sets each field through object.__setattr__, several times the cost of a
+# plain one, and a GETNEXT across counters makes one of these per name it asks.
 @dataclass(slots=True)
 class PortCounters:
     """The PortCounters attribute (IBA 16.1.3.5) plus PortXmitWait."""

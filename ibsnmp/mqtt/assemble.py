@@ -111,7 +111,7 @@ def assemble(records: Mapping[int, NodeRecord], spec: str) -> tuple[Fabric, tupl
 
 def _copy(nodes: Mapping[int, Node]) -> dict[int, Node]:
     """A dict of `nodes`: a MappingProxyType copies the dict behind it in one
-    step (0.08 ms at 10,026 nodes), where dict() reads it key by key (1.9 ms)."""
+    step, where dict() reads it key by key."""
     return nodes.copy() if isinstance(nodes, MappingProxyType) else dict(nodes)
 
 

@@ -17,10 +17,9 @@ from typing import Any
 DEFAULT_LIFETIME_S = 300.0
 DEFAULT_MAX_SESSIONS = 100
 # Result rows of SA requests (ibSmPath/MultiPath/TraceResultTable) one request
-# and all open requests may hold. A kept result row costs about 1.1 KB and
-# computing a path row about 0.3 ms (measured on a 532-node fat-tree), so one
-# SET computes for at most ~0.3 s and all results hold at most ~18 MB; every
-# path from one LID (without LMC) of a 1,000-port fabric fits in one request.
+# and all open requests may hold: they bound the time one SET computes and
+# the memory all results hold (docs/performance.md#sa-queries); every path
+# from one LID (without LMC) of a 1,000-port fabric fits in one request.
 DEFAULT_MAX_RESULT_ROWS_PER_REQUEST = 1_024
 DEFAULT_MAX_RESULT_ROWS = 16_384
 
