@@ -17,7 +17,7 @@ RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 
 test: setup
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -ra
+	$(BIN)/python -m pytest -ra --durations=15
 
 # The agent on a small simulated fat-tree, for a try from another shell; its
 # state stays in the checkout, away from a production agent's /var/lib/ibsnmp.
