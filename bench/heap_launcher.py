@@ -36,7 +36,7 @@ from typing import TextIO
 
 from console_script import run_console_script
 
-from ibsnmp.allocator import mallinfo
+from ibsnmp.malloc_threshold import mallinfo
 
 FIELDS = ("seconds", "rss_kb", "blocks", "pymalloc_used", "pymalloc_held", "malloc_used",
           "malloc_held", "gc0", "gc1", "gc2", "frozen")

@@ -365,7 +365,7 @@ def _run(args: argparse.Namespace) -> int:
     # SIGHUP means "reload", never "stop": ignored until the agent handles it.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     configure_logging(args.verbose, args.log_format)
-    from ibsnmp.allocator import pin_mmap_threshold
+    from ibsnmp.malloc_threshold import pin_mmap_threshold
 
     pin_mmap_threshold()  # before the fabric and the caches are built
     try:
@@ -419,7 +419,7 @@ def _run(args: argparse.Namespace) -> int:
     def announce(agent: Agent) -> None:
         print_banner(banner_lines(summary, settings, agent.endpoints, fabric), args.log_format)
 
-    from ibsnmp.heap import settle
+    from ibsnmp.gc_freeze import settle
     from ibsnmp.providers.topology import rereading
 
     # SIGHUP also re-reads a provider's files (the topology dump).

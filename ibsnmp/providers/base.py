@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Set
 from typing import Protocol
 
 from ibsnmp.events import TrapEvent
-from ibsnmp.heap import note_replaced
+from ibsnmp.gc_freeze import note_replaced
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.swap import Swap
 

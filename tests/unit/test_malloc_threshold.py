@@ -1,4 +1,4 @@
-"""ibsnmp.allocator: large blocks stay mapped after glibc would have moved them to its heap."""
+"""ibsnmp.malloc_threshold: large blocks stay mapped after glibc would have moved them to its heap."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 # (the bytes of mapped blocks).
 PROBE = """
 import ctypes, sys
-from ibsnmp.allocator import mallinfo, pin_mmap_threshold
+from ibsnmp.malloc_threshold import mallinfo, pin_mmap_threshold
 
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
