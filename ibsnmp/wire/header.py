@@ -368,6 +368,7 @@ class CommunityMessage(NamedTuple):
     version: int
     community: bytes
     pdu: PduHeader
+    pdu_at: int = -1  # where the PDU's tag lies in the octets read (-1: not known)
 
 
 class V3Message(NamedTuple):
@@ -436,7 +437,7 @@ def read_header(data: bytes) -> Header:
     if version in PDU_TAGS:
         community_start, community_end = _span(data, version_end, end, OCTET_STRING)
         pdu = read_pdu(data, community_end, end, version)
-        return CommunityMessage(version, data[community_start:community_end], pdu)
+        return CommunityMessage(version, data[community_start:community_end], pdu, community_end)
     if version == V3:
         return _read_v3(data, version_end, end)
     return OtherVersion(version)
@@ -539,7 +540,21 @@ def error_response(data: bytes, message: CommunityMessage, status: int, index: i
     pdu = message.pdu
     if pdu.request_id_element is None:
         raise HeaderError("not a request")
+    at, fields = message.pdu_at, pdu.request_id_element[1]
+    if (at >= 0 and status < 0x80 and index < 0x80 and data[fields:fields + 2] == _ONE_OCTET_INTEGER
+            and data[fields + 3:fields + 5] == _ONE_OCTET_INTEGER):
+        # The request's own octets but for its PDU type and the two error
+        # fields, of one content octet each: no length changes, nothing to
+        # join (the echoed list may be 64 KB).
+        reply = bytearray(data)
+        reply[at] = RESPONSE
+        reply[fields + 2] = status
+        reply[fields + 5] = index
+        return bytes(reply)
     return _response(data, message, status, index, memoryview(data)[pdu.varbinds[0]:pdu.varbinds[1]])
+
+
+_ONE_OCTET_INTEGER = bytes((INTEGER, 1))
 
 
 def _response(data: bytes, message: CommunityMessage, status: int, index: int,
