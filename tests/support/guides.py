@@ -105,9 +105,10 @@ def for_test(text: str, agent: str, root: Path) -> str:
     host, port = agent.rsplit(":", 1)
     text = text.replace(f"-H {EXAMPLE_AGENT}", f"-H {host} -p {port}")
     text = text.replace(f"{EXAMPLE_AGENT}:161", agent).replace(EXAMPLE_AGENT, agent)
-    text = text.replace("/opt/ibsnmp/bin/ibsnmp", str(VENV_BIN / "ibsnmp"))
+    # The page's own paths first: the checkout's may lie under /tmp too.
     text = re.sub(r"(?<![\w.-])/(etc|var|tmp|run)/", lambda m: f"{root}/{m[1]}/", text)
-    return re.sub(r"(?<![\w.-])~/", f"{root}/home/", text)
+    text = re.sub(r"(?<![\w.-])~/", f"{root}/home/", text)
+    return text.replace("/opt/ibsnmp/bin/ibsnmp", str(VENV_BIN / "ibsnmp"))
 
 
 def write_files(guide: Guide, agent: str, root: Path, changes: dict[str, str] | None = None) -> None:
