@@ -105,14 +105,14 @@ def checked(args: argparse.Namespace) -> tuple[AgentSettings, str]:
     elif kind == "live":
         run.check_live_options(args)
     else:
-        from ibsnmp.commands.mqtt_options import broker_settings_of
+        from ibsnmp.commands.mqtt_from_flags import broker_settings_of
 
         if not args.broker:
             raise ConfigError("provider mqtt needs the broker's URL: --broker URL, "
                               "IBSNMP_BROKER or [provider] broker")
         broker_settings_of(args, "aggregator")
     if args.publish:
-        from ibsnmp.commands.mqtt_options import broker_settings_of, check_publisher_options
+        from ibsnmp.commands.mqtt_from_flags import broker_settings_of, check_publisher_options
 
         check_publisher_options(args)
         broker_settings_of(args, "publisher", args.publish, url_dest="publish")

@@ -44,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _publish(args: argparse.Namespace) -> int:
     configure_logging(args.verbose, args.log_format)
-    from ibsnmp.commands.mqtt_options import make_publisher
+    from ibsnmp.commands.mqtt_from_flags import make_publisher
 
     try:
         if not args.broker:

@@ -187,7 +187,7 @@ def _make_provider(args: argparse.Namespace) -> Provider:
     """The provider `provider_kind` names; its errors become ConfigError (exit 2)."""
     kind = provider_kind(args)
     if kind == "mqtt":
-        from ibsnmp.commands.mqtt_options import make_aggregator
+        from ibsnmp.commands.mqtt_from_flags import make_aggregator
 
         return make_aggregator(args)
     if kind == "sysfs":
@@ -380,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
         state = _open_state(state_dir, args, settings.limits)
         publisher = None
         if args.publish:
-            from ibsnmp.commands.mqtt_options import make_publisher
+            from ibsnmp.commands.mqtt_from_flags import make_publisher
 
             publisher = make_publisher(args, provider, args.publish, url_dest="publish")
     except (ConfigError, SpecError) as exc:
@@ -426,7 +426,7 @@ def _run(args: argparse.Namespace) -> int:
     reload = rereading(provider.inner, _reloader(args, configured, settings))
     contexts = FabricContexts(provider)
     if kind == "mqtt":
-        from ibsnmp.commands.mqtt_options import AggregatorContexts
+        from ibsnmp.commands.mqtt_from_flags import AggregatorContexts
 
         contexts = AggregatorContexts(provider)
 

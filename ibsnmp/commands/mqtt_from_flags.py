@@ -1,6 +1,7 @@
-"""Command-line flags of the MQTT parts and the objects they make: the
-aggregator provider (`ibsnmp run --provider mqtt`) and the publisher
-(`ibsnmp publish`, `ibsnmp run --publish URL`)."""
+"""The MQTT parts made from parsed command-line flags: the aggregator
+provider (`ibsnmp run --provider mqtt`) and the publisher (`ibsnmp
+publish`, `ibsnmp run --publish URL`). The flags themselves, and their
+defaults, are declared in ibsnmp.mqtt.arguments."""
 
 from __future__ import annotations
 
