@@ -1,10 +1,9 @@
-"""No import cycle among ibsnmp's modules, nor among its sub-packages.
+"""No import cycle among ibsnmp's modules (test_package_layers keeps the
+packages in layers, so none among them either).
 
 Every import counts, at the top of a module or inside a function: one
 deferred into a function to dodge a cycle is a cycle still, and the
-reader of either module has to know about the other. Sub-packages are
-compared as siblings (a package using its own parent's top-level helper
-modules is no cycle)."""
+reader of either module has to know about the other."""
 
 from __future__ import annotations
 
@@ -85,22 +84,6 @@ def _module_graph() -> dict[str, set[str]]:
 
 def test_no_module_imports_itself_through_others() -> None:
     assert list(_cycles(_module_graph())) == []
-
-
-def test_no_subpackages_import_one_another_round() -> None:
-    known = _modules()
-
-    def package(name: str) -> str:
-        return name if known[name].name == "__init__.py" else name.rsplit(".", 1)[0]
-
-    graph: dict[str, set[str]] = {}
-    for name, imported in _module_graph().items():
-        mine = package(name)
-        for other in map(package, imported):
-            related = mine.startswith(other + ".") or other.startswith(mine + ".")
-            if other != mine and not related:
-                graph.setdefault(mine, set()).add(other)
-    assert list(_cycles(graph)) == []
 
 
 def test_a_cycle_is_found() -> None:

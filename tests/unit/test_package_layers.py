@@ -21,7 +21,7 @@ GENERATED = {"compiled_mibs"}  # pysmi's output: imports pysnmp only
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # Leaves: SNMP on the wire, events, files, logging, MIB compilation,
     # the checks the documents read share.
-    {"ibsnmp", "wire", "events", "heap", "allocator", "atomicfile", "logsetup", "mibtools",
+    {"ibsnmp", "wire", "events", "gc_freeze", "malloc_threshold", "atomicfile", "logsetup", "mibtools",
      "prometheus", "documents", "sd_notify"},
     # The fabric model; the state directory.
     {"fabric", "statedir"},
