@@ -29,8 +29,9 @@ log = logging.getLogger("ibsnmp.statedir")
 
 SYSTEM_STATE_DIR = Path("/var/lib/ibsnmp")
 APP_NAME = "ibsnmp"
-# The files the agent keeps here: ibsnmp-engine.json, ibsnmp-state.json.
-STATE_FILES = r"ibsnmp-[a-z]+\.json"
+# The files the agent keeps here: ibsnmp-engine.json, ibsnmp-state.json (and
+# ibsnmp-state-N.json of the other agents of a group: agent.engine_group).
+STATE_FILES = r"ibsnmp-[a-z]+(?:-[0-9]+)?\.json"
 
 
 class StateDirError(Exception):

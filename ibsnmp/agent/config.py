@@ -238,6 +238,8 @@ class AgentSettings:
     # Default endpoints the agent may start without (IPv6 disabled on the host).
     optional_listen: tuple[Endpoint, ...] = ()
     engine_boots: int | None = None  # snmpEngineBoots from the state directory
+    engine_booted_at: float | None = None  # when that boot began (agent.engine_group)
+    reuse_port: bool = False  # listening ports shared with the agents of one group
     agentx: AgentxSettings | None = None  # None: no AgentX subagent
     # The config file's option tables as written (FileConfig.options): what
     # they give is applied at start only, so a reload compares them.

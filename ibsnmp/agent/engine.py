@@ -320,7 +320,8 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     # never from pysnmp's own file under /tmp (see engine_state).
     dispatcher = GuardedDispatcher()
     engine = SnmpEngine(msgAndPduDsp=dispatcher)
-    apply_engine_identity(engine, settings.engine_id, settings.engine_boots)
+    apply_engine_identity(engine, settings.engine_id, settings.engine_boots,
+                          settings.engine_booted_at)
     handover = dispatcher.handover = Handover(engine)
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)

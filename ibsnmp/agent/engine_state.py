@@ -4,7 +4,7 @@ USM's replay protection (RFC 3414 2.2) rests on snmpEngineBoots growing at
 every start of an engine with the same snmpEngineID, and managers cache the
 engine ID. Both live in `ibsnmp-engine.json` in the state directory:
 
-    {"engine_id": "80004fb805...", "boots": 12}
+    {"engine_id": "80004fb805...", "boots": 12, "booted_at": 1795950000.25}
 
 - First start: a new engine ID (RFC 3411 format 5, random octets) and
   boots 1. The file is created with mode 0600.
@@ -12,6 +12,9 @@ engine ID. Both live in `ibsnmp-engine.json` in the state directory:
   the agent answers. At 2147483647 boots latches (RFC 3414 2.2.2): USM then
   refuses every authenticated request as notInTimeWindow until the engine
   ID changes; a warning says so.
+- `booted_at`: when that boot began (seconds since the epoch), the zero of
+  snmpEngineTime and sysUpTime; an agent that joins a running group of
+  agents on one port serves the same (agent.engine_group).
 - A configured `engine_id` wins over the stored one. When it differs from
   the stored one, boots starts again at 1: snmpEngineBoots counts the
   starts "since snmpEngineID was last configured" (SNMP-FRAMEWORK-MIB), and
@@ -26,7 +29,9 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +60,9 @@ class EngineStateError(Exception):
 class EngineState:
     engine_id: bytes
     boots: int
+    # When this boot began (time.time()); 0.0: not recorded (a file of an
+    # earlier version). Not part of the identity: states compare without it.
+    booted_at: float = field(default=0.0, compare=False)
 
 
 def new_engine_id() -> bytes:
@@ -82,7 +90,7 @@ def _parse(doc: Any, path: Path) -> EngineState:
 
     if not isinstance(doc, dict):
         raise fail("expected a JSON object")
-    unknown = sorted(set(doc) - {"engine_id", "boots"})
+    unknown = sorted(set(doc) - {"engine_id", "boots", "booted_at"})
     if unknown:
         raise fail(f"{unknown[0]}: unknown key")
     if "engine_id" not in doc:
@@ -92,31 +100,39 @@ def _parse(doc: Any, path: Path) -> EngineState:
     boots = doc.get("boots")
     if isinstance(boots, bool) or not isinstance(boots, int) or not 1 <= boots <= MAX_BOOTS:
         raise fail(f"boots: expected an integer from 1 to {MAX_BOOTS}")
-    return EngineState(engine_id, boots)
+    booted_at = doc.get("booted_at", 0.0)
+    if isinstance(booted_at, bool) or not isinstance(booted_at, (int, float)) \
+            or not 0 <= booted_at < 2**32:
+        raise fail("booted_at: expected seconds since the epoch")
+    return EngineState(engine_id, boots, float(booted_at))
 
 
 def save_engine_state(path: Path, state: EngineState) -> None:
-    doc = {"engine_id": state.engine_id.hex(), "boots": state.boots}
+    doc = {"engine_id": state.engine_id.hex(), "boots": state.boots,
+           "booted_at": round(state.booted_at, 3)}
     try:
         write_atomically(path, (json.dumps(doc) + "\n").encode("ascii"))
     except OSError as exc:
         raise EngineStateError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def next_engine_state(stored: EngineState | None, configured_id: bytes | None) -> EngineState:
-    """The state of this start, given the stored one and a configured engine ID."""
+def next_engine_state(stored: EngineState | None, configured_id: bytes | None,
+                      now: float = 0.0) -> EngineState:
+    """The state of a boot at `now`, given the stored one and a configured engine ID."""
     if stored is None:
-        return EngineState(configured_id or new_engine_id(), 1)
+        return EngineState(configured_id or new_engine_id(), 1, now)
     if configured_id is not None and configured_id != stored.engine_id:
-        return EngineState(configured_id, 1)
-    return EngineState(stored.engine_id, min(stored.boots + 1, MAX_BOOTS))
+        return EngineState(configured_id, 1, now)
+    return EngineState(stored.engine_id, min(stored.boots + 1, MAX_BOOTS), now)
 
 
-def start_engine(state_dir: Path, configured_id: bytes | None) -> EngineState:
-    """Load, advance and durably save the engine state of `state_dir`."""
+def start_engine(state_dir: Path, configured_id: bytes | None,
+                 clock: Callable[[], float] = time.time) -> EngineState:
+    """Load, advance (a boot beginning now) and durably save the engine
+    state of `state_dir`."""
     path = state_dir / ENGINE_FILE_NAME
     stored = load_engine_state(path)
-    state = next_engine_state(stored, configured_id)
+    state = next_engine_state(stored, configured_id, clock())
     save_engine_state(path, state)
     if stored is not None and stored.engine_id != state.engine_id:
         log.info("snmpEngineID changed to the configured %s: snmpEngineBoots starts again "
@@ -129,8 +145,10 @@ def start_engine(state_dir: Path, configured_id: bytes | None) -> EngineState:
     return state
 
 
-def apply_engine_identity(engine: SnmpEngine, engine_id: bytes | None, boots: int | None) -> None:
-    """Give a new engine its snmpEngineID and snmpEngineBoots.
+def apply_engine_identity(engine: SnmpEngine, engine_id: bytes | None, boots: int | None,
+                          booted_at: float | None = None) -> None:
+    """Give a new engine its snmpEngineID and snmpEngineBoots, and with
+    `booted_at` the zero of its snmpEngineTime and sysUpTime.
 
     pysnmp's SnmpEngine, when handed an engine ID, keeps boots in a file
     under the temporary directory (/tmp/__pysnmp/<id>/boots), which a /tmp
@@ -145,3 +163,10 @@ def apply_engine_identity(engine: SnmpEngine, engine_id: bytes | None, boots: in
         engine.snmpEngineID = id_instance.syntax
     if boots is not None:
         boots_instance.syntax = boots_instance.syntax.clone(boots)
+    if booted_at:
+        # pysnmp's instances keep their zero: snmpEngineTime's value is it (in
+        # whole seconds), sysUpTime's type a class attribute `createdAt`.
+        (time_instance,) = builder.import_symbols("__SNMP-FRAMEWORK-MIB", "snmpEngineTime")
+        time_instance.syntax = time_instance.syntax.clone(int(booted_at))
+        (up_time,) = builder.import_symbols("__SNMPv2-MIB", "sysUpTime")
+        type(up_time.syntax).createdAt = booted_at

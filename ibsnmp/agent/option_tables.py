@@ -80,6 +80,7 @@ RUN_OPTIONS: tuple[FileOption, ...] = (
     FileOption("agent", "state_dir", "state_dir"),
     FileOption("agent", "session_lifetime", "session_lifetime"),
     FileOption("agent", "max_sessions", "max_sessions"),
+    FileOption("agent", "reuse_port", "reuse_port"),
     *_LOGGING,
 )
 # `ibsnmp publish`: the same file on a host; its broker is --broker.

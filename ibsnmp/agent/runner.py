@@ -128,7 +128,7 @@ async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: V
     a default IPv6 one on a host without IPv6): nothing is left open then.
     """
     # First: a busy port fails before any work.
-    socks = bind_all(settings.listen, settings.optional_listen)
+    socks = bind_all(settings.listen, settings.optional_listen, settings.reuse_port)
     try:
         engine = build_engine(settings, resolver, mib, fabric_summary=fabric_summary)
     except BaseException:

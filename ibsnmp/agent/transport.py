@@ -111,15 +111,19 @@ _WHY = {
 RECEIVE_BUFFER = 4 * 1024 * 1024
 
 
-def bind_udp(endpoint: Endpoint) -> socket.socket:
+def bind_udp(endpoint: Endpoint, reuse_port: bool = False) -> socket.socket:
     """Bind one non-blocking UDP socket now, with a receive buffer of up to
-    RECEIVE_BUFFER; raise ListenError if impossible."""
+    RECEIVE_BUFFER; raise ListenError if impossible. `reuse_port`: other
+    sockets with it may bind the same address (SO_REUSEPORT: the kernel
+    gives each one the datagrams of some sources)."""
     family = socket.AF_INET6 if endpoint.ipv6 else socket.AF_INET
     try:
         sock = socket.socket(family, socket.SOCK_DGRAM)
     except OSError as exc:
         raise ListenError(exc.errno, f"cannot listen on UDP {endpoint}: {_why(exc)}") from None
     try:
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if endpoint.ipv6:
             # Keep [::] IPv6-only so 0.0.0.0 on the same port can coexist.
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
@@ -141,7 +145,7 @@ def _why(exc: OSError) -> str:
 
 
 def bind_all(endpoints: tuple[Endpoint, ...] | list[Endpoint],
-             optional: tuple[Endpoint, ...] = ()) -> list[socket.socket]:
+             optional: tuple[Endpoint, ...] = (), reuse_port: bool = False) -> list[socket.socket]:
     """Bind every endpoint or none: on failure the ones already bound are closed.
 
     An endpoint in `optional` whose address family the host lacks (IPv6
@@ -151,7 +155,7 @@ def bind_all(endpoints: tuple[Endpoint, ...] | list[Endpoint],
     try:
         for endpoint in endpoints:
             try:
-                socks.append(bind_udp(endpoint))
+                socks.append(bind_udp(endpoint, reuse_port))
             except ListenError as exc:
                 if endpoint not in optional or exc.errno not in _FAMILY_UNAVAILABLE:
                     raise

@@ -150,7 +150,7 @@ def effective_toml(args: argparse.Namespace, settings: AgentSettings, kind: str,
     out.table("agent")
     state_dir = args.state_dir or str(default_state_dir())
     out.key("state_dir", state_dir, of("state_dir"))
-    for dest in ("session_lifetime", "max_sessions", "log_format", "verbose"):
+    for dest in ("session_lifetime", "max_sessions", "reuse_port", "log_format", "verbose"):
         out.key(dest, getattr(args, dest), of(dest))
 
     out.table("provider")

@@ -58,13 +58,15 @@ def _settings(args: argparse.Namespace, role: str, url: str | None = None,
     return settings
 
 
-def make_aggregator(args: argparse.Namespace) -> Provider:
+def make_aggregator(args: argparse.Namespace, client_suffix: str = "") -> Provider:
+    """The MQTT provider; `client_suffix` sets its default client ID apart
+    (an agent of a group sharing a port: agent.engine_group)."""
     from ibsnmp.mqtt.aggregator import MqttAggregator
 
     if not args.broker:
         raise ConfigError("provider mqtt needs the broker's URL: --broker URL, IBSNMP_BROKER "
                           "or [provider] broker")
-    return MqttAggregator(_settings(args, "aggregator"), args.fabric_id, stale_after=args.stale_after,
+    return MqttAggregator(_settings(args, "aggregator", client_suffix=client_suffix), args.fabric_id, stale_after=args.stale_after,
                           max_nodes=args.max_nodes, max_nodes_per_publisher=args.max_nodes_per_publisher)
 
 

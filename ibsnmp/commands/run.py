@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ibsnmp.fabric.model import Fabric
     from ibsnmp.agentx.connection import Subagent
     from ibsnmp.mqtt.publisher import Publisher
+    from ibsnmp.agent.engine_group import EngineGroup
     from ibsnmp.state.store import AgentState
 
 EXIT_START_FAILED = 2
@@ -136,6 +137,11 @@ def add_state_arguments(parser: argparse.ArgumentParser) -> None:
              "(ibsnmp-state.json); default $STATE_DIRECTORY, else /var/lib/ibsnmp as root, "
              "else $XDG_STATE_HOME/ibsnmp (~/.local/state/ibsnmp)")
     group.add_argument(
+        "--reuse-port", action="store_true",
+        help="share the listening ports with other agents of the same state directory "
+             "(SO_REUSEPORT): the kernel spreads the managers over them, which answer as one "
+             "SNMP engine (more cores; see docs/scaling.md)")
+    group.add_argument(
         "--session-lifetime", type=_positive_float, default=DEFAULT_LIFETIME_S, metavar="S",
         help=f"seconds a path/multipath/trace request row lives (default {DEFAULT_LIFETIME_S:g})")
     group.add_argument(
@@ -183,13 +189,14 @@ def provider_kind(args: argparse.Namespace) -> str:
           "(--fabric SPEC alone serves a simulated fabric)")
 
 
-def _make_provider(args: argparse.Namespace) -> Provider:
-    """The provider `provider_kind` names; its errors become ConfigError (exit 2)."""
+def _make_provider(args: argparse.Namespace, slot: int = 1) -> Provider:
+    """The provider `provider_kind` names; its errors become ConfigError (exit
+    2). `slot`: the agent's in its group (an MQTT client ID of its own)."""
     kind = provider_kind(args)
     if kind == "mqtt":
         from ibsnmp.commands.mqtt_from_flags import make_aggregator
 
-        return make_aggregator(args)
+        return make_aggregator(args, client_suffix="" if slot == 1 else f"member{slot}")
     if kind == "sysfs":
         from ibsnmp.providers.sysfs import SysfsError, SysfsProvider
 
@@ -276,11 +283,14 @@ def _make_live_provider(args: argparse.Namespace) -> Provider:
 
 def _services(settings: AgentSettings, provider: Provider, publisher: Publisher | None = None,
               subagent_of: Callable[[Agent], Subagent] | None = None, *,
-              saved_authen_traps: int | None = None) -> Services:
+              saved_authen_traps: int | None = None,
+              group: EngineGroup | None = None) -> Services:
     """What runs beside the agent: the AgentX subagent (`subagent_of(agent)`,
-    with --agentx), the notification originator (coldStart first, then
-    authenticationFailure for refusals), the refusal log's flushes, then the
-    provider, then the publisher (--publish). `saved_authen_traps`: the
+    with --agentx), the notification originator (coldStart first, or
+    warmStart for an agent that joined its `group`'s engine; then
+    authenticationFailure for refusals; the fabric's notifications while
+    the group leaves them to this agent), the refusal log's flushes, then
+    the provider, then the publisher (--publish). `saved_authen_traps`: the
     snmpEnableAuthenTraps a SET saved, in force before anything else."""
     from ibsnmp.agent.refusals import flushing
     from ibsnmp.mqtt.publisher import publishing
@@ -302,11 +312,13 @@ def _services(settings: AgentSettings, provider: Provider, publisher: Publisher 
             # Targets first, so no event of the provider's first moments is missed.
             service = await stack.enter_async_context(notifications(
                 agent.engine.engine, settings.trap_targets, provider,
-                if_mib=settings.traps.if_mib, relays=relays))
+                if_mib=settings.traps.if_mib, relays=relays,
+                leads=group.leads_notifications if group is not None else lambda: True))
             # A reload (SIGHUP) brings new trap targets; the provider keeps running.
             agent.reload_hooks.append(
                 lambda new: service.apply(new.trap_targets, new.traps.if_mib))
-            send_cold_start(service)  # before the provider's first event
+            # Before the provider's first event.
+            send_cold_start(service, joined=group is not None and not group.booted)
             refusals, authen_traps = agent.engine.refusals, agent.engine.authen_traps
             await stack.enter_async_context(flushing(refusals))
             stack.enter_context(authentication_failures(service, refusals,
@@ -332,24 +344,29 @@ def _state_dir(args: argparse.Namespace) -> Path:
         raise ConfigError(f"state directory: {exc} (choose another with --state-dir)") from None
 
 
-def _start_engine_state(state_dir: Path, settings: AgentSettings) -> AgentSettings:
-    """Settings with this start's snmpEngineID and snmpEngineBoots (saved first)."""
-    from ibsnmp.agent.engine_state import EngineStateError, start_engine
+def _join_engine_group(state_dir: Path, settings: AgentSettings) -> EngineGroup:
+    """This agent's place in the state directory's group: the snmpEngineID,
+    snmpEngineBoots and boot time it serves (a boot saved first), held
+    while the agent runs."""
+    from ibsnmp.agent.engine_group import GroupError, join_group
+    from ibsnmp.agent.engine_state import EngineStateError
 
     try:
-        engine = start_engine(state_dir, settings.engine_id)
+        return join_group(state_dir, settings.engine_id, shared=settings.reuse_port)
     except EngineStateError as exc:
         raise ConfigError(f"engine state file: {exc}") from None
-    return replace(settings, engine_id=engine.engine_id, engine_boots=engine.boots)
+    except GroupError as exc:
+        raise ConfigError(f"state directory: {exc}") from None
 
 
 def _open_state(state_dir: Path, args: argparse.Namespace,
-                limits: Limits) -> AgentState:
-    """The write store: the state file (loaded if present), session and result limits."""
+                limits: Limits, slot: int) -> AgentState:
+    """The write store: the state file of this agent's slot (loaded if
+    present), session and result limits."""
     from ibsnmp.mib.write import state_value_problem
     from ibsnmp.state.store import AgentState, StateFileError, state_file_for
 
-    path = state_file_for(state_dir)
+    path = state_file_for(state_dir, slot)
     try:
         state = AgentState.open(path, state_value_problem, lifetime=args.session_lifetime,
                                 max_sessions=args.max_sessions,
@@ -374,10 +391,14 @@ def _run(args: argparse.Namespace) -> int:
         from ibsnmp.mib.registry import build_mib
 
         kind = provider_kind(args)
-        provider = _make_provider(args)
         state_dir = _state_dir(args)
-        settings = _start_engine_state(state_dir, settings)
-        state = _open_state(state_dir, args, settings.limits)
+        settings = replace(settings, reuse_port=bool(args.reuse_port))
+        group = _join_engine_group(state_dir, settings)
+        settings = replace(settings, engine_id=group.state.engine_id,
+                           engine_boots=group.state.boots,
+                           engine_booted_at=group.state.booted_at)
+        provider = _make_provider(args, group.slot)
+        state = _open_state(state_dir, args, settings.limits, group.slot)
         publisher = None
         if args.publish:
             from ibsnmp.commands.mqtt_from_flags import make_publisher
@@ -454,7 +475,8 @@ def _run(args: argparse.Namespace) -> int:
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=started,
                services=_services(settings, provider, publisher, subagent_of,
-                                  saved_authen_traps=state.config.snmp.get("snmpEnableAuthenTraps")),
+                                  saved_authen_traps=state.config.snmp.get("snmpEnableAuthenTraps"),
+                                  group=group),
                reload=reload)
 
 
@@ -522,7 +544,8 @@ def _reloader(args: argparse.Namespace, configured: AgentSettings,
     """
 
     def load() -> AgentSettings:
-        new = settings_from_args(args)
+        new = dataclasses.replace(settings_from_args(args), reuse_port=started.reuse_port,
+                                  engine_booted_at=started.engine_booted_at)
         for key in sorted(set(new.file_options) | set(configured.file_options)):
             if new.file_options.get(key) != configured.file_options.get(key):
                 log.warning("configuration reload: %s changed; it takes effect at the next "

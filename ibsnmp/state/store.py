@@ -50,9 +50,10 @@ class StateFileError(Exception):
     """The state file cannot be read or is not valid; names the file."""
 
 
-def state_file_for(state_dir: str | Path) -> Path:
-    """Where the state lives in the state directory: `DIR/ibsnmp-state.json`."""
-    return Path(state_dir) / STATE_FILE_NAME
+def state_file_for(state_dir: str | Path, slot: int = 1) -> Path:
+    """Where an agent's state lives in the state directory: `DIR/ibsnmp-state.json`,
+    or for the agent of slot n > 1 of a group (agent.engine_group) `ibsnmp-state-n.json`."""
+    return Path(state_dir) / (STATE_FILE_NAME if slot == 1 else f"ibsnmp-state-{slot}.json")
 
 
 def load_state_file(path: Path, mib_problem: ValueProblem) -> ConfigState:

@@ -38,8 +38,12 @@ class NotificationService:
     """The originator in force for the configured targets (None without targets)."""
 
     def __init__(self, engine: SnmpEngine, provider: Provider, *, if_mib: bool = True,
-                 relays: Sequence[Callable[[Outgoing], None]] = ()) -> None:
+                 relays: Sequence[Callable[[Outgoing], None]] = (),
+                 leads: Callable[[], bool] = lambda: True) -> None:
         self._engine = engine
+        # Whether this agent sends the fabric's notifications now: one agent
+        # of a group sharing a port does (agent.engine_group).
+        self._leads = leads
         self._relays = tuple(relays)  # beside the targets: the AgentX master
         self._provider = provider
         self.originator: TrapOriginator | None = None
@@ -57,7 +61,7 @@ class NotificationService:
             add_swap_listener(self._compare_links)
 
     def _forward(self, event: TrapEvent) -> None:
-        if self.originator is not None:
+        if self.originator is not None and self._leads():
             self.originator.notify(event)
 
     def _compare_links(self, swap: Swap) -> None:
@@ -81,7 +85,7 @@ class NotificationService:
     def _send_pending(self) -> None:
         with self._pending_lock:
             pending, self._pending = self._pending, []
-        if self.originator is not None:
+        if self.originator is not None and pending and self._leads():
             for notification, where, seen in pending:
                 self.originator.submit(notification, where, seen)
 
@@ -130,11 +134,12 @@ class NotificationService:
 async def notifications(engine: SnmpEngine, targets: tuple[TrapTarget, ...],
                         provider: Provider, *, if_mib: bool = True,
                         relays: Sequence[Callable[[Outgoing], None]] = (),
+                        leads: Callable[[], bool] = lambda: True,
                         ) -> AsyncIterator[NotificationService]:
     """Send a notification to every target for every event `provider` emits,
     and IF-MIB linkDown / linkUp for its ports (unless `if_mib` is false),
-    for as long as the context lasts."""
-    service = NotificationService(engine, provider, if_mib=if_mib, relays=relays)
+    while `leads()` holds, for as long as the context lasts."""
+    service = NotificationService(engine, provider, if_mib=if_mib, relays=relays, leads=leads)
     await service.apply(targets)
     try:
         yield service

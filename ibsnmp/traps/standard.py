@@ -1,9 +1,11 @@
 """The agent's own standard notifications (SNMPv2-MIB snmpTraps, RFC 3418):
-coldStart when it starts, authenticationFailure when it refuses who asks.
+coldStart when it starts, warmStart when it joins the running agents of
+its group (agent.engine_group: the engine goes on, its configuration
+unaltered), authenticationFailure when it refuses who asks.
 
 Both carry no OBJECTS: an SNMPv2c/v3 receiver gets sysUpTime.0 and
 snmpTrapOID.0 alone, and pysnmp's SNMPv1 conversion (RFC 3584 3.2) gives
-an SNMPv1 one generic-trap 0 (coldStart) or 4 (authenticationFailure),
+an SNMPv1 one generic-trap 0 (coldStart), 1 (warmStart) or 4 (authenticationFailure),
 specific-trap 0, enterprise snmpTraps. They speak for the agent (the
 default context) and go to the trap targets alone, never through an
 AgentX master (traps.service.NotificationService.send_own): a subagent
@@ -31,12 +33,14 @@ from .service import NotificationService
 
 SNMP_TRAPS: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5)
 COLD_START = NotificationSpec(None, "coldStart", SNMP_TRAPS + (1,), ())
+WARM_START = NotificationSpec(None, "warmStart", SNMP_TRAPS + (2,), ())
 AUTHENTICATION_FAILURE = NotificationSpec(None, "authenticationFailure", SNMP_TRAPS + (5,), ())
 
 
-def send_cold_start(service: NotificationService) -> None:
-    """coldStart to every target in force (call once, when the agent starts)."""
-    service.send_own(COLD_START)
+def send_cold_start(service: NotificationService, joined: bool = False) -> None:
+    """coldStart to every target in force (call once, when the agent starts),
+    or warmStart when it `joined` an engine its group runs."""
+    service.send_own(WARM_START if joined else COLD_START)
 
 
 @contextmanager

@@ -105,13 +105,15 @@ def test_a_start_removes_the_temporaries_a_killed_agent_left(tmp_path: Path) -> 
 
 
 def test_first_start_makes_an_engine_id_and_a_private_file(tmp_path: Path) -> None:
-    first = start_engine(tmp_path, None)
+    first = start_engine(tmp_path, None, clock=lambda: 1795000000.25)
     path = tmp_path / ENGINE_FILE_NAME
     assert first.boots == 1 and first.engine_id[:5] == bytes.fromhex("80004fb805")
     assert mode(path) == 0o600
-    assert json.loads(path.read_text()) == {"engine_id": first.engine_id.hex(), "boots": 1}
-    second = start_engine(tmp_path, None)
+    assert json.loads(path.read_text()) == {"engine_id": first.engine_id.hex(), "boots": 1,
+                                            "booted_at": 1795000000.25}
+    second = start_engine(tmp_path, None, clock=lambda: 1795000100.5)
     assert second == EngineState(first.engine_id, 2)
+    assert second.booted_at == 1795000100.5 == load_engine_state(path).booted_at
     assert [p.name for p in tmp_path.iterdir()] == [ENGINE_FILE_NAME]  # no temporary left
     other = tmp_path / "other"
     other.mkdir()
