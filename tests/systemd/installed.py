@@ -76,9 +76,13 @@ class InstalledAgent:
     def install(self) -> None:
         self.machine.sh(INSTALL, timeout=600)
 
-    def configure(self, communities: Sequence[str], provider: Provider = SYSFS) -> None:
-        """Write the configuration, root:ibsnmp 0640, as an operator would."""
+    def configure(self, communities: Sequence[str], provider: Provider = SYSFS,
+                  agent: str = "") -> None:
+        """Write the configuration, root:ibsnmp 0640, as an operator would
+        (`agent`: the lines of its [agent] table)."""
         text = f'listen = ["127.0.0.1:{self.port}"]\n\n' + provider.toml()
+        if agent:
+            text += f"\n[agent]\n{agent}\n"
         for name in communities:
             text += f'\n[[community]]\nname = "{name}"\n'
         self.machine.write_file(CONFIG, text, 0o640, "root:ibsnmp")
@@ -88,18 +92,18 @@ class InstalledAgent:
     def systemctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.machine.run("systemctl", *args, check=check, timeout=120)
 
-    def show(self, *properties: str) -> dict[str, str]:
+    def show(self, *properties: str, unit: str = UNIT) -> dict[str, str]:
         """The unit's `properties` as `systemctl show` prints them."""
         flags = [f"--property={name}" for name in properties]
-        lines = self.systemctl("show", *flags, UNIT).stdout.splitlines()
+        lines = self.systemctl("show", *flags, unit).stdout.splitlines()
         return dict(line.split("=", 1) for line in lines if "=" in line)
 
-    def main_pid(self) -> int:
-        return int(self.show("MainPID")["MainPID"])
+    def main_pid(self, unit: str = UNIT) -> int:
+        return int(self.show("MainPID", unit=unit)["MainPID"])
 
-    def journal(self) -> list[str]:
+    def journal(self, unit: str = UNIT) -> list[str]:
         """The messages of the unit's current (or last) run, one a line."""
-        invocation = self.show("InvocationID")["InvocationID"]
+        invocation = self.show("InvocationID", unit=unit)["InvocationID"]
         result = self.machine.run("journalctl", "--no-pager", "-o", "cat",
                                   f"_SYSTEMD_INVOCATION_ID={invocation}")
         return result.stdout.splitlines()

@@ -8,6 +8,7 @@ tree with community COMMUNITY, as the `agent` fixture hands it over.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,6 +245,45 @@ def test_the_live_drop_in_is_in_force_and_no_device_exits_2(agent: InstalledAgen
         agent.configure([COMMUNITY])
         agent.reset()
         agent.serving(COMMUNITY)
+
+
+def test_a_copy_of_the_unit_shares_the_port_as_one_engine(agent: InstalledAgent) -> None:
+    """docs/scaling.md under systemd: reuse_port in the file, the unit copied
+    as ibsnmp-2: both run as the one dynamic user on the one port and state
+    directory, the second joined the first's boot."""
+    second = "ibsnmp-2"
+    agent.configure([COMMUNITY], agent="reuse_port = true")
+    agent.machine.sh(f"cp /etc/systemd/system/{UNIT}.service /etc/systemd/system/{second}.service\n"
+                     "systemctl daemon-reload")
+    try:
+        agent.systemctl("restart", UNIT)
+        agent.systemctl("start", second)
+        assert any("joined the running agents of /var/lib/ibsnmp" in line
+                   for line in agent.journal(second)), agent.journal(second)
+        pids = [agent.main_pid(), agent.main_pid(second)]
+        users = {next(line.split()[1] for line in agent.machine.read_file(f"/proc/{pid}/status")
+                      .splitlines() if line.startswith("Uid:")) for pid in pids}
+        assert len(users) == 1, users
+        # Both hold a UDP socket bound to the port (the kernel's socket table
+        # by inode; the container has no ss).
+        bound = {line.split()[9] for line in agent.machine.read_file("/proc/net/udp").splitlines()[1:]
+                 if line.split()[1].endswith(f":{agent.port:04X}")}
+        for pid in pids:
+            links = agent.machine.sh(f"readlink /proc/{pid}/fd/*", check=False).stdout
+            assert bound & set(re.findall(r"socket:\[(\d+)\]", links)), (pid, bound, links)
+        booted = agent.engine_state()
+        for _ in range(8):  # new source ports: either unit answers, as the one engine
+            answer = agent.get(COMMUNITY, ENGINE_ID_OID, ENGINE_BOOTS_OID, timeout_s=3, retries=1)
+            assert answer.returncode == 0, answer.stderr
+            engine_id, boots = answer.stdout.splitlines()
+            assert _octets(engine_id) == bytes.fromhex(str(booted["engine_id"]))
+            assert int(boots) == booted["boots"]
+    finally:
+        agent.systemctl("stop", second, check=False)
+        agent.machine.sh(f"rm -f /etc/systemd/system/{second}.service\nsystemctl daemon-reload")
+        agent.configure([COMMUNITY])
+        agent.systemctl("restart", UNIT)
+        agent.wait_until_answering(COMMUNITY)
 
 
 def test_the_udev_rule_loads_with_the_group(agent: InstalledAgent) -> None:
