@@ -168,7 +168,8 @@ def add_fabric_arguments(parser: argparse.ArgumentParser, *, default: str | None
     (None for run and publish, where --fabric also chooses the provider)."""
     parser.add_argument(
         "--fabric", default=default, metavar="SPEC",
-        help="simulated fabric: 'single' or 'fat-tree:spines=S,leaves=L,hosts=H' "
+        help="simulated fabric: 'single', 'fat-tree:spines=S,leaves=L,hosts=H' or "
+             "'fat-tree3:radix=K[,pods=P]' "
              + (f"(default {default})" if default else
                 f"(implies --provider simulated; default with it: {DEFAULT_SPEC})"),
     )

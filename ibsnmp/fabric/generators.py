@@ -58,7 +58,7 @@ from .model import (
 )
 from .routing import assign_lids
 from .sim_connections import SimulatedConnections
-from .spec import FabricSpec, FatTreeSpec, SingleSpec, SpecError, parse_spec
+from .spec import FabricSpec, FatTree3Spec, FatTreeSpec, SingleSpec, SpecError, parse_spec
 
 __all__ = ["generate", "build_fabric"]
 
@@ -69,7 +69,12 @@ def build_fabric(spec: str | FabricSpec, seed: int = 0) -> Fabric:
 
 
 def generate(spec: FabricSpec, seed: int = 0) -> Fabric:
-    plan = _plan_single(spec, seed) if isinstance(spec, SingleSpec) else _plan_fat_tree(spec, seed)
+    if isinstance(spec, SingleSpec):
+        plan = _plan_single(spec, seed)
+    elif isinstance(spec, FatTreeSpec):
+        plan = _plan_fat_tree(spec, seed)
+    else:
+        plan = _plan_fat_tree3(spec, seed)
     return _Builder(plan).build()
 
 
@@ -99,7 +104,7 @@ class _Planned:
     model: DeviceModel
     description: str
     num_ports: int
-    role: str  # "host", "leaf", "spine"
+    role: str  # "host", "leaf", "spine", "core"
     cables: dict[int, _Cable] = field(default_factory=dict)
     disabled: frozenset[int] = frozenset()
 
@@ -211,8 +216,20 @@ def _inject_faults(plan: _Plan, rng: random.Random, spec: FatTreeSpec) -> None:
         uplink = nodes[leaf].cables[spec.hosts * spec.ports + 1 + rng.randrange(spec.spines)]
         uplink.up, uplink.fault = False, "uplink down"
         count -= 1
-    kinds = ["width", "speed", "errors"] + (["down"] if spec.ports == 2 else [])
-    candidates = [(i, p) for i in plan.hosts[2:] for p in range(1, spec.ports + 1)]
+    _host_faults(plan, rng, count, spec.ports)
+    # One spare leaf port administratively disabled, where spares exist.
+    first_leaf = nodes[spec.spines]
+    spare = spec.leaf_ports_needed + 1
+    if spare <= first_leaf.num_ports:
+        first_leaf.disabled = frozenset({spare})
+
+
+def _host_faults(plan: _Plan, rng: random.Random, count: int, ports: int) -> None:
+    """`count` host links (the two SM hosts' apart) made slower, narrower,
+    erring, or (with two ports a host) down, in turn."""
+    nodes = plan.nodes
+    kinds = ["width", "speed", "errors"] + (["down"] if ports == 2 else [])
+    candidates = [(i, p) for i in plan.hosts[2:] for p in range(1, ports + 1)]
     for n, (index, port) in enumerate(rng.sample(candidates, min(count, len(candidates)))):
         cable = nodes[index].cables[port]
         kind = kinds[n % len(kinds)]
@@ -223,11 +240,66 @@ def _inject_faults(plan: _Plan, rng: random.Random, spec: FatTreeSpec) -> None:
             cable.width = LinkWidth.X1
         elif kind == "speed":
             cable.speed, cable.speed_ext = _link_speed(plan.generation, slower=True)
-    # One spare leaf port administratively disabled, where spares exist.
-    first_leaf = nodes[spec.spines]
-    spare = spec.leaf_ports_needed + 1
-    if spare <= first_leaf.num_ports:
-        first_leaf.disabled = frozenset({spare})
+
+
+def _plan_fat_tree3(spec: FatTree3Spec, seed: int) -> _Plan:
+    """The folded Clos: cores, then per pod its spines and leaves, then the
+    hosts leaf by leaf. Leaf port h (1..K/2) takes host h and port K/2+s
+    spine s of its pod; spine port l takes leaf l and port K/2+c core c of
+    its group (spine s of every pod reaches cores s*K/2 .. s*K/2+K/2-1);
+    core port p takes pod p. Names number each kind across the fabric."""
+    rng = random.Random(seed)
+    pool = _GuidPool(rng)
+    generation = GENERATIONS[spec.speed]
+    half, radix = spec.half, spec.radix
+    nodes: list[_Planned] = []
+    switch_width = _name_width(max(spec.cores, spec.leaves), 2)
+    switch_oui = rng.choice(generation.spine.ouis)
+    ports = max(generation.spine.num_ports, radix)
+    for c in range(spec.cores):
+        nodes.append(_Planned(pool.take(switch_oui), generation.spine, f"core{c + 1:0{switch_width}d}",
+                              ports, "core"))
+    spine_at = len(nodes)
+    for s in range(spec.spines):
+        nodes.append(_Planned(pool.take(switch_oui), generation.spine,
+                              f"spine{s + 1:0{switch_width}d}", ports, "spine"))
+    leaf_at = len(nodes)
+    for leaf in range(spec.leaves):
+        nodes.append(_Planned(pool.take(switch_oui), generation.leaf, f"leaf{leaf + 1:0{switch_width}d}",
+                              max(generation.leaf.num_ports, radix), "leaf"))
+    speed, ext = _link_speed(generation)
+    for pod in range(spec.pods):
+        for s in range(half):
+            spine = spine_at + pod * half + s
+            for c in range(half):
+                _cable(nodes, _Cable((spine, half + c + 1), (s * half + c, pod + 1), speed=speed,
+                                     speed_ext=ext, interface=PhysicalInterface.FIBER))
+            for leaf in range(half):
+                _cable(nodes, _Cable((leaf_at + pod * half + leaf, half + s + 1), (spine, leaf + 1),
+                                     speed=speed, speed_ext=ext, interface=PhysicalInterface.FIBER))
+    host_width = _name_width(spec.host_count, 3)
+    single, dual = generation.hcas[0], generation.hcas[-1]
+    hosts: list[int] = []
+    for leaf in range(spec.leaves):
+        batch_oui = rng.choice(single.ouis)  # adapters come in batches per rack
+        for h in range(half):
+            model = dual if rng.random() < 0.3 else single
+            oui = batch_oui if batch_oui in model.ouis else model.ouis[0]
+            host = _Planned(pool.take(oui), model, f"host{leaf * half + h + 1:0{host_width}d} HCA-1",
+                            model.num_ports, "host")
+            index = len(nodes)
+            nodes.append(host)
+            hosts.append(index)
+            _cable(nodes, _Cable((index, 1), (leaf_at + leaf, h + 1), speed=speed, speed_ext=ext))
+    plan = _Plan(spec, seed, generation, nodes, hosts, spec.lmc)
+    count = spec.faults if spec.faults is not None else min(40, max(1, spec.host_count // 150))
+    if count >= 2 and spec.pods >= 1 and half >= 2:
+        leaf = leaf_at + rng.randrange(spec.leaves)
+        uplink = nodes[leaf].cables[half + 1 + rng.randrange(half)]
+        uplink.up, uplink.fault = False, "uplink down"
+        count -= 1
+    _host_faults(plan, rng, count, 1)
+    return plan
 
 
 # -- turning the plan into model objects ---------------------------------------------

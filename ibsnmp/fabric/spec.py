@@ -2,11 +2,18 @@
 
     single                                  one host, one 2-port HCA, no switch
     fat-tree:spines=S,leaves=L,hosts=H      two-level fat-tree, H hosts per leaf
+    fat-tree3:radix=K[,pods=P]              three-level fat-tree of K-port switches
 
-Optional keys (both kinds): speed=fdr|edr|hdr|ndr (default edr), lmc=0..7.
-Fat-tree only: ports=1|2 (HCA ports cabled per host, default 1) and
-faults=N (degraded or down links to inject; default scales with size,
-0 for a pristine fabric).
+Optional keys (all kinds): speed=fdr|edr|hdr|ndr (default edr), lmc=0..7.
+fat-tree only: ports=1|2 (HCA ports cabled per host, default 1); both
+fat-trees: faults=N (degraded or down links to inject; default scales
+with size, 0 for a pristine fabric).
+
+fat-tree3 is the folded Clos of K-port switches: K pods (or the first P),
+each of K/2 leaves with K/2 hosts apiece and K/2 spines, every spine
+cabled to K/2 of the (K/2)^2 core switches. radix=64 with every pod is
+65,536 hosts and 5,120 switches: more than the 49,151 unicast LIDs of one
+subnet, so it is refused; pods=44 is the largest that fits.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from .iba import MAX_PHYS_PORTS, MAX_UNICAST_LID
 SPEEDS = ("fdr", "edr", "hdr", "ndr")
 _COMMON_KEYS = ("speed", "lmc")
 _FAT_TREE_KEYS = ("spines", "leaves", "hosts", "ports", "faults") + _COMMON_KEYS
+_FAT_TREE3_KEYS = ("radix", "pods", "faults") + _COMMON_KEYS
 
 
 class SpecError(ValueError):
@@ -62,7 +70,52 @@ class FatTreeSpec:
         return self.hosts * self.ports + self.spines
 
 
-FabricSpec = SingleSpec | FatTreeSpec
+@dataclass(frozen=True, slots=True)
+class FatTree3Spec:
+    """A three-level fat-tree (folded Clos) of `radix`-port switches, its
+    first `pods` pods built; names and GUIDs follow the two-level tree's."""
+
+    radix: int
+    pods: int
+    speed: str = "edr"
+    lmc: int = 0
+    faults: int | None = None
+
+    @property
+    def text(self) -> str:
+        text = f"fat-tree3:radix={self.radix}"
+        if self.pods != self.radix:
+            text += f",pods={self.pods}"
+        if self.faults is not None:
+            text += f",faults={self.faults}"
+        return text + _options(self.speed, self.lmc, sep=",")
+
+    @property
+    def half(self) -> int:
+        return self.radix // 2
+
+    @property
+    def cores(self) -> int:
+        return self.half * self.half
+
+    @property
+    def leaves(self) -> int:
+        return self.pods * self.half
+
+    @property
+    def spines(self) -> int:
+        return self.pods * self.half
+
+    @property
+    def host_count(self) -> int:
+        return self.leaves * self.half
+
+    @property
+    def switch_count(self) -> int:
+        return self.cores + self.leaves + self.spines
+
+
+FabricSpec = SingleSpec | FatTreeSpec | FatTree3Spec
 
 
 def _options(speed: str, lmc: int, sep: str = ":") -> str:
@@ -75,7 +128,8 @@ def _options(speed: str, lmc: int, sep: str = ":") -> str:
 def parse_spec(text: str) -> FabricSpec:
     """Parse a specification; raise SpecError naming the offending part."""
     if not isinstance(text, str) or not text.strip():
-        raise SpecError("empty fabric spec: expected 'single' or 'fat-tree:spines=S,leaves=L,hosts=H'")
+        raise SpecError("empty fabric spec: expected 'single', 'fat-tree:spines=S,leaves=L,hosts=H' "
+                        "or 'fat-tree3:radix=K'")
     kind, _, rest = text.strip().partition(":")
     kind = kind.strip().lower()
     if kind == "single":
@@ -100,7 +154,35 @@ def parse_spec(text: str) -> FabricSpec:
         )
         _check_fat_tree(tree)
         return tree
-    raise SpecError(f"unknown fabric kind {kind!r} in {text!r}: expected 'single' or 'fat-tree'")
+    if kind in ("fat-tree3", "fattree3"):
+        values = _parse_pairs("fat-tree3", rest, _FAT_TREE3_KEYS)
+        if "radix" not in values:
+            raise SpecError(f"fat-tree3 spec: missing 'radix=K' (spec {text!r})")
+        radix = _int("fat-tree3", values, "radix", 4, MAX_PHYS_PORTS)
+        if radix % 2:
+            raise SpecError(f"fat-tree3 spec: 'radix={radix}' must be even (half down, half up)")
+        tree3 = FatTree3Spec(
+            radix=radix,
+            pods=_int("fat-tree3", values, "pods", 1, radix, default=radix),
+            speed=_speed("fat-tree3", values),
+            lmc=_int("fat-tree3", values, "lmc", 0, 7, default=0),
+            faults=_int("fat-tree3", values, "faults", 0, 1_000_000, default=None),
+        )
+        lids = tree3.host_count * (1 << tree3.lmc) + tree3.switch_count
+        if lids > MAX_UNICAST_LID:
+            raise SpecError(
+                f"fat-tree3 spec: {tree3.host_count + tree3.switch_count:,} nodes need {lids:,} "
+                f"unicast LIDs (lmc={tree3.lmc}) but one subnet has {MAX_UNICAST_LID:,}; build "
+                f"fewer pods (pods={_most_pods(tree3)} fits)")
+        return tree3
+    raise SpecError(f"unknown fabric kind {kind!r} in {text!r}: expected 'single', 'fat-tree' "
+                    "or 'fat-tree3'")
+
+
+def _most_pods(tree: FatTree3Spec) -> int:
+    """The most pods of `tree`'s radix whose LIDs fit one subnet."""
+    per_pod = tree.half * tree.half * (1 << tree.lmc) + tree.radix
+    return max(0, (MAX_UNICAST_LID - tree.cores) // per_pod)
 
 
 def _parse_pairs(kind: str, rest: str, allowed: tuple[str, ...]) -> dict[str, str]:

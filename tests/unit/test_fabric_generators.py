@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import re
 
@@ -226,3 +228,27 @@ def test_json_export(tree: Fabric) -> None:
     assert first["guid"] == f"0x{tree.local_node_guid:016x}"
     assert first["ports"][0]["info"]["port_state"] == "ACTIVE"
     assert data["subnet_prefix"] == "0xfe80000000000000"
+
+
+def test_three_level_fat_tree_is_cabled_as_a_folded_clos() -> None:
+    fabric = build_fabric("fat-tree3:radix=8,pods=3,faults=0", seed=2)
+    kinds = Counter(node.description.split()[0].rstrip("0123456789") for node in fabric.nodes.values())
+    assert kinds == {"core": 16, "spine": 12, "leaf": 12, "host": 48}
+    names = sorted(node.description for node in fabric.nodes.values())
+    assert names[0] == "core01" and "host048 HCA-1" in names and "leaf12" in names
+
+    def neighbours(name: str) -> Counter[str]:
+        node = next(n for n in fabric.nodes.values() if n.description == name)
+        return Counter(fabric.nodes[port.remote.guid].description.split()[0].rstrip("0123456789")
+                       for port in node.ports if port.remote is not None)
+
+    assert neighbours("leaf01") == {"host": 4, "spine": 4}
+    assert neighbours("spine01") == {"leaf": 4, "core": 4}
+    assert neighbours("core01") == {"spine": 3}  # one spine of each built pod
+    # Spine s of every pod reaches cores s*4+1 .. s*4+4: core05 hangs off spine02, 06, 10.
+    core5 = next(n for n in fabric.nodes.values() if n.description == "core05")
+    assert sorted(fabric.nodes[p.remote.guid].description for p in core5.ports if p.remote) == \
+        ["spine02", "spine06", "spine10"]
+    assert len(fabric.links) == 48 + 48 + 48
+    assert all(port.lid for node in fabric.nodes.values() for port in node.ports
+               if port.is_active and (not node.is_switch or port.num == 0))

@@ -49,6 +49,8 @@ def _bfs_hops(fabric: Fabric, start: PortRef) -> dict[PortRef, int]:
         "fat-tree:spines=3,leaves=4,hosts=3",
         "fat-tree:spines=2,leaves=3,hosts=4,ports=2,lmc=1,faults=5",
         "fat-tree:spines=4,leaves=3,hosts=2,lmc=2,faults=3,speed=hdr",
+        "fat-tree3:radix=4",
+        "fat-tree3:radix=6,pods=3,faults=3,lmc=1",
     ],
 )
 def test_every_ca_port_reaches_every_other_by_min_hops(spec: str) -> None:
