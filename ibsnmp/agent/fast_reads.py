@@ -234,7 +234,7 @@ class _Request:
 
     __slots__ = ("_owner", "_request", "_target", "_view", "_room", "_skip_counter64",
                  "_base", "_cells", "_subtrees", "_steps", "_answers", "_long_answers", "_heads",
-                 "_origin", "_timed_next", "_timed_of_element", "_origin_of_element")
+                 "_origin", "_timed_next", "_timed_of_element", "_origin_of_element", "_fresh")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
                  view: ReadView, room: int) -> None:
@@ -267,6 +267,9 @@ class _Request:
         self._origin_of_element: Callable[[bytes, int], bytes | None] | None = None
         self._timed_next = owner.timed_next
         self._timed_of_element = owner.timed_next_of_element
+        # Whether a step of the answer was found anew rather than kept: only an
+        # answer of kept steps alone is kept whole (walk_cache.Steps.answers).
+        self._fresh = False
         self._steps = owner.walks.steps_for(target, view, owner._cells.version(target),
                                             self._skip_counter64)
         self._origin = getattr(owner._cells, "step_origin", None)
@@ -274,7 +277,24 @@ class _Request:
             self._origin_of_element = owner.element_placer(target).origin
 
     def respond(self) -> tuple[bytes, int, int, int]:
-        """(varbind octets, error-status, error-index, how many values it retrieved)."""
+        """(varbind octets, error-status, error-index, how many values it
+        retrieved): the kept answer to the same request where there is one."""
+        steps, request = self._steps, self._request
+        if steps is None:
+            return self._respond()
+        key = b"%d %d %d %d %d %d " % (request.version, request.pdu_type, request.non_repeaters,
+                                       request.max_repetitions, self._room,
+                                       self._owner.max_getbulk_varbinds) \
+            + b"".join(request.oid_elements)
+        kept = steps.answers.get(key)
+        if kept is not None:
+            return kept[0], 0, 0, kept[1]
+        varbinds, status, index, retrieved = found = self._respond()
+        if not self._fresh and not status:
+            self._owner.walks.keep_answer(steps, key, varbinds, retrieved)
+        return found
+
+    def _respond(self) -> tuple[bytes, int, int, int]:
         request = self._request
         if request.pdu_type == GET:
             rows = [self._once(element, self._get) for element in request.oid_elements]
@@ -367,6 +387,7 @@ class _Request:
             if known is not None:
                 head = 2 if known[1] < 0x80 else 2 + (known[1] & 0x7F)
                 return element, known, known[head + len(element)], None
+        self._fresh = True
         tag = None
         if not element.startswith(_VIEW_ROOT_ELEMENT_VALUE, _oid_value_start(element)):
             cell: Cell | Missing = NO_SUCH_OBJECT  # outside the view: no need to decode it
@@ -428,6 +449,7 @@ class _Request:
                 if found:
                     answer = self._timed_answer(found)
                     if answer is not None:
+                        self._fresh = True
                         return answer, True
                 timed = found is None  # (): timed_next has no answer, the rest follows
         elif self._origin_of_element is not None and steps is not None:
@@ -481,6 +503,7 @@ class _Request:
             if placed is not None:
                 answer = self._timed_answer(placed)
                 if answer is not None:
+                    self._fresh = True
                     return answer
         end = self._subtrees.end_of(oid)
         start, key = oid, element if len(element) <= SHORT_NAME else None
@@ -490,6 +513,7 @@ class _Request:
                 known = steps.get(key)
                 if known is not None:
                     return _step_of(known)
+        self._fresh = True
         if key is not None and steps is not None:
             place = steps.get(_PLACE_KEY + key)
             if place is not None:

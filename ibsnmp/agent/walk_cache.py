@@ -32,6 +32,12 @@ drops everything.
 At most `limit` steps are kept in all; the least recently used contexts go
 first, and a context that alone fills the cache keeps what it has. A limit
 of 0 keeps nothing.
+
+A whole answer made of kept steps alone is kept too (`Steps.answers`, by
+the request's kind, names and room: agent.fast_reads), so a repeated
+request is one lookup: it holds exactly as long as its steps do, since
+any step dropped from a context drops that context's answers, and takes
+at most ANSWER_OCTETS_PER_STEP octets a step of the limit in all.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from ibsnmp.fabric.lineage import Aspect
 from ibsnmp.mib.api import ContextTarget
 
 DEFAULT_LIMIT = 262_144
+# What kept answers may take in all, per step of the limit (16 MiB at the default).
+ANSWER_OCTETS_PER_STEP = 64
 
 
 class Steps(dict[bytes, bytes]):
@@ -54,25 +62,37 @@ class Steps(dict[bytes, bytes]):
     objects: equal tags are kept as one (`shared`), which halves what a
     step of IB-SM-MIB takes."""
 
-    __slots__ = ("tags", "shared")
+    __slots__ = ("tags", "shared", "answers", "answer_octets")
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: dict[bytes, Any] = {}
         self.shared: dict[Any, Any] = {}  # each distinct tag, as kept in `tags`
+        # Whole answers of kept steps alone: request key -> (varbind octets,
+        # values retrieved); and the octets they take.
+        self.answers: dict[bytes, tuple[bytes, int]] = {}
+        self.answer_octets = 0
 
     def tag(self, oid: bytes, tag: Any) -> None:
         """Keep `tag` for the step after `oid`, as the equal one already kept if any."""
         self.tags[oid] = self.shared.setdefault(tag, tag)
         self._trim_shared()
 
-    def forget(self, oids: list[bytes]) -> None:
-        """Drop these steps and their tags."""
+    def forget(self, oids: list[bytes]) -> int:
+        """Drop these steps and their tags, and (if any) every kept answer:
+        the octets of answers dropped."""
         tags = self.tags
         for oid in oids:
             del self[oid]
             tags.pop(oid, None)
         self._trim_shared()
+        return self.drop_answers() if oids else 0
+
+    def drop_answers(self) -> int:
+        """Drop every kept answer; the octets they took."""
+        octets, self.answer_octets = self.answer_octets, 0
+        self.answers.clear()
+        return octets
 
     def _trim_shared(self) -> None:
         # Tags no step uses any more go once they outnumber the ones in use.
@@ -114,6 +134,7 @@ class WalkCache:
         self._version_judge = version_judge
         self._contexts: OrderedDict[tuple[Any, ...], Steps] = OrderedDict()
         self._size = 0
+        self._answer_octets = 0  # of every context's kept answers
         # The snapshot and version every kept step is for (the snapshot held:
         # its lineage's serial stays its own, and a change is judged against it).
         self._current: tuple[Any, Any] | None = None
@@ -131,6 +152,10 @@ class WalkCache:
             raise ValueError(f"a walk cache holds at least 0 steps, not {limit}")
         self.limit = limit
         self._evict(keep=None)
+        if self._answer_octets > limit * ANSWER_OCTETS_PER_STEP:
+            for steps in self._contexts.values():
+                steps.drop_answers()
+            self._answer_octets = 0
 
     def steps_for(self, target: ContextTarget, view: Any, version: Any,
                   skips_counter64: bool = False) -> Steps | None:
@@ -199,12 +224,28 @@ class WalkCache:
         altered = [key for key, tag in steps.tags.items() if id(tag) in hit] if hit else []
         if len(steps.tags) != len(steps):  # steps kept without a tag: any change may alter them
             altered.extend(key for key in steps if key not in steps.tags)
-        steps.forget(altered)
+        self._answer_octets -= steps.forget(altered)
         self._size -= len(altered)
 
     def _clear(self) -> None:
         self._contexts.clear()
-        self._size = 0
+        self._size = self._answer_octets = 0
+
+    @property
+    def answer_octets(self) -> int:
+        """What kept answers take, in all."""
+        return self._answer_octets
+
+    def keep_answer(self, steps: Steps, key: bytes, varbinds: bytes, retrieved: int) -> None:
+        """Keep the answer `varbinds` (made of steps kept in `steps` alone) to
+        the request `key`, unless kept answers would take more than the
+        cache allows (ANSWER_OCTETS_PER_STEP a step of the limit)."""
+        octets = len(key) + len(varbinds)
+        if self._answer_octets + octets > self.limit * ANSWER_OCTETS_PER_STEP or key in steps.answers:
+            return
+        steps.answers[key] = (varbinds, retrieved)
+        steps.answer_octets += octets
+        self._answer_octets += octets
 
     def remember(self, steps: Steps, oid: bytes, step: bytes, tag: Any = None) -> None:
         """Keep the varbind `step` as the answer after the OID element `oid`
@@ -214,8 +255,11 @@ class WalkCache:
             self._evict(keep=steps)
             if self._size >= self.limit:
                 return  # this context alone fills the cache: it keeps what it has
-        if oid not in steps:
+        kept = steps.get(oid)
+        if kept is None:
             self._size += 1
+        elif kept != step and steps.answers:
+            self._answer_octets -= steps.drop_answers()  # an answer may hold the old one
         steps[oid] = step
         if tag is not None:
             steps.tag(oid, tag)
@@ -226,4 +270,6 @@ class WalkCache:
             if self._size < self.limit:
                 return
             if self._contexts[key] is not keep:
-                self._size -= len(self._contexts.pop(key))
+                dropped = self._contexts.pop(key)
+                self._size -= len(dropped)
+                self._answer_octets -= dropped.answer_octets

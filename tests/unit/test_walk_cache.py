@@ -395,3 +395,102 @@ def test_a_kept_varbind_reads_back_as_the_step_it_was() -> None:
         step = _encoded(oid, cell, encode_oid)
         assert _step_of(step[1]) == step[:3] + (None,)  # kept steps carry no OID tuple
         assert _oid_of(step[0]) == oid
+
+
+# -- whole answers kept ----------------------------------------------------------------------
+
+
+def _counting_answers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many answers the fast responder works out step by step (kept ones aside)."""
+    from ibsnmp.agent import fast_reads
+
+    made = [0]
+    work_out = fast_reads._Request._respond
+
+    def counted(self: Any) -> Any:
+        made[0] += 1
+        return work_out(self)
+
+    monkeypatch.setattr(fast_reads._Request, "_respond", counted)
+    return made
+
+
+def test_a_repeated_request_is_answered_whole_from_kept_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _Clocked()
+    walks = paths.dispatcher.fast_reads.walks
+    made = _counting_answers(monkeypatch)
+    first = _bulk_walk(paths, SMA_MIB, fast=True)  # steps found and kept
+    assert walks.answer_octets == 0
+    second = _bulk_walk(paths, SMA_MIB, fast=True)  # answers of kept steps alone: kept
+    assert walks.answer_octets > 0
+    made[0] = 0
+    paths.elapsed += 60.0  # ibSmaSmInfoActCount counts with the time: read anew
+    third = _bulk_walk(paths, SMA_MIB, fast=True)
+    assert first == second and third == _bulk_walk(paths, SMA_MIB, fast=False) != first
+    assert 0 < made[0] <= 3  # the answers with ActCount in them, the one leaving the MIB
+
+
+def test_answers_holding_counters_are_never_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _Clocked()
+    walks = paths.dispatcher.fast_reads.walks
+    early = [_bulk_walk(paths, PMA_OBJECTS, fast=True) for _ in range(3)][-1]
+    paths.elapsed += 3600.0
+    late = _bulk_walk(paths, PMA_OBJECTS, fast=True)
+    assert late == _bulk_walk(paths, PMA_OBJECTS, fast=False) != early
+    for context in walks._contexts.values():
+        for answer, _ in context.answers.values():
+            kept = {_oid_of(_step_of(varbind)[0]) for varbind in _varbinds_of(answer)}
+            assert not kept & {name for name, _, _ in late if name[:len(PMA_OBJECTS)] == PMA_OBJECTS}
+
+
+def _varbinds_of(octets: bytes) -> list[bytes]:
+    """The varbind elements of concatenated varbind octets."""
+    out, at = [], 0
+    while at < len(octets):
+        size = octets[at + 1]
+        head = 2
+        if size & 0x80:
+            head = 2 + (size & 0x7F)
+            size = int.from_bytes(octets[at + 2:at + head], "big")
+        out.append(octets[at:at + head + size])
+        at += head + size
+    return out
+
+
+def test_a_change_that_alters_a_kept_step_drops_its_context_s_answers() -> None:
+    state = AgentState.open(None, state_value_problem, clock=FakeClock())
+    provider = ConfiguredProvider(SimulatedProvider(SPEC, 1, watch_interval=0), state)
+    paths = TwoPaths(provider, state)
+    walks = paths.dispatcher.fast_reads.walks
+    first = [_bulk_walk(paths, IB_SM_MIB, fast=True) for _ in range(2)][-1]
+    assert walks.answer_octets > 0
+
+    def set_(oid: Oid, value: Any) -> None:
+        reply = paths.pysnmp(community_request("set", [oid], community=WRITE_COMMUNITY,
+                                               values=[value]))
+        assert reply is not None and decode_response(reply)[1] == 0  # noError
+
+    row = instance("ibSmPathReqRowStatus", provider.snapshot.subnet_prefix.to_bytes(8, "big"), 1)
+    set_(row, i(5))  # createAndWait: the session tables gain a row
+    opened = _bulk_walk(paths, IB_SM_MIB, fast=True)
+    assert opened == _bulk_walk(paths, IB_SM_MIB, fast=False) != first
+    set_(row, i(6))  # destroy
+    assert _bulk_walk(paths, IB_SM_MIB, fast=True) == first
+
+
+def test_kept_answers_take_at_most_their_share_of_the_limit() -> None:
+    from ibsnmp.agent.walk_cache import ANSWER_OCTETS_PER_STEP
+
+    cache = WalkCache(limit=4)
+    steps = cache.steps_for(_target(_Snapshot()), None, 1)
+    assert steps is not None
+    budget = 4 * ANSWER_OCTETS_PER_STEP
+    cache.keep_answer(steps, b"a", b"x" * (budget - 1), 1)
+    cache.keep_answer(steps, b"b", b"y", 1)  # one octet over: not kept
+    assert set(steps.answers) == {b"a"} and cache.answer_octets == budget
+    cache.remember(steps, _key(1), _step(1))
+    cache.remember(steps, _key(1), _step(2))  # a kept step changed: its answers go
+    assert steps.answers == {} and cache.answer_octets == 0
+    cache.keep_answer(steps, b"c", b"z", 1)
+    cache.resize(0)
+    assert cache.answer_octets == 0
