@@ -190,13 +190,22 @@ def targets(address: str, forms: tuple[tuple[str, str], ...]) -> str:
 
 def flap(port: Port) -> str:
     """leaf01's port down 6 s after the provider starts (time_scale 0.2:
-    after the agent is up), up again 1 s later."""
+    after the agent is up), up again 1 s later; 2 s after that, a marker
+    (an M_Key violation at the local node) that follows whatever the flap
+    sent to each target."""
     return (f'[scenario]\ntime_scale = 0.2\n\n[[event]]\nat = 30\n'
-            f'action = "port-down"\nnode = "leaf01"\nport = {port.num}\nup_after = 5\n')
+            f'action = "port-down"\nnode = "leaf01"\nport = {port.num}\nup_after = 5\n'
+            '\n[[event]]\nat = 45\naction = "bad-m-key"\nnode = "local"\n')
+
+
+def is_marker(received: Received) -> bool:
+    return any(name.startswith("SMA-MIB::ibSmaNodeKey.") for name, _ in received.varbinds)
 
 
 def run_flap(tmp_path: Path, receiver: TrapReceiver, config: str, port: Port,
-             count: int) -> list[Received]:
+             targets: int) -> list[Received]:
+    """What the flap sent to the `targets` targets, once the marker that
+    follows it reached each of them (so nothing more of it can come)."""
     (tmp_path / "ibsnmp.toml").write_text(config)
     (tmp_path / "flap.toml").write_text(flap(port))
     since = len(receiver.received())
@@ -208,11 +217,12 @@ def run_flap(tmp_path: Path, receiver: TrapReceiver, config: str, port: Port,
 
     with ibsnmp_agent("--config", str(tmp_path / "ibsnmp.toml"), "--scenario",
                       str(tmp_path / "flap.toml"), fabric=SPEC, seed=SEED):
-        deadline = time.monotonic() + 30
-        while len(got := events()) < count and time.monotonic() < deadline:
+        deadline = time.monotonic() + 40
+        while sum(map(is_marker, events())) < targets and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)  # anything beyond `count` would arrive by now
-        return events() if len(got) >= count else got
+        got = events()
+        assert sum(map(is_marker, got)) == targets, got
+        return [r for r in got if not is_marker(r)]
 
 
 def if_index_of(received: Received) -> str:
@@ -233,7 +243,7 @@ def test_snmptrapd_prints_link_down_and_up_beside_trap_128(
     leaf_port, host_port = leaf_to_host(fabric)
     # Per form: down (2 linkDown + one 128 from the switch), up (2 linkUp + one 128).
     got = run_flap(tmp_path, receiver, USERS + targets(receiver.address, FORMS), leaf_port,
-                   6 * len(FORMS))
+                   len(FORMS))
     assert len(got) == 6 * len(FORMS), got
     leaf, host = f"{leaf_port.node_guid:016x}", f"{host_port.node_guid:016x}"
     ends = {leaf: leaf_port.num, host: host_port.num}
@@ -271,7 +281,7 @@ def test_if_mib_false_sends_only_the_iba_traps(tmp_path: Path, receiver: TrapRec
                                                 fabric: Fabric) -> None:
     leaf_port, _ = leaf_to_host(fabric)
     config = USERS + "\n[traps]\nif_mib = false\n" + targets(receiver.address, (("2c", "trap"),))
-    got = run_flap(tmp_path, receiver, config, leaf_port, 2)
+    got = run_flap(tmp_path, receiver, config, leaf_port, 1)
     assert [r.trap_oid for r in got] == ["OID: SMA-MIB::ibSmaPortLinkStateChange"] * 2
 
 
@@ -334,7 +344,7 @@ async def test_steps_applied_back_to_back_keep_each_change_with_its_iba_trap(
     provider = SimulatedProvider(SPEC, SEED, tmp_path / "flap.toml", watch_interval=0)
     since = len(receiver.received())
     async with ServiceSending(provider, receiver) as sending:
-        down, up = provider.steps
+        down, up, _marker = provider.steps
         provider.apply(down)
         provider.apply(up)
         await sending.until_sent(6)

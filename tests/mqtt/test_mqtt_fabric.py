@@ -202,7 +202,8 @@ def test_a_stale_node_leaves(tmp_path, stack, broker, hosts) -> None:
 def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     receiver = TrapReceiver(tmp_path / "trapd").start()
     stack.callback(receiver.stop)
-    publisher = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
+    # -v: the publisher logs each event the broker acknowledged.
+    publisher = _publisher(stack, tmp_path, hosts[1], broker, "host-b", "-v")
     aggregator = _aggregator(stack, tmp_path, broker, "--trap-target", f"127.0.0.1:{receiver.port}")
     _joined(aggregator, B)
 
@@ -226,7 +227,8 @@ def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     aggregator.stop()
     trees.set_file(hosts[1], "mlx5_0/ports/1/cap_mask", "0x2659e84b\n")
     publisher.wait_for("connected to", count=2)
-    time.sleep(2)  # the publisher's poll sends the event; the broker queues it
+    # Trap 144 (CapabilityMaskModified): the second event, acknowledged by the broker.
+    publisher.wait_for("(trap 144) sent", count=2)
     broker.kill()
     broker.start()
     _aggregator(stack, tmp_path, broker, "--trap-target", f"127.0.0.1:{receiver.port}", name="aggregator")
