@@ -1,6 +1,6 @@
 """Agents that share a state directory and a UDP port act as one engine.
 
-Every `ibsnmp run` holds its state directory's group lock while it runs:
+An `ibsnmp run` holds its state directory's group lock while it runs:
 alone, or shared with the agents that bind the same port (`reuse_port`).
 The first of a group to start boots the engine (snmpEngineBoots + 1, its
 start recorded as `booted_at`); one that starts while others of its group
@@ -9,8 +9,9 @@ snmpEngineID, snmpEngineBoots, snmpEngineTime and sysUpTime. Each member
 keeps its SETs in a state file of its own (slot 1: ibsnmp-state.json,
 slot n: ibsnmp-state-n.json); fabric notifications are sent by one member
 at a time, whichever holds the notification lock (another takes it over
-at its first notification after the holder stopped). Locks are flock(2) locks: the
-kernel drops them with the process, so a killed member leaves none.
+at its first notification after the holder stopped). The locks are
+flock(2) locks on files beside the state: the kernel drops them with the
+process, so a killed member leaves none held.
 """
 
 from __future__ import annotations
