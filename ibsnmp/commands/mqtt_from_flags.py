@@ -66,8 +66,9 @@ def make_aggregator(args: argparse.Namespace, client_suffix: str = "") -> Provid
     if not args.broker:
         raise ConfigError("provider mqtt needs the broker's URL: --broker URL, IBSNMP_BROKER "
                           "or [provider] broker")
-    return MqttAggregator(_settings(args, "aggregator", client_suffix=client_suffix), args.fabric_id, stale_after=args.stale_after,
-                          max_nodes=args.max_nodes, max_nodes_per_publisher=args.max_nodes_per_publisher)
+    return MqttAggregator(_settings(args, "aggregator", client_suffix=client_suffix), args.fabric_id,
+                          stale_after=args.stale_after, max_nodes=args.max_nodes,
+                          max_nodes_per_publisher=args.max_nodes_per_publisher)
 
 
 def check_publisher_options(args: argparse.Namespace) -> None:
