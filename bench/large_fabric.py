@@ -55,6 +55,7 @@ NODE_TYPE = parse_oid("1.3.6.1.3.117.7.1.2.1.1.5")  # ibSmNodeInfoType: channelA
 NODE_GUID = parse_oid("1.3.6.1.3.117.7.1.2.1.1.2")
 WALK_CACHE_STEPS = 262_144
 ROWS_BACK = 5
+CACHE_OFF = "[limits]\nwalk_cache = 0\n"
 
 
 def first_host_context(client: SnmpClient) -> str:
@@ -66,10 +67,10 @@ def first_host_context(client: SnmpClient) -> str:
     raise SystemExit("no channel adapter in the node table")
 
 
-def fill_walk_cache(client: SnmpClient) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+def fill_walk_cache(client: SnmpClient) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Walk port info columns until WALK_CACHE_STEPS varbinds are walked.
-    Returns the count and, in the first column, the OID ROWS_BACK rows
-    before its end and the one after it (what a GETNEXT of it answers)."""
+    Returns, in the first column, the OID ROWS_BACK rows before its end and
+    the one after it (what a GETNEXT of it answers)."""
     walked, column = 0, 1
     near_end: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     while walked < WALK_CACHE_STEPS or near_end is None:
@@ -81,24 +82,21 @@ def fill_walk_cache(client: SnmpClient) -> tuple[int, tuple[int, ...], tuple[int
             near_end = (oids[-ROWS_BACK - 1], oids[-ROWS_BACK])
         column += 1
     assert near_end is not None
-    return walked, near_end[0], near_end[1]
+    return near_end
 
 
-def busy_cpu(pid: int, work: Callable[[], int], blocks: int) -> float:
+def busy_cpu(pid: int, work: Callable[[], int]) -> float:
     """The agent's CPU seconds per unit of `work()` (which returns its units),
     less what the agent spends meanwhile on its own (a large simulated
-    fabric's provider polls its thresholds and counters): each block is
-    followed by an idle spell as long, whose CPU is subtracted. Median."""
-    figures = []
-    for _ in range(blocks):
-        started, before = time.perf_counter(), cpu_seconds(pid)
-        units = work()
-        spent, took = cpu_seconds(pid) - before, time.perf_counter() - started
-        idle_before = cpu_seconds(pid)
-        time.sleep(took)
-        idle = cpu_seconds(pid) - idle_before
-        figures.append(max(spent - idle, 0.0) / units)
-    return statistics.median(figures)
+    fabric's provider polls its thresholds and counters): the work is
+    followed by an idle spell as long, whose CPU is subtracted."""
+    started, before = time.perf_counter(), cpu_seconds(pid)
+    units = work()
+    spent, took = cpu_seconds(pid) - before, time.perf_counter() - started
+    idle_before = cpu_seconds(pid)
+    time.sleep(took)
+    idle = cpu_seconds(pid) - idle_before
+    return max(spent - idle, 0.0) / units
 
 
 def getnext_block(served: Served, count: int = 100) -> float:
@@ -109,14 +107,13 @@ def getnext_block(served: Served, count: int = 100) -> float:
             assert answer[0] == served.after, (answer[0], served.after)
         return count
 
-    return busy_cpu(served.proc.pid, block, blocks=1)
+    return busy_cpu(served.proc.pid, block)
 
 
 def if_mib_block(served: Served, walks: int = 10) -> float:
     """The agent's CPU seconds per varbind of walks of one host's IF-MIB."""
     client = served.host_client
-    return busy_cpu(served.proc.pid, lambda: sum(len(list(client.walk(IF_MIB))) for _ in range(walks)),
-                    blocks=1)
+    return busy_cpu(served.proc.pid, lambda: sum(len(list(client.walk(IF_MIB))) for _ in range(walks)))
 
 
 @dataclass
@@ -135,9 +132,9 @@ class Served:
     near_end: Oid
     after: Oid
 
-    def cache_off(self) -> None:
-        """Reload with `[limits] walk_cache = 0`: every step found anew."""
-        self.config.write_text("[limits]\nwalk_cache = 0\n")
+    def reload(self, config: str) -> None:
+        """Reload with `config` as the file, once the agent says it did."""
+        self.config.write_text(config)
         seen = len(self.proc.lines)
         os.kill(self.proc.pid, signal.SIGHUP)
         self.proc.next_match(r"configuration reloaded: .*walk_cache", 30, seen)
@@ -149,7 +146,7 @@ def serve(procs: Processes, spec: str, workdir: Path) -> Served:
     proc, port, startup = start_ibsnmp(procs, spec, timeout=300, extra=("--config", str(config)))
     rss_start = vm_status(proc.pid)["VmRSS"] / 1024
     client = SnmpClient(port, timeout=60.0)
-    _walked, near_end, after = fill_walk_cache(client)
+    near_end, after = fill_walk_cache(client)
     rss_full = vm_status(proc.pid)["VmRSS"] / 1024
     host = first_host_context(client)
     nodes = sum(1 for _ in client.walk(NODE_TYPE, limit=200_000))
@@ -189,12 +186,9 @@ def main() -> int:
             served = ratios(small, large, getnext_block, args.rounds)
             walks = ratios(small, large, if_mib_block, args.rounds)
             for agent in (small, large):
-                agent.cache_off()
+                agent.reload(CACHE_OFF)  # every step found anew
             fresh = ratios(small, large, getnext_block, args.rounds)
-            small.config.write_text("")  # the small agent goes on with its cache
-            seen = len(small.proc.lines)
-            os.kill(small.proc.pid, signal.SIGHUP)
-            small.proc.next_match(r"configuration reloaded", 30, seen)
+            small.reload("")  # the small agent goes on with its cache
             fill_walk_cache(small.client)
             lines.append(
                 f"{large.spec:28} {large.nodes:>7,} {large.start_s:>8.1f} {large.rss_start_mb:>7.0f} "
