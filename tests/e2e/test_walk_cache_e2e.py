@@ -3,9 +3,8 @@ a SET, a request row a manager creates, and counters that grow between two walks
 
 from __future__ import annotations
 
-import time
-
 from tests.support.e2e import assert_ok, ibsnmp_agent
+from tests.support.nspawn import wait_for
 
 READ = ["-v2c", "-c", "public", "-Cr50", "-OQ", "-Ob"]
 WRITE = ["-v2c", "-c", "private", "-r", "0", "-t", "5"]
@@ -42,9 +41,11 @@ def test_walks_from_kept_steps_show_sets_new_rows_and_moving_counters() -> None:
 
         # The simulated counters grow with time: a later walk reads them anew.
         first = _walk(agent, "PMA-MIB::ibPmaObjects")
-        deadline = time.monotonic() + 15
-        while sum(first[k] != (second := _walk(agent, "PMA-MIB::ibPmaObjects")).get(k)
-                  for k in first) <= 10 and time.monotonic() < deadline:
-            time.sleep(0.2)
+
+        def moved() -> dict[str, str] | None:
+            later = _walk(agent, "PMA-MIB::ibPmaObjects")
+            return later if sum(first[k] != later.get(k) for k in first) > 10 else None
+
+        second = wait_for(moved, 15, "counters to move", 0.2)
         assert first.keys() == second.keys()
         assert sum(first[k] != second[k] for k in first) > 10

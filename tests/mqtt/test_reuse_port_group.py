@@ -9,13 +9,13 @@ leader is killed."""
 from __future__ import annotations
 
 import contextlib
-import socket
 import time
 from pathlib import Path
 
-from tests.support.mosquitto import Agent, Mosquitto, Process, free_udp_port, net_snmp
+from tests.support.mosquitto import Agent, Mosquitto, Process, free_udp_port
+from tests.support.nspawn import wait_for
 from tests.support.trapd import Received, TrapReceiver
-from tests.support.wire import community_request, decode_response
+from tests.support.wire import community_request, decode_response, exchange
 from tests.support.wire_v3 import Auth, decode_v3, discover, v3_message
 
 USER, AUTH = b"group-reader", Auth("SHA256", "group-auth-key-1")
@@ -68,33 +68,13 @@ def member(stack: contextlib.ExitStack, tmp_path: Path, name: str, port: int, *a
 
 
 def get(address: str, oid: tuple[int, ...]) -> int:
-    answer = _exchange(address, community_request("get", [oid]))
+    answer = exchange(address, community_request("get", [oid]), timeout=5.0)
     assert answer is not None, f"{address} does not answer"
     return int(decode_response(answer)[3][0][1])
 
 
-def _exchange(address: str, payload: bytes) -> bytes | None:
-    """One datagram from a new socket (a new source port) and its answer."""
-    host, port = address.rsplit(":", 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.settimeout(5.0)
-        sock.sendto(payload, (host, int(port)))
-        try:
-            return sock.recv(65535)
-        except socket.timeout:
-            return None
-
-
 def bad_m_keys(receiver: TrapReceiver) -> list[Received]:
     return [r for r in receiver.received() if BAD_M_KEY in r.trap_oid]
-
-
-def until(check, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "not in time"
-        time.sleep(0.1)
-    return found
 
 
 def test_two_aggregators_on_one_port_answer_as_one_agent(tmp_path: Path, stack: contextlib.ExitStack,
@@ -108,8 +88,9 @@ def test_two_aggregators_on_one_port_answer_as_one_agent(tmp_path: Path, stack: 
     second = member(stack, tmp_path, "second", shared, *common)
     assert "joined the running agents" in second.text() and "joined" not in first.text()
     # coldStart from the engine's boot, warmStart from the member that joined it.
-    kinds = until(lambda: sorted(r.trap_oid.rsplit("::", 1)[-1] for r in receiver.received()
-                                 if "Start" in r.trap_oid) if len(receiver.received()) >= 2 else None)
+    kinds = wait_for(lambda: sorted(r.trap_oid.rsplit("::", 1)[-1] for r in receiver.received()
+                                    if "Start" in r.trap_oid) if len(receiver.received()) >= 2 else None,
+                     30, "coldStart and warmStart")
     assert kinds == ["coldStart", "warmStart"], receiver.received()
     (tmp_path / "scenario.toml").write_text(SCENARIO)
     publisher = Process(tmp_path / "publisher.log", "publish", "--fabric", "fat-tree:spines=1,leaves=1,hosts=2",
@@ -147,20 +128,20 @@ def test_two_aggregators_on_one_port_answer_as_one_agent(tmp_path: Path, stack: 
                              boots=engine.boots,
                              engine_time=engine.engine_time + int(time.monotonic() - started),
                              msg_id=100 + n, request_id=100 + n)
-        answer = _exchange(f"127.0.0.1:{shared}", request)
+        answer = exchange(f"127.0.0.1:{shared}", request, timeout=5.0)
         assert answer is not None
         decoded = decode_v3(answer)
         assert decoded.pdu_type == "response" and decoded.error_status == 0, decoded
 
     # Each fabric notification once: the second event shows the first came once.
-    until(lambda: len(bad_m_keys(receiver)) >= 2)
+    wait_for(lambda: len(bad_m_keys(receiver)) >= 2, 30, "the first two M_Key traps")
     assert len(bad_m_keys(receiver)) == 2, bad_m_keys(receiver)
     leader, other = (first, second) if "sends the fabric's notifications" in first.text() \
         else (second, first)
     assert "sends the fabric's notifications" in leader.text()
     assert "sends the fabric's notifications" not in other.text()
     leader.kill()
-    until(lambda: len(bad_m_keys(receiver)) >= 4, timeout=40.0)
+    wait_for(lambda: len(bad_m_keys(receiver)) >= 4, 40, "the last two M_Key traps")
     assert len(bad_m_keys(receiver)) == 4, bad_m_keys(receiver)
     assert "sends the fabric's notifications" in other.text()
     # The four events in order (each scenario event its own M_Key), with
