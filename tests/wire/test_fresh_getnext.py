@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Iterator
 from types import MappingProxyType
 
@@ -36,6 +37,10 @@ Oid = tuple[int, ...]
 SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
 ROOTS = ((1, 3, 6, 1, 2, 1, 2), (1, 3, 6, 1, 2, 1, 31), (1, 3, 6, 1, 3, 117))
 SAMPLE = 37  # every this many instances of a walk gives names around it
+# The SL-to-VL and forwarding tables' columns hold thousands of rows alike:
+# their instances are sampled THIN times more sparsely.
+BIG_COLUMN = 1000
+THIN = 20
 BATCH = 16  # names per GETNEXT
 MOST_ARC = 2**32 - 1
 # ibSmSwSLtoVLMapTable's first column: a table read shard by shard (per switch).
@@ -70,10 +75,14 @@ def walked(paths: TwoPaths, community: str) -> list[Oid]:
 
 
 def fresh_names(instances: list[Oid]) -> Iterator[Oid]:
-    """Names around every SAMPLE-th instance that no walk asks: in the gap after
-    it, past its column's rows, after its table's entry, 128 arcs long."""
-    for position in range(0, len(instances), SAMPLE):
-        instance = instances[position]
+    """Names around every SAMPLE-th instance (in a column of more than
+    BIG_COLUMN rows, every SAMPLE * THIN-th) that no walk asks: in the gap
+    after it, past its column's rows, after its table's entry, 128 arcs long."""
+    rows = Counter(instance[:12] for instance in instances)
+    for position, instance in enumerate(instances):
+        stride = SAMPLE * THIN if rows[instance[:12]] > BIG_COLUMN else SAMPLE
+        if position % stride:
+            continue
         yield instance + (position,)
         # Arcs of two octets, the largest (0xff first), and of three: names
         # are placed by their octets where those sort as the arcs do.
