@@ -14,10 +14,13 @@ STAMP := $(VENV)/.installed
 .PHONY: test run quick bench setup debian-packages mibs check-mibs clean
 
 RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
+# Test processes (pytest-xdist): a file's tests stay in one, so a module's
+# fixtures (an ibsim fabric, a Zabbix server) are built once.
+TEST_WORKERS ?= 2
 
 test: setup
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -ra --durations=15
+	$(BIN)/python -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile
 
 # The agent on a small simulated fat-tree, for a try from another shell; its
 # state stays in the checkout, away from a production agent's /var/lib/ibsnmp.
@@ -26,7 +29,7 @@ run: setup
 
 # The in-process tests only (no agent process, ibsim, mosquitto or podman).
 quick: setup
-	$(BIN)/python -m pytest -q -m "(unit or wire or mib) and not slow"
+	$(BIN)/python -m pytest -q -m "(unit or wire or mib) and not slow" -n $(TEST_WORKERS) --dist loadfile
 
 # Benchmarks against peers measured in the same run (see README).
 bench: setup
