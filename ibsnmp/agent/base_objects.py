@@ -1,18 +1,11 @@
 """The agent's own objects outside the served subtrees, read as cells.
 
-The system and snmp groups, sysORTable, snmpSetSerialNo, snmpEngine, the
-SNMP-MPD-MIB, SNMP-TARGET-MIB and USM statistics live in pysnmp's MIB
-tree; reading them through its instrumentation (an access check and a
-tree descent per object, pyasn1 values boxed and unboxed) costs many times
-what a cell does. They are few and
-their set is fixed once the engine is built: their instances are listed
-here once, by walking pysnmp's tree, and read straight from the instance
-objects (`getValue`, which node contexts and the ticking sysUpTime and
-snmpEngineTime override), a GET by one dictionary lookup, a GETNEXT by
-one bisect. What no principal may read (agent.read_view.SECRET_SUBTREES)
-is never listed. Values that cannot change but by a SET (or a reload)
-are kept as cells, checked against the instance's value object; counters
-read with what agent.pending_counts still has to add to them.
+The system and snmp groups, sysORTable, snmpSetSerialNo, snmpEngine, the SNMP-MPD-MIB,
+SNMP-TARGET-MIB and USM statistics live in pysnmp's MIB tree, whose instrumentation makes an
+access check and a tree descent per object and boxes values in pyasn1. They are few and
+fixed once the engine is built: `BaseObjects` lists their instances once and reads them
+straight from the instance objects, a GET by one dictionary lookup, a GETNEXT by one bisect.
+What no principal may read (agent.read_view.SECRET_SUBTREES) is never listed.
 """
 
 from __future__ import annotations
@@ -109,6 +102,11 @@ class BaseObjects:
         return found, self._cell(self._instances[found], found, target)
 
     def _cell(self, instance: Any, oid: Oid, target: ContextTarget | None) -> Cell:
+        """The instance's value (`getValue`, which node contexts and the ticking
+        sysUpTime and snmpEngineTime override) as a cell. Values that cannot
+        change but by a SET (or a reload) are kept, checked against the
+        instance's value object; a counter reads with what agent.pending_counts
+        still has to add to it."""
         syntax = instance.syntax
         pending = self._counts.pending(instance)
         if pending:  # a counter with additions not written yet

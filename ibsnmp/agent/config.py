@@ -43,15 +43,15 @@ PRIV_PROTOCOLS = ("AES", "AES128", "AES192", "AES256", "AES192C", "AES256C", "DE
 
 MIN_KEY_LENGTH = 8  # RFC 3414 11.2: pass phrases of at least 8 octets
 MAX_DISPLAY_STRING = 255  # SNMPv2-TC DisplayString
-MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: the shipped examples are under 7 KiB
+MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: far more than any shipped example takes
 
 TRAP_PORT = 162  # RFC 3417: snmptrap
 DEFAULT_TRAP_QUEUE = 1000
 DEFAULT_INFORM_TIMEOUT = 1.0  # seconds per try, like net-snmp's snmpinform -t
 DEFAULT_INFORM_RETRIES = 3
-# At most this many varbinds per request unless [limits] says otherwise: twice
-# net-snmp's command-line tools' own limit (128 OIDs per request), and a
-# request's decoding and answering stay in the milliseconds.
+# At most this many varbinds per request unless [limits] says otherwise: half
+# net-snmp's command-line tools' own limit (128 OIDs per request), so that no
+# one request's decoding and answering holds the agent up for long.
 DEFAULT_MAX_VARBINDS = 64
 # The varbinds one GETBULK answers at most, as net-snmp's maxGetbulkResponses
 # (100 by default there too): a walk asks again, and no request costs more
@@ -61,8 +61,8 @@ DEFAULT_MAX_GETBULK_VARBINDS = 100
 # a kept walk's steps fill a message well within it, fresh names may not.
 DEFAULT_GETBULK_FILL_MS = 0.5
 MAX_VARBINDS_CEILING = 65_535
-# Walk steps the fast responder keeps encoded (agent.walk_cache): a 200,000-
-# varbind table walks from it; what it holds is in docs/performance.md.
+# Walk steps the fast responder keeps encoded (agent.walk_cache): a large
+# table walks from it; what it holds, and in how much memory, is in docs/performance.md.
 DEFAULT_WALK_CACHE = 262_144
 # Requests per second from all sources together: no cap unless [limits] sets one.
 # A count cannot tell a manager from a flood (it drops at random among all);

@@ -1,17 +1,11 @@
 """SNMP contexts for every fabric node, without per-node registration.
 
-The default context ("") is the designated local node; every node answers
-under the context named by its node GUID in 16 lower-case hex digits (the
-SNMPv3 contextName, or `<community>@<guid>` for SNMPv1/v2c, which the
-prefilter resolves). Registering thousands of contexts the stock way is
-slow and big, so two pysnmp hooks are overridden instead:
-
-- `SnmpContext.get_mib_instrum(contextName)` (public) returns a tiny
-  per-request ContextView for the resolved node.
-- `rfc3415.Vacm.is_access_allowed` (the access control model's entry)
-  applies the policy of the context "" to every known node context;
-  unknown ones still fail as noSuchContext (the responders then ask for
-  the snmpUnknownContexts Report, agent.fast_v3 sends it).
+The default context ("") is the designated local node; every node answers under the context
+named by its node GUID in 16 lower-case hex digits (the SNMPv3 contextName, or
+`<community>@<guid>` for SNMPv1/v2c, which the prefilter resolves). Registering thousands of
+contexts the stock way is slow and big, so two pysnmp hooks are overridden instead: the
+context's `get_mib_instrum` (`NodeSnmpContext`) and VACM's `is_access_allowed`
+(`NodeContextVacm`).
 """
 
 from __future__ import annotations
@@ -88,7 +82,10 @@ class ContextDirectory:
 
 
 class NodeSnmpContext(SnmpContext):
-    """One SnmpContext for all contexts: a per-request view, nothing stored."""
+    """One SnmpContext for all contexts: a per-request view, nothing stored.
+
+    `get_mib_instrum(contextName)` (public) returns a small per-request
+    ContextView for the resolved node."""
 
     def __init__(self, snmpEngine: SnmpEngine, directory: ContextDirectory,
                  mib: VirtualMib) -> None:
@@ -104,6 +101,11 @@ class NodeSnmpContext(SnmpContext):
 
 class NodeContextVacm(rfc3415.Vacm):
     """VACM with node contexts mapped to "" and two fixes over pysnmp 7.1.
+
+    `is_access_allowed` (the access control model's entry) applies the policy
+    of the context "" to every known node context; unknown ones still fail as
+    noSuchContext (the responders then ask for the snmpUnknownContexts Report,
+    which agent.fast_v3 sends).
 
     Fixes: (1) a view name with no view-tree entries made pysnmp *return*
     (not raise) notInView, which granted access; (2) pysnmp's fuzzy access

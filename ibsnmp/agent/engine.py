@@ -113,16 +113,13 @@ class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):
 class GuardedDispatcher(MsgAndPduDispatcher):
     """Every datagram's one decision, and a guard around what pysnmp still processes.
 
-    Every datagram first passes the `prefilter`: the project's strict BER
-    reader (ibsnmp.wire.header) reads it once and drops what it refuses as
-    a parse error, and SNMPv3 goes on through the project's USM
-    (agent.fast_v3). A v1/v2c request it passes is answered by the fast
-    read path, else by pysnmp's command responders (agent.handover); an
-    SNMPv3 one likewise, sealed by agent.fast_v3. pysnmp's own message
-    processing sees only what arrives on the notification originator's
-    sockets: answers to informs. A request that reaches it there (an
-    encrypted SNMPv3 one, whose PDU type the prefilter cannot see) is
-    refused, counted in snmpUnknownPDUHandlers, its state released.
+    `handle` takes a datagram to the prefilter's verdict, the fast read path or
+    the command responders (agent.handover); pysnmp's own message processing
+    gets only what the notification originator's sockets receive, answers to
+    informs. A request that reaches it there (an encrypted SNMPv3 one, whose
+    PDU type the prefilter cannot see) is refused, counted in
+    snmpUnknownPDUHandlers, its state released. The pipeline:
+    docs/architecture.md, "How a datagram is handled".
 
     What fails unexpectedly on the way (pysnmp 7.1 lets some decoder
     errors escape as TypeError deep in pyasn1) is dropped and counted in

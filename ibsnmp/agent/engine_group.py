@@ -1,17 +1,12 @@
 """Agents that share a state directory and a UDP port act as one engine.
 
-An `ibsnmp run` holds its state directory's group lock while it runs:
-alone, or shared with the agents that bind the same port (`reuse_port`).
-The first of a group to start boots the engine (snmpEngineBoots + 1, its
-start recorded as `booted_at`); one that starts while others of its group
-run joins that boot, so any member answers a manager with the same
-snmpEngineID, snmpEngineBoots, snmpEngineTime and sysUpTime. Each member
-keeps its SETs in a state file of its own (slot 1: ibsnmp-state.json,
-slot n: ibsnmp-state-n.json); fabric notifications are sent by one member
-at a time, whichever holds the notification lock (another takes it over
-at its first notification after the holder stopped). The locks are
-flock(2) locks on files beside the state: the kernel drops them with the
-process, so a killed member leaves none held.
+An `ibsnmp run` holds its state directory's group lock while it runs: alone, or shared with
+the agents that bind the same port (`reuse_port`). The first of a group to start boots the
+engine; one that starts while others of its group run joins that boot (`join_group`), so
+any member answers with the same snmpEngineID, snmpEngineBoots, snmpEngineTime and
+sysUpTime. Each member keeps its SETs in a state file of its own (`EngineGroup.slot`), and
+one at a time sends the fabric's notifications. The locks are flock(2) locks on files
+beside the state: the kernel drops them with the process, so a killed member leaves none.
 """
 
 from __future__ import annotations
@@ -58,8 +53,9 @@ class EngineGroup:
     """This agent's place in its state directory's group, held until `close`.
 
     `state`: the engine's identity and boot this agent serves; `booted`:
-    whether it booted the engine (else it joined a running boot); `slot`:
-    which state file holds its SETs."""
+    whether it booted the engine (snmpEngineBoots + 1, its start recorded as
+    `booted_at`; else it joined a running boot); `slot`: which state file
+    holds its SETs (slot 1: ibsnmp-state.json, slot n: ibsnmp-state-n.json)."""
 
     def __init__(self, state_dir: Path, state: EngineState, booted: bool, slot: int,
                  held: list[int], notify_fd: int) -> None:
@@ -76,7 +72,9 @@ class EngineGroup:
     def leads_notifications(self) -> bool:
         """Whether this agent sends the fabric's notifications now: it is
         alone, or holds its group's notification lock, or takes it now from a
-        member that stopped (one flock(2) call while another leads)."""
+        member that stopped (one flock(2) call while another leads): another
+        member takes the lock over at its first notification after the holder
+        stopped."""
         if not self._leading and _try_lock(self._notify_fd, fcntl.LOCK_EX):
             self._leading = True
             log.info("this agent sends the fabric's notifications for its group (slot %d)",
@@ -104,7 +102,7 @@ def join_group(state_dir: Path, configured_id: bytes | None, *, shared: bool,
     start_fd = _lock_file(state_dir / START_LOCK)
     held: list[int] = []
     try:
-        fcntl.flock(start_fd, fcntl.LOCK_EX)  # a decision takes milliseconds
+        fcntl.flock(start_fd, fcntl.LOCK_EX)  # held only while a member decides
         group_fd = _lock_file(state_dir / GROUP_LOCK)
         held.append(group_fd)
         if _try_lock(group_fd, fcntl.LOCK_EX):

@@ -1,27 +1,12 @@
 """The SNMPv3 engine's identity across restarts: snmpEngineID and snmpEngineBoots.
 
-USM's replay protection (RFC 3414 2.2) rests on snmpEngineBoots growing at
-every start of an engine with the same snmpEngineID, and managers cache the
-engine ID. Both live in `ibsnmp-engine.json` in the state directory:
-
-    {"engine_id": "80004fb805...", "boots": 12, "booted_at": 1795950000.25}
-
-- First start: a new engine ID (RFC 3411 format 5, random octets) and
-  boots 1. The file is created with mode 0600.
-- Every start: boots + 1, written (temporary file, fsync, rename) before
-  the agent answers. At 2147483647 boots latches (RFC 3414 2.2.2): USM then
-  refuses every authenticated request as notInTimeWindow until the engine
-  ID changes; a warning says so.
-- `booted_at`: when that boot began (seconds since the epoch), the zero of
-  snmpEngineTime and sysUpTime; an agent that joins a running group of
-  agents on one port serves the same (agent.engine_group).
-- A configured `engine_id` wins over the stored one. When it differs from
-  the stored one, boots starts again at 1: snmpEngineBoots counts the
-  starts "since snmpEngineID was last configured" (SNMP-FRAMEWORK-MIB), and
-  managers re-learn boots with the new engine ID. The file then keeps the
-  configured ID, so removing `engine_id` from the config later keeps it.
-- A file that is not valid is refused (one line naming it): starting with
-  a new engine ID or boots would silently reopen replay.
+USM's replay protection (RFC 3414 2.2) rests on snmpEngineBoots growing at every start of
+an engine with the same snmpEngineID, and managers cache the engine ID. Both live in
+`ibsnmp-engine.json` in the state directory (`save_engine_state`), with `booted_at`, the
+zero of snmpEngineTime and sysUpTime, which a member joining a running group of agents
+shares (agent.engine_group). `start_engine` advances them durably before the agent answers;
+a file that is not valid is refused (one line naming it), never replaced: a new engine ID
+or boots would silently reopen replay.
 """
 
 from __future__ import annotations
@@ -108,6 +93,10 @@ def _parse(doc: Any, path: Path) -> EngineState:
 
 
 def save_engine_state(path: Path, state: EngineState) -> None:
+    """Write `state` as one JSON object, atomically:
+
+        {"engine_id": "80004fb805...", "boots": 12, "booted_at": 1795950000.25}
+    """
     doc = {"engine_id": state.engine_id.hex(), "boots": state.boots,
            "booted_at": round(state.booted_at, 3)}
     try:
@@ -118,7 +107,15 @@ def save_engine_state(path: Path, state: EngineState) -> None:
 
 def next_engine_state(stored: EngineState | None, configured_id: bytes | None,
                       now: float = 0.0) -> EngineState:
-    """The state of a boot at `now`, given the stored one and a configured engine ID."""
+    """The state of a boot at `now`, given the stored one and a configured engine ID.
+
+    First start: a new engine ID (RFC 3411 format 5, random octets), boots 1.
+    Every start: boots + 1; at MAX_BOOTS it latches (RFC 3414 2.2.2). A
+    configured engine ID wins over the stored one; when it differs, boots
+    starts again at 1 (snmpEngineBoots counts the starts "since snmpEngineID
+    was last configured", SNMP-FRAMEWORK-MIB, and managers re-learn boots with
+    the new ID), and the file keeps it, so removing `engine_id` from the
+    config later keeps it too."""
     if stored is None:
         return EngineState(configured_id or new_engine_id(), 1, now)
     if configured_id is not None and configured_id != stored.engine_id:
@@ -129,7 +126,9 @@ def next_engine_state(stored: EngineState | None, configured_id: bytes | None,
 def start_engine(state_dir: Path, configured_id: bytes | None,
                  clock: Callable[[], float] = time.time) -> EngineState:
     """Load, advance (a boot beginning now) and durably save the engine
-    state of `state_dir`."""
+    state of `state_dir` (temporary file, fsync, rename; created with mode
+    0600). At MAX_BOOTS, USM refuses every authenticated request as
+    notInTimeWindow until the engine ID changes: a warning says so."""
     path = state_dir / ENGINE_FILE_NAME
     stored = load_engine_state(path)
     state = next_engine_state(stored, configured_id, clock())

@@ -1,37 +1,12 @@
 """The fast responder: SNMPv1/v2c GET, GETNEXT and GETBULK answered from cells.
 
-pysnmp makes an access check per object and builds and encodes pyasn1
-objects for every value. Here a read request is
-decoded by the codec of ibsnmp.wire, the community decides the read view
-once, the served subtrees (IF-MIB's and the InfiniBand one) are read as
-plain cells (agent.cells) and the Response is written octet for octet as
-pysnmp would write it. The objects outside them (the SNMPv2-MIB system and
-snmp groups, sysORTable, SNMP-FRAMEWORK-MIB, ...) are few: they are read
-as cells from pysnmp's own instances (agent.base_objects), and a GETNEXT
-that leaves a subtree takes whichever comes first. A walk's steps inside
-the subtrees are kept encoded (agent.walk_cache), and the agent's
-counters are added to as integers until something may read them
-(agent.pending_counts).
-
-`FastReads.answer` returns the Response octets, or None to leave the
-request to pysnmp's command responders (agent.handover): anything but a
-well-formed v1/v2c read request, a context that vanished, a failing
-read, or a GET or GETNEXT response too big (the responders answer
-tooBig). A request's values are ignored (RFC 3416 4.2), but echoed in an
-SNMPv1 error. It counts the SNMPv2-MIB statistics of the answers it writes (the request itself is counted on
-arrival, agent.engine).
-
-Departures from pysnmp, all allowed by RFC 3416 4.2.3: GETBULK returns
-as many varbinds as fit the agent's maximum message size, up to `[limits]
-max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at 64
-repeater varbinds), and fills it exactly rather than against pysnmp's
-upper-bound estimate of the message header. It also stops adding
-repetitions once `[limits] getbulk_fill_ms` has passed since it began: no
-GETBULK buys more than about a millisecond of the agent; a manager asks
-again from the last name it got, as it does after a full message. Neither
-limit cuts the first repetition (every non-repeater and one of each
-repeater): only the message's size may (RFC 3416 4.2.3), so an answer
-always moves every name of the request on.
+`FastReads.answer` writes the Response to a read request, octet for octet as pysnmp would,
+without pysnmp's per-object access checks and pyasn1 values: the community picks the read
+view once, the served subtrees (IF-MIB's, InfiniBand's) are read as cells (agent.cells) and
+the agent's other objects from pysnmp's own instances (agent.base_objects). A walk's steps
+are kept encoded (agent.walk_cache); the answers' counters are added as integers
+(agent.pending_counts). It returns None to leave a request to pysnmp's command responders
+(agent.handover). The path: docs/architecture.md, "The fast read path".
 """
 
 from __future__ import annotations
@@ -179,7 +154,11 @@ class FastReads:
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
         (read whole, its community and context found: Prefilter.passed_request),
-        or None when pysnmp's command responders are to answer it (agent.handover)."""
+        or None when pysnmp's command responders are to answer it (agent.handover):
+        anything but a well-formed v1/v2c read request, a context that vanished, a
+        failing read, or a GET or GETNEXT response too big (the responders answer
+        tooBig). A request's values are ignored (RFC 3416 4.2), but echoed in an
+        SNMPv1 error."""
         message, read, community, context_name = passed
         try:
             request = request_of(data, message.pdu, read, message.version, message.community)
@@ -300,8 +279,8 @@ class _Request:
             rows = [self._once(element, self._get) for element in request.oid_elements]
         elif request.pdu_type == GET_NEXT:
             # A long name straight to `_long_step` (which looks its answers up
-            # once per request its own way): hashing its 600 octets for
-            # `_once` would cost a third of its answer.
+            # once per request its own way): hashing all its octets for `_once`
+            # would add much to its answer's cost.
             step, long_step, steps = self._step, self._long_step, self._steps
             rows = [long_step(element, steps) if len(element) > SHORT_NAME
                     else self._once(element, step) for element in request.oid_elements]
@@ -324,7 +303,16 @@ class _Request:
     def _bulk(self) -> tuple[bytes, int, int, int]:
         """GETBULK (RFC 3416 4.2.3) filled up to the agent's maximum message
         size; the varbind limit and the fill time bound the repetitions after
-        the first (`_Filling.bound`)."""
+        the first (`_Filling.bound`).
+
+        Departures from pysnmp, all allowed by 4.2.3: up to `[limits]
+        max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at
+        64 repeater varbinds), the message filled exactly rather than against an
+        upper-bound estimate of its header, and no repetition added once
+        `[limits] getbulk_fill_ms` has passed, so no GETBULK holds the agent up
+        for long (a manager asks again from the last name it got). Neither limit
+        cuts the first repetition (every non-repeater and one of each repeater):
+        only the message's size may, so an answer moves every name on."""
         request = self._request
         step_after = self._step_once
         owner = self._owner

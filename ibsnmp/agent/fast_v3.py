@@ -1,53 +1,12 @@
 """SNMPv3 requests through the project's USM: refused, reported, read, or handed to a responder.
 
-`FastV3.handle(message, datagram)` takes every SNMPv3 message that
-reaches a listening socket (read once by the strict reader) through the
-project's USM (ibsnmp.wire.usm_inbound.process):
-
-- a refusal is counted and, when RFC 3414 3.2 says so, answered with its
-  Report: discovery, a foreign engine ID, an unknown user, a level the
-  user has no key for and a wrong digest unauthenticated (a
-  credential-less sender buys only a few microseconds), a message outside
-  the time window with an authNoPriv Report signed with the user's key
-  (the manager resynchronizes from it); a decryption error too; invalid
-  flags, an unknown security model and a ciphertext that decrypts to no
-  ScopedPDU are counted and dropped. Reports beyond `[limits]
-  reports_per_second_per_source` to one source address, or
-  `reports_per_second` to all, are withheld (the refusal still counted),
-  logged once per burst: a manager needs a Report or two per session,
-  and what a flood of refusals costs is then mostly what reading it does
-  (the authorizationError to a request without credentials below counts
-  against the same limits);
-- an authenticated Response, Report or Trap is dropped, counted in
-  snmpInvalidMsgs when it carries the reportable flag (RFC 3412 6.4), in
-  snmpUnknownPDUHandlers when not;
-- an authenticated request below the user's configured level gets VACM's
-  authorizationError (error-index 0, RFC 3413 3.2) at the level it came in;
-- an authenticated request of more varbinds than [limits] max_varbinds
-  gets tooBig (no varbinds), sealed;
-- an authenticated request in this engine's contexts that VACM could not
-  grant is refused from its header, never decoded further: one in a
-  context no node has gets the snmpUnknownContexts Report (RFC 3413 3.2),
-  a read-only user's SET noAccess at its first varbind, at the request's
-  level (a reader buys no more CPU with a SET than with a refused GET);
-- an authenticated GetRequest, GetNextRequest or GetBulkRequest in this
-  engine's context and the default context or a known node's is answered
-  by the fast read responder, sealed (and encrypted) here;
-- everything else (a writer's SETs, reads the fast responder leaves,
-  foreign contextEngineIDs, informs) goes to pysnmp's command
-  responders, decoded, through RFC 3412's application interface
-  (agent.handover), and their answer is sealed here too: pysnmp's message
-  processing and USM never see a request. A reportable request no
-  responder takes gets an snmpUnknownPDUHandlers Report.
-
-What is refused for who asks (an unknown user, a wrong digest, a message
-outside the time window, a decryption error, a level the user has no key
-for, an unknown context) and a read-only user's SET are told to the
-operator by the refusal log (agent.refusals: one line per source and
-reason a minute). Discovery is not: every manager's first message is one.
-
-snmpEngineID, snmpEngineBoots, snmpEngineTime and snmpEngineMaxMessageSize
-are read from pysnmp's engine: there is one clock, not two.
+`FastV3.handle` takes an SNMPv3 message the strict reader has read through the project's
+USM (ibsnmp.wire.usm_inbound.process) and returns its Verdict: a refusal counted and, where
+RFC 3414 3.2 and the Report limits allow, reported; a request refused from its header; a
+read answered by the fast read responder; the rest handed to pysnmp's command responders
+(agent.handover). Every answer is sealed here, so pysnmp's message processing and USM never
+see a request. The engine's identity and clock are pysnmp's, read, not kept apart. The
+pipeline: docs/architecture.md, "SNMPv3 through the project's USM".
 """
 
 from __future__ import annotations
@@ -166,7 +125,11 @@ def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None
 
 
 class FastV3:
-    """The SNMPv3 side of the agent without pysnmp (see the module doc)."""
+    """The SNMPv3 side of the agent without pysnmp (see the module doc).
+
+    snmpEngineID, snmpEngineBoots, snmpEngineTime and snmpEngineMaxMessageSize
+    are read from pysnmp's engine: there is one clock, not two. What is refused
+    for who asks, and a read-only user's SET, are told to the refusal log."""
 
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
                  is_known_context: Callable[[bytes], bool], counts: PendingCounts, *,
@@ -221,7 +184,15 @@ class FastV3:
 
     def handle(self, message: V3Message, datagram: bytes,
                varbinds: tuple[Varbind, ...] | None = None, sender: Any = None) -> Verdict:
-        """What happens to `message` (see the module doc).
+        """What happens to `message`, in this order: a USM refusal (`_refuse`);
+        an authenticated Response, Report or Trap dropped (snmpInvalidMsgs when
+        reportable, RFC 3412 6.4, else snmpUnknownPDUHandlers); more varbinds
+        than `max_varbinds`, tooBig (`_too_big`); a request below the user's
+        level, authorizationError (`_unauthorized`); what VACM could not grant,
+        refused from the header (`_refuse_by_rights`); a read of this engine's
+        contextEngineID in the default or a known node's context, the fast read
+        responder's; everything else (a writer's SETs, reads the responder
+        leaves, foreign contextEngineIDs, informs) pysnmp's command responders'.
         `varbinds`: the plaintext PDU's, as the strict reader has read them;
         `sender`: the transport address it came from (the Report limits' key)."""
         accepted = process(message, datagram, self.engine_id, self.users, self.clock)
@@ -263,7 +234,9 @@ class FastV3:
         its header alone (None: it may be granted): a context no node has gets
         the snmpUnknownContexts Report (RFC 3413 3.2), a read-only user's SET
         noAccess at its first varbind (its write view, engine.NO_VIEW, holds
-        nothing), the varbinds echoed; both at the request's level."""
+        nothing), the varbinds echoed; both at the request's level. Neither is
+        decoded further: a reader buys no more CPU with a SET than with a
+        refused GET."""
         request, user, level, scoped = accepted
         if scoped.context_name and not self._is_known_context(scoped.context_name):
             self._refusals.refused(_host(sender), UNKNOWN_CONTEXT)
@@ -297,7 +270,7 @@ class FastV3:
         try:
             request = request_of(scoped.octets, scoped.pdu, varbinds, V2C, b"")
         except HeaderError:
-            return None  # a read with values
+            return None  # error fields not zero: pysnmp's to answer
         principal = self._principals.get((user.access, user.view))
         if principal is None:
             principal = self._principals[user.access, user.view] = Principal(user.access,
@@ -308,7 +281,8 @@ class FastV3:
     def _hand_over(self, accepted: Accepted, sender: Any
                    ) -> tuple[bytes | None, dict[Counter, int]]:
         """pysnmp's command responders' answer to `accepted` (from `sender`),
-        sealed here (agent.handover)."""
+        sealed here (agent.handover); a reportable request no responder takes
+        gets the snmpUnknownPDUHandlers Report."""
         request, user, level, scoped = accepted
         try:
             pdu = decode_pdu(pdu_element(scoped.octets, scoped.pdu), V2C)
@@ -347,6 +321,14 @@ class FastV3:
         return sealed, handed.counts
 
     def _refuse(self, refused: Refused, sender: Any) -> Verdict:
+        """Count a USM refusal, tell the refusal log (not discovery: every
+        manager's first message is one), and answer with its Report where RFC
+        3414 3.2 says so and the Report limits leave room: discovery, a foreign
+        engine ID, an unknown user, a level without keys, a wrong digest and a
+        decryption error unauthenticated (what a sender without credentials
+        buys is kept small), a message outside the time window authNoPriv.
+        Invalid flags, an unknown security model and a ciphertext that decrypts
+        to no ScopedPDU are counted and dropped."""
         counts, refusal = self._counts, refused.refusal
         counter = refusal.counter
         counts.count(counter)
@@ -370,7 +352,9 @@ class FastV3:
 
     def _may_answer_refusal(self, sender: Any) -> bool:
         """Whether the Report limits leave room for one more answer to `sender`
-        (logged, once per burst, when they do not)."""
+        (logged, once per burst, when they do not). A manager needs a Report or
+        two per session; beyond the limits a flood of refusals costs mostly
+        what reading it does."""
         limits = self.report_limits
         if limits is None:
             return True
@@ -395,7 +379,8 @@ class FastV3:
 
     def _unauthorized(self, accepted: Accepted, octets: bytes, sender: Any) -> Verdict:
         """VACM has no access entry below the user's level: authorizationError,
-        error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1).
+        error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1),
+        at the level the request came in.
         To a request without credentials (a user's name alone), within the
         Report limits: it is as cheap to ask for as a Report."""
         pdu = accepted.scoped.pdu

@@ -1,24 +1,12 @@
 """The agent's CPU, shared fairly among the sources that ask for it.
 
-What each datagram costs to handle is charged to its source address. While
-the agent's recent use stays within its budget (`budget` of one core),
-every source is served. Above it a source is served only while its own
-recent use is within its fair share: max-min fairness, the budget split
-evenly among the sources that would use more than an even split, the
-lighter ones keeping all they use. So under a flood the sources that cost
-most are dropped first, and a manager asking for little is never dropped
-while the agent has CPU to spare. A request-count cap could not do that:
-a 6,000 a second flood of refusals costs a quarter of a core, and a cap
-of 5,000 drops at random among everyone, the manager included.
-
-Recent use is an exponentially decayed sum of the seconds charged
-(`half_life`), per source and in all: a steady use of r seconds per
-second sums to r * tau, tau = half_life / ln 2. The fair level is worked
-out again at most every LEVEL_EVERY_S while over budget, from the sources'
-sums. The table keeps the most recently charged sources (`max_sources`):
-a source forgotten starts again from nothing, as does a new one, so the
-governor cannot stop a flood from ever new (spoofed) addresses; the
-per-datagram cost of refusing those is what bounds them.
+What each datagram costs to handle is charged to its source address. While the agent's
+recent use stays within its budget (`budget` of one core), every source is served. Above it
+a source is served only while its own recent use is within its max-min fair share, so under
+a flood the sources that cost most are dropped first, and a manager asking for little is
+never dropped; a request-count cap could only drop at random among everyone. It cannot stop
+a flood from ever new (spoofed) addresses: a forgotten or new source starts from nothing,
+and the per-datagram cost of refusing those is what bounds them.
 """
 
 from __future__ import annotations
@@ -36,7 +24,14 @@ DEFAULT_MAX_SOURCES = 4096
 
 class CpuGovernor:
     """`admit(source)` before a datagram is handled, `charge(source, seconds)`
-    after; `dropped` counts the datagrams `admit` refused."""
+    after; `dropped` counts the datagrams `admit` refused.
+
+    Recent use is an exponentially decayed sum of the seconds charged
+    (`half_life`), per source and in all: a steady use of r seconds per
+    second sums to r * tau, tau = half_life / ln 2. The fair level is worked
+    out again at most every LEVEL_EVERY_S while over budget, from the
+    sources' sums. The table keeps the most recently charged sources
+    (`max_sources`)."""
 
     __slots__ = ("budget", "dropped", "max_sources", "_tau", "_limit", "_sources", "_total",
                  "_total_at", "_level", "_level_at", "_clock")

@@ -1,18 +1,12 @@
-"""Requests pysnmp's command responders answer, handed to them through RFC 3412's
-abstract service interface and answered by the agent.
+"""Requests pysnmp's command responders answer, handed to them through RFC 3412's interface.
 
-The fast paths (agent.fast_reads, agent.fast_v3) answer most requests
-themselves. What they leave (every SET, a read they decline, every read
-when [limits] fast_path is off, an unknown context) goes to pysnmp's
-command responders the way RFC 3412 4 connects an application to a
-dispatcher: the responder registered for the PDU type and contextEngineID
-(`get_registered_app`) gets the decoded PDU (processPdu, `process_pdu`),
-reads who asks from the request's execution context (as pysnmp's own
-dispatcher publishes it), and answers through the dispatcher's
-returnResponsePdu (`return_response_pdu`), which the agent's dispatcher
-routes back here for the requests it handed over. pysnmp's message
-processing and security models never see a request: whoever received it
-writes (and for SNMPv3 seals) the message around the answer.
+`Handover.answer` gives a decoded PDU to the responder registered for its type and
+contextEngineID (RFC 3412 4: processPdu), with who asks published as pysnmp's dispatcher
+publishes it, and takes the answer back through returnResponsePdu, which the agent's
+dispatcher routes here for the requests handed over. `answer_community` writes a v1/v2c
+Response around it; agent.fast_v3 seals an SNMPv3 one. pysnmp's message processing and
+security models never see a request. The pipeline: docs/architecture.md, "What pysnmp's
+command responders answer".
 """
 
 from __future__ import annotations

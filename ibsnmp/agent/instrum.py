@@ -1,27 +1,11 @@
 """The per-request MIB instrumentation view of one SNMP context.
 
-The objects the agent serves itself (the InfiniBand MIBs, IF-MIB) are not
-loaded into pysnmp's MIB tree: OIDs under one of the VirtualMib's subtrees
-are answered by `VirtualMib.get/get_next` for the context's target,
-everything else (SNMPv2-MIB system group, snmp statistics, snmpEngine...)
-by pysnmp's own MibInstrumController. A GETNEXT that leaves a subtree (or
-starts between two) takes whichever of the two trees has the nearer
-instance; one that stays inside a subtree asks pysnmp nothing.
-
-Each value is checked with the access-control function pysnmp passes in
-the request context (`context["acFun"]`, i.e.
-CommandResponderBase.verify_access): it answers
-truthy for "not in view" and raises for the request-level failures
-(authorizationError, unknown context -> REPORT, Counter64 over SNMPv1 on
-GETNEXT -> NoAccessError, which we treat as "skip this one").
-
-SETs under the subtrees, and of the few objects outside them the VirtualMib
-claims (`writes_outside`), go to its `prepare_write` (a WritableMib): it
-tests every varbind, then the base tree's varbinds are written by pysnmp,
-then the VirtualMib's part is committed, so one SET is all or nothing
-across both. An object outside them that the engine's MIB declares
-read-only is notWritable whoever claims it: that is how the configuration
-file fixes snmpEnableAuthenTraps (agent.system.AuthenTraps).
+The objects the agent serves itself (the InfiniBand MIBs, IF-MIB) are not loaded into
+pysnmp's MIB tree: `ContextView` answers OIDs under the VirtualMib's subtrees from it, for
+the context's target, and everything else (the SNMPv2-MIB system group, snmp statistics,
+snmpEngine...) from pysnmp's own MibInstrumController. A GETNEXT takes whichever tree has
+the nearer instance, and one inside a subtree asks pysnmp nothing. Every value passes
+pysnmp's access check; a SET is all or nothing across both trees.
 """
 
 from __future__ import annotations
@@ -90,6 +74,13 @@ class ContextView:
     A handful of references built per request: nothing is stored per node.
     `target` is None for a context nobody knows: the access check then fails
     the request the standard way (noSuchContext) before any value is read.
+
+    Each value is checked with the access-control function pysnmp passes in
+    the request context (`context["acFun"]`, i.e.
+    CommandResponderBase.verify_access): it answers truthy for "not in view"
+    and raises for the request-level failures (authorizationError, unknown
+    context -> REPORT, Counter64 over SNMPv1 on GETNEXT -> NoAccessError,
+    taken as "skip this one").
     """
 
     __slots__ = ("_base", "_mib", "_target", "_subtrees")
@@ -322,7 +313,10 @@ class ContextView:
 
     def _base_writable(self, oid: Oid) -> bool:
         """Whether the scalar of the instance `oid` in pysnmp's tree may be
-        written (True when there is none: the VirtualMib then decides)."""
+        written (True when there is none: the VirtualMib then decides). An
+        object the engine's MIB declares read-only is notWritable whoever
+        claims it: that is how the configuration file fixes
+        snmpEnableAuthenTraps (agent.system.AuthenTraps)."""
         tree, scalar_class = self._base.get_mib_builder().import_symbols(
             "SNMPv2-SMI", "iso", "MibScalar")
         for length in range(len(oid) - 1, 0, -1):

@@ -1,13 +1,11 @@
 """A node's own system group in its SNMP context.
 
-In a node's context (its GUID as contextName, or `community@<guid>`)
-sysName, sysDescr and sysObjectID describe that node (mib.node_identity),
-as a manager that discovers the fabric node by node expects; the default
-context keeps the agent's own values (and sysUpTime, sysContact,
-sysLocation are the agent's everywhere). pysnmp's three instances are
-replaced by ones whose value depends on `context["contextTarget"]`, which
-ContextView puts into every read of pysnmp's tree: the fast responder
-reads the same instances through the same view, so both paths answer alike.
+In a node's context (its GUID as contextName, or `community@<guid>`) sysName, sysDescr and
+sysObjectID describe that node (mib.node_identity), as a manager that discovers the fabric
+node by node expects; the default context keeps the agent's own values (and sysUpTime,
+sysContact, sysLocation are the agent's everywhere). pysnmp's three instances are replaced
+by ones whose value depends on `context["contextTarget"]`, which ContextView puts into every
+read of pysnmp's tree: the fast responder reads the same instances, so both paths agree.
 """
 
 from __future__ import annotations

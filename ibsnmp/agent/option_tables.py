@@ -1,15 +1,11 @@
 """The configuration file's tables that stand for command-line options.
 
-Every option of `ibsnmp run` has a key: `[provider]` holds the provider
-(`kind`) and its options under the flags' names (`--sysfs-root` is
-`sysfs_root`), `[publish]` the MQTT publisher's (`broker` is `--publish`'s
-URL), `[agent]` the agent's own (state directory, request sessions,
-logging). The other run options are the file's own tables: `listen`,
-`[[community]]`, `[[trap_target]]`, `[agentx]`. A flag or its IBSNMP_*
-variable wins over the key (ibsnmp.options).
-
-A `[provider]` key belongs to the kinds listed with it: naming another
-kind in the same table is an error, since the key would not be used.
+Every option of `ibsnmp run` has a key: `[provider]` holds the provider (`kind`) and its
+options under the flags' names (`--sysfs-root` is `sysfs_root`), `[publish]` the MQTT
+publisher's (`broker` is `--publish`'s URL), `[agent]` the agent's own (state directory,
+request sessions, logging). The other run options are the file's own tables: `listen`,
+`[[community]]`, `[[trap_target]]`, `[agentx]`. A flag or its IBSNMP_* variable wins over
+the key (ibsnmp.options). A `[provider]` key of another kind than the table names is an error.
 """
 
 from __future__ import annotations
@@ -102,7 +98,9 @@ def table_keys(table: str) -> tuple[str, ...]:
 
 def check_option_tables(data: Mapping[str, Any], fail: Fail) -> dict[str, Any]:
     """The option tables' values by key (`provider.kind`: "sysfs"), their
-    names checked; the values are checked by the option they stand for."""
+    names checked; the values are checked by the option they stand for. A
+    `[provider]` key belongs to the kinds listed with it: naming another kind
+    in the same table is an error, since the key would not be used."""
     values: dict[str, Any] = {}
     for table in OPTION_TABLES:
         if table not in data:

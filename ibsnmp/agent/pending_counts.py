@@ -1,22 +1,12 @@
 """The agent's counters as plain integers, applied to pysnmp's instances when someone looks.
 
-pysnmp keeps each counter as an immutable pyasn1 value: one increment
-builds a new object, and a request counts four or five.
-What the agent counts itself (every datagram's verdict, the fast
-responders' requests, the SNMPv3 refusals) is added to plain integers
-here and written into the counters before anything can read them: before
-a read of the agent's own objects, and before a message goes to pysnmp
-(agent.engine). Counter32 wraps at 2^32 (statistics.add_to_counter, the
-one addition every writer uses).
-
-A datagram's counts are kept apart while it is handled (`begin_message`):
-a read it makes of the agent's own objects sees them (a GET of
-snmpInPkts or snmpInGetRequests counts itself, as in snmpd), and the
-dispatcher then applies them once (`end_message`), or forgets them when
-it hands the datagram to pysnmp, which counts it itself (`drop_message`).
-Nothing counted is ever taken back. A reader of the agent's own objects
-(agent.base_objects) adds what is pending to what it reads, so a read
-writes nothing.
+pysnmp keeps each counter as an immutable pyasn1 value: one increment builds a new object,
+and a request counts several. `PendingCounts` adds what the agent counts itself (every
+datagram's verdict, the fast responders' requests, the SNMPv3 refusals) to plain integers
+and writes them into the counters before pysnmp can read them (`flush`). A datagram's
+counts are kept apart while it is handled, seen by its own reads, then applied once or
+forgotten; nothing counted is taken back. Readers of the agent's own objects
+(agent.base_objects) add what is pending (`pending`), so a read writes nothing.
 """
 
 from __future__ import annotations
@@ -47,7 +37,15 @@ UNKNOWN_USER: Counter = ("__SNMP-USER-BASED-SM-MIB", "usmStatsUnknownUserNames")
 
 
 class PendingCounts:
-    """Additions to counter instances (MibScalarInstance objects), by (module, name)."""
+    """Additions to counter instances (MibScalarInstance objects), by (module, name).
+
+    A datagram's counts are kept apart while it is handled (`begin_message`):
+    a read it makes of the agent's own objects sees them (a GET of snmpInPkts
+    or snmpInGetRequests counts itself, as in snmpd), and the dispatcher
+    (agent.engine) then applies them once (`end_message`), or forgets them
+    when it hands the datagram to pysnmp, which counts it itself
+    (`drop_message`). Counter32 wraps at 2^32 (statistics.add_to_counter, the
+    one addition every writer uses)."""
 
     __slots__ = ("_builder", "_instances", "_counters", "_pending", "_message")
 

@@ -1,51 +1,12 @@
-"""What a datagram must be before pysnmp decodes it.
+"""What a datagram must be before pysnmp decodes it: every datagram's header checks.
 
-pysnmp decodes a whole message, every varbind of it, before it looks at the
-community: a 64 KB datagram of 9,000 varbinds and a wrong community costs
-half a second of CPU, so a few such packets a second starve every manager.
-`Prefilter.check` reads the header (ibsnmp.wire.header) and drops, before
-any varbind is decoded:
-
-- what the strict reader refuses (snmpInASNParseErrs, as RFC 3412 and
-  net-snmp count it) or is of an unknown version (snmpInBadVersions);
-- v1/v2c messages with an unknown community, `community@<node GUID>` of an
-  unknown node, or a community used from outside its `source` networks
-  (snmpInBadCommunityNames, as net-snmp counts a community/source mismatch),
-  each told to the operator by the refusal log (agent.refusals, one line
-  per source and reason a minute), as is a read-only community's SET;
-- PDUs no application here takes (snmpUnknownPDUHandlers): on the listening
-  sockets, anything but a request; on the notification originator's own
-  sockets, anything but an answer to an inform (in SNMPv3, anything
-  reportable), so a socket that sends notifications never serves a request.
-
-Then, for a message its community may send (and any plaintext SNMPv3
-one), the varbind list is read by the same strict reader, up to
-`max_varbinds` + 1 varbinds (a v1/v2c request: twice as many, about half
-a millisecond): a message that fails is a parse error, dropped unanswered,
-so nothing the project's reader refuses reaches pysnmp or is answered
-here. Longer lists are not read varbind by varbind:
-
-- requests over `max_varbinds`: a v1/v2c one (community accepted) read
-  whole, or whose varbinds are all `{ OID, NULL }` (checked whole, in C),
-  gets a tooBig Response built from its header (counted in
-  snmpOutTooBigs), any other is dropped (snmpSilentDrops), as is an
-  inform's answer over the limit; an SNMPv3 one goes on, read no
-  further, to agent.fast_v3: USM decides, then tooBig;
-- with a per-source rate limit, a source's requests beyond it, and with
-  the aggregate one, all sources' requests beyond that (agent.ratelimit;
-  counted together in `rate_limited`, logged once per burst);
-- over the CPU budget, the datagrams of the sources that cost most
-  (agent.governor: each datagram's handling time is charged to its
-  source; counted in `governed`, logged once per burst).
-
-Everything dropped also counts in snmpInPkts, as every received message does.
-SNMPv3 messages within the limits on a listening socket go, with the
-varbinds read here, to `v3_handler` (agent.fast_v3), which takes them
-through the project's USM: it refuses (and reports), answers, or hands
-the request to pysnmp's command responders (agent.handover). A v1/v2c
-request passed here is answered by the fast read path or those
-responders (agent.engine); pysnmp's message processing sees only the
-answers to informs on the notification sockets.
+`Prefilter.check` reads a datagram's header with the strict reader (ibsnmp.wire.header) and,
+before any varbind is decoded, drops the excess over the request limits and the CPU budget,
+what is malformed or of another version, a refused community and a PDU no application takes,
+and holds a varbind list to `max_varbinds`; refused communities go to the refusal log. Its
+only answers, built from the header, are tooBig and a read-only community's refused SET. It
+passes a v1/v2c request on read whole (`passed_request`) and SNMPv3 to `v3_handler`; a
+Verdict says what to count. The pipeline: docs/architecture.md, "How a datagram is handled".
 """
 
 from __future__ import annotations
@@ -195,7 +156,12 @@ class Prefilter:
     def check(self, domain: Sequence[int], address: Any, data: bytes) -> Verdict | None:
         """A Verdict: what happens to the datagram (dropped, answered, or handed to the
         command responders). None: a v1/v2c request to answer (`passed_request`),
-        or on a notification socket an answer to an inform, pysnmp's."""
+        or on a notification socket an answer to an inform, pysnmp's.
+
+        The request limits (agent.ratelimit, counted in `rate_limited`) and the CPU
+        governor (agent.governor, counted in `governed`) drop on the listening sockets
+        only, each logged once per burst. Every datagram also counts in snmpInPkts
+        (the caller counts it)."""
         notification = is_notification_domain(domain)
         if not notification and self.limiter is not None \
                 and not self.limiter.allow(source_address(address)):
@@ -218,6 +184,16 @@ class Prefilter:
 
     def _check_community(self, message: CommunityMessage, notification: bool, address: Any,
                          data: bytes) -> Verdict | None:
+        """A v1/v2c message. On a notification socket, only an answer to an inform
+        of a notification community goes on. On a listening socket, an unknown
+        community, `community@<node GUID>` of an unknown node or a community used
+        from outside its `source` networks is snmpInBadCommunityNames (as net-snmp
+        counts a community/source mismatch), and anything but a request
+        snmpUnknownPDUHandlers. The varbind list is read by the strict reader up
+        to `max_varbinds` + 1 varbinds (a failure: a parse error, `check`). A
+        request over that gets tooBig from its header (snmpOutTooBigs) when read
+        whole within twice the limit, or all `{ OID, NULL }`; any other is dropped
+        (snmpSilentDrops). A GETBULK over it is answered for its first names."""
         if notification:
             if message.community not in self._notification_communities:
                 return Verdict((BAD_COMMUNITY,))
@@ -259,7 +235,7 @@ class Prefilter:
                 self._passed = (data, PassedRequest(message, varbinds, *found))
                 return None
             # Over the limit: all { OID, NULL } (checked in C), or read whole in
-            # Python if no longer than twice the limit (a quarter of a ms more).
+            # Python if no longer than twice the limit (a bounded read).
             if null_list is None:
                 null_list = message.pdu.is_null_list(data)
             if not null_list:
@@ -338,6 +314,10 @@ class Prefilter:
 
     def _check_v3(self, message: V3Message, notification: bool, data: bytes,
                   address: Any) -> Verdict | None:
+        """An SNMPv3 message. On a notification socket, only an unreportable answer
+        goes on (to pysnmp). On a listening socket, a plaintext one's varbinds are
+        read up to `max_varbinds` + 1, read no further, and every message goes to
+        `v3_handler` (agent.fast_v3): USM decides before any tooBig."""
         pdu = message.pdu
         if notification:
             if message.flags & FLAG_REPORTABLE or pdu is not None and pdu.tag not in ANSWERS:

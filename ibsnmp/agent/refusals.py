@@ -1,32 +1,12 @@
 """What the agent refuses, told to the operator: one WARNING line per source and reason a minute.
 
-A wrong community, an unknown SNMPv3 user or context time out at the
-manager and, without this, leave only a counter behind. `RefusalLog.refused`
-is called where the agent decides (agent.prefilter, agent.fast_v3) and
-writes, on the `ibsnmp.refusals` logger, at most one line per (source
-address, reason) per `window` seconds:
-
-    refused a request from 192.0.2.7: unknown community
-    refused 37 more requests from 192.0.2.7 in the last 60 s: unknown community
-
-The second kind counts what the window left without a line of its own; it
-is written by the next refusal of that key once the window is over, or by
-`flush` (which the running agent calls every few seconds, `flushing`), so
-no count is lost; a flush at shutdown writes every count left. A line names
-the source address and the reason, and the name of a configured SNMPv3 user
-where the reason is about that user; never a community, an unknown user's
-name (whatever a sender puts there), a context name or a key.
-
-A refusal that writes no line costs a clock read, a dictionary lookup and
-an addition: this sits on the path of every wrong-community datagram.
-Memory is bounded under a flood from spoofed sources: beyond `max_sources`
-tracked keys, new sources are counted together as "other sources", with
-one line a minute of their own.
-
-Listeners (`add_listener`) hear the reason of every line written while the
-agent runs: the authenticationFailure notification (traps.standard) is sent
-on that same decision. The module does no I/O but logging; its clock is
-injected.
+A wrong community, an unknown SNMPv3 user or context time out at the manager and, without
+this, leave only a counter behind. `RefusalLog.refused` is called where the agent decides
+(agent.prefilter, agent.fast_v3) and writes on the `ibsnmp.refusals` logger; no count is
+lost, and memory stays bounded under a flood from spoofed sources. A line names the source
+address, the reason and a configured user's name, never a community, an unknown user's name,
+a context name or a key. Listeners (`add_listener`) hear every line's reason (the
+authenticationFailure notification, traps.standard). No I/O but logging; the clock injected.
 """
 
 from __future__ import annotations
@@ -85,7 +65,21 @@ _Key = tuple[Hashable, Reason, "bytes | None"]
 
 
 class RefusalLog:
-    """The rate-limited refusal lines (see the module doc)."""
+    """The rate-limited refusal lines (see the module doc).
+
+    At most one line per (source address, reason, user) per `window` seconds:
+
+        refused a request from 192.0.2.7: unknown community
+        refused 37 more requests from 192.0.2.7 in the last 60 s: unknown community
+
+    The second kind counts what the window left without a line of its own; it
+    is written by the next refusal of that key once the window is over, or by
+    `flush` (which the running agent calls every few seconds, `flushing`); a
+    flush at shutdown writes every count left. A refusal that writes no line
+    costs a clock read, a dictionary lookup and an addition: this sits on the
+    path of every wrong-community datagram. Beyond `max_sources` tracked keys,
+    new sources are counted together as "other sources", with a line of
+    their own per window."""
 
     def __init__(self, logger: logging.Logger | None = None, *, window: float = WINDOW_S,
                  max_sources: int = MAX_SOURCES,

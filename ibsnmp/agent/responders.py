@@ -1,15 +1,10 @@
 """Command responders that always answer within the message size allowed.
 
-`SizedResponseMixin` goes in front of a pysnmp command responder: a
-response that would not fit the request's msgMaxSize (SNMPv3) or the
-engine's maximum message size is replaced by tooBig with no varbinds and
-error-index 0 (RFC 3416 4.2.1, 4.2.2, 4.2.5); encoded, it would be too big
-to send and dropped. A SET is checked before anything is written: its
-response carries the request's varbinds. GETBULK returns the varbinds that
-fit instead (4.2.3).
-
-It also makes sure a request never leaves its state behind: a responder
-failing with anything but an SMI error (a bug) answers genErr, and the
+`SizedResponseMixin` goes in front of a pysnmp command responder: a response that would not
+fit the request's msgMaxSize (SNMPv3) or the engine's maximum message size is replaced by
+tooBig, since encoded it would be too big to send and dropped; GETBULK returns the varbinds
+that fit instead (RFC 3416 4.2.3). It also makes sure a request never leaves its state
+behind: a responder failing with anything but an SMI error (a bug) answers genErr, and the
 request's state is released with the response.
 """
 
@@ -33,7 +28,11 @@ SNMPV1_PDU = 0  # pduVersion of an SNMPv1 request
 
 
 class SizedResponseMixin:
-    """Size-checked responses and a genErr answer for unexpected failures."""
+    """Size-checked responses and a genErr answer for unexpected failures.
+
+    A response too big is tooBig with no varbinds and error-index 0 (RFC 3416
+    4.2.1, 4.2.2, 4.2.5). A SET is checked before anything is written: its
+    response carries the request's varbinds."""
 
     def __init__(self, snmpEngine: Any, snmpContext: Any, cbCtx: Any = None) -> None:
         super().__init__(snmpEngine, snmpContext, cbCtx)  # type: ignore[call-arg]

@@ -1,13 +1,11 @@
 """How many octets a Response-PDU takes on the wire, and how many it may take.
 
-A response is only encoded once its responder has returned it
-(agent.handover), and a message too big for the request's msgMaxSize
-(SNMPv3) or the engine's snmpEngineMaxMessageSize could then only be
-dropped (snmpSilentDrops). RFC 3416 wants a tooBig response instead
-(4.2.1, 4.2.2, 4.2.5) and, for GETBULK, fewer varbinds (4.2.3): the
-command responders size the response before returning it. Sizes here are
-those of BER as pyasn1 writes it (definite lengths, minimal octets),
-computed without encoding.
+A response is only encoded once its responder has returned it (agent.handover), and a
+message too big for the request's msgMaxSize (SNMPv3) or the engine's
+snmpEngineMaxMessageSize could then only be dropped (snmpSilentDrops). RFC 3416 wants
+tooBig instead (4.2.1, 4.2.2, 4.2.5) and, for GETBULK, fewer varbinds (4.2.3): the command
+responders size the response before returning it. Sizes are those of BER as pyasn1 writes
+it (definite lengths, minimal octets), computed without encoding.
 """
 
 from __future__ import annotations

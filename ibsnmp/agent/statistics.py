@@ -1,26 +1,12 @@
 """The SNMPv2-MIB snmp group counters pysnmp serves but never counts.
 
-pysnmp counts snmpInPkts, the parse, version and community failures and
-snmpSilentDrops of what its message processing sees; snmpOutPkts, the
-per-PDU-type counters and the error-status ones stayed 0 forever. What
-the agent receives and answers itself is counted where it decides
-(agent.engine, agent.fast_reads, agent.fast_v3, agent.handover: a request
-on arrival, its answer with `response_counts`). Here, from pysnmp's
-execution points (its observer), what pysnmp's notification originator
-does:
-
-- every notification sent: snmpOutPkts, and snmpOutTraps for traps;
-- a response received (to an inform): snmpInGetResponses.
-
-`response_counts` is what a response counts: snmpOutPkts; a Response-PDU
-also snmpOutGetResponses and, by its error-status, snmpOutTooBigs,
-snmpOutNoSuchNames, snmpOutBadValues, snmpOutGenErrs; a successful
-retrieval adds its values to snmpInTotalReqVars, a successful SET its
-varbinds to snmpInTotalSetVars (RFC 1213 / RFC 3418 definitions).
-
-The statistics modules pysnmp loads on their first event (SNMP-MPD-MIB,
-SNMP-USER-BASED-SM-MIB, SNMP-TARGET-MIB counters) are loaded at start so
-they read 0 instead of being absent until something goes wrong.
+pysnmp counts only what its message processing sees (snmpInPkts, the parse, version and
+community failures, snmpSilentDrops). The agent counts what it receives and answers itself
+where it decides, an answer by `response_counts` (RFC 3418's definitions); `SnmpStatistics`
+counts, from pysnmp's execution points, what its notification originator does. The
+statistics modules pysnmp loads on their first event are loaded at start, so that their
+counters read 0 rather than being absent. What is counted where: docs/architecture.md,
+"Statistics".
 """
 
 from __future__ import annotations
@@ -56,7 +42,13 @@ def add_to_counter(instance: Any, amount: int) -> None:
 def response_counts(request_type: Any, pdu: Any) -> dict[str, int]:
     """What a response or report message to a request of `request_type` (a
     PDU tagSet) counts, by SNMPv2-MIB name: `pdu` is the PDU it carries
-    (pyasn1; None or a Report-PDU for a report)."""
+    (pyasn1; None or a Report-PDU for a report).
+
+    snmpOutPkts; a Response-PDU also snmpOutGetResponses and, by its
+    error-status, snmpOutTooBigs, snmpOutNoSuchNames, snmpOutBadValues,
+    snmpOutGenErrs; a successful retrieval adds its values (not exceptions) to
+    snmpInTotalReqVars, a successful SET its varbinds to snmpInTotalSetVars
+    (RFC 1213 / RFC 3418 definitions)."""
     counts = {"snmpOutPkts": 1}
     if pdu is None or pdu.tagSet != _RESPONSE:
         return counts  # a Report-PDU
@@ -77,7 +69,10 @@ def response_counts(request_type: Any, pdu: Any) -> dict[str, int]:
 
 
 class SnmpStatistics:
-    """Counts one engine's notifications and the answers to its informs."""
+    """Counts one engine's notifications and the answers to its informs:
+    snmpOutPkts for every notification sent, and snmpOutTraps for a trap;
+    snmpInGetResponses for a response received (to an inform). Loads the
+    statistics modules (SNMP-MPD-MIB, SNMP-USER-BASED-SM-MIB, SNMP-TARGET-MIB)."""
 
     def __init__(self, engine: SnmpEngine) -> None:
         builder = engine.get_mib_builder()

@@ -1,14 +1,11 @@
 """Which value each writable system object starts with.
 
-The configuration file's [system] value, when it sets one (the object is
-then read-only, as with net-snmp's snmpd); else the value a SET saved in
-the state file; else the default (the host name for sysName, empty text
-for the others).
-
-SNMPv2-MIB's snmpEnableAuthenTraps follows the same rule (`AuthenTraps`),
-with `[traps] authentication_failure` as the file's value and disabled(2)
-as the default (net-snmp's); unlike [system], a reload applies a change of
-the file's value.
+The configuration file's [system] value, when it sets one (the object is then read-only, as
+with net-snmp's snmpd); else the value a SET saved in the state file; else the default (the
+host name for sysName, empty text for the others). SNMPv2-MIB's snmpEnableAuthenTraps
+follows the same rule (`AuthenTraps`), with `[traps] authentication_failure` as the file's
+value and disabled(2) as the default (net-snmp's); unlike [system], a reload applies a
+change of the file's value.
 """
 
 from __future__ import annotations

@@ -104,9 +104,9 @@ _WHY = {
 }
 
 
-# Requests queued in the kernel while the agent is busy: a flood of 38 KB
-# datagrams fills Linux's default 208 KB in a couple of milliseconds, and a
-# manager's GET arriving then is dropped before the CPU governor sees it.
+# Requests queued in the kernel while the agent is busy: a flood of large
+# datagrams soon fills Linux's default receive buffer, and a manager's GET
+# arriving then is dropped before the CPU governor sees it.
 # The kernel caps this at net.core.rmem_max (docs/security.md).
 RECEIVE_BUFFER = 4 * 1024 * 1024
 

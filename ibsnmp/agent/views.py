@@ -1,15 +1,11 @@
 """Which MIB views a community or user reads: with or without the IBA keys.
 
-M_Key and SM_Key are the InfiniBand management secrets: whoever knows a
-port's M_Key can reconfigure it over SMPs, and an SM_Key lets a rogue SM
-take over the subnet. The MIBs publish them as columns, so the read view of
-read-only principals leaves them out (no instance: noSuchObject to a GET,
-skipped by walks), as net-snmp's default `systemonly` view leaves out what
-a plain monitor should not see. Principals with write access read them;
-any principal can be given them with `view = "with-keys"`.
-
-Lease periods, protection bits and violation counters are not keys: they
-say how a key is used, not what it is, and monitoring needs them.
+M_Key and SM_Key are the InfiniBand management secrets: whoever knows a port's M_Key can
+reconfigure it over SMPs, and an SM_Key lets a rogue SM take over the subnet. The MIBs
+publish them as columns, so the read view of read-only principals leaves them out (no
+instance: noSuchObject to a GET, skipped by walks), as net-snmp's default `systemonly` view
+leaves out what a plain monitor should not see. Principals with write access read them; any
+principal can be given them with `view = "with-keys"`.
 """
 
 from __future__ import annotations
@@ -23,6 +19,8 @@ View = Literal["no-keys", "with-keys"]
 VIEWS: tuple[View, ...] = ("no-keys", "with-keys")
 
 # The key objects of the five served modules (OIDs come from compiled_mibs/).
+# Lease periods, protection bits and violation counters are not keys: they say
+# how a key is used, not what it is, and monitoring needs them.
 KEY_OBJECTS = (
     "ibSmaPortMKey",      # SMA-MIB: the management port's M_Key
     "ibSmaSmSmKey",       # SMA-MIB: SMInfo SM_Key

@@ -1,43 +1,12 @@
-"""GETNEXT steps inside the served subtrees (IF-MIB's, InfiniBand's),
-remembered encoded, per context.
+"""GETNEXT steps inside the served subtrees (IF-MIB's, InfiniBand's), kept encoded, per context.
 
-A walk asks, request after request, for the instance after the last one it
-got. Within one fabric structure (a snapshot's lineage: snapshots that
-differ in counter values alone share it) and one `InfinibandMib.version`
-(no SET committed, no request session changed since) that answer never
-changes, except for the objects that read the time or measured values
-(counters: `next_step` says when one was consulted). So each step's answer
-is kept as the varbind octets it encodes to, keyed by the encoded OID
-element asked for: the next walk of the same context is a chain of
-dictionary lookups instead of a lookup, a getter and an encoding per
-varbind (equal tags are kept once: a tag per step would double the
-memory; figures in docs/performance.md). Where the
-answer reads the time, the instance it lands on is kept instead (its OID
-element, agent.fast_reads): where that instance lies follows the structure
-as any other step does, and its value is read when asked.
-
-A structural change keeps what it cannot alter: every step carries a tag
-(mib.virtual.StepTag: the objects it consulted, and in a node-owned table
-the nodes its answer lies between), and a snapshot whose lineage follows
-the one the steps were kept for (fabric.lineage.Lineage.changes_since)
-drops only the steps its change alters (the `judge`,
-InfinibandMib.invalidation): a port that went down loses the answers about
-its node's rows, not the walk of the fabric. A new version whose change
-the `version_judge` can tell (InfinibandMib.version_change: request
-sessions opened or destroyed alter their own tables) drops the steps that
-consulted what it alters. A new version it cannot tell (a SET of
-configuration), or a lineage whose ancestry does not reach the kept one,
-drops everything.
-
-At most `limit` steps are kept in all; the least recently used contexts go
-first, and a context that alone fills the cache keeps what it has. A limit
-of 0 keeps nothing.
-
-A whole answer made of kept steps alone is kept too (`Steps.answers`, by
-the request's kind, names and room: agent.fast_reads), so a repeated
-request is one lookup: it holds exactly as long as its steps do, since
-any step dropped from a context drops that context's answers, and takes
-at most ANSWER_OCTETS_PER_STEP octets a step of the limit in all.
+`WalkCache` keeps each step's answer as the varbind octets it encodes to, keyed by the OID
+element asked for, so a repeated walk is a chain of dictionary lookups; where the answer
+reads the time it keeps the instance landed on instead (agent.fast_reads). A step holds
+while its fabric structure and `InfinibandMib.version` do: a change drops what it can alter,
+or everything when it cannot tell. At most `limit` steps (0: none), least recently used
+contexts first, and whole answers of kept steps alone. The rules: docs/architecture.md,
+"The walk cache".
 """
 
 from __future__ import annotations
@@ -59,8 +28,13 @@ class Steps(dict[bytes, bytes]):
     varbind of the instance after it; `tags` says what each depends on.
 
     The steps of one row, or of one node's rows, mostly depend on the same
-    objects: equal tags are kept as one (`shared`), which halves what a
-    step of IB-SM-MIB takes."""
+    objects: equal tags are kept as one (`shared`), rather than a tag object
+    per step.
+
+    A whole answer made of kept steps alone is kept too (`answers`, by the
+    request's kind, names and room: agent.fast_reads), so a repeated request
+    is one lookup. It holds exactly as long as its steps do: any step
+    dropped from a context drops that context's answers."""
 
     __slots__ = ("tags", "shared", "answers", "answer_octets")
 
@@ -123,7 +97,27 @@ VersionJudge = Callable[[Any, Any], Alteration | None]
 
 
 class WalkCache:
-    """See the module documentation."""
+    """The kept steps of every context (see the module documentation).
+
+    A step holds within one fabric structure (a snapshot's lineage: snapshots
+    that differ in counter values alone share it) and one
+    `InfinibandMib.version` (no SET committed, no request session changed
+    since), except where it read the time or measured values (`next_step`
+    says so). Every step carries a tag (mib.virtual.StepTag: the objects it
+    consulted, and in a node-owned table the nodes its answer lies between).
+    A snapshot whose lineage follows the kept one
+    (fabric.lineage.Lineage.changes_since) drops only the steps its change
+    alters (`judge`, InfinibandMib.invalidation): a port that went down
+    loses the answers about its node's rows, not the walk of the fabric. A
+    new version the `version_judge` can tell (InfinibandMib.version_change:
+    request sessions alter their own tables) drops the steps that consulted
+    what it alters. A version it cannot tell (a SET of configuration), or a
+    lineage that does not reach the kept one, drops everything.
+
+    At most `limit` steps are kept in all; the least recently used contexts
+    go first, and a context that alone fills the cache keeps what it has. A
+    limit of 0 keeps nothing. Kept answers take at most
+    ANSWER_OCTETS_PER_STEP octets a step of the limit in all."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT, judge: Judge | None = None,
                  version_judge: VersionJudge | None = None) -> None:

@@ -445,8 +445,8 @@ class OidEncodings:
     """Encoded OBJECT IDENTIFIER elements, remembered: a walk names each OID twice.
 
     Bounded: when full it starts again rather than growing with a fabric's
-    millions of instances (an entry takes about 300 octets: 32,768 of them
-    about 10 MB, the OIDs a manager polls again and again).
+    millions of instances; the OIDs a manager polls again and again are soon
+    back in it.
     """
 
     __slots__ = ("_cache", "_limit")

@@ -1,17 +1,10 @@
 """SNMPv1/v2c read requests decoded, and their Response messages encoded.
 
-`decode_request` takes a whole datagram and returns a `Request`: the
-version, the community, the PDU type, the request-id, the two integers
-(error-status and error-index, or non-repeaters and max-repetitions for
-GETBULK) and the varbind OIDs. It accepts only what it can answer exactly
-as pysnmp would: GetRequest, GetNextRequest and GetBulkRequest PDUs whose
-every element is whole and fills its container, whose integers fit their
-ASN.1 ranges and whose OIDs keep RFC 2578's limits. A read's varbind
-values mean nothing (RFC 3416 4.2): they are kept only where one is not
-NULL, for the SNMPv1 error that echoes them (`Request.echoed`). It reads
-through the one strict reader (ibsnmp.wire.header), so what it refuses as
-malformed the prefilter has dropped already; what it refuses as another
-kind of PDU (a SET, a Response) goes to pysnmp.
+`decode_request` and `request_of` make a `Request` of a GetRequest, GetNextRequest or
+GetBulkRequest PDU, accepting only what can be answered exactly as pysnmp would. They read
+through the one strict reader (ibsnmp.wire.header), so what they refuse as malformed the
+prefilter has dropped already; what they refuse as another kind of PDU (a SET, a Response)
+goes to pysnmp. `encode_response` and the room functions write and size the Response.
 """
 
 from __future__ import annotations
@@ -52,7 +45,11 @@ _NULL = b"\x05\x00"
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A v1/v2c GetRequest, GetNextRequest or GetBulkRequest.
+    """A v1/v2c GetRequest, GetNextRequest or GetBulkRequest: the version, the
+    community, the PDU type, the request-id, the two integers (error-status and
+    error-index, or non-repeaters and max-repetitions for GETBULK) and the
+    varbind names. A read's varbind values mean nothing (RFC 3416 4.2): they
+    are kept only where one is not NULL, for the SNMPv1 error that echoes them.
 
     The names are kept as their elements (what walk steps and answers are
     keyed by); their arcs are decoded only when a step needs them (`oid`),
@@ -96,7 +93,10 @@ def decode_request(data: bytes) -> Request:
 
 def request_of(data: bytes, pdu: PduHeader, varbinds: tuple[Varbind, ...], version: int,
                community: bytes) -> Request:
-    """The read request of a PDU the strict reader (ibsnmp.wire.header) has read whole."""
+    """The read request of a PDU the strict reader (ibsnmp.wire.header) has read whole;
+    HeaderError for another kind of PDU, or a GET or GETNEXT whose error fields are
+    not zero (a request whose every element is whole, whose integers fit their
+    ASN.1 ranges and whose OIDs keep RFC 2578's limits, the reader has checked)."""
     if pdu.tag not in READS[version] or pdu.request_id_element is None:
         raise HeaderError(f"not a read request: PDU type 0x{pdu.tag:02x}")
     first, second = pdu.fields

@@ -93,8 +93,8 @@ def message_digest(auth: AuthProtocol, key: bytes, message: bytes) -> bytes:
 class PrivKey:
     """One user's localized privacy key for its protocol, ready for many messages.
 
-    AES: building a cipher context schedules the key and costs several
-    times what encrypting a whole response does, so two contexts are built
+    AES: building a cipher context schedules the key and costs more than
+    encrypting a whole response does, so two contexts are built
     once, an encryptor and a decryptor, and moved to each message's IV
     (RFC 3826 3.1.2.1: boots || time || salt) instead. CFB's state between
     two blocks is its feedback register, the last ciphertext block (what

@@ -1,18 +1,10 @@
 """USM incoming processing for an authoritative engine, and the sealed answer.
 
-`process` takes a message the strict reader (ibsnmp.wire.header) has read
-and runs the security steps in the RFCs' order: RFC 3412 7.2 steps 4-5
-(security model, msgFlags), RFC 3414 3.2 steps 3-8 (engine ID, user,
-level, digest, time window, decryption), then RFC 3412's checks of the
-scoped PDU (parse, reportable flag on an unconfirmed PDU). It returns the
-authenticated, decrypted request, or the refusal with what its Report
-needs; it has no side effect and counts nothing (the caller does, once).
-
-Keys are localized once per engine ID (and user set), never per message;
-each user's HMAC and cipher are prepared once (ibsnmp.wire.usm_crypto).
-A sealed message is written around its data from what the engine's
-messages to the user share (usm_message.MessageTemplate), hashed in parts
-and joined once: its data is not copied to splice the MAC in.
+`process` takes a message the strict reader (ibsnmp.wire.header) has read through the
+security steps in the RFCs' order and returns the authenticated, decrypted request, or the
+refusal with what its Report needs; it has no side effect and counts nothing (the caller
+does, once). Keys are localized once per engine ID (and user set), never per message.
+`Sealer` writes the authenticated (and encrypted) answers.
 """
 
 from __future__ import annotations
@@ -170,7 +162,10 @@ class Refused(NamedTuple):
 
 def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes, UsmUser],
             clock: EngineClock) -> Accepted | Refused:
-    """The security steps for `message` (the datagram `data`), see the module."""
+    """The security steps for `message` (the datagram `data`): RFC 3412 7.2
+    steps 4-5 (security model, msgFlags), RFC 3414 3.2 steps 3-8 (engine ID,
+    user, level, digest, time window, decryption), then RFC 3412's checks of
+    the scoped PDU (parse, reportable flag on an unconfirmed PDU)."""
     flags = message.flags
     reportable = bool(flags & FLAG_REPORTABLE)
     if message.security_model != USM:
@@ -227,7 +222,12 @@ def process(message: V3Message, data: bytes, engine_id: bytes, users: dict[bytes
 
 
 class Sealer:
-    """Builds authenticated (and encrypted) messages answering requests."""
+    """Builds authenticated (and encrypted) messages answering requests.
+
+    Each user's HMAC and cipher are prepared once (ibsnmp.wire.usm_crypto). A
+    sealed message is written around its data from what the engine's messages
+    to the user share (usm_message.MessageTemplate), hashed in parts and
+    joined once: its data is not copied to splice the MAC in."""
 
     def __init__(self, engine_id: bytes, clock: EngineClock, max_size: int) -> None:
         self.engine_id = engine_id
