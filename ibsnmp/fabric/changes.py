@@ -1,17 +1,12 @@
-"""New snapshots from old ones: a port's state, PortInfo and NodeInfo fields,
-error bursts and counter clears.
+"""New snapshots from old ones: a port's state, PortInfo and NodeInfo fields, error bursts, clears.
 
-Every function returns a new `Fabric` and leaves the one it was given
-untouched, so a reader holding the old snapshot keeps one consistent state;
-the provider swaps the result in with one assignment.  Only the changed
-nodes are rebuilt (the rest are shared), and each says what it changed
-(fabric.lineage.Aspect, and which nodes), so the derived data of the old
-snapshot is kept wherever the change cannot affect it (sorted index keys;
-routing unless a link went up or down; the rows and traffic profiles of
-the nodes it did not touch).
-
-Times (`at`) are seconds since the provider's epoch, the same clock the
-counters are read with.
+Every function returns a new `Fabric` (swapped in with one assignment) and leaves the one it
+was given untouched, so a reader of the old one keeps one consistent state. Only the changed
+nodes are rebuilt, and each change says what it touched (fabric.lineage.Aspect, and which
+nodes), so derived data it cannot affect is kept: sorted index keys, routing unless a link
+went up or down, the rows and traffic profiles of untouched nodes. Times (`at`) are seconds
+since the provider's epoch, the clock the counters are read with.
+Reference: docs/changing-fabrics.md, 'The providers'.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """PMA counters and the simulated traffic that drives them.
 
-Every counter is a pure function of a port's `TrafficProfile` (rates chosen
-from the fabric seed) and the seconds elapsed since the counters were
-cleared, so no background task is needed and values never go backwards.
-IBA PMA counters saturate at all ones instead of wrapping, each at the
-width of its IBA attribute field, declared once per attribute (the `BITS`
-of each class below: IBA facts, which the PMA-MIB ranges state again and a
-test holds equal); data counters count 4-octet words.  Traffic is per link direction: what one port
-transmits its peer receives, so PortXmitData here equals PortRcvData there.
+Every counter is a pure function of a port's `TrafficProfile` (rates chosen from the fabric
+seed) and the seconds since the counters were cleared: no background task, and values never
+go backwards. IBA PMA counters saturate at all ones instead of wrapping, each at the width of
+its IBA attribute field, declared once per attribute (each class's `BITS`: IBA facts, which
+the PMA-MIB ranges state again and a test holds equal); data counters count 4-octet words.
+Traffic is per link direction: PortXmitData at one end is PortRcvData at the other.
 """
 
 from __future__ import annotations
@@ -181,8 +179,8 @@ def _count(rate: float, t: float) -> float:
 
 
 # Values, never changed once made; not frozen: a frozen dataclass's __init__
-# sets each field through object.__setattr__, several times the cost of a
-# plain one, and a GETNEXT across counters makes one of these per name it asks.
+# sets each field through object.__setattr__, costlier than a plain
+# one, and a GETNEXT across counters makes one of these per name it asks.
 @dataclass(slots=True)
 class PortCounters:
     """The PortCounters attribute (IBA 16.1.3.5) plus PortXmitWait."""

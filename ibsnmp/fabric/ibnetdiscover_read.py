@@ -1,73 +1,12 @@
 """Read `ibnetdiscover` topology text (infiniband-diags) into a `Fabric`.
 
-The reader takes what the C tool writes (rdma-core's ibnetdiscover.c and
-older infiniband-diags: the plain and the `-g` grouping layouts, `-f` full
-info) and what `ibnetdiscover.export` writes:
-
-    # Initiated from node 0002c9030012ab34 port 0002c9030012ab35
-
-    vendid=0x2c9
-    devid=0xc738
-    sysimgguid=0x2c90300a1b2c3
-    switchguid=0x2c90300a1b2c3(2c90300a1b2c3)
-    Switch  36 "S-0002c90300a1b2c3"     # "switch-1" enhanced port 0 lid 5 lmc 0
-    [1]     "H-0002c9030012ab34"[1](2c9030012ab35)      # "host001 HCA-1" lid 7 4xEDR
-    [35]    "S-0002c90300a1b2d0"[35]        # "switch-2" lid 6 4xEDR
-
-    vendid=0x2c9
-    devid=0x1013
-    caguid=0x2c9030012ab34
-    Ca      2 "H-0002c9030012ab34"      # "host001 HCA-1"
-    [1](2c9030012ab35)  "S-0002c90300a1b2c3"[1]     # lid 7 lmc 0 "switch-1" lid 5 4xEDR
-
-What the file says becomes the model: every node (type, GUID, port count,
-description, vendor and device id, system image GUID), every port that has
-a link (port GUID of CA and router ports, LID and LMC, active width and
-speed, VLCap with `-f`), every link, the switches' LIDs and enhanced port 0.
-A link appears in the blocks of both its ends; each end is checked against
-the other, and what one end omits (a comment without LIDs, a block whose
-port lines are missing) is taken from the other.  Ports the file does not
-list have no link: they are Down.  Forwarding tables are not in the file
-and are not computed (`Fabric.computes_routes` is False): an SM's LFT dump
-(`ibsnmp.fabric.lft_read`) supplies them.
-
-What the file does not carry is not invented: it is None in the model
-(`UNKNOWN`), which the MIB bindings serve as no instance.  That is every
-PortInfo field but the LID, LMC, state, active width and speed and (with
-`-f`) VLCap, every SwitchInfo field but EnhancedPort0, NodeInfo's Revision
-and PartitionCap, the P_Key tables and partitions, the SM's SM_Key,
-ActCount and configuration; tables that would need invented content are
-empty (SL-to-VL, VL arbitration, multicast, services, connections, CA
-attributes); there are no counters (PMA-MIB serves none).  Kept although
-not in the file: NodeInfo's BaseVersion and ClassVersion (1, the only ones
-IBA defines for the SMPs discovery used) and the GID prefix (IBA's default
-fe80::/64, which IB-SM-MIB needs as the index of every subnet row).  There
-is no subnet manager in a dump: `sm_guid` names the node or port that runs
-the master SM (as `sminfo` prints it); without it the fabric has no SM.
-
-Conventions read from the file, also documented:
-
-- the local node (the default SNMP context) is `local_guid`, else the node
-  the header says discovery was "Initiated from", else the first node;
-- ports listed in the file are Active and LinkUp (ibnetdiscover follows only
-  links that are up, and the LIDs show an SM configured them);
-- with an extended speed (FDR and faster) LinkSpeedActive is QDR, as
-  ConnectX and SwitchX report it, unless `-f`'s `s=` gives it; FDR10 (a Mellanox extension,
-  LinkSpeedActive QDR in PortInfo) is kept beside the snapshot so that an
-  export writes it again;
-- a rate the tool could not name (`??` width, `???` speed) is unknown, as
-  is a missing one: the other end's line is used, else it stays unknown;
-- switch data ports report the switch's port GUID, and no LID (PortInfo
-  holds a switch's LID in port 0 only);
-- a CA port no line gives a GUID has GUID 0 (none in GUIDInfo), except the
-  port the header says discovery started from;
-- node order is breadth first from the local node's port, as discovery
-  walks; nodes not reachable from it follow in the order libibnetdisc would
-  have found them (each type is printed in reverse discovery order).
-
-Not read: ibsim's net files (free-form node names instead of GUIDs), the
-`-p` ports report and `-l`/`-S`/`-H` lists (other layouts of the same tool),
-and speeds newer than NDR.
+`read_topology` and `load_topology` take the plain, `-g` and `-f` layouts and what
+`ibnetdiscover.export` writes; a line that cannot be read is a TopologyError naming it. Every
+node, port, link and LID of the file becomes the model, each link checked from both ends.
+What the file does not carry is not invented: it is None (UNKNOWN), served as no instance;
+tables that would need invented content are empty, and there are no counters. Forwarding
+tables are not computed (`Fabric.computes_routes` is False): an SM's LFT dump supplies them.
+Reference: docs/providers.md, 'A fabric: an ibnetdiscover dump' (format, conventions).
 """
 
 from __future__ import annotations
@@ -459,7 +398,12 @@ def _lmc(parser: _Parser, text: str, line_no: int) -> int:
 
 def read_topology(text: str, *, source: str = "<topology>", sm_guid: int | None = None,
                   sm_priority: int = 0, local_guid: int | None = None) -> Fabric:
-    """The Fabric an ibnetdiscover text describes (see the module docstring).
+    """The Fabric an ibnetdiscover text describes.  Ports it lists are
+    Active and LinkUp (ibnetdiscover follows only links that are up, and
+    the LIDs show an SM configured them); ports it does not list are Down.
+    Kept although not in the text: NodeInfo's BaseVersion and ClassVersion
+    (1, the only ones IBA defines for the SMPs discovery used) and the GID
+    prefix fe80::/64, which indexes every IB-SM-MIB subnet row.
 
     sm_guid: node GUID or port GUID of the master subnet manager (None: no SM
       is known; the fabric's `sms` is empty). sm_priority: its SMInfo
@@ -469,7 +413,7 @@ def read_topology(text: str, *, source: str = "<topology>", sm_guid: int | None 
     Raises TopologyError naming the line for anything it cannot read.
     """
     # Every object made here lives as long as the snapshot: the cyclic
-    # collector's passes over them would cost ~40% of the load time.
+    # collector's passes over them would only add to the load time.
     paused = gc.isenabled()
     gc.disable()
     try:

@@ -1,27 +1,12 @@
-"""When each IF-MIB interface last changed: its oper status (ifLastChange),
-its counters' last discontinuity (ifCounterDiscontinuityTime) and when an
-interface appeared or vanished (ifTableLastChange).
+"""When each IF-MIB interface last changed: its oper status (ifLastChange), its counters' last
+discontinuity (ifCounterDiscontinuityTime) and when one appeared or vanished (ifTableLastChange).
 
-The model holds only the present, so the agent feeds every snapshot it
-serves to one InterfaceHistory, which compares it with the one before.
-Times are seconds of the history's clock: since the history started, until
-`use_clock` hands it the agent's sysUpTime, whose readings they then are.
-A history made before the SNMP engine (as `ibsnmp run` makes it) needs
-that: else ifLastChange counts from an earlier zero than sysUpTime and
-reads later than the linkDown that reports the same change. None means
-nothing happened since the start (the MIB's zero).
-
-Comparing must stay cheap: a live poll swaps a snapshot every few seconds
-and an MQTT aggregator one per rebuild of a 10,000-node fabric.  A swap
-that names the nodes it changed (fabric.swap.Swap) is compared on those
-alone; otherwise a node whose object is the one seen before is skipped.
-Within a changed node a port whose object is unchanged is skipped; only
-measured counters are compared, and of them only a node's whose values the
-snapshot replaced (a provider that read new values for some nodes keeps
-the others' mappings), whether its structure changed or not (the simulated
-ones never go backwards except by a clear, which the snapshot's port
-history dates exactly, as it dates the scenario's link changes).  Memory holds the nodes of the last snapshot and nothing of the
-nodes that left.
+The model holds only the present, so the agent feeds every snapshot it serves to one
+`InterfaceHistory`, which compares it with the one before. Times are seconds of the history's
+clock: since it started, until `use_clock` hands it the agent's sysUpTime; None means nothing
+happened since the start (the MIB's zero). Comparing follows the change, not the fabric: a
+swap that names its changed nodes is compared on those alone. It holds the nodes of the last
+snapshot and nothing of the nodes that left.
 """
 
 from __future__ import annotations
@@ -109,7 +94,10 @@ class InterfaceHistory:
         """Read time from `clock()` from now on, in seconds since its own
         zero (the agent's sysUpTime / 100); the times recorded so far move
         to it, and one that falls before its zero is forgotten (the MIB's
-        zero: before the agent started)."""
+        zero: before the agent started).  A history made before the SNMP
+        engine (as `ibsnmp run` makes it) needs this: else ifLastChange
+        counts from an earlier zero than sysUpTime and reads later than the
+        linkDown that reports the same change."""
         with self._lock:
             shift = clock() - (self._clock() - self._start)
             self._clock, self._start = clock, 0.0
@@ -131,7 +119,17 @@ class InterfaceHistory:
         after the provider's epoch (which dates its port history);
         `changed`: the GUIDs of the only nodes that may differ from the
         snapshot observed before, `valued` of those whose counter values
-        may (None: any)."""
+        may (None: any).
+
+        Only what may have changed is compared: a node whose object is the
+        one seen before is skipped, and so is a port whose object is
+        unchanged within a changed node.  Counters are compared for
+        measured ports only, and only for the nodes whose values the
+        snapshot replaced (a provider that read new values for some nodes
+        keeps the others' mappings), whether their structure changed or
+        not: simulated counters never go backwards but by a clear, which
+        the snapshot's port history dates exactly, as it dates a
+        scenario's link changes."""
         with self._lock:
             self._observe(fabric, elapsed, changed, valued)
 

@@ -2,16 +2,10 @@
 administrative and operational status and its speed.
 
 Pure functions of the model, shared by the IF-MIB binding and the
-linkDown/linkUp notifications, so both tell the same story.
-
-ifIndex scheme (stable across restarts for the same hardware):
-  ifIndex = position * 256 + port number
-where `position` is the node's place among the nodes the SNMP context
-describes, ordered by node GUID (0 for a context that describes one node:
-a switch's or a CA's own context, where ifIndex is the port number). A
-host's default context with several CAs numbers the first CA's ports 1..N,
-the second's 257..256+N, and so on. Switch port 0 (the management port)
-is not an interface: only physical ports are.
+linkDown/linkUp notifications, so both tell the same story.  ifIndex is
+position * 256 + port number (`if_index`), stable across restarts for the
+same hardware; only physical ports are interfaces (not a switch's port 0).
+Reference: docs/mibs.md, 'Interfaces (IF-MIB)'.
 """
 
 from __future__ import annotations
@@ -48,7 +42,12 @@ class IfOperStatus(IntEnum):
 
 
 def if_index(position: int, port_num: int) -> int:
-    """The ifIndex of port `port_num` of the node at `position` (see the module)."""
+    """The ifIndex of port `port_num` of the node at `position`: position * 256
+    + port number.  `position` is the node's place among the nodes the SNMP
+    context describes, ordered by node GUID: 0 in a context that describes
+    one node (a switch's or a CA's own), where ifIndex is the port number.
+    A host's default context with several CAs numbers the first CA's ports
+    1..N, the second's 257..256+N, and so on."""
     return position * PORTS_PER_POSITION + port_num
 
 

@@ -1,30 +1,12 @@
 """Read the linear forwarding tables a subnet manager programmed.
 
-Two texts hold them, one block per switch:
-
-- OpenSM's `opensm-lfts.dump` (in its dump directory, /var/log by default;
-  written at every routing pass when its log has the ROUTING flag, `-D 0x43`):
-
-      Unicast lids [0-7] of switch Lid 2 guid 0x0000000000200000 ('S-1'):
-      0x0001 001 # Channel Adapter portguid 0x0000000000100001: 'H-1'
-      0x0002 000 # Switch portguid 0x0000000000200000: 'S-1'
-      7 lids dumped
-
-- infiniband-diags' `ibroute` output (several switches' outputs may be
-  concatenated into one file):
-
-      Unicast lids [0x0-0x7] of switch Lid 2 guid 0x0000000000200000 (S-1):
-        Lid  Out   Destination
-             Port     Info
-      0x0001 001 : (Channel Adapter portguid 0x0000000000100001: 'H-1')
-      7 valid lids dumped
-
-The header's LID range ends at the switch's LinearFDBTop; an entry gives a
-DLID and its egress port (0: the switch itself).  LIDs a block does not
-list forward nowhere (255).  Every block must end with its closing count
-(OpenSM's is the top LID, ibroute's the entries it printed), and the count
-must match, so a file cut short (being rewritten) is refused, not half read.
-Multicast tables (`ibroute -M`) are not read.
+`read_lfts` / `load_lfts` take OpenSM's `opensm-lfts.dump` (written at every routing pass when
+its log has the ROUTING flag, `-D 0x43`) or `ibroute` output (several switches' in one file),
+one block per switch; `with_forwarding` makes a fabric serve them. A block's LID range ends
+at the switch's LinearFDBTop; a LID it does not list forwards nowhere (255). Every block must
+end with a closing count that matches, so a file cut short (being rewritten) is refused
+(LftError names the line), never half read. Multicast tables (`ibroute -M`) are not read.
+Reference: docs/providers.md, 'A fabric: an ibnetdiscover dump' (both formats).
 """
 
 from __future__ import annotations
@@ -58,7 +40,7 @@ class LftError(TopologyError):
 @dataclass(frozen=True, slots=True)
 class SwitchLft:
     """One switch's table: `ports[lid]` is the egress port of DLID `lid`
-    (255: no route), for LIDs 0..top."""
+    (0: the switch itself; 255: no route), for LIDs 0..top."""
 
     guid: int
     lid: int

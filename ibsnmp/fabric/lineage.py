@@ -1,22 +1,12 @@
 """What a snapshot's derived data depends on, and how much of it a new snapshot keeps.
 
-A snapshot (model.Fabric) is structure (nodes, links, LIDs, SMs, the SA's
-records...) and measurements (the counter values a provider read). Derived
-data (sorted index keys, routing, traffic profiles, MIB row indexes) is a
-function of parts of the structure only, and is kept in the snapshot's
-`Lineage`: fabrics that differ in measured values alone share one lineage
-object, so a poll that moved counters keeps every index. A structural
-change makes a successor lineage (`Lineage.successor`) that says which
-aspects changed and which nodes: it keeps every derived value whose
-declared `depends` it did not touch, and the per-node values of the nodes
-it did not change.
-
-Derived data declares its dependencies in its type: `Derived` (one value
-for the snapshot) and `NodeDerived` (one value per node, which depends on
-that node's own fields and the aspects it names).
-Nothing else is carried over: a `Fabric` made any other way starts with a
-fresh lineage, so a forgotten dependency costs a recomputation, never a
-stale value.
+A snapshot (model.Fabric) is structure (nodes, links, LIDs, SMs, the SA's records ...) and
+measurements (counter values). Derived data (sorted index keys, routing, traffic profiles, MIB
+row indexes) depends on parts of the structure only and declares them in its type: `Derived`
+(one value a snapshot) and `NodeDerived` (one a node, from its fields and the aspects it names).
+It lives in the snapshot's `Lineage`: snapshots that differ in values alone share one, and
+`Lineage.successor` keeps what a structural change did not touch (aspects, nodes). A `Fabric`
+made any other way starts afresh: a forgotten dependency costs a recomputation, never staleness.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """The fabric model: immutable snapshots of an InfiniBand subnet.
 
-A provider builds a complete `Fabric` and swaps it in with one assignment;
-readers keep the snapshot they started with, so a walk sees one state.
-Nothing here knows of SNMP.  Values use IBA encodings (see `iba`).
-
-Structure and measurements are kept apart: a port says which counters its
-PMA or host reports (`Port.counter_layout`), the snapshot holds the values
-read (`Fabric.counter_values`). Derived data that is costly and often
-unused (forwarding tables, sorted index keys) is computed on first use and
-kept in the snapshot's lineage (see `lineage`), which snapshots that differ
-only in counter values share.
+A provider builds a complete `Fabric` and swaps it in with one assignment; readers keep the
+snapshot they started with, so a walk sees one state. Nothing here knows of SNMP; values use
+IBA encodings (`iba`). Structure and measurements are apart: a port says which counters its
+PMA or host reports (`Port.counter_layout`), the snapshot holds the values read
+(`Fabric.counter_values`). Derived data that is costly and often unused (forwarding tables,
+sorted index keys) is made on first use and kept in the snapshot's lineage (`lineage`), which
+snapshots that differ only in counter values share. See docs/changing-fabrics.md.
 """
 
 from __future__ import annotations
@@ -100,7 +97,7 @@ class PortRef(NamedTuple):
 class PortInfo(NamedTuple):
     """The PortInfo attribute (IBA 14.2.5.6), field for field.  A NamedTuple
     rather than a frozen dataclass: a large fabric builds tens of thousands
-    and a tuple is three times cheaper to make.
+    and a tuple is cheaper to make.
 
     None: the provider cannot tell (a Linux host's sysfs shows a port's
     state, LIDs, SM, capability mask and active rate, not its M_Key, MTUs,

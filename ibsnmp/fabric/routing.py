@@ -1,17 +1,12 @@
-"""Routing as pure functions of a fabric snapshot.
+"""Routing as pure functions of a fabric snapshot; only links whose two ports are Active carry
+routes, as with OpenSM.
 
-- `assign_lids`: LID assignment the way OpenSM's LID manager does it
-  (LMC-aligned blocks for CA ports, single LIDs filling the alignment holes).
-- `linear_forwarding_table`: the LFT the snapshot read (`Fabric.forwarding`),
-  else min-hop unicast routing per switch where the fabric computes its own
-  routes, computed on first request and cached in the snapshot as `bytes`
-  (index = DLID, value = egress port, 255 = no route); else empty.
-- `multicast_forwarding_table`: read, else a spanning tree per multicast
-  group where the fabric computes routes, else empty.
-- `trace` / `path`: follow the LFTs hop by hop, as an SA PathRecord or
-  TraceRecord needs.
-
-Only links whose two ports are Active carry routes, as with OpenSM.
+- `assign_lids`: as OpenSM's LID manager (LMC-aligned CA blocks, single LIDs in the holes).
+- `linear_forwarding_table`: the LFT the snapshot read (`Fabric.forwarding`), else min-hop
+  routing per switch where the fabric computes its own routes (made on first request, kept
+  as `bytes`: index DLID, value egress port, 255 no route), else empty.
+- `multicast_forwarding_table`: read, else a spanning tree per group there, else empty.
+- `trace` / `path`: the LFTs hop by hop, as an SA PathRecord or TraceRecord needs.
 """
 
 from __future__ import annotations

@@ -4,16 +4,9 @@
     fat-tree:spines=S,leaves=L,hosts=H      two-level fat-tree, H hosts per leaf
     fat-tree3:radix=K[,pods=P]              three-level fat-tree of K-port switches
 
-Optional keys (all kinds): speed=fdr|edr|hdr|ndr (default edr), lmc=0..7.
-fat-tree only: ports=1|2 (HCA ports cabled per host, default 1); both
-fat-trees: faults=N (degraded or down links to inject; default scales
-with size, 0 for a pristine fabric).
-
-fat-tree3 is the folded Clos of K-port switches: K pods (or the first P),
-each of K/2 leaves with K/2 hosts apiece and K/2 spines, every spine
-cabled to K/2 of the (K/2)^2 core switches. radix=64 with every pod is
-65,536 hosts and 5,120 switches: more than the 49,151 unicast LIDs of one
-subnet, so it is refused; pods=44 is the largest that fits.
+Options: speed=fdr|edr|hdr|ndr (default edr), lmc=0..7; fat-tree: ports=1|2; both fat-trees:
+faults=N. A spec whose nodes need more than one subnet's 49,151 unicast LIDs is refused
+(fat-tree3:radix=64 with every pod). Reference: docs/providers.md, 'The simulated fabric'.
 """
 
 from __future__ import annotations
@@ -44,6 +37,8 @@ class SingleSpec:
 
 @dataclass(frozen=True, slots=True)
 class FatTreeSpec:
+    # ports: HCA ports cabled per host; faults: degraded or down links to
+    # inject (None: a number that grows with the fabric; 0: pristine).
     spines: int
     leaves: int
     hosts: int
@@ -73,7 +68,11 @@ class FatTreeSpec:
 @dataclass(frozen=True, slots=True)
 class FatTree3Spec:
     """A three-level fat-tree (folded Clos) of `radix`-port switches, its
-    first `pods` pods built; names and GUIDs follow the two-level tree's."""
+    first `pods` pods built; names and GUIDs follow the two-level tree's.
+    Each pod has K/2 leaves with K/2 hosts apiece and K/2 spines, every
+    spine cabled to K/2 of the (K/2)^2 core switches.  radix=64 with every
+    pod is 65,536 hosts and 5,120 switches, more LIDs than a subnet has;
+    pods=44 is the largest that fits."""
 
     radix: int
     pods: int

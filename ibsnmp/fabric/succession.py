@@ -1,14 +1,12 @@
 """New snapshots that keep what their predecessor derived.
 
-Providers read the fabric again and again; most readings change counter
-values and nothing else. `with_values` makes the snapshot of such a
-reading: it shares the predecessor's lineage, so every index, routing
-table and kept walk step stays. `successor` takes any fresh snapshot and
-its predecessor: nodes equal to the predecessor's become the predecessor's
-objects (a node's identity says it did not change), and the lineage that
-follows says which aspects and nodes changed (lineage.Lineage.successor),
-so derived data of what did not change is kept. `derived_successor` is for
-callers that know what they changed (fabric.changes).
+Most readings change counter values and nothing else: `with_values` makes such a snapshot,
+sharing the predecessor's lineage, so every index, routing table and kept walk step stays.
+`successor` takes any fresh snapshot and its predecessor: nodes equal to the predecessor's
+become its objects (a node's identity says it did not change), and the lineage that follows
+says which aspects and nodes changed (lineage.Lineage.successor), so what did not change
+keeps its derived data. `derived_successor` is for callers that know what they changed
+(fabric.changes). Reference: docs/changing-fabrics.md, 'The model'.
 """
 
 from __future__ import annotations
@@ -141,8 +139,8 @@ def successor(old: Fabric, new: Fabric, candidates: Set[int] | None = None) -> F
     GUIDs of the only nodes that may differ (the caller knows every other
     node of `new` is `old`'s object); None: any.
 
-    Comparing costs about a microsecond a port for the nodes compared; a
-    provider that knows what it read differently says so (`candidates`)."""
+    Comparing costs time for every port of the nodes compared; a provider
+    that knows what it read differently says so (`candidates`)."""
     nodes, aspects, touched = node_changes(old.nodes, new.nodes, candidates)
     parts: dict[str, Any] = {}
     for name, aspect in _FIELDS:

@@ -1,44 +1,12 @@
-"""The MQTT aggregator: the fabric as the publishers of one fabric id
-report it (see ibsnmp.mqtt.topics for the tree, ibsnmp.mqtt.codec for the
-payloads).
+"""The MQTT aggregator: the fabric as the publishers of one fabric id report it (topics, codec).
 
-A node is served while its latest state record is valid, neither its own
-status nor its publisher's status is `offline`, and it has sent a state
-within `stale_after` seconds (default: three of its publisher's refresh
-periods).  A node that stops being served leaves the snapshot (its
-context stops answering, it leaves IB-SM-MIB) and the log says why; a new
-state brings it back.  Staleness is judged only while connected: during an
-outage of our own broker connection every node is kept, and after the
-reconnect the retained states refresh them all.
-
-Every publisher may be hostile; every other publisher's nodes are worth
-protecting. A node belongs to the publisher (topics.Publisher: the topic
-it came on, which the broker's ACL ties to a user) whose state announced
-it: another publisher's state, status, events or counters for it are
-refused and logged (both publishers named) while the owner is live, and
-taken once the owner has been silent for its stale period or said the
-node (or itself) is offline. A publisher's `offline` removes its own
-nodes only. At most `max_nodes_per_publisher` nodes per publisher's
-account (below) and `max_nodes` in all are served; a state for a new
-node past either is refused, one line per account a minute, and the
-nodes served stay. Events of a node nobody owns yet wait for its state
-(an event queued in our session comes before the retained states).
-A publisher with a user name counts as its user (its account): the
-broker's ACL ties the owner level of a topic to the user, not the client
-id level, which the user may fill at will; so one user's publishers share
-its limit and its log lines. Anonymous publishers count one by one.
-
-Events become TrapEvents for the notification path, once each: a
-publisher numbers its node's events, and a number not above the last one
-taken (a redelivery after a reconnect) is dropped.  A message that cannot
-be taken (malformed, oversized, wrong version, schema violation, a topic
-GUID that is not the payload's) is dropped and logged, one line per
-account and kind a minute; it never touches another node.
-
-Snapshots are rebuilt on the event loop, coalesced: at most one rebuild
-per `rebuild_delay` (longer while a rebuild of a large fabric is costly),
-and always before an event is emitted, so a manager reading after a trap
-sees the state that raised it.
+`MqttAggregator` serves a node while its latest state is valid, neither it nor its publisher
+is `offline`, and it sent a state within `stale_after` (judged only while connected). Any
+publisher may be hostile: a node belongs to the publisher whose state announced it, another's
+word on it is refused while that owner is live, and `max_nodes` and `max_nodes_per_publisher`
+(per broker user) bound what is served. Events become TrapEvents once each; a bad message is
+dropped and logged, never touching another node. Snapshots are rebuilt coalesced, and always
+before an event is emitted. Reference: docs/providers.md, 'Aggregator'; docs/mqtt-security.md.
 """
 
 from __future__ import annotations
@@ -278,7 +246,9 @@ class MqttAggregator(ProviderCore):
     @staticmethod
     def _account(publisher: Publisher) -> Publisher | str:
         """What limits and log lines count `publisher` as: its user (the
-        owner the ACL enforces), or itself when anonymous."""
+        owner the ACL enforces; the client id level is the user's to fill
+        at will, so one user's publishers share its limit and its log
+        lines), or itself when anonymous."""
         return publisher if publisher.owner == topics.ANONYMOUS else publisher.owner
 
     def _foreign(self, publisher: Publisher, guid: int, kind: str) -> bool:

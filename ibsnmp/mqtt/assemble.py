@@ -1,19 +1,12 @@
-"""The aggregator's fabric, sans I/O: one snapshot from the node records
-that are served now.
+"""The aggregator's fabric, sans I/O: one snapshot from the node records that are served now.
 
-Nodes are the union of the records.  A link is in the fabric when both of
-its ends are served and each names the other; ends that disagree are
-reported (the caller logs them once), and a link with an end that is Down
-is no link, and an end whose peer has not been
-heard from waits for it.  LIDs map to the first port (in GUID order) that
-holds them.  The subnet managers are those the records carry; the SM
-configuration is the master's.  The default context is the master SM's
-node, else the lowest GUID.  Records carry no forwarding tables, so the
-snapshot has none (and computes none: only an SM routes).
-
-A record that says what its node's served record said, but for counter
-values, changes the snapshot's values alone (fabric.succession.with_values):
-its structure, and all that was derived of it, stays.
+Nodes are the union of the records. A link is in the fabric when both ends are served, neither
+is Down and each names the other (ends that disagree are reported for the caller to log once;
+an end whose peer has not been heard from waits for it). A LID maps to the first port, in GUID
+order, that holds it; the SMs are the records', the SM configuration the master's; the default
+context is the master SM's node, else the lowest GUID. No forwarding tables: only an SM routes.
+A record that differs from the served one in counter values alone changes the snapshot's
+values alone (fabric.succession.with_values): its structure and all derived of it stay.
 """
 
 from __future__ import annotations

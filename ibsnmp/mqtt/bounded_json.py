@@ -1,27 +1,12 @@
 """How deeply a JSON text nests, measured on its bytes before it is parsed.
 
-json.loads recurses once per array or object level and raises
-RecursionError past the interpreter's limit (about 1,000 levels): 10 kB of
-`[` would escape every handler that expects a JSONDecodeError.  The
-functions here read the nesting from the bytes without recursing and
-without building a Python object, with C-level bytes operations only (no
-Python loop per byte): they run on every message an aggregator receives,
-up to about 630 kB for a 254-port switch with its counters.
-
-How (see `_brackets`): escape sequences are removed (`\\\\`, then `\\"`,
-left to right, as a reader pairs them), then everything but quotes and
-brackets, then the string literals with what they hold; `{}` count as
-`[]`.  In the bracket sequence left, one pass of removing every adjacent
-`[]` lowers the deepest level by exactly one (each deepest point is such a
-pair), so the number of passes that remove something is the depth.  On a
-254-port switch's record that is one pass over its 625 kB (translate) and
-five over its 23 kB of brackets.
-
-The text must be UTF-8 (or ASCII): there the bytes of `"`, `\\`, brackets
-and braces only ever stand for those characters.  In UTF-16 they do not,
-and the answer means nothing: decode the text as UTF-8 first.
-
-No I/O; never raises on any bytes.
+json.loads recurses once per array or object level and raises RecursionError past the
+interpreter's limit: a text of `[` would escape every handler that expects a JSONDecodeError.
+`depth` and `deeper_than` read the nesting without recursing or building a Python object, with
+C-level bytes operations only (no Python loop per byte): they run on every message an
+aggregator receives. The text must be UTF-8 (or ASCII), where the bytes of `"`, `\\`, brackets
+and braces only ever stand for those characters (in UTF-16 the answer means nothing: decode
+it as UTF-8 first). No I/O; never raises on any bytes.
 """
 
 from __future__ import annotations
@@ -41,7 +26,12 @@ def depth(text: bytes) -> int:
     """How deeply the arrays and objects of the JSON `text` nest: 0 for a
     scalar, 1 for `[1, "]"]` or `{"a": 1}`, 2 for `{"a": []}`.  Exact for a
     valid JSON text; for other bytes, never less than the depth a JSON
-    parser reaches before it stops at their first error."""
+    parser reaches before it stops at their first error.
+
+    In the bracket sequence `_brackets` leaves, one pass of removing every
+    adjacent `[]` lowers the deepest level by exactly one (each deepest
+    point is such a pair), so the number of passes that remove something
+    is the depth."""
     brackets = _brackets(text)
     passes = 0
     while True:
@@ -71,7 +61,9 @@ def deeper_than(text: bytes, limit: int) -> bool:
 
 def _brackets(text: bytes) -> bytes:
     """The brackets of `text` outside its string literals, `{}` as `[]`,
-    closed at the end (see `_closed`)."""
+    closed at the end (see `_closed`): escape sequences are removed (`\\\\`,
+    then `\\"`, left to right, as a reader pairs them), then everything but
+    quotes and brackets, then the string literals with what they hold."""
     first = text.find(b"\\")
     if first >= 0:
         # A run of backslashes pairs up from its left; an odd one left over

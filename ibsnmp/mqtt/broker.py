@@ -1,17 +1,12 @@
-"""The broker connection both sides use: URL and flags -> settings, and a
-session that reconnects forever.
+"""The broker connection both sides use: URL and flags -> settings, and a session that
+reconnects forever.
 
-`mqtt://[user[:password]@]host[:port]` (1883) or `mqtts://...` (8883, TLS
-with `--broker-ca`, optional client certificate and key).  A password in
-the URL is accepted but shows in `ps`: `--broker-password-file` or the
-IBSNMP_MQTT_PASSWORD environment variable keep it out; it never reaches a
-log line (settings print without it).
-
-`run_session` follows aiomqtt's reconnection pattern: a new Client per
-attempt, subscribe again after every connect, capped exponential backoff
-with jitter between attempts.  The session is persistent (MQTT 3.1.1
-clean_session false, a fixed client id), so QoS 1 messages queued for us
-while we were away are delivered when we return.
+`settings_from_args` takes `mqtt://[user[:password]@]host[:port]` or `mqtts://...` and the
+flags; the password never reaches a log line (settings print without it). `run_session`
+follows aiomqtt's reconnection pattern: a new Client per attempt, subscribe again after every
+connect, capped exponential backoff with jitter between attempts. The session is persistent
+(MQTT 3.1.1 clean_session false, a fixed client id), so QoS 1 messages queued for us while we
+were away are delivered when we return. Reference: docs/providers.md, 'Broker connection'.
 """
 
 from __future__ import annotations
@@ -119,7 +114,10 @@ class BrokerSettings:
 
 
 def parse_broker_url(url: str) -> tuple[str, int, bool, str | None, str | None]:
-    """(host, port, tls, user, password) of an mqtt:// or mqtts:// URL."""
+    """(host, port, tls, user, password) of an mqtt:// or mqtts:// URL
+    (port 1883, or 8883 with TLS, unless it names one).  A password in the
+    URL shows in `ps`: --broker-password-file and IBSNMP_MQTT_PASSWORD keep
+    it out."""
     parts = urlsplit(url)
     if parts.scheme not in ("mqtt", "mqtts"):
         raise BrokerError(f"--broker: expected mqtt://host[:port] or mqtts://..., got scheme {parts.scheme!r}")

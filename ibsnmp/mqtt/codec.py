@@ -1,27 +1,12 @@
-"""The MQTT payloads, sans I/O: a node's state record and its trap events
-as versioned JSON, and back, with a clear reason for every message refused.
+"""The MQTT payloads, sans I/O: node states, counters and trap events as versioned JSON and back.
 
-A state record is everything a node's own SNMP context serves (SMA-MIB,
-IB-CA-MIB, PMA-MIB PortCounters) plus the links it knows and the subnet
-managers it runs, so an aggregator rebuilds the node exactly as its
-provider held it.  The layout is described by schema/node-state-v1.json
-and schema/node-event-v1.json; `VERSION` is the `version` field every
-payload carries.
-
-Counters are sent as read: a host's measured values (which may be the
-64-bit extended counters) or, for a simulated port, the PortCounters the
-traffic model gives at the moment of publishing (PortCounters, with the
-data and packet counters taken from the simulated PortCountersExtended);
-each with `bits`, the IBA width PMA-MIB saturates it at, and `wide: true`
-when it was read from a 64-bit source that wraps (MeasuredCounters.wide:
-what IF-MIB serves).  A payload without `wide` (an older publisher) has no
-wide counter.
-
-Every payload is bounded before it is parsed (its size, strict UTF-8, how
-deeply it nests: MAX_DEPTH, see ibsnmp.mqtt.bounded_json) and as it is read
-(ports, nodes per counters message, IBA's table sizes, string lengths:
-fields.STRING_LIMITS).  The decoders raise PayloadError and nothing else,
-whatever the bytes; its text is fit for one log line.
+A state record is everything a node's own SNMP context serves (SMA-MIB, IB-CA-MIB, PMA-MIB
+PortCounters) plus the links it knows and the SMs it runs, so an aggregator rebuilds the node
+exactly as its provider held it (schema/*.json; `VERSION` is every payload's `version`).
+Counters go as read, each with `bits` (its PMA-MIB width) and `wide` if read from a 64-bit
+source that wraps. A payload is bounded before it is parsed (size, strict UTF-8, MAX_DEPTH)
+and as it is read (ports, table sizes, fields.STRING_LIMITS); the decoders raise PayloadError
+and nothing else, whatever the bytes. Reference: docs/providers.md, 'Payloads'.
 """
 
 from __future__ import annotations
@@ -76,8 +61,8 @@ __all__ = [
 ]
 
 VERSION = 1
-# Bigger than any real node's record (a 254-port switch with counters is
-# about 630 kB with its 64-bit counters); a larger message is refused unread.
+# Bigger than any real node's record (a 254-port switch with its 64-bit
+# counters); a larger message is refused unread.
 MAX_PAYLOAD_BYTES = 1 << 20
 
 # How deeply a payload's arrays and objects may nest.  The deepest record we
@@ -172,7 +157,9 @@ def record_of(fabric: Fabric, node: Node, elapsed: float, now: float, *, publish
 
 
 def _measured_at(fabric: Fabric, port: Port, elapsed: float) -> MeasuredCounters:
-    """The counters a port reports: as read, or the simulated ones at `elapsed`."""
+    """The counters a port reports: as read, or the simulated ones at `elapsed`
+    (PortCounters, with the data and packet counters taken from the simulated
+    PortCountersExtended and marked wide)."""
     measured = fabric.measured(port)
     if measured is not None:
         return measured
@@ -356,7 +343,7 @@ def _vl_arb(value: object, where: str) -> tuple[VlArbEntry, ...]:
 
 class CounterValues(Mapping[str, int]):
     """Counter name -> value in two tuples, the names shared by every port
-    that reports the same set (a dict per port costs four times as much)."""
+    that reports the same set (a dict per port costs much more)."""
 
     __slots__ = ("_names", "_values", "_index")
 

@@ -1,13 +1,11 @@
-"""Field-by-field JSON conversion of the model's record types, derived from
-their type hints so a field added to the model is carried without a second
-list to keep in step.
+"""Field-by-field JSON conversion of the model's record types, derived from their type hints so
+a field added to the model is carried without a second list to keep in step.
 
-A field whose value is None (the provider could not tell) is left out of
-the JSON; a missing key decodes to None, so absent stays absent and is never
-replaced by a default.  64-bit identifiers and keys are 16 hex digits (JSON
-numbers lose precision past 2^53 in many readers); enumerations and bit sets
-are their IBA integer codes.  A string is Unicode text (no unpaired
-surrogate) of at most STRING_LIMITS characters.
+A field whose value is None (the provider could not tell) is left out of the JSON; a missing
+key decodes to None, so absent stays absent and is never replaced by a default. 64-bit
+identifiers and keys are 16 hex digits (JSON numbers lose precision past 2^53 in many
+readers); enumerations and bit sets are their IBA integer codes. A string is Unicode text (no
+unpaired surrogate) of at most STRING_LIMITS (else MAX_STRING) characters.
 """
 
 from __future__ import annotations

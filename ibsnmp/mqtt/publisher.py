@@ -1,28 +1,12 @@
-"""The publisher: every node a provider knows, on the topic tree (see
-topics), for an aggregator to serve.
+"""The publisher: every node a provider knows, on the topic tree (topics), for an aggregator.
 
-- state: retained, QoS 1; sent when a node's structure changed since its
-  state was last sent (checked every `interval`), and every node again each
-  `refresh` seconds, so an aggregator can tell a quiet node from a gone
-  one while 10,000 idle nodes cost the broker one record each per period;
-- counters: QoS 0, on the publisher's topic; the nodes whose counters moved
-  and nothing else send their values alone (codec.CountersRecord, naming
-  the state they belong to; up to codec.COUNTER_BATCH nodes a message): a
-  node's are a tenth of its state, and an aggregator takes them without
-  decoding the state again (the next pass supersedes a lost message);
-- events: QoS 1, each numbered per node.  Numbers start at the publisher's
-  start time in microseconds and grow by one, so a restarted publisher's
-  events stay above those already taken;
-- status: the publisher's `online` (retained) with a last will `offline`,
-  and each node's `online`, `offline` when the node goes away or the
-  publisher stops.
-
-While the broker is away the latest state is kept (it is what the next
-connection sends) and events wait in a bounded queue; when it is full the
-oldest are dropped, counted and logged once per outage.  An event leaves
-the queue only once the broker acknowledged it (an event whose
-acknowledgement was lost is sent again: the aggregator drops the copy by
-its number).
+`Publisher` sends a node's state (retained, QoS 1) when its structure changed (checked every
+`interval`) and every node again each `refresh`, so an aggregator can tell a quiet node from a
+gone one; between states, the values of the nodes whose counters moved (QoS 0, up to
+codec.COUNTER_BATCH nodes a message: the next pass supersedes a lost one); events (QoS 1),
+numbered per node from its start time in microseconds; `online`/`offline` statuses, its own
+with a last will. While the broker is away the latest state is kept and events wait in a
+bounded queue, each leaving it once acknowledged. Reference: docs/providers.md, 'Publisher'.
 """
 
 from __future__ import annotations

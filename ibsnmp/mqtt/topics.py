@@ -1,26 +1,12 @@
 """The topic tree, version 2: every message under the publisher that sent it.
 
-    ibsnmp/v2/<fabric-id>/<owner>/<client id>/status
-        retained: online, or offline (the connection's last will)
-    ibsnmp/v2/<fabric-id>/<owner>/<client id>/counters
-        QoS 0: counter values of some of its nodes since their states
-        (codec.CountersRecord, up to codec.COUNTER_BATCH nodes a message)
-    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/state    retained, QoS 1
-    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/events   QoS 1, numbered
-    ibsnmp/v2/<fabric-id>/<owner>/<client id>/node/<node guid>/status   retained: online / offline
+    ibsnmp/v2/<fabric-id>/<owner>/<client id>/{status,counters,node/<guid>/{state,events,status}}
 
-MQTT tells a subscriber nothing of who published a message: the topic is
-the sender's identity, and the broker's ACL decides who may write it.
-`<owner>` is the publisher's broker user (mosquitto: `pattern write
-ibsnmp/v2/+/%u/#` lets a user write under its own name only; see
-examples/mosquitto/), `<client id>` its MQTT client id, so that several
-publishers of one user (two HCAs of a host published apart) each have a
-status topic for their own last will. The pair is a `Publisher`: the
-aggregator ties every node to the publisher whose topic announced it.
-
-A node GUID is 16 lower-case hex digits, as in SNMP context names; an
-owner, a client id and a fabric id are 1 to 128 characters without '/',
-'+', '#' or NUL.
+MQTT tells a subscriber nothing of who published a message: the topic is the sender's
+identity, and the broker's ACL decides who may write it. `<owner>` is the publisher's broker
+user, `<client id>` its MQTT client id; the pair is a `Publisher`, to which the aggregator
+ties every node its topic announced. A GUID is 16 lower-case hex digits, the other levels 1
+to 128 characters without '/', '+', '#' or NUL. Reference: docs/providers.md, 'Topic tree'.
 """
 
 from __future__ import annotations
@@ -54,7 +40,11 @@ def check_fabric_id(fabric_id: str) -> str:
 
 
 class Publisher(NamedTuple):
-    """A publisher as the tree names it: its broker user and its client id."""
+    """A publisher as the tree names it: its broker user and its client id.
+    The ACL ties the owner level to the user (mosquitto: `pattern write
+    ibsnmp/v2/+/%u/#`, see examples/mosquitto/); the client id level gives
+    each of one user's publishers (two HCAs of a host published apart) a
+    status topic for its own last will."""
 
     owner: str
     client_id: str

@@ -1,61 +1,12 @@
-"""The live provider: the subnet read over MADs from one port of this host,
-as the SM and infiniband-diags read it (see ibsnmp.mad and ibsnmp.live).
+"""The live provider: the subnet read over MADs from one port of this host (ibsnmp.mad, .live).
 
-At start a directed-route sweep reads every node (ibsnmp.mad.discovery) and
-the PMA counters of every port; a port that cannot be opened (the error
-says why: no device, no ib_umad, no such CA or port, no permission), or a
-local node that does not answer, is a LiveError (the agent exits 2). Then
-every `poll_interval` seconds one LID-routed refresh reads every port's PortInfo,
-every switch's SwitchInfo and every port's counters, and a new snapshot is
-swapped in. A change of a port's state, LID or LMC, of a switch's SwitchInfo
-(its forwarding table tops: the SM re-routed), or a node that stops
-answering, brings a full sweep at once; without one, a full sweep every
-`sweep_interval` seconds finds what a poll cannot (new nodes, tables the SM
-re-programmed). The PMA detail attributes (mad.pma_details) are read at
-each sweep, not each poll (up to five more MADs a port): a poll serves the
-last sweep's with its fresh PortCounters. A port that crossed Down raises
-trap 128 from its switch, as the scenario path raises it; PortCounters
-LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors that grew by the
-port's PortInfo threshold raise 129 / 130 (providers.thresholds' rule, as
-the sysfs provider does).
-
-With a subnet manager, the provider also opens the SA (ibsnmp.live.subnet_sa)
-on a port of its own: it subscribes to the traps SMA-MIB forwards, so the
-SM's Reports become notifications without polling (a trap that both a
-Report and a poll tell of is sent once, whichever came first:
-live.trap_ledger), it reads partitions, multicast groups and services
-after every sweep, and its `sa_backend` answers IB-SM-MIB's path,
-multipath and trace requests. A sweep that finds the master SM at another
-LID than the SA client asks (another SM took over), or a master SM again
-after sweeps that found none (it restarted and forgot the subscriptions),
-reopens the client there, subscriptions included (logged). An SM that
-restarted between two sweeps is told after a poll: the SA then lists none
-of the agent's InformInfoRecords, and it subscribes again (logged). No SM at
-start: none of these is served (logged), the rest works as without.
-
-All MAD I/O runs in a worker thread: under ibsim the umad descriptor
-cannot join the event loop, and umad_recv blocks. A failed poll or sweep
-keeps the last snapshot, logged once until one succeeds again.
-
-MADs get lost on real fabrics. Each is tried `mad_retries` more times,
-`mad_timeout` seconds apart, at most `mad_window` in flight (as
-infiniband-diags' timeout, retries and outstanding SMPs; ours answer a
-monitoring poll's budget: 0.2 s, 3 retries, 32). What a sweep or a poll
-did not get an answer to keeps its last good reading (live.keep): a
-port's PortInfo and counters, a table, SMInfo, a node's description, a
-whole node, until the node has been missing from `gone_after_sweeps`
-sweeps in a row (scheduled ones: quick sweeps brought on by a lossy
-stretch count once per sweep interval), or the SM's records no longer list
-it (SA NodeRecords, asked about the nodes a sweep missed; a node the SA
-never listed to this port, as one in a partition it does not share, waits
-for its sweeps), when it is confirmed gone. A
-port kept so serves its last known ifOperStatus (not unknown(4)): what
-was last read is what is known. Every sweep leaves one INFO line with its
-cost and losses, polls one a minute; a node kept on old values and one
-confirmed gone leave a WARNING, one that answers again an INFO line.
-SMInfo of the ports an SM was found on is read at every poll too: a
-failover shows within one poll, and an SM that stops answering while
-another says MASTER is no longer served as master.
+`LiveProvider` sweeps at construction (LiveError, exit 2, if its port cannot be opened or the
+local node does not answer), then polls every `poll_interval` and sweeps again on a change or
+every `sweep_interval`. With an SM it opens the SA on a port of its own: Reports become traps,
+and partitions, multicast groups, services and path answers are served. Lost MADs are retried;
+what did not answer keeps its last good reading (live.keep) until its node is confirmed gone.
+MAD I/O runs in a worker thread; a failed poll keeps the last snapshot. Traps 128, 129/130.
+Reference: docs/providers.md, 'The live subnet'; docs/mad-layer.md.
 """
 
 from __future__ import annotations

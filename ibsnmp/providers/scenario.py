@@ -1,50 +1,11 @@
 """Scenario files: timed fabric events for the simulated provider.
 
-A scenario is a TOML file (stdlib tomllib) of events, each at a time in
-seconds after the provider's epoch; `examples/all-ten.toml` is a commented
-example that fires all ten SMA traps.  The format:
-
-    [scenario]                 # optional
-    name = "flaps"
-    time_scale = 1.0           # multiply every time (0.1 runs ten times faster)
-    watch_interval = 1.0       # seconds between threshold polls (traps 129/130)
-
-    [[event]]
-    at = 5                     # seconds after the epoch
-    action = "port-down"
-    node = "leaf01"            # node description, its first word, a GUID or "local"
-    port = 3
-    up_after = 15              # optional: the link comes back 15 s later
-    repeat = 3                 # optional: three times in all ...
-    period = 60                # ... every 60 s
-    jitter = 2.5               # optional: each time moved by uniform(-2.5, +2.5) s
-
-Actions and their keys (besides at, repeat, period, jitter):
-
-    port-down              node, port, [phys = "polling"|"disabled"], [up_after]
-    port-up                node, port, [state = "active"|"armed"|"init"]
-    error-burst            node, port, errors = { <kind> = count, ... }
-                           (kinds: counters.ERROR_NAMES, e.g. symbol,
-                           local_link_integrity, excessive_buffer_overrun)
-    capability-mask        node, [port], set = [names], clear = [names], mask = N
-    system-image-guid      node, [guid]
-    bad-m-key              node, [port], [from], [from_port], [key], [method],
-                           [attribute], [attribute_modifier]
-    bad-p-key, bad-q-key   from, to, [from_port], [to_port], [key], [sl],
-                           [qp1], [qp2], [grh]
-    bad-p-key-switch       node (a switch), port (external), [from], [to],
-                           [from_port], [to_port], [key], [sl], [qp1], [qp2],
-                           [grh], [data_valid]
-    flow-control-watchdog  node, port
-
-`from` / `to` name a port by LID (an integer) or by node (a string, with
-`from_port` / `to_port` for a CA's port; a switch answers with port 0).
-
-`load_scenario` checks the file's structure (ScenarioError names the file,
-the event and the key); `Scenario.schedule(fabric, seed)` resolves the node
-names against a fabric and expands repeats and jitter into the ordered
-steps; `apply_step` turns one step into a new snapshot and the TrapEvents
-IBA defines for it.
+A scenario is a TOML file of [[event]]s, each at a time in seconds after the provider's epoch
+(examples/all-ten.toml fires all ten SMA traps). `load_scenario` checks the file's structure
+(ScenarioError names the file, the event and the key); `Scenario.schedule(fabric, seed)`
+resolves node names against a fabric and expands repeats and jitter into ordered Steps;
+`apply_step` turns one step into a new snapshot and the TrapEvents IBA defines for it.
+Reference: docs/providers.md, 'Scenario files' (the format and every action's keys).
 """
 
 from __future__ import annotations
@@ -87,6 +48,7 @@ log = logging.getLogger("ibsnmp.scenario")
 
 _COMMON = ("at", "action", "repeat", "period", "jitter")
 _ENDPOINTS = ("from", "to", "from_port", "to_port", "key", "sl", "qp1", "qp2", "grh")
+# action -> its keys besides _COMMON; the kinds of error-burst's `errors` are counters.ERROR_NAMES.
 ACTIONS: dict[str, tuple[str, ...]] = {
     "port-down": ("node", "port", "phys", "up_after"),
     "port-up": ("node", "port", "state"),

@@ -1,18 +1,12 @@
 """The embedded default provider: a simulated fabric built from a spec and a seed.
 
-Counters need no background task: the fabric model computes them from the
-time elapsed since `epoch`.  Two optional tasks run from `start()`:
-
-- the scenario (`scenario=`, see providers.scenario): timed events that
-  swap in new snapshots (a port down, an error burst, a capability mask
-  change ...) and emit the IBA traps they raise;
-- the threshold watcher (providers.thresholds): polls the error counters
-  every `watch_interval` and emits traps 129 and 130.
-
-Every change builds a new immutable snapshot and swaps it in with one
-assignment before the events that report it are emitted.  Scenario times
-count from the epoch (the provider's creation), multiplied by
-`time_scale`; events already due when `start()` runs fire at once, in order.
+Counters need no background task: the model computes them from the time since `epoch`.
+`start()` runs two optional tasks: the scenario (providers.scenario), whose timed events swap
+in new snapshots and emit the IBA traps they raise, and the threshold watcher
+(providers.thresholds), which emits 129 and 130 every `watch_interval`. Every change swaps in
+a new immutable snapshot with one assignment before the events that report it are emitted.
+Scenario times count from the epoch, times `time_scale`; what is due at start fires at once.
+Reference: docs/providers.md, 'The simulated fabric'.
 """
 
 from __future__ import annotations

@@ -1,67 +1,11 @@
-"""The Linux sysfs provider: the host's own InfiniBand devices, as the kernel
-shows them under /sys/class/infiniband (see providers.sysfs_read for the
-files and formats).
+"""The Linux sysfs provider: this host's InfiniBand devices as /sys/class/infiniband shows them.
 
-Every device becomes a node, every port a port of it; the default SNMP
-context is the first device by name (mlx5_0), the others answer in their
-node GUID's context.  Nothing is invented: what sysfs does not tell is
-None in the model, and the bindings serve no instance for it (the README
-lists what a sysfs host serves).  The host knows no subnet manager, so
-IB-SM-MIB is not served, and no links or peers.
-
-How the files become the model (IBA encodings):
-
-- NodeInfo: NodeType from node_type; NodeGUID, SystemImageGUID; NodeString
-  from node_desc; DeviceID from the PCI device id (device/device: NVIDIA/
-  Mellanox NodeInfo reports the PCI id, e.g. 0x101b for MT4123); VendorID
-  only where the PCI vendor has a known IBA vendor OUI (0x15b3 ->
-  0x0002c9), else absent; Revision from hw_rev; NumPorts the number of
-  port directories (a switch shows only port 0: absent); PartitionCap the
-  size of the management port's P_Key table; LocalPortNum the first
-  InfiniBand port that is Active (else the first InfiniBand port, else port
-  1): the port an SM reaches the CA through.  BaseVersion and ClassVersion
-  are not shown: absent.  hca_type becomes the node's model name and
-  fw_ver its firmware version (both in the sysDescr of its context);
-  board_id is logged at start.
-- PortInfo: PortState (5, ACTIVE_DEFER, is Active), PortPhysicalState, LID,
-  MasterSMLID, MasterSMSL, LMC, CapabilityMask as read; LinkWidthActive,
-  LinkSpeedActive and LinkSpeedExtActive from `rate` (FDR10 is QDR; an
-  extended speed has LinkSpeedActive QDR beside it); GidPrefix and the port
-  GUID are the two halves of GID 0 (as libibumad/ibstat take them; a RoCE
-  port has no GID prefix); GUIDCap the GID table size of an InfiniBand
-  port; LocalPortNum the port's own number.  Every other field is absent.
-- GUIDInfo: the interface ids of an InfiniBand port's GIDs in use (none for
-  RoCE); GIDs: the table as read (IB-CA-MIB: one row per entry in use);
-  P_Keys: the table as read, entry for entry.
-- CaInfo: an HCA (a verbs device of a host); the GID table size per port;
-  the verbs capabilities (RC, UD, atomics ...) are not in sysfs: absent.
-- Counters: model.MeasuredCounters with the values read (PMA-MIB saturates
-  them at IBA's widths: a 64-bit extended data counter past 2^32-1 reads
-  4294967295); a port without a PMA has none and no PMA-MIB rows.  Where
-  the kernel shows the extended set (the unicast_/multicast_ files), the
-  eight PortCountersExtended values are marked wide and IF-MIB serves them
-  as Counter64 (data counters times 4); without it IF-MIB has no counters.
-
-Polling (start()'s task): every `poll_interval` seconds the files are read
-in a worker thread (a sysfs counter read is a MAD to the device's firmware:
-it may sleep, so the event loop never waits on it), then, on the loop, a
-new snapshot is built if anything changed, swapped in, and the events are
-emitted:
-
-- a port's PortState crossing Down (IBA's PortStateChange rule) on a switch
-  device: trap 128; on a CA every state change is logged (IBA has no CA
-  trap for it) and still swaps the snapshot;
-- a port's CapabilityMask changed: 144 (with the new mask);
-- the SystemImageGUID changed: 145;
-- LocalLinkIntegrityErrors / ExcessiveBufferOverrunErrors grew by a
-  threshold: 129 / 130, by providers.thresholds' rule; sysfs shows no
-  PortInfo thresholds, so the watcher's DEFAULT_THRESHOLDS (8 and 8)
-  apply, and nothing clears the real counters.
-
-Devices that appear are added, devices that vanish are removed (logged;
-the last one is never removed: the snapshot keeps it as last read).  A
-device whose node_type is not InfiniBand (RNIC, usNIC) or whose GUID cannot
-be read is skipped, logged once.
+`SysfsProvider` reads at construction (a snapshot at once, or SysfsError), then polls in a
+worker thread; `build_fabric` and `changes` are its pure parts. Every device is a node, the
+first by name the default context. Nothing is invented: what sysfs does not tell is None,
+served as no instance. Traps 128 (a switch port crossing Down), 144, 145, and 129/130 by
+providers.thresholds' rule. No links, peers or SM (no IB-SM-MIB); no counter is cleared.
+Reference: docs/providers.md, 'A host: sysfs' (files, conversions, what is absent).
 """
 
 from __future__ import annotations
@@ -189,7 +133,7 @@ def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
     data = [p for p in ports if p.num != 0] if is_switch else ports
     if is_switch:
         local = 0
-    else:
+    else:  # the port an SM reaches the CA through: the first Active IB port, else the first
         readings = {r.num: r for r in d.ports}
         ib = [p for p in ports if _is_ib(readings[p.num])]
         active = [p for p in ib if p.is_active]
@@ -213,9 +157,9 @@ def _node(d: DeviceReading, node_type: NodeType, node_guid: int) -> Node | None:
         base_version=None,
         class_version=None,
         vendor_id=PCI_VENDOR_OUI.get(d.pci_vendor) if d.pci_vendor is not None else None,
-        device_id=d.pci_device,
+        device_id=d.pci_device,  # NVIDIA/Mellanox NodeInfo reports the PCI device id
         revision=d.hw_rev,
-        num_ports=len(data) or None,
+        num_ports=len(data) or None,  # a switch shows port 0 alone: absent
         partition_cap=len(mgmt.pkeys) or None,
         local_port_num=local,
         ports=tuple(ports),

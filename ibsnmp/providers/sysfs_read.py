@@ -1,58 +1,12 @@
-"""Reading `/sys/class/infiniband` in the kernel's own formats.
+"""Reading `/sys/class/infiniband` in the kernel's own formats (drivers/infiniband/core/sysfs.c).
 
-The files (drivers/infiniband/core/sysfs.c and the drivers) and how they
-are read:
-
-    <dev>/node_guid, sys_image_guid   0c42:a103:0017:c078      -> int
-    <dev>/node_type                   1: CA / 2: switch / 3: router (4+: RNIC,
-                                      usNIC ...: not InfiniBand, skipped)
-    <dev>/node_desc                   up to 64 characters      -> str
-    <dev>/fw_ver, hca_type, board_id  20.31.1014, MT4123, MT_0000000010 -> str
-    <dev>/hw_rev                      0x0                      -> int
-    <dev>/device/vendor, device       0x15b3, 0x101b (PCI ids, when present)
-    <dev>/ports/<n>/state             4: ACTIVE                -> 4 (5: ACTIVE_DEFER
-                                      counts as Active)
-                   /phys_state        5: LinkUp                -> 5
-                   /lid, sm_lid       0x5a                     -> int
-                   /sm_sl, lid_mask_count  0                   -> int
-                   /cap_mask          0x2651e848               -> int
-                   /rate              100 Gb/sec (4X EDR)      -> Rate(width, speed)
-                   /link_layer        InfiniBand / Ethernet
-                   /gids/<i>          fe80:0000:...:c078       -> int (0: unused)
-                   /pkeys/<i>         0xffff                   -> int
-                   /counters/<name>   decimal                  -> raw value
-                   /hw_counters/<name> decimal (only the names in HW_COUNTERS)
-
-Counters are the device PMA's own fields, unconverted: the kernel sends a
-PMA Get(PortCounters) and prints the field (Get(PortCountersExtended) for
-the data and packet counters when the PMA has the extended set: 64-bit
-values), so `port_xmit_data` / `port_rcv_data` already count 4-octet words,
-as IBA does, and are kept so (never multiplied by 4).  The kernel shows the
-unicast_/multicast_ packet files only for a PMA with the full extended set
-(IB_PMA_CLASS_CAP_EXT_WIDTH): with them present, all eight
-PortCountersExtended values are 64-bit (PortReading.wide); without them the
-data and packet counters may be PortCounters' 32-bit ones (a PMA with the
-data-only extended set prints the same files), so none is taken as wide.
-A device without a
-PMA prints "N/A (no PMA)" (older kernels), fails the read with EINVAL
-(newer ones) or has no counters/ directory: its counters are absent.
-
-Failures never raise: a value that cannot be read (a file that vanished,
-EINVAL, text that does not parse) keeps the last good value read from that
-file, or is None if there never was one; each kind of failure of each file
-(each port, for a missing PMA) is logged once.  GID and P_Key entries that
-fail with anything but "no such file" are unused entries (a RoCE GID slot
-without an address fails with EINVAL on newer kernels) and read 0.
-
-What is read how often (see SysfsReader.read): device names every poll;
-per port the nine attributes and the counters every poll, and per device
-node_guid, sys_image_guid, node_type and node_desc every poll; the GID and
-P_Key tables, the other device files and the directory listings on the
-first read, then every `table_refresh` seconds (60) per port and device,
-spread evenly over the polls so that no poll reads every table, and at
-once for a port whose state, LID or SM LID changed (when the SM programs a
-port, its tables change).  A GID or P_Key change that comes without one
-shows within `table_refresh` seconds.
+`SysfsReader.read` returns every device as a DeviceReading of PortReadings: kernel codes and
+raw values, None where unknown; `parse_rate` and `parse_guid` parse single files. Counters
+are the PMA's own fields, unconverted (data in 4-octet words); the extended ones are marked
+wide only where the kernel shows the unicast_/multicast_ files. Reading never raises: a value
+that cannot be read keeps its last good value (else None), each failure logged once. Slow
+files and the GID and P_Key tables are re-read every `table_refresh` s, spread over polls.
+Reference: docs/providers.md, 'A host: sysfs' (every file, its format and meaning).
 """
 
 from __future__ import annotations
@@ -436,13 +390,15 @@ class SysfsReader:
     # -- devices and ports ---------------------------------------------------------
 
     def read(self, *, full: bool = False) -> tuple[DeviceReading, ...]:
-        """Every device now.  `full`: re-read every table and slow file and
-        re-list the directories too; the next refreshes are then spread
-        evenly over `table_refresh` (one port's tables at a time), so no
-        later poll reads them all at once.  Otherwise each device is
-        re-listed, and each port's tables re-read, `table_refresh` seconds
-        after the last time (or at once for a port whose state, LID or SM
-        LID changed)."""
+        """Every device now: its GUIDs, type and description, and each port's
+        nine attributes and counters.  `full`: re-read every table and slow
+        file and re-list the directories too; the next refreshes are then
+        spread evenly over `table_refresh` (one port's tables at a time), so
+        no later poll reads them all at once.  Otherwise each device is
+        re-listed, its slow files and each port's tables re-read,
+        `table_refresh` seconds after the last time (or at once for a port
+        whose state, LID or SM LID changed: an SM that programs a port
+        changes its tables)."""
         now = self._clock()
         names = _names(self.root)
         if names is None:

@@ -1,66 +1,12 @@
 """Traps 129 and 130 from the PMA error counters: a threshold watcher.
 
-What IBA says (quoted by the drafts this project serves):
-
-- PortInfo LocalPhyErrors (SMA-MIB ibSmaPortLocalPhysErrorThreshold):
-  "When the count of marginal link errors exceeds this threshold, the local
-  link integrity error shall be detected."  OverrunErrors
-  (ibSmaPortOverrunErrorThreshold): "When the count of buffer overruns over
-  consecutive flow control update periods exceeds this threshold, the
-  excessive buffer overrun error shall be detected."
-- PortCounters LocalLinkIntegrityErrors (PMA-MIB ibPmaLocalLinkIntegrityErr):
-  "The number of times that the count of packets containing local physical
-  errors exceeded the local physical errors threshold";
-  ExcessiveBufferOverrunErrors: "The number of times that overrun errors
-  consecutive flow control update periods occurred with at least one overrun
-  error in each period."  Traps 129/130 report "Local Link Integrity /
-  Excessive Buffer Overrun threshold reached at <LIDADDR><PORTNO>".
-
-IBA applies the thresholds to the raw marginal-error and overrun counts,
-which no PMA attribute exposes; the simulation has only the two PortCounters
-fields.  So the rule here (this project's choice) reads
-the PortInfo threshold against the growth of the visible counter:
-
-    Per watched port and counter, an armed value starts at the counter's
-    value when the watch begins (the baseline).  Each poll, if the counter
-    has grown by at least the threshold (value - armed >= threshold; a
-    threshold of 0 counts as 1) the trap fires once, whatever the growth,
-    and the counter is re-armed at its new value.  A counter cleared since
-    the last poll (a clear in the port's history) is re-armed at 0, so what
-    it counted since the clear is judged in full.
-
-So a burst of 3 x threshold between two polls fires once, not three times;
-a trickle below the threshold per poll fires once each time it has added up
-to a threshold's worth.  "Reaches" (>=) rather than IBA's "exceeds": the
-counters are 4 bits wide and saturate at 15, and a threshold of 15 could
-otherwise never fire.
-
-Saturation: a counter at 15 cannot grow, so it could not fire again.  After
-a trap, when the counter has less than one threshold of headroom left
-(value + threshold > 15; with the default thresholds of 8, always) the
-crossing asks for that counter to be cleared, as a performance manager
-would (OpenSM's PerfMgr clears a port's counters once a 4-bit one reaches
-10); the simulated provider clears it right after emitting the trap, and
-the watcher re-arms at 0, so every later burst is seen.  The clear is a PMA
-Set(PortCounters) of that one counter: a reader sees it drop to 0 right
-after the trap.
-
-Which ports: the exact set whose two counters can move
-(counters.threshold_watch_ports: degraded links, the only ports with
-non-zero rates for them, plus any port a scenario touched, plus every port
-with measured counters); a poll of every port would find nothing more.  On
-a 10,000-node fabric with the default fault density that is a few dozen
-ports per poll.
-
-Measured counters (a sysfs host): the same rule on the values read at each
-poll.  A counter the device does not report is not watched.  The host's
-PortInfo thresholds are not visible there (None in the model): the watcher
-then uses DEFAULT_THRESHOLDS, 8 and 8, what subnet managers program by
-default (OpenSM's local_phy_errors_threshold and overrun_errors_threshold)
-and the simulated fabric's SM uses.  Nobody can clear a real counter from
-here, so such a provider runs the watcher with clear_after_trap=False: a
-counter that saturated at 15 fires no more until someone clears it (a
-counter that went down is re-armed at its new value).
+`ThresholdWatcher.poll` judges LocalLinkIntegrityErrors and ExcessiveBufferOverrunErrors of the
+ports whose counters can move (counters.threshold_watch_ports) and returns Crossings; callers
+emit the events. IBA applies PortInfo's thresholds to raw counts no PMA attribute shows, so
+the rule (this project's choice) applies them to the growth of the visible counter: one that
+grew by at least its threshold since it was armed fires once. Unknown thresholds are
+DEFAULT_THRESHOLDS. The watcher clears nothing: a Crossing says when a counter should be.
+Reference: docs/providers.md, 'Traps 129 and 130: the threshold rule'.
 """
 
 from __future__ import annotations
@@ -81,7 +27,9 @@ WATCHED: tuple[tuple[IbaTrap, str, str], ...] = (
     (IbaTrap.EXCESSIVE_BUFFER_OVERRUN, "excessive_buffer_overrun_errors", "overrun_errors_threshold"),
 )
 _TOP = tuple((1 << PortCounters.BITS[name]) - 1 for _, name, _ in WATCHED)
-# The thresholds used where the model cannot tell a port's (see above).
+# The thresholds used where the model cannot tell a port's (sysfs shows none):
+# OpenSM's local_phy_errors_threshold and overrun_errors_threshold defaults,
+# which the simulated fabric's SM programs too.
 DEFAULT_THRESHOLDS: dict[str, int] = {"local_phy_errors_threshold": 8, "overrun_errors_threshold": 8}
 
 
@@ -130,7 +78,17 @@ _STEADY = Derived("threshold-watched ports", Aspect.NODES | Aspect.NODE_SET, _st
 
 class ThresholdWatcher:
     """Polls the watched ports' LocalLinkIntegrityErrors and
-    ExcessiveBufferOverrunErrors; see the module text for the rule."""
+    ExcessiveBufferOverrunErrors.  Per port and counter, an armed value
+    starts at the counter's value when the watch begins.  A counter that
+    grew by at least its threshold (0 counts as 1) fires once, whatever
+    the growth, and is re-armed at its new value; one cleared since the
+    last poll is re-armed at 0, one that went down otherwise where it is.
+    "Reaches" rather than IBA's "exceeds": the counters are 4 bits wide
+    and a threshold of 15 could otherwise never fire.
+    `clear_after_trap`: a crossing that leaves less than one threshold of
+    room below the counter's top asks to be cleared (Crossing.clear), as
+    a performance manager would; False for real counters, which nobody
+    here can clear (one saturated at 15 then fires no more)."""
 
     def __init__(self, *, clear_after_trap: bool = True) -> None:
         self.clear_after_trap = clear_after_trap

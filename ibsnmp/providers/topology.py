@@ -1,40 +1,12 @@
 """The topology provider: a real fabric from an `ibnetdiscover` dump.
 
-    provider = TopologyProvider(Path("fabric.topo"))        # loads now
-    provider = TopologyProvider(path, lft_path=Path("/var/log/opensm-lfts.dump"),
-                                sm_guid=0x0002c9030012ab35)
+    TopologyProvider(path, lft_path=Path("/var/log/opensm-lfts.dump"), sm_guid=0x0002c9030012ab35)
 
-The files are read synchronously in the constructor (a 10,000-node dump
-takes well under a second), so `snapshot` is valid at once and a bad file
-fails there with a TopologyError that names the line.  What the snapshot
-holds and what it leaves out is described in `ibsnmp.fabric.ibnetdiscover_read`:
-every node, port, link and LID of the file, and nothing the file does not
-carry (no counters, no MTUs or capabilities, no SL-to-VL or VL arbitration
-tables, no partitions, multicast groups, services or connections).
-
-Forwarding tables are the SM's, never computed here: with `lft_path` (an
-OpenSM `opensm-lfts.dump` or `ibroute` output, `ibsnmp.fabric.lft_read`)
-the switches serve those linear tables and traces follow them; without it
-there are no forwarding tables and no traces.
-
-Subnet managers.  A dump does not say which port runs the SM (ibnetdiscover
-prints no capability mask).  With `sm_guid` (the node GUID or port GUID
-`sminfo` reports) the snapshot has one master SM there with the given
-priority; its SM_Key, ActCount and configuration are not known.  Without it
-the snapshot has no SM, and `ibsnmp.mib.targets`, which answers IB-SM-MIB in
-the default context only when the fabric has an SM, serves IB-SM-MIB nowhere.
-
-The default context is the node discovery was "Initiated from" (the header
-comment), unless `local_guid` names another.
-
-Re-reading.  `reload()` reads both files again and swaps the new snapshot
-in; a file that does not read keeps the last good snapshot.  While started,
-the provider also looks at the files' modification time and size every
-`watch_interval` seconds and reloads when either changed and then stayed
-the same for one interval (a file being written is not read half), so a new
-ibnetdiscover run or an OpenSM re-route is served without a signal (SIGHUP
-reloads at once, see commands/run.py).  What SETs configured lives outside
-the snapshot (state.store.ConfiguredProvider) and is applied to the new one.
+The constructor reads the files: `snapshot` is valid at once, a bad file fails there with a
+TopologyError naming the line. Only what the files hold is served (fabric.ibnetdiscover_read,
+fabric.lft_read); forwarding tables are the SM's, never computed. `reload()`, SIGHUP and a
+file watch read them again; a file that does not read keeps the last good snapshot. No events.
+Reference: docs/providers.md, 'A fabric: an ibnetdiscover dump'.
 """
 
 from __future__ import annotations
@@ -67,7 +39,19 @@ _Stamp = tuple[int, int] | None  # (mtime in ns, size); None: the file is missin
 
 class TopologyProvider(ProviderCore):
     """`TopologyProvider(path, *, lft_path=None, sm_guid=None, sm_priority=0,
-    local_guid=None, watch_interval=DEFAULT_WATCH_INTERVAL)`."""
+    local_guid=None, watch_interval=DEFAULT_WATCH_INTERVAL)`.
+
+    `lft_path`: an OpenSM `opensm-lfts.dump` or `ibroute` output; without
+    it there are no forwarding tables and no traces.  `sm_guid`: the node
+    or port GUID `sminfo` reports (a dump names no SM): one master SM there
+    with `sm_priority`, its SM_Key, ActCount and configuration unknown;
+    without it, no SM, and ibsnmp.mib.targets serves IB-SM-MIB nowhere.
+    `local_guid`: the default context's node (default: the one discovery
+    was "Initiated from").  While started, the files' modification time
+    and size are looked at every `watch_interval` seconds, and a change
+    that then stays for one interval is read (a file being written is not
+    read half).  What SETs configured lives outside the snapshot
+    (state.store.ConfiguredProvider) and is applied to each new one."""
 
     def __init__(self, path: Path | str, *, lft_path: Path | str | None = None,
                  sm_guid: int | None = None, sm_priority: int = 0, local_guid: int | None = None,
@@ -162,7 +146,7 @@ class TopologyProvider(ProviderCore):
             await asyncio.sleep(self._watch_interval)
             now = self._file_stamps()
             if now != self._stamps and now == seen:
-                # A large fabric's files take seconds to parse: not on the
+                # A large fabric's files are slow to parse: not on the
                 # loop that answers requests (the swap is one assignment).
                 await asyncio.to_thread(self.refresh, "changed on disk")
             seen = now
