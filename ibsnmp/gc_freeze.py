@@ -1,15 +1,12 @@
 """Long-lived objects out of the cyclic garbage collector's way.
 
-A snapshot of a 10,000-node fabric is millions of objects that live for
-minutes or for the whole run. CPython's cyclic collector scans every
-tracked object at each full collection, and on an agent that takes tens
-of thousands of updates a second (an MQTT aggregator) those collections
-came often enough to cost a fifth of its CPU. Once a large structure is
-built, `settle` collects what is garbage, the frozen objects included, and
-freezes the rest (gc.freeze): until the next settling the collector no
-longer scans them.  Reference counting still frees a frozen snapshot the
-moment nothing holds it; a cycle frozen while alive waits for the next
-settling.
+A large fabric's snapshot is many objects that live for minutes or for the whole run, and
+CPython's cyclic collector scans every tracked object at each full collection; on an agent
+that takes many updates a second (an MQTT aggregator) those collections cost a sizeable share
+of its CPU. Once a large structure is built, `settle` collects what is garbage, the frozen
+objects included, and freezes the rest (gc.freeze): until the next settling the collector no
+longer scans them. Reference counting still frees a frozen snapshot the moment nothing holds
+it; a cycle frozen while alive waits for the next settling.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """glibc's malloc kept from growing its heap around large blocks.
 
-glibc maps a block of at least its mmap threshold (128 KiB) by itself, and
-gives it back to the system when it is freed. But each time such a block
-is freed, glibc raises the threshold to that block's size (up to 32 MiB),
-and from then on blocks of that size come from the main heap. CPython
-rebuilds a dictionary's table when inserts have used up its free slots:
-the walk cache's two dictionaries of a context (its steps and their tags,
-about 10 MiB each at the default 262,144 steps) are rebuilt every few
-minutes while structural changes drop steps and walks put them back.
-Taken from the heap, a new table that fits no hole extends it, and the old
-one leaves a hole that smaller blocks then split: bench/soak.py saw the
-bytes glibc held step up by about 9 MiB at a time (46.5, 55.3, 65.3 MiB in
-30 minutes) while the bytes in use stayed flat.
-
-`pin_mmap_threshold` fixes the threshold at glibc's default, which also
-stops the dynamic raise: every large block is mapped, and unmapped when
-freed. An operator who sets MALLOC_MMAP_THRESHOLD_ keeps that value; on
-a C library without mallopt nothing changes.
+glibc maps a block of at least its mmap threshold (128 KiB) by itself and gives it back when it
+is freed, but each such free raises the threshold to that block's size (up to 32 MiB): blocks
+of that size then come from the main heap. Large tables that are rebuilt again and again (the
+walk cache's dictionaries) then grow the heap while the bytes in use stay flat.
+`pin_mmap_threshold` fixes the threshold at glibc's default, which also stops the dynamic
+raise: every large block is mapped, and unmapped when freed. An operator who sets
+MALLOC_MMAP_THRESHOLD_ keeps that value; on a C library without mallopt nothing changes.
 """
 
 from __future__ import annotations
@@ -35,7 +25,15 @@ _OPERATOR_SETTING = "MALLOC_MMAP_THRESHOLD_"
 
 
 def pin_mmap_threshold() -> bool:
-    """Fix glibc's mmap threshold (see the module documentation); whether it was set."""
+    """Fix glibc's mmap threshold at its default; whether it was set.
+
+    CPython rebuilds a dictionary's table when inserts have used up its free
+    slots, and the walk cache's two large dictionaries of a context (its
+    steps and their tags) are rebuilt again and again while structural
+    changes drop steps and walks put them back. Taken from the heap, a new
+    table that fits no hole extends it, and the old one leaves a hole that
+    smaller blocks then split. With the threshold fixed every large block is
+    mapped, and unmapped when freed."""
     if _OPERATOR_SETTING in os.environ:
         return False
     try:

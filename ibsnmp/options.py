@@ -1,19 +1,11 @@
 """Command-line options from three places, each value knowing where it came from.
 
-`resolve(parser, argv, environ, file_options)` parses `argv` and fills
-every option the command line did not give, in this order:
-
-1. its IBSNMP_* variable (`--listen` is IBSNMP_LISTEN; IBSNMP_X_FILE names
-   a file holding the value of IBSNMP_X, its trailing newline removed;
-   a repeatable option takes a comma-separated list);
-2. its key in the configuration file, when the command reads one
-   (`file_options(args)` returns those keys with their source);
-3. its default.
-
-`args.option_sources` maps every option's dest to the `Source` of its
-value, so an error about a value names the flag, the variable or the
-file's key that gave it. A wrong flag is answered with the usage of the
-sub-command it was given to, not the top-level one.
+`resolve(parser, argv, environ, file_options)` parses `argv` and fills every option the
+command line did not give from its IBSNMP_* variable, else its key in the configuration file
+(when the command reads one), else its default. `args.option_sources` maps every option's dest
+to the `Source` of its value, so an error about a value names the flag, the variable or the
+file's key that gave it. A wrong flag is answered with the usage of the sub-command it was
+given to, not the top-level one.
 """
 
 from __future__ import annotations
@@ -115,7 +107,14 @@ def source_of(args: argparse.Namespace, dest: str) -> Source:
 def resolve(parser: argparse.ArgumentParser, argv: list[str],
             environ: Mapping[str, str] | None = None,
             file_options: FileOptions | None = None) -> argparse.Namespace:
-    """Parse `argv` and fill what it leaves out (see the module doc).
+    """Parse `argv` and fill every option it leaves out, from the first of:
+
+    1. its IBSNMP_* variable (`--listen` is IBSNMP_LISTEN; IBSNMP_X_FILE names
+       a file holding the value of IBSNMP_X, its trailing newline removed;
+       a repeatable option takes a comma-separated list);
+    2. its key in the configuration file, when the command reads one
+       (`file_options(args)` returns those keys with their source);
+    3. its default.
 
     Exits through argparse (status 2, the sub-command's usage) on a bad
     command line; raises ConfigError naming the variable or key of a bad

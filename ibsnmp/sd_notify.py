@@ -1,13 +1,11 @@
 """systemd's notification protocol: readiness and state for `Type=notify` units.
 
-A unit with `Type=notify` passes `$NOTIFY_SOCKET`, a Unix datagram socket
-(a path, or an abstract name written with a leading `@`); the service
-sends newline-separated `KEY=VALUE` fields: `READY=1` once it serves (so
-`systemctl start` returns when the agent answers), `RELOADING=1` then
-`READY=1` around a reload, `STOPPING=1` when it stops, `STATUS=...` for
-`systemctl status`. Without the variable every call does nothing, and a
-socket that refuses the datagram costs one DEBUG line: a notification is
-never a reason to fail.
+A unit with `Type=notify` passes `$NOTIFY_SOCKET`, a Unix datagram socket (a path, or an
+abstract name written with a leading `@`); the service sends newline-separated `KEY=VALUE`
+fields: `READY=1` once it serves (so `systemctl start` returns when the agent answers),
+`RELOADING=1` then `READY=1` around a reload, `STOPPING=1` when it stops, `STATUS=...` for
+`systemctl status`. Without the variable every call does nothing, and a socket that refuses
+the datagram costs one DEBUG line: a notification is never a reason to fail.
 """
 
 from __future__ import annotations

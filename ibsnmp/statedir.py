@@ -1,18 +1,11 @@
 """Where the agent keeps what must survive a restart.
 
-One directory holds the SNMPv3 engine state (engine ID, snmpEngineBoots)
-and what SETs configured, as net-snmp's snmpd keeps both in /var/lib/snmp:
-
-- `--state-dir DIR` when given;
-- else `$STATE_DIRECTORY` (set by systemd for a unit with StateDirectory=);
-- else `/var/lib/ibsnmp` when running as root;
-- else `$XDG_STATE_HOME/ibsnmp` (`~/.local/state/ibsnmp` by default).
-
-The directory is created with mode 0700: the files in it decide replay
-protection (snmpEngineBoots) and the agent's configuration. An existing one
-that its group or others may use is served from all the same, with one
-WARNING at start. Temporaries a killed agent left while replacing one of
-them are removed at start.
+One directory holds the SNMPv3 engine state (engine ID, snmpEngineBoots) and what SETs
+configured, as net-snmp's snmpd keeps both in /var/lib/snmp: `--state-dir DIR`, else
+`default_state_dir`. It is created with mode 0700: the files in it decide replay protection
+(snmpEngineBoots) and the agent's configuration. An existing one that its group or others may
+use is served from all the same, with one WARNING at start. Temporaries a killed agent left
+while replacing one of its files are removed at start.
 """
 
 from __future__ import annotations
@@ -40,7 +33,10 @@ class StateDirError(Exception):
 
 def default_state_dir(environ: Mapping[str, str] | None = None,
                       euid: int | None = None) -> Path:
-    """The state directory when --state-dir is not given (see the module doc)."""
+    """The state directory when --state-dir is not given: `$STATE_DIRECTORY`
+    (set by systemd for a unit with StateDirectory=), else /var/lib/ibsnmp
+    when running as root, else `$XDG_STATE_HOME/ibsnmp`
+    (`~/.local/state/ibsnmp` by default)."""
     env = os.environ if environ is None else environ
     systemd = env.get("STATE_DIRECTORY", "")
     if systemd:

@@ -1,15 +1,12 @@
 """What the subagent answers to a master's request, from the served MIB.
 
-The same read and write path as UDP: a context name is resolved by the
-ContextDirectory (a ContextTarget with this request's `elapsed`), values
-are the VirtualMib's cells, a SET is the WritableMib's `prepare_write`
-then `commit`. The read view is the read-only one (no M_Key / SM_Key
-columns): the master applies its own access control and cannot tell the
-subagent who asked, so the subagent shows what any reader may see.
-
-Only instances inside the subtrees registered for the context are
-answered (a GetNext never wanders into a subtree another subagent or the
-master itself serves), and never at or past a SearchRange's end.
+The same read and write path as UDP: the ContextDirectory resolves a context name (a
+ContextTarget with this request's `elapsed`), values are the VirtualMib's cells, a SET is the
+WritableMib's `prepare_write` then `commit`. The read view is the read-only one (no M_Key /
+SM_Key columns): the master applies its own access control and cannot tell the subagent who
+asked. Only instances inside the subtrees registered for the context are answered (a GetNext
+never wanders into another subagent's or the master's), never at or past a SearchRange's end.
+Reference: docs/agentx.md.
 """
 
 from __future__ import annotations

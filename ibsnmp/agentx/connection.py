@@ -1,19 +1,12 @@
 """The subagent's connection to an AgentX master: the I/O around SubagentSession.
 
-One task keeps a session with the master for as long as the agent runs:
-connect (Unix socket or TCP), Open, register the served subtrees in the
-default context and in every node's context, answer requests, follow the
-fabric (contexts of nodes that appear are registered, of nodes that vanish
-unregistered), ping, and start over with exponential backoff when the
-master goes away (one log line per attempt, never a traceback). `stop()`
-sends Close(reasonShutdown) and waits briefly for the master's answer.
-
-Backoff: the wait before the next attempt starts at `first_retry` and
-doubles after each attempt up to `max_retry`. A session that stayed open
-for at least `max_retry` seconds was a healthy one: the wait after it
-starts again from `first_retry`, so a master restarted after hours is
-rejoined within `first_retry` (1 s by default). A shorter session (a master that accepts the
-Open and drops it at once) keeps the grown wait, so it is not hammered.
+One task keeps a session with the master for as long as the agent runs: connect (Unix socket
+or TCP), Open, register the served subtrees in the default context and in every node's
+context, answer requests, follow the fabric (contexts of nodes that appear are registered, of
+nodes that vanish unregistered), ping, and start over after a wait (`Backoff`) when the master
+goes away (one log line per attempt, never a traceback). `stop()` sends Close(reasonShutdown)
+and waits briefly for the master's answer.
+Reference: docs/agentx.md.
 """
 
 from __future__ import annotations
@@ -70,7 +63,14 @@ class SubagentOptions:
 
 
 class Backoff:
-    """The reconnect waits of the module documentation's rule.
+    """The reconnect waits: exponential backoff from `first` up to `most`.
+
+    The wait before the next attempt starts at `first` and doubles after
+    each attempt up to `most`. A session that stayed open for at least
+    `most` seconds was a healthy one: the wait after it starts again from
+    `first`, so a master restarted after hours is rejoined within `first`
+    (1 s by default). A shorter session (a master that accepts the Open and
+    drops it at once) keeps the grown wait, so it is not hammered.
 
     `opened()` marks a session open now; `next_wait()`, called once when an
     attempt (failed connect, refused Open or ended session) is over, returns

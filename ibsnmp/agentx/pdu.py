@@ -1,17 +1,12 @@
 """AgentX (RFC 2741) PDUs as bytes and back, without I/O.
 
-Every PDU of RFC 2741 section 6 has a frozen dataclass here; `encode`
-writes one with its header, `decode` reads one whole PDU, and
-`PacketReader` splits a byte stream into PDUs by their payload_length.
-Reading is strict: anything RFC 2741 does not allow (an unknown version,
-PDU or value type, a length that overruns the payload, a payload left
-over, an OID of more than 128 sub-identifiers) raises AgentxParseError,
-never IndexError or struct.error. Both byte orders are read; the header's
-NETWORK_BYTE_ORDER flag says which the PDU uses, and writing uses the one
-the Packet asks for (a response in the order of its request, 7.2.1).
-
-Value type codes (5.4) equal the BER tags of the same SNMP types, so a
-VarBind's `type` is ibsnmp.wire.ber's tag and a Cell's tag without mapping.
+Every PDU of RFC 2741 section 6 has a frozen dataclass here; `encode` writes one with its
+header, `decode` reads one whole PDU, `PacketReader` splits a byte stream into PDUs by their
+payload_length. Reading is strict: what RFC 2741 does not allow (an unknown version, PDU or
+value type, a length that overruns the payload, a payload left over, an OID of more than 128
+sub-identifiers) raises AgentxParseError, never IndexError or struct.error. Both byte orders
+are read (the header's NETWORK_BYTE_ORDER flag); a response is written in its request's (7.2.1).
+Value type codes (5.4) equal the BER tags of ibsnmp.wire.ber: a Cell's tag is a VarBind's type.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
-"""`ibsnmp fabric targets`: what Prometheus and snmp_exporter 0.21 need to
-scrape every node's context of an ibsnmp agent, written from the fabric.
+"""`ibsnmp fabric targets`: snmp_exporter 0.21's and Prometheus' configuration for every node.
 
-snmp_exporter 0.21 takes only `target` and `module` from a scrape's URL;
-the community, SNMPv3 user and context name belong to a module. A node's
-context is reached with community `<community>@<guid>` (v1/v2c) or context
-name `<guid>` (v3), so every node gets its own copy of each per-node module
-(`ib_if@<guid>`), the shipped module with an `auth` of its own. Two files
-come out:
-
-- the exporter's configuration: the shipped modules with the chosen auth
-  added, then the per-node copies;
-- a file_sd target list: one group per node, the agent's address as its
-  target and labels `node_name`, `node_guid`, `node_kind`, from which a
-  scrape job's relabeling derives `__param_module` (`ib_if@<guid>`);
-- on request, Prometheus' configuration that reads them, and the shipped
-  alert rules beside it (ibsnmp/prometheus/scrape_config.py).
-
-The nodes come from a fabric (simulated or an ibnetdiscover dump) or from
-the agent itself (agent_nodes.py).
+snmp_exporter 0.21 takes only `target` and `module` from a scrape's URL, and a node's context is
+reached with community `<community>@<guid>` (v1/v2c) or context name `<guid>` (v3), so every
+node gets its own copy of each per-node module (`ib_if@<guid>`) with an `auth` of its own. Out
+come the exporter's configuration (the shipped modules with the chosen auth, then the copies),
+a file_sd target list (a group per node, labels `node_name`, `node_guid`, `node_kind`) and, on
+request, Prometheus' configuration and the alert rules (ibsnmp/prometheus/scrape_config.py).
+Reference: docs/prometheus.md, 'Install and point the exporter at the agent'.
 """
 
 from __future__ import annotations
@@ -143,7 +132,7 @@ def exporter_config(shipped: str, auth: ScrapeAuth, nodes: Sequence[NodeTarget],
 
     Whole copies, not YAML merge keys: 0.21's YAML reader refuses a document
     whose aliases expand to most of it ("excessive aliasing"), which a merge
-    per node does beyond about 1,000 copies of ib_if.
+    per node does on a large fabric (docs/prometheus.md).
     """
     bodies = module_bodies(shipped)
     _refuse_own_auth(bodies)

@@ -1,29 +1,12 @@
-"""Last good readings across sweeps: what a sweep missed is served as an
-earlier sweep read it, until the fabric says the node is gone.
+"""Last good readings across sweeps: what a sweep missed is served as an earlier sweep read it.
 
-Real fabrics lose MADs (a busy SMA, a flapping link, `bad status 110` on
-large fabrics): a sweep that got no answer from a node, one of its ports
-or one block of a table has learned nothing about it. `Keeper.merge`
-takes a sweep's Subnet and returns the one to serve:
-
-- a node the sweep did not reach is kept, with its links, as last read,
-  until it has been missing from `confirm_after` sweeps in a row, sweeps
-  at least `miss_gap` seconds apart (so that quick sweeps brought on by a
-  lossy stretch do not confirm anything faster than the scheduled ones
-  would), or the SM's own records (`sm_lists`: SA NodeRecords, when the
-  SA answers) no longer list it after listing it at an earlier miss: then
-  it is confirmed gone and dropped. (An SA shows a requester only the
-  nodes it shares a partition with: a node it never listed is not taken
-  as gone on its word.);
-- a node the sweep reached keeps, from the last reading, what did not
-  answer this time: its NodeDescription, a port's PortInfo, SwitchInfo,
-  forwarding tables short of a block, a port's tables, SMInfo, LedInfo;
-- SMInfo is kept only while the port's PortInfo says IsSM (an SM that
-  stops clears it), and a kept SMInfo that says MASTER is dropped when a
-  fresh one says MASTER: after a failover the dead master answers no
-  SMInfo, and the new one must be the only master served.
-
-No I/O, no clock: the provider logs what `SweepReport` says.
+Real fabrics lose MADs: a sweep that got no answer from a node, one of its ports or one block
+of a table has learned nothing about it. `Keeper.merge` takes a sweep's Subnet and returns the
+one to serve: a node the sweep did not reach is kept, with its links, until it is confirmed
+gone (by its count of missed sweeps, or by the SM's records); a node it reached keeps, from
+the last reading, what did not answer this time. No I/O, no clock: the provider logs what
+`SweepReport` says.
+Reference: docs/providers.md, 'Lost MADs'.
 """
 
 from __future__ import annotations
@@ -58,7 +41,7 @@ class SweepReport:
 
 
 class Keeper:
-    """The subnet served, sweep after sweep (see the module doc)."""
+    """The subnet served, sweep after sweep (see `merge`)."""
 
     def __init__(self, confirm_after: int = DEFAULT_CONFIRM_AFTER, miss_gap: float = 0.0) -> None:
         if confirm_after < 1:
@@ -82,8 +65,27 @@ class Keeper:
               ) -> tuple[Subnet, SweepReport]:
         """The subnet to serve after the sweep that read `new` at `now`
         (monotonic seconds), which is completed in place and returned.
-        `sm_lists` is asked once, about the nodes the sweep missed that their
-        count alone does not confirm gone."""
+
+        - A node the sweep did not reach is kept, with its links, as last
+          read, until it has been missing from `confirm_after` sweeps in a
+          row, sweeps at least `miss_gap` seconds apart (quick sweeps brought
+          on by a lossy stretch confirm nothing faster than the scheduled ones
+          would), or the SM's records no longer list it after listing it at
+          an earlier miss: then it is confirmed gone and dropped. An SA shows
+          a requester only the nodes it shares a partition with, so a node it
+          never listed is not taken as gone on its word.
+        - A node the sweep reached keeps, from the last reading, what did not
+          answer this time: its NodeDescription, a port's PortInfo,
+          SwitchInfo, forwarding tables short of a block, a port's tables,
+          SMInfo, LedInfo.
+        - SMInfo is kept only while the port's PortInfo says IsSM (an SM that
+          stops clears it), and a kept SMInfo that says MASTER is dropped when
+          a fresh one says MASTER: after a failover the dead master answers no
+          SMInfo, and the new one must be the only master served.
+
+        `sm_lists` (SA NodeRecords, when the SA answers) is asked once, about
+        the nodes the sweep missed that their count alone does not confirm
+        gone."""
         report = SweepReport()
         old = self._served
         self._served = new

@@ -1,13 +1,11 @@
-"""LID-routed refreshes of a swept subnet: every port's PortInfo, every
-switch's SwitchInfo, the SMInfo of every port a sweep found an SM on (so a
-failover shows within a poll) and the PMA counters of every port, through
-one window.
+"""LID-routed refreshes of a swept subnet, through one window.
 
-A node is asked at its LID (a switch's port 0 LID, a CA's first active
-port's) with the port in the attribute modifier; a node without a LID yet
-(no SM has configured it) is asked by the directed route the sweep found.
-A PortInfo whose octets are those read for the port last time is not
-decoded again: most polls find every port as it was.
+Every port's PortInfo, every switch's SwitchInfo, the SMInfo of every port a sweep found an SM
+on (so a failover shows within a poll) and the PMA counters of every port. A node is asked at
+its LID (a switch's port 0 LID, a CA's first active port's) with the port in the attribute
+modifier; a node without a LID yet (no SM has configured it) is asked by the directed route
+the sweep found. A PortInfo whose octets are those read for the port last time is not decoded
+again: most polls find every port as it was.
 """
 
 from __future__ import annotations

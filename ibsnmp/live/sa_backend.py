@@ -1,14 +1,12 @@
 """An `SaBackend` that asks the subnet's SA over MADs (`ibsnmp.mad.sa_client`).
 
-Queries run on the `SaWorker` thread. SA records become the agent's model
-objects here: PathRecords the request tables' rows, P_KeyTableRecords
-partitions, MCMemberRecords multicast groups, ServiceRecords services. The
-node and port behind a LID or GID come from the caller (the live provider's
-latest snapshot), since SA records name ports by LID and GID only.
-
-An answer the transport cut short (no RMPP underneath, as under ibsim) is
-never served as if whole: path queries then fail (SaUnavailable), and
-partitions are asked port by port, whose answers fit one MAD.
+Queries run on the `SaWorker` thread. SA records become the agent's model objects here:
+PathRecords the request tables' rows, P_KeyTableRecords partitions, MCMemberRecords multicast
+groups, ServiceRecords services. The node and port behind a LID or GID come from the caller
+(the live provider's latest snapshot), since SA records name ports by LID and GID only. An
+answer the transport cut short (no RMPP underneath, as under ibsim) is never served as if
+whole: path queries then fail (SaUnavailable), and partitions are asked port by port, whose
+answers fit one MAD.
 """
 
 from __future__ import annotations

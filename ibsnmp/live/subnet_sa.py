@@ -1,14 +1,12 @@
 """The subnet's SA for a live provider: one port, one worker thread, queries and Reports.
 
-`LiveSa` opens the SA client on its worker, subscribes (InformInfo) to the
-traps the agent forwards as SNMP notifications, and hands each Report's
-Notice to `emit` as a TrapEvent on the event loop, so traps arrive without
-polling. Its `backend` answers IB-SM-MIB requests and reads partitions,
-multicast groups and services over the same port.
-
-Its stop is bounded whatever the SA does: the query under way is
-interrupted, the unsubscribe gets one short try (none when the SA is known
-silent), and a worker thread that does not end in time is left behind.
+`LiveSa` opens the SA client on its worker, subscribes (InformInfo) to the traps the agent
+forwards as SNMP notifications, and hands each Report's Notice to `emit` as a TrapEvent on the
+event loop, so traps arrive without polling. Its `backend` answers IB-SM-MIB requests and
+reads partitions, multicast groups and services over the same port. Its stop is bounded
+whatever the SA does: the query under way is interrupted, the unsubscribe gets one short try
+(none when the SA is known silent), and a worker thread that does not end in time is left
+behind.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """One notification per change when two sources tell of it.
 
-In live mode a trap can come twice: the SM forwards the SMA's trap as a
-Report, and the provider's own poll sees the same change (trap 128 from a
-port that crossed Down; 129/130 from PortCounters a threshold watcher reads).
-Which arrives first depends on the poll's phase, so each source is checked
-against the other: whichever comes first is sent, and the other one, if it
-comes within `window` seconds (two polls: a poll may start just before the
-change and the next one sees it), is the same change and is dropped. One
-entry covers one later arrival only, then it is spent; an entry nobody
-matched expires after the window, so a later change is sent again.
-
-A trap is matched by (trap, node GUID, port): trap 128 names its switch
-only, 129/130 the port too.
+In live mode a trap can come twice: the SM forwards the SMA's trap as a Report, and the
+provider's own poll sees the same change (trap 128 from a port that crossed Down; 129/130 from
+PortCounters a threshold watcher reads). Whichever comes first is sent; the other, if it comes
+within `window` seconds (two polls: a poll may start just before the change), is dropped. An
+entry covers one later arrival only, and one nobody matched expires after the window, so a
+later change is sent again. Matched by (trap, node GUID, port): 128 names its switch only.
+Reference: docs/mad-layer.md, 'Where each live-mode value comes from'.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Why a umad port would not open, said in one line an operator can act on.
 
-libibumad answers a failed umad_open_port with a bare errno (-ENODEV,
--EINVAL, -EIO, -EOPNOTSUPP) that does not tell a missing driver from a
-mistyped CA or a device file the user may not open. `explain_open_failure`
-finds the cause where libibumad looked for it, in this order: the devices
-in sysfs (/sys/class/infiniband), the CA asked for, ib_umad's devices
-(/sys/class/infiniband_mad), the port (port 0: the one libibumad picks,
-the first active), the device file (/dev/infiniband/umadN) and opening it.
-The first missing piece is the message; with none missing, the errno is.
-
-Every path is read under a `UmadHost`'s roots, so a fake tree stands in
-for a host's in tests. Under ibsim's preload library the directories are
-the simulated fabric's (listing is redirected) but reading a file is not:
-a file that cannot be read tells nothing and is passed over, never taken
-for a cause.
+libibumad answers a failed umad_open_port with a bare errno (-ENODEV, -EINVAL, -EIO,
+-EOPNOTSUPP) that does not tell a missing driver from a mistyped CA or a device file the user
+may not open. `explain_open_failure` looks where libibumad looked, in its order, and names the
+first missing piece; with none missing, the errno. Every path is read under a `UmadHost`'s
+roots, so a fake tree stands in for a host's in tests. Under ibsim's preload library listing a
+directory is redirected but reading a file is not: a file that cannot be read tells nothing
+and is passed over, never taken for a cause.
 """
 
 from __future__ import annotations
@@ -107,8 +100,12 @@ def explain_open_failure(ca: str | None, port: int, code: int,
                          host: UmadHost = UmadHost()) -> str:
     """Why libibumad could not open `port` of `ca` (None: its first CA; port
     0: the first active), given the errno `code` it returned: one line that
-    says what is wrong and what to do. Never raises: what cannot be read is
-    passed over."""
+    says what is wrong and what to do. It looks where libibumad looked, in
+    this order: the devices in sysfs (/sys/class/infiniband), the CA asked
+    for, ib_umad's devices (/sys/class/infiniband_mad), the port, the device
+    file (/dev/infiniband/umadN) and opening it; the first missing piece is
+    the message, and with none missing the errno is. Never raises: what
+    cannot be read is passed over."""
     cas = _ca_names(host)
     if not cas:
         devices = host.devices_dir

@@ -1,19 +1,12 @@
-"""A directed-route sweep of the subnet, as the SM and ibnetdiscover make it:
-every node's NodeInfo, NodeDescription and PortInfo of each port; each
-switch's SwitchInfo, linear and multicast forwarding tables; each port's
-GUIDInfo, P_Key table, SL-to-VL table (a switch output port's, one per
-input port), VL arbitration tables and LedInfo
-(where its CapabilityMask has IsLEDInfoSupported); SMInfo of every port
-whose CapabilityMask has IsSM; and the links between them.
+"""A directed-route sweep of the subnet, as the SM and ibnetdiscover make it.
 
-Routes grow one hop at a time from the local node out of every switch port
-whose link is up (and out of the local node's own ports); channel adapters
-elsewhere do not forward SMPs. A node met again by another route only adds
-the link it was reached over, except that a channel adapter's per-port
-tables are read through the port they belong to (a CA answers GUIDInfo,
-P_Key, SL-to-VL and SMInfo for the port the SMP came in on), so each CA
-port is read when a route first reaches it. Every request goes through a
+Every node's NodeInfo, NodeDescription and PortInfo of each port; each switch's SwitchInfo,
+linear and multicast forwarding tables; each port's GUIDInfo, P_Key table, SL-to-VL table (a
+switch output port's, one per input port), VL arbitration tables and LedInfo (where its
+CapabilityMask has IsLEDInfoSupported); SMInfo of every port whose CapabilityMask has IsSM;
+and the links between them. How routes grow is `_Sweep`'s; every request goes through a
 `MadWindow`, so the sweep keeps many SMPs in flight.
+Reference: docs/mad-layer.md, 'Where each live-mode value comes from'.
 """
 
 from __future__ import annotations
@@ -167,6 +160,14 @@ class Subnet:
 
 
 class _Sweep:
+    """One sweep. Routes grow one hop at a time from the local node out of
+    every switch port whose link is up (and out of the local node's own
+    ports); channel adapters elsewhere do not forward SMPs. A node met again
+    by another route only adds the link it was reached over, except that a
+    channel adapter's per-port tables are read through the port they belong
+    to (a CA answers GUIDInfo, P_Key, SL-to-VL and SMInfo for the port the
+    SMP came in on), so each CA port is read when a route first reaches it."""
+
     def __init__(self, window: MadWindow, tables: bool) -> None:
         self.window = window
         self.tables = tables

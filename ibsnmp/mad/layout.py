@@ -200,7 +200,7 @@ class Layout:
 
     def decoder(self, names: Iterable[str] | None = None) -> Decoder:
         """A compiled reader of the named fields (all when None): equal to
-        `decode_generic` on those fields, several times faster."""
+        `decode_generic` on those fields, and faster."""
         key = None if names is None else tuple(names)
         found = self._decoders.get(key)
         if found is None:
@@ -276,7 +276,7 @@ class Layout:
 
 
 # Compiled codecs. A sweep decodes and encodes thousands of MADs, and reading
-# a field table field by field costs tens of microseconds per MAD, so each
+# a field table field by field is slow for each of them, so each
 # layout (or a subset of its fields) is turned, once, into one struct.Struct
 # for its scalar fields and a generated function that cuts every field from
 # one unpack. The field table stays the only source: nothing here knows an

@@ -1,17 +1,12 @@
-"""The PMA detail attributes (IBA 16.1.4) a PMA answers, read port by port
-as `perfquery -E`, `-D`, `--flowctlcounters`, `--vlxmitflowctlerrors`,
-`--vlxmitcounters`, `--oprcvcounters`, `--vloppackets` and `--vlopdata`
-read one.
+"""The PMA detail attributes (IBA 16.1.4) a PMA answers, read port by port.
 
-No ClassPortInfo capability bit tells whether a PMA keeps one of these: it
-shows it by answering. Each LID's PMA is asked each attribute once, of its
-lowest port polled; the attributes it answered are then read of each of its
-ports. The per-opcode attributes (PortOpRcvCounters, PortVLOpPackets,
-PortVLOpData) count the one opcode a PerfMgt Set() chose, which their
-OpCode component names: they are served for that opcode alone. Not read
-is SwPortVLCongestion: ibsim does not answer it (so nothing tests it),
-and under ibsim a PerfMgt MAD it does not answer reaches the SM's port and
-brings OpenSM down.
+What `perfquery -E`, `-D`, `--flowctlcounters`, `--vlxmitflowctlerrors`, `--vlxmitcounters`,
+`--oprcvcounters`, `--vloppackets` and `--vlopdata` read. No ClassPortInfo bit tells whether a
+PMA keeps one: each LID's PMA is asked each attribute once, of its lowest port polled, and what
+it answered is then read of each of its ports. The per-opcode attributes count the one opcode
+a PerfMgt Set() chose (their OpCode component), and are served for it alone. Not read:
+SwPortVLCongestion (ibsim does not answer it; it reaches the SM's port and brings OpenSM down).
+Reference: docs/mad-layer.md, 'Where each live-mode value comes from'.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """A subnet administration client: SA queries over GMPs on QP1 to the SM's LID.
 
-Requests are built from the field tables of `sa_records`; a GetTable answer
-longer than one MAD arrives as RMPP DATA segments (IBA 13.6), reassembled
-here with an ACK per segment in order, so the SA's window keeps opening. The
-agent is registered without kernel RMPP, so the same code runs on a host
-and under ibsim's preload library. That library carries no RMPP at all: it
-forwards the first 256 octets of the SA's answer, as an RMPP-active segment
-numbered 0. Such an answer is taken for what it holds, whole records only,
-and marked `complete=False` when it may have been cut.
-
-Reports (the SA forwarding a trap to a subscriber) can arrive at any time;
-each is answered with a ReportResp and handed to `on_report`.
+Requests are built from the field tables of `sa_records`. A GetTable answer longer than one
+MAD arrives as RMPP DATA segments (IBA 13.6), reassembled here with an ACK per segment in
+order, so the SA's window keeps opening. The agent registers without kernel RMPP, so the same
+code runs on a host and under ibsim's preload library, which carries no RMPP at all: it
+forwards the first 256 octets of the answer as an RMPP-active segment 0, taken for the whole
+records it holds and marked `complete=False` when it may have been cut. Reports (the SA
+forwarding a trap to a subscriber) arrive at any time; each gets a ReportResp and `on_report`.
 """
 
 from __future__ import annotations

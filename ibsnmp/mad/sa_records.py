@@ -1,13 +1,11 @@
 """Subnet administration (SA) MADs and the records they carry, as field tables.
 
-An SA MAD (IBA 15.2.1.1) is the common MAD header, the RMPP header (13.6.2.1),
-the SA header (SM_Key, AttributeOffset, ComponentMask) and 200 octets of
-records. Offsets are those of IBA volume 1 (13.4.8 InformInfo and Notice,
-15.2.5 the SA records), counted in bits from the record's first octet.
-
-Each record also lists its components in ComponentMask order: a request's
-mask names the fields that constrain it, and a field cut in several
-components (ServiceID, the ServiceData arrays) sets all of them.
+An SA MAD (IBA 15.2.1.1) is the common MAD header, the RMPP header (13.6.2.1), the SA header
+(SM_Key, AttributeOffset, ComponentMask) and 200 octets of records. Offsets are those of IBA
+volume 1 (13.4.8 InformInfo and Notice, 15.2.5 the SA records), counted in bits from the
+record's first octet. Each record also lists its components in ComponentMask order: a
+request's mask names the fields that constrain it, and a field cut in several components
+(ServiceID, the ServiceData arrays) sets all of them.
 """
 
 from __future__ import annotations

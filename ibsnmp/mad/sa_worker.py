@@ -1,19 +1,12 @@
 """The SA client on a thread of its own, for asyncio callers.
 
-Under ibsim a port's descriptor cannot join an event loop, nor a poll()
-beside another descriptor (the preload library's poll waits on that one port
-alone), so nothing can wake a thread that waits in umad_recv. Two threads
-share the port instead: a reader that only receives, into a queue, and the
-worker that runs the calls submitted to it one after the other and sends.
-The worker sleeps on one queue that both a submitted call and a received
-MAD wake, so a call starts at once and a Report is answered between calls.
-`call` is the awaitable form; Report handlers run on the worker thread, so
-asyncio users hand their events over with `loop.call_soon_threadsafe`.
-
-A stop never waits on the SA: `interrupt` makes the calls submitted so far
-raise PortClosing (one waiting for an answer at once: the queue it waits on
-is woken), and `stop` waits for the thread a bounded time; a thread that has
-not ended by then is left behind, a daemon that ends with the process.
+Under ibsim a port's descriptor can join neither an event loop nor a poll() beside another
+descriptor, so nothing can wake a thread that waits in umad_recv. Two threads share the port
+instead: a reader that only receives, into a queue (`QueuedPort`), and the worker that runs
+the calls submitted to it one after the other and sends (`SaWorker`). `call` is the awaitable
+form; Report handlers run on the worker thread, so asyncio users hand their events over with
+`loop.call_soon_threadsafe`. A stop never waits on the SA (`interrupt`, `stop`): a thread that
+has not ended in a bounded time is left behind, a daemon that ends with the process.
 """
 
 from __future__ import annotations
@@ -51,8 +44,10 @@ def _interrupted_call() -> PortClosing:
 
 
 class QueuedPort:
-    """`port` with its MADs received by a thread of their own: `receive_sized`
-    takes them from a queue, and `arrived` is called after each one is queued.
+    """`port` with its MADs received by a thread of their own (under ibsim the
+    preload library's poll() waits on one port alone, so nothing else could
+    wake a receiver): `receive_sized` takes them from a queue, and `arrived`
+    is called after each one is queued.
     Only the reader receives on `port`; sending stays with the caller's thread
     (a write beside a read of one descriptor: the kernel's umad device and
     ibsim's preload, which locks each, allow it). A receive error reaches the
@@ -123,7 +118,10 @@ class QueuedPort:
 
 
 class SaWorker:
-    """Runs `SaClient` calls on one thread; `open_client` is called on that thread."""
+    """Runs `SaClient` calls on one thread; `open_client` is called on that thread.
+
+    The worker sleeps on one queue that both a submitted call and a received
+    MAD wake, so a call starts at once and a Report is answered between calls."""
 
     def __init__(self, open_client: Callable[[], SaClient]) -> None:
         self._open_client = open_client
@@ -172,7 +170,7 @@ class SaWorker:
         not started, and has the worker close the client (draining its port:
         SaClient.close) and end; calls submitted later fail with PortClosing.
         Waits up to `timeout` seconds for the thread (None: until it ends,
-        which the interruption keeps well under a second). True if it has
+        which the interruption keeps short). True if it has
         ended or never started; one still running is left, a daemon."""
         self._stopping.set()
         self.interrupt()

@@ -1,13 +1,11 @@
 """MADs through libibumad, the user-space MAD library every InfiniBand tool uses.
 
-libibumad (rdma-core) is loaded with ctypes so that whatever provides its
-symbols answers: the kernel's /dev/infiniband/umad* on a host, or ibsim's
-preloaded libumad2sim on a simulated fabric. Timeouts and retries are kept
-here rather than handed to the kernel, so both behave the same.
-
-A port that does not open is a PortOpenError whose message says why and
-what to do (ibsnmp.mad.diagnose); what libibumad prints on stderr while a
-port opens is kept off the terminal and logged at debug level.
+libibumad (rdma-core) is loaded with ctypes so that whatever provides its symbols answers: the
+kernel's /dev/infiniband/umad* on a host, or ibsim's preloaded libumad2sim on a simulated
+fabric. Timeouts and retries are kept here rather than handed to the kernel, so both behave the
+same. A port that does not open is a PortOpenError whose message says why and what to do
+(ibsnmp.mad.diagnose); what libibumad prints on stderr while a port opens is kept off the
+terminal and logged at debug level.
 """
 
 from __future__ import annotations

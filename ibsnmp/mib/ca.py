@@ -1,13 +1,12 @@
 """IB-CA-MIB: the channel adapters a context describes (CaInfo in the model).
 
-The draft numbers the CAs "on this network entity" 1..N (ibCaIndex). A
-node's own context describes that node: its CA is ibCaIndex 1. The default
-context describes the host the agent runs on: every CA of the host
-(Fabric.host_node_guids, e.g. each adapter of a sysfs host), numbered in
-device order; a host known as one node has that one. On a switch, or a
-node without CaInfo, every table is empty. A value the model does not know
-(None: what a Linux host's sysfs cannot tell, e.g. the verbs capabilities)
-has no instance.
+The draft numbers the CAs "on this network entity" 1..N (ibCaIndex). A node's own context
+describes that node: its CA is ibCaIndex 1. The default context describes the agent's host:
+every CA of the host (Fabric.host_node_guids, e.g. each adapter of a sysfs host) in device
+order, or the one node a host is known as. On a switch, or a node without CaInfo, every table
+is empty; a value the model does not know (None: what sysfs cannot tell, e.g. the verbs
+capabilities) has no instance.
+Reference: docs/mibs.md, 'What each module serves'.
 """
 
 from __future__ import annotations

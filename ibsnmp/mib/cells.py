@@ -1,13 +1,12 @@
 """Plain values as the compiled MIB types them: a BER tag and a checked value.
 
-A binding's getter returns an int, bytes or str (or a tuple for an OBJECT
-IDENTIFIER). `CellType.of(syntax)` reads, once per object, what the compiled
-module says about it (the BER tag of its SNMP type, the value ranges and
-enumerations, the size ranges of strings) and `CellType.cell(value)` turns
-a getter's value into a `Cell`, refusing what the syntax does not allow
-exactly where pysnmp's own check of the syntax would. A responder encodes
-cells directly; the pysnmp path boxes them (`CellType.box`) into the same
-syntax objects it served before, so both answer from one conversion.
+A binding's getter returns an int, bytes or str (or a tuple for an OBJECT IDENTIFIER).
+`CellType.of(syntax)` reads, once per object, what the compiled module says of it (the BER tag
+of its SNMP type, value ranges and enumerations, size ranges of strings), and
+`CellType.cell(value)` turns a getter's value into a `Cell`, refusing what the syntax does not
+allow exactly where pysnmp's own check would. A responder encodes cells directly; the pysnmp
+path boxes them (`CellType.box`) into the same syntax objects, so both answer from one
+conversion.
 """
 
 from __future__ import annotations
@@ -180,7 +179,7 @@ def converter(ctype: CellType) -> Callable[[Any], Cell]:
     of its object, or bytes of an admitted size, costs two comparisons."""
     tag, full = ctype.tag, ctype.cell
     # tuple.__new__ makes the named tuple without its Python-level __new__
-    # (half the cost: this runs once per value served).
+    # (cheaper, and this runs once per value served).
     make = tuple.__new__
     if ctype.kind == "int" and ctype.values is not None and len(ctype.values) == 1:
         (low, high), = ctype.values

@@ -1,14 +1,12 @@
 """IBCONNECTION-MIB: the transport endpoints of the context's node.
 
-Tables come from the model's NodeConnections (already sorted as the MIB
-indexes them), the scalar counters from counters.connection_counters_at at
-`target.elapsed`. A switch has no transport endpoints: its tables are empty
-and its scalars absent; so are a CA's when the model has no NodeConnections
-for it (no active port).
-
-IBQuePairNumber and IBEtoEContext carry the wire value plus one
-(1..16777216), "to allow this value to be an index"; GidTC is the 16-octet
+Tables come from the model's NodeConnections (already sorted as the MIB indexes them), the
+scalar counters from counters.connection_counters_at at `target.elapsed`. A switch has no
+transport endpoints: its tables are empty and its scalars absent; so are a CA's when the model
+has no NodeConnections for it (no active port). IBQuePairNumber and IBEtoEContext carry the
+wire value plus one (1..16777216), "to allow this value to be an index"; GidTC is the 16-octet
 GID, LidTC the 16-bit LID.
+Reference: docs/mibs.md, 'What each module serves'.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """IF-MIB (RFC 2863): every InfiniBand port a context describes, as an interface.
 
-One ifTable / ifXTable row per physical port (fabric.interfaces: a
-switch's data ports, a CA's ports; in a host's default context every port
-of every node of the host, numbered by interfaces.if_index). What the
-model holds is served as read:
-
-- names: ifDescr and ifName are the port's interfaces.interface_name
-  (`mlx5_0/1`, `leaf-1/3`), ifAlias the far end's (`spine-1/7`, empty
-  without a link);
-- state: ifAdminStatus and ifOperStatus from PortPhysicalState and
-  PortState (interfaces.admin_status / oper_status); ifLastChange,
-  ifCounterDiscontinuityTime and ifTableLastChange from the agent's
-  interface history, 0 without one (or without a change since start);
-- speed: the active width times the active lane speed; 0 while the link
-  is known to be down;
-- counters: the 64-bit counts of fabric.counters.interface_counters as
-  Counter64 (ifHC*) and, modulo 2**32, as Counter32 (ifIn/OutOctets,
-  ...UcastPkts, ...MulticastPkts). A count without a 64-bit source has no
-  instance; so has what nobody counts on InfiniBand (broadcast, discards,
-  errors, unknown protocols, ifOutQLen, ifSpecific; PMA-MIB serves the
-  IBA error counters). The deprecated ifIn/OutNUcastPkts have none.
-
-ifStackTable, ifRcvAddressTable and ifTestTable have no rows. Nothing here
-is writable: a SET of ifAdminStatus, ifAlias ... answers notWritable.
+One ifTable / ifXTable row per physical port (fabric.interfaces: a switch's data ports, a CA's
+ports; in a host's default context every port of every node of the host, numbered by
+interfaces.if_index). Names, state, speed and 64-bit counts are served as the model holds them;
+ifLastChange, ifCounterDiscontinuityTime and ifTableLastChange come from the agent's interface
+history (0 without one, or without a change since start). What InfiniBand does not count has
+no instance; ifStackTable, ifRcvAddressTable and ifTestTable have no rows; nothing is writable.
+Reference: docs/mibs.md, 'Interfaces (IF-MIB)'.
 """
 
 from __future__ import annotations

@@ -160,5 +160,5 @@ def size_range(syntax: Any) -> tuple[int, int] | None:
 
 @cache
 def definitions() -> MibDefinitions:
-    """The one shared set of definitions (loading takes a fraction of a second)."""
+    """The one shared set of definitions, loaded on first use."""
     return MibDefinitions()

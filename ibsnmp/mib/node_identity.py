@@ -1,13 +1,11 @@
-"""What a node's own SNMP context answers for sysName, sysDescr and
-sysObjectID: the node's name and description (fabric.naming) and its
-kind. The default context answers the agent's own values instead
-(agent.node_system puts these into pysnmp's system group).
+"""What a node's own SNMP context answers for sysName, sysDescr and sysObjectID.
 
-sysObjectID per node kind, under the agent's own arc (ibSmaMIB,
-1.3.6.1.3.117.3, is the agent's sysObjectID): ibSmaMIB.4.<IBA NodeType>,
-i.e. .4.1 a channel adapter, .4.2 a switch, .4.3 a router. NodeType
-numbers are IBA's (NodeInfo.NodeType), so the values never move; arcs 1-3
-of ibSmaMIB are the module's own (objects, notifications, conformance).
+The node's name and description (fabric.naming) and its kind; the default context answers the
+agent's own values instead (agent.node_system puts these into pysnmp's system group).
+sysObjectID per node kind, under the agent's own arc (ibSmaMIB, 1.3.6.1.3.117.3, is the
+agent's sysObjectID): ibSmaMIB.4.<IBA NodeType>, i.e. .4.1 a channel adapter, .4.2 a switch,
+.4.3 a router. NodeType numbers are IBA's (NodeInfo.NodeType), so the values never move; arcs
+1-3 of ibSmaMIB are the module's own (objects, notifications, conformance).
 """
 
 from __future__ import annotations

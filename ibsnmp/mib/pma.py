@@ -1,17 +1,12 @@
 """PMA-MIB: the Performance Management Agent counters of the context's node.
 
-Every table is indexed by IbDataPort (1..254): a CA's ports, a switch's
-ports 1..N (switch port 0, the management port, has no row). Values are the
-counters.py functions of the port's traffic profile at `target.elapsed`:
-they grow with time and saturate at all ones at the IBA field width, which
-the compiled ranges match (see mibs/ERRATA.md for the widened ones). Data
-counters count 4-octet words, as IBA and the MIB's DESCRIPTIONs say.
-
-A port with measured counters (a sysfs host, a PMA read by the live
-provider: counters.MeasuredProfile) serves them as read: PortCounters at
-the last poll, a PMA's detail attributes at the last sweep. Only the
-attributes it measured have rows, and a counter its device does not report
-has no instance.
+Every table is indexed by IbDataPort (1..254): a CA's ports, a switch's ports 1..N (not port 0).
+Simulated values are counters.py functions of the port's traffic profile at `target.elapsed`,
+growing with time and saturating at all ones at the IBA field width, which the compiled ranges
+match; data counters count 4-octet words. Measured counters (sysfs, a PMA the live provider
+reads: counters.MeasuredProfile) are served as read, PortCounters of the last poll and detail
+attributes of the last sweep; an attribute not measured has no rows, an unreported counter none.
+Reference: docs/mibs.md, 'What each module serves'.
 """
 
 from __future__ import annotations

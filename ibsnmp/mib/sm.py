@@ -1,19 +1,12 @@
 """IB-SM-MIB: the fabric as its subnet manager sees it.
 
-Served where `target.serves_sm` (the default context and nodes running an
-SM).  Every table describes the whole subnet, so rows are built once per
-snapshot and shared by all contexts (per_node=False); only ibSmConfigTable's
-values depend on the context (the SM hosted by the context's node).
-
-Rows are generated in index order from the Fabric.sorted_* helpers, so the
-machinery's sort of the encoded indexes runs over presorted input.
-
-The request/result tables (path, multipath, trace), the service
-associations and the partition configuration scalars come from the agent's
-write store (`ib_sm_binding(state)`); the SETs that fill them, and every
-other SET of this module, are in sm_write.py, which registry.py passes in
-(sm_write reads this module, never the other way round). `IB_SM_MIB` is the
-read-only binding (no store: those tables have no rows).
+Served where `target.serves_sm` (the default context and nodes running an SM). Every table
+describes the whole subnet, so rows are built once per snapshot, in index order, and shared by
+all contexts (per_node=False); only ibSmConfigTable's values depend on the context (the SM its
+node hosts). The request and result tables, service associations and partition configuration
+scalars come from the agent's write store (`ib_sm_binding(state)`); their SETs and every other
+SET of this module are in sm_write.py, which registry.py passes in (sm_write reads this module,
+never the other way round). `IB_SM_MIB` is the read-only binding: those tables have no rows.
 """
 
 from __future__ import annotations
@@ -40,6 +33,8 @@ from .binding import (
 from .facts import clamp_to, highest, named_value, truth
 from .sm_requests import request_row
 
+# Rows are generated in index order from the Fabric.sorted_* helpers, so the
+# machinery's sort of the encoded indexes runs over presorted input.
 Row = tuple[tuple[Any, ...], Any]
 
 # RowStatus active: the row exists and is in service.

@@ -1,15 +1,12 @@
 """IB-SM-MIB request rows answered by a live SM's SA, without blocking a read.
 
-A SET that makes an ibSmPathReqTable, ibSmMultiPathReqTable or
-ibSmTraceReqTable row active is answered at once (the row is active, as
-RowStatus createAndGo requires); the SA is asked after the SET commits, and
-its answer lands in the row's result table when it arrives, usually within
-milliseconds. A manager reads the results as it would those of a
-DISMAN-PING-MIB test: poll the result table until rows appear. When the SA
-does not answer or refuses, the row turns notInService with no results, so
-"no paths" (active, empty) and "no answer" (notInService) differ; setting it
-active again asks again. Rows changed or destroyed meanwhile keep the
-manager's change and the late answer is dropped.
+A SET that makes an ibSmPathReqTable, ibSmMultiPathReqTable or ibSmTraceReqTable row active is
+answered at once (the row is active, as RowStatus createAndGo requires); the SA is asked after
+the SET commits, and its answer lands in the row's result table when it arrives. When the SA
+does not answer or refuses, the row turns notInService with no results, so "no paths" (active,
+empty) and "no answer" (notInService) differ; setting it active again asks again. A row
+changed or destroyed meanwhile keeps the manager's change, and the late answer is dropped.
+Reference: docs/sets.md, 'With a live subnet manager: the SA answers'.
 """
 
 from __future__ import annotations

@@ -1,37 +1,12 @@
-"""IB-SM-MIB SETs: SA request sessions, SM configuration, partitions,
-service associations, SL-to-VL maps and VL arbitration.
+"""IB-SM-MIB SETs: SA requests, SM configuration, partitions, services, SL-to-VL, VL arbitration.
 
-Every writer plans into the write store's transaction (ibsnmp.state.store):
-nothing changes before all varbinds of a SET passed, and the store saves
-configuration before the SET is acknowledged. Error statuses follow RFC
-3416 4.2.5 and RFC 2579 (RowStatus) as net-snmp applies them:
-
-- an instance that can never exist (another subnet prefix, a port the
-  fabric does not have, a malformed index): noCreation;
-- a column of a request row that does not exist, set without RowStatus
-  createAndGo/createAndWait in the same SET: inconsistentName;
-- createAndGo/createAndWait on an existing row, active/notInService on a
-  missing one, a change to an active request, LID range min >= max, a
-  partition action whose operands do not fit the fabric: inconsistentValue;
-- more than --max-sessions open requests, or a query too large to answer
-  (more result rows than [limits] max_result_rows_per_request, or than
-  max_result_rows leaves room for beside the other requests' results):
-  resourceUnavailable;
-- a value outside the IBA field an unbounded INTEGER carries: wrongValue.
-
-Request rows (ibSmPathReqTable, ibSmMultiPathReqTable, ibSmTraceReqTable):
-createAndGo computes the results at once; createAndWait leaves the row
-notInService (every column has a default), to be filled and set active.
-While active a request cannot change (set notInService first, which drops
-its results, or set active again in the same SET, which recomputes them). The component mask selects the fields that count; when it
-was never written, the fields written are the ones that count. A masked
-field never written counts as 0, as in an SA request record.
-
-A trace request traces the path(s) of the ibSmPathReqTable row with the
-same subnet prefix and session id (IBA's GetTable(TraceRecord) takes a
-PathRecord; the draft's trace request has no source or destination of its
-own): that row must exist when the trace request becomes active. Its
-component mask filters the trace records by the trace request's fields.
+Every writer plans into the write store's transaction (ibsnmp.state.store): nothing changes
+before all varbinds of a SET passed, and the store saves configuration before the SET is
+acknowledged. Error statuses follow RFC 3416 4.2.5 and RFC 2579 (RowStatus) as net-snmp
+applies them. A request row (ibSmPathReqTable, ibSmMultiPathReqTable, ibSmTraceReqTable)
+computes its results when it becomes active; a trace request traces the ibSmPathReqTable row
+of the same subnet prefix and session id.
+Reference: docs/sets.md, 'Requests, configuration, errors and persistence'.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """SMA-MIB: what the subnet management agent of the context's node reports.
 
-Every context answers this module for its own node: NodeInfo, SwitchInfo
-(switches only), PortInfo of the management port (port 0 of a switch, the
-port the SM reaches a CA on) and of each data port, and the per-port tables
-the SM programs (GUIDInfo, P_Key, SL-to-VL, VL arbitration), the switch
-forwarding tables (as ibsnmp.fabric.routing serves them: read from the SM,
-or computed where the fabric is its own SM), the SMs running on the
-node, VendorDiag and LedInfo.
-
-The draft's enumerations rarely use IBA's codes: most are the IBA code plus
-one, with `other` for codes the draft did not know (it was written for IBA
-1.1, so only 2.5 Gb/s lanes and 1x/4x/12x widths have names). Each mapping is
-an explicit table below. Tables indexed by IbDataPort (1..254) have no row
-for switch port 0; tables indexed by IbDataPortAndInvalid use 255 for it.
-GUIDInfo is one of those (an erratum: the draft gave its port index as an
-IbDataPort, mibs/ERRATA.md): a switch has no GUIDInfo but port 0's, served
-under 255.
-The accessible-for-notify objects (ibSmaNodeLid ... ibSmaNodeDataValid) are
-only carried in notifications and are not bound here.
-
-A value the model does not know (None: what a Linux host's sysfs cannot
-tell, see model.PortInfo) has no instance, and an empty table (SL-to-VL, VL
-arbitration of a sysfs port) no rows; nothing is filled in.
+Every context answers this module for its own node: NodeInfo, SwitchInfo (switches), PortInfo
+of the management port and of each data port, the per-port tables the SM programs (GUIDInfo,
+P_Key, SL-to-VL, VL arbitration), the switch forwarding tables (as fabric.routing serves them),
+the SMs running on the node, VendorDiag and LedInfo. The draft's enumerations rarely use IBA's
+codes: each mapping is an explicit table below. The accessible-for-notify objects are not bound
+here. What the model does not know (None) has no instance: nothing is filled in.
+Reference: docs/mibs.md, 'What each module serves'.
 """
 
 from __future__ import annotations
@@ -78,6 +63,9 @@ def _octets(mask: int, size: int) -> Any:
 
 
 # -- enumerations: IBA code -> SMA-MIB number -----------------------------------
+# Most are the IBA code plus one, with `other` for codes the draft did not know:
+# it was written for IBA 1.1, so only 2.5 Gb/s lanes and 1x/4x/12x widths have
+# names.
 
 
 def _labelled(column: str, labels: dict[Any, str]) -> dict[Any, int]:

@@ -1,22 +1,12 @@
-"""SETs of the writable SNMPv2-MIB objects outside the served subtrees: the
-system group's sysContact, sysName, sysLocation, and the snmp group's
-snmpEnableAuthenTraps.
+"""SETs of the writable SNMPv2-MIB objects outside the served subtrees.
 
-They take the same path as IB-SM-MIB's writable objects: checked against
-the MIB's syntax (a DisplayString of at most 255 NVT ASCII octets: longer is
-wrongLength, other octets wrongValue; snmpEnableAuthenTraps enabled(1) or
-disabled(2)), planned into the write store's transaction and saved with the
-rest of the state before the SET is answered, so they survive a restart.
-As with net-snmp's snmpd, an object the configuration file sets is
-read-only (notWritable): the file stays the one place that value comes
-from. For the system group that is decided here, at start (a change of
-[system] needs a restart); snmpEnableAuthenTraps follows `[traps]
-authentication_failure` at every reload, so the engine decides it
-(agent.system.AuthenTraps marks the object read-only in its MIB, and
-agent.instrum answers notWritable before this writer is asked). In a
-node's own context the system group describes that node (its name is its
-NodeDescription): nothing there is writable, nor is the agent's
-snmpEnableAuthenTraps.
+sysContact, sysName, sysLocation and snmpEnableAuthenTraps take the same path as IB-SM-MIB's
+writable objects: checked against the MIB's syntax, planned into the write store's transaction
+and saved with the rest of the state before the SET is answered. As with net-snmp's snmpd, an
+object the configuration file sets is read-only (notWritable): for the system group decided
+here, at start; snmpEnableAuthenTraps follows every reload, so the engine decides it
+(agent.system.AuthenTraps, agent.instrum). In a node's own context nothing here is writable.
+Reference: docs/mibs.md, 'Contexts, the system group and interfaces'.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """The served MIB objects as one virtual tree: GET by lookup, GETNEXT by bisect.
 
-Every bound object lies in one of the served subtrees (mib.subtrees: the
-InfiniBand drafts' and IF-MIB's); one sorted list of objects spans them
-all, so GETNEXT crosses from one subtree to the next without a seam.
-
-No Python object exists per cell. Each table's sorted instance suffixes are
-built on first use and kept in a small cache, so GETNEXT costs O(log n);
-they are kept while what the table declares it depends on stays the same
-(TableBinding.depends, compared by the snapshot lineage's tokens) and, for
-a per-node table, while the node is the same object: a poll that moved
-counters keeps every index, a node that changed rebuilds its own.
-Where every arc of a table's rows is under 2^14 (one or two octets), BER
-octets sort as the arcs do: the fast responder's asked names are placed
-among the rows by their octets (`origin_of_element`,
-`timed_next_of_element`), against each suffix's octets built on first use,
-and no arc of theirs is decoded.
-
-Reads answer with plain `Cell`s (`get_cell`, `next_cell`), typed by the
-compiled module (mib.cells); `get` / `get_next`, the pysnmp path, box the
-very same cells into syntax objects.
-
-SETs (`prepare_write`) find the object of each varbind among every scalar
-and column of the served modules, check the value against its compiled
-syntax (mib.write), decode the instance's index and hand the varbinds to
-the writers the bindings declare, which plan into one transaction of the
-write store; committing it is the only change.
+One sorted list spans the objects of every served subtree (mib.subtrees: the InfiniBand drafts'
+and IF-MIB's), so GETNEXT crosses from one subtree to the next without a seam. No Python object
+exists per cell: a table's sorted instance suffixes are built on first use and cached
+(`_Table`). Reads answer with plain `Cell`s typed by the compiled module (`get_cell`,
+`next_cell`); `get` / `get_next`, the pysnmp path, box the very same cells into syntax objects.
+SETs (`prepare_write`) check each varbind against its compiled syntax and hand it to the
+writers the bindings declare, which plan into one transaction of the write store.
 """
 
 from __future__ import annotations
@@ -148,7 +130,14 @@ class _BoundedCache:
 
 
 class _Table:
-    """One table's rows for a context: looked up by suffix, walked in order."""
+    """One table's rows for a context: looked up by suffix, walked in order.
+
+    The sorted instance suffixes are built on first use and kept in a small
+    cache, so GETNEXT costs O(log n). They are kept while what the table
+    declares it depends on stays the same (TableBinding.depends, compared by
+    the snapshot lineage's tokens) and, for a per-node table, while the node
+    is the same object: a poll that moved counters keeps every index, a node
+    that changed rebuilds its own."""
 
     def __init__(self, binding: TableBinding, codec: IndexCodec) -> None:
         self.binding = binding
@@ -1038,7 +1027,11 @@ class InfinibandMib:
 
     def prepare_write(self, target: ContextTarget, varbinds: Any) -> _Prepared:
         """RFC 3416 4.2.5's test phase for every varbind; SetError for the
-        first that fails. The returned object commits them all at once."""
+        first that fails. Each varbind's object is found among every scalar
+        and column of the served modules, its value checked against the
+        compiled syntax (mib.write) and its instance's index decoded; the
+        writers plan into one transaction of the write store. The returned
+        object commits them all at once: committing is the only change."""
         by_writer: dict[int, tuple[WriterBinding, list[WriteRequest]]] = {}
         for index, (oid, value) in enumerate(varbinds):
             found = self._write_target(tuple(oid))

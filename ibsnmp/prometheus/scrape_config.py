@@ -1,19 +1,12 @@
-"""Prometheus' configuration for an ibsnmp agent read through snmp_exporter
-0.21, as `ibsnmp fabric targets --prometheus-out` writes it: the jobs ib_if
-and ib_pma (every node's context, from the file_sd list) and ib_sm (the
-default context), and the alert rules shipped beside this module.
+"""Prometheus' configuration for an ibsnmp agent read through snmp_exporter 0.21.
 
-The relabeling gives every series of the three jobs the same node and port
-labels, so that PromQL joins them (`on(node_guid, port)`):
-
-- node_guid: the node GUID as 16 lower-case hex digits, the form of the
-  context names and of the file_sd list. snmp_exporter writes a GUID index
-  as `0x` and upper-case digits; the `lowercase` relabel action (Prometheus
-  2.36 and later; Debian 12 has 2.42) turns it into that form;
-- node_name: the NodeDescription;
-- port: the port number (ifIndex, which a node's context numbers by port);
-- agent: the agent's address, so that a rule tells an agent that does not
-  answer from one node's context that does not.
+As `ibsnmp fabric targets --prometheus-out` writes it: the jobs ib_if and ib_pma (every node's
+context, from the file_sd list) and ib_sm (the default context), and the alert rules shipped
+beside this module. The relabeling gives every series of the three jobs the same labels, so
+that PromQL joins them (`on(node_guid, port)`): node_guid (16 lower-case hex digits, which the
+`lowercase` action makes of the exporter's `0x` form), node_name, port (ifIndex in a node's
+context) and agent (so that a rule tells a silent agent from one silent node context).
+Reference: docs/prometheus.md, 'Labels and joins'.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Subnet administration queries computed from the fabric model.
 
-PathRecord (IBA 15.2.5.16), MultiPathRecord (15.2.5.20) and TraceRecord
-(15.2.5.17) answers, the way an SA (OpenSM's) builds them, from the routes
-the fabric's linear forwarding tables really take (`fabric.routing`):
-
-- the path is the LFT walk from source LID to destination LID; MTU and rate
-  are the smallest along it (PortInfo NeighborMTU and active link rate);
-- the P_Key is one both end ports hold (at least one of them as a full
-  member), taken from their P_Key tables;
-- the SL is the requested one (else 0) and must not map to VL15 on any
-  output port of the path (SLtoVL);
-- the packet lifetime grows with the switches crossed: each switch may hold
-  a packet 4.096 us * 2**LifeTimeValue (SwitchInfo), so the path's
-  lifetime code is ceil(log2(sum of 2**LifeTimeValue)); a loopback path
-  has lifetime 0 (IBA 1.2 Table 205);
-- a port with LMC n owns 2**n LIDs, so a pair of ports has up to
-  2**(n_src + n_dst) paths: the "preferred" ones pair the i-th source LID
-  with the i-th destination LID (preference 0), the others follow
-  (preference 1); NumbPath caps how many come back per port pair.
-
-Fields not in the component mask are wildcards; unknown LIDs or GIDs
-simply match nothing (an empty answer, as an SA gives).  Nothing here
-knows of SNMP.
+PathRecord (IBA 15.2.5.16), MultiPathRecord (15.2.5.20) and TraceRecord (15.2.5.17) answers,
+as an SA (OpenSM's) builds them, from the routes the fabric's linear forwarding tables really
+take (`fabric.routing`): MTU and rate the smallest along the path, a P_Key both end ports hold,
+the requested SL unless it maps to VL15 on the path, a lifetime from the switches crossed
+(`path_lifetime`), up to NumbPath paths per port pair over their LMC LIDs (`_lid_pairs`).
+Unmasked fields are wildcards; unknown LIDs or GIDs match nothing. Nothing here knows of SNMP.
+Reference: docs/sets.md, 'Requests, configuration, errors and persistence'.
 """
 
 from __future__ import annotations
@@ -301,8 +286,10 @@ def shared_pkey(src: Sequence[int], dst: Sequence[int], want: int | None = None)
 
 
 def path_lifetime(fabric: Fabric, route: routing.Path) -> int | None:
-    """PacketLifeTime code of a route: 0 for loopback, else the code of the
-    sum of the time each switch crossed may hold the packet; None when a
+    """PacketLifeTime code of a route: 0 for loopback (IBA 1.2 Table 205),
+    else the code of the sum of the time each switch crossed may hold the
+    packet: a switch holds one 4.096 us * 2**LifeTimeValue (SwitchInfo), so
+    the code is ceil(log2(sum of 2**LifeTimeValue)); None when a
     switch's LifeTimeValue was not read and no SM configuration gives the
     subnet's packet lifetime (nothing to build it from)."""
     if route.src == route.dst:
@@ -395,7 +382,10 @@ def _route(fabric: Fabric, slid: int, dlid: int) -> routing.Path | None:
 
 
 def _lid_pairs(slids: tuple[int, ...], dlids: tuple[int, ...]) -> Iterator[tuple[int, int, int]]:
-    """(slid, dlid, preference): the preferred pairings first."""
+    """(slid, dlid, preference): the preferred pairings first. A port with
+    LMC n owns 2**n LIDs, so a pair of ports has up to 2**(n_src + n_dst)
+    paths: the preferred ones pair the i-th source LID with the i-th
+    destination LID (preference 0), the others follow (preference 1)."""
     count = max(len(slids), len(dlids))
     preferred = [(slids[i % len(slids)], dlids[i % len(dlids)]) for i in range(count)]
     for slid, dlid in preferred:

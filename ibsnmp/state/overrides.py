@@ -1,14 +1,12 @@
 """What managers configure through IB-SM-MIB, and how it changes a snapshot.
 
-`ConfigState` holds only what was written (overrides of the provider's
-values), so it applies to whatever snapshot the provider swaps in next:
-`apply_config(fabric, state)` returns a new snapshot with the SM settings,
-partition edits, SL-to-VL tables and VL arbitration weights in it, so every
-MIB (IB-SM-MIB, and SMA-MIB for the nodes concerned) reads them. Edits that
-name a node or port the fabric does not have are skipped.
-
-`to_json` / `from_json` give the state file's document (see store.py).
-A ConfigState is never changed in place: writers make a new one.
+`ConfigState` holds only what was written (overrides of the provider's values), so it applies
+to whatever snapshot the provider swaps in next: `apply_config(fabric, state)` returns a new
+snapshot with the SM settings, partition edits, SL-to-VL tables and VL arbitration weights in
+it, so every MIB (IB-SM-MIB, and SMA-MIB for the nodes concerned) reads them. Edits that name
+a node or port the fabric does not have are skipped. `to_json` / `from_json` give the state
+file's document (see store.py). A ConfigState is never changed in place: writers make a new
+one.
 """
 
 from __future__ import annotations

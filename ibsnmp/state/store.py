@@ -1,20 +1,12 @@
 """The agent's writable state, its transactions and its state file.
 
-`AgentState` keeps the configuration managers wrote (ConfigState) and the
-open SA request sessions. A SET works on a `Transaction` (copies of both);
-`commit` saves the configuration first, when it changed, and only then
-swaps it in, so a SET is acknowledged only once what it configured is on
-disk:
-
-- the state file is JSON (`config.to_json`), written to a temporary file
-  in the same directory, flushed and fsync'ed, renamed over the old one,
-  and the directory fsync'ed: a crash at any moment leaves the old file or
-  the new one, never a mix;
-- sessions are not saved (requests, not configuration).
-
-`ConfiguredProvider` wraps the fabric provider so that every snapshot it
-hands out has the configuration applied (`config.apply_config`), also
-after the provider swaps in a new one.
+`AgentState` keeps the configuration managers wrote (ConfigState) and the open SA request
+sessions. A SET works on a `Transaction` (copies of both); `commit` saves the configuration
+first, when it changed, and only then swaps it in, so a SET is acknowledged only once what it
+configured is on disk (`save_state_file`: atomic and durable). Sessions are not saved
+(requests, not configuration). `ConfiguredProvider` wraps the fabric provider so that every
+snapshot it hands out has the configuration applied, also after it swaps in a new one.
+Reference: docs/sets.md, 'Requests, configuration, errors and persistence'.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
-"""IF-MIB linkDown / linkUp (RFC 2863) for the InfiniBand ports of every
-snapshot a provider swaps in, beside the IBA traps.
+"""IF-MIB linkDown / linkUp (RFC 2863) for the ports of every snapshot a provider swaps in.
 
-RFC 2863's rule on ifOperStatus (fabric.interfaces.oper_status: up when
-the port is Active, dormant while Initialize or Armed, down otherwise):
-linkDown when an interface's status enters down from any other state but
-notPresent, linkUp when it leaves down for any other state but notPresent.
-A port that trains and waits for the subnet manager (down -> dormant)
-therefore raises linkUp with ifOperStatus dormant(5), and one Active port
-that falls back to Initialize (up -> dormant) raises nothing; a port seen
-for the first time or gone with its node raises nothing (no transition).
-
-Each notification speaks for the node whose port changed, as its IBA traps
-do (its context for SNMPv3, its agent address for SNMPv1), and carries the
-port's row in that context: ifIndex.<n>, ifAdminStatus.<n>, ifOperStatus.<n>
-(its OBJECTS), then ifName.<n> and ifAlias.<n> (`leaf02/3`, the far end's
-name), then the node's GUID and description (node_names), with the values
-a GET in that context reads: over SNMPv1/v2c, which carry no context, they
-tell a receiver which node's port n it is. n is the port number in a
-node's own context; the local node's notifications speak in the default
-context, where a host with several CAs numbers them all
-(fabric.interfaces.context_interfaces).
-
-Comparing stays cheap: a swap that names the nodes it changed
-(fabric.swap.Swap) is compared on those alone; otherwise a node whose
-object is the one seen before is skipped. Within a changed node a port
-whose object is unchanged is skipped.
+`PortStatusWatch` keeps each interface's ifOperStatus (fabric.interfaces.oper_status) and tells
+which ports changed since the last snapshot; `link_notification` makes what a change raises:
+linkDown when a port enters down, linkUp when it leaves down, neither for up <-> dormant, for a
+port seen for the first time or for one gone with its node. Each speaks for the node whose port
+changed, as its IBA traps do, with the port's row in that context and then the node's names
+(node_names), which tell an SNMPv1/v2c receiver whose port it is.
+Reference: docs/notifications.md, 'IF-MIB linkDown and linkUp'.
 """
 
 from __future__ import annotations
@@ -75,7 +57,14 @@ class LinkChange(NamedTuple):
 
     @property
     def notification_name(self) -> str | None:
-        """linkDown, linkUp, or None when RFC 2863 asks for neither."""
+        """linkDown, linkUp, or None when RFC 2863 asks for neither.
+
+        linkDown when the status enters down from any other state but
+        notPresent, linkUp when it leaves down for any other state but
+        notPresent: a port that trains and waits for the subnet manager
+        (down -> dormant) raises linkUp with ifOperStatus dormant(5), and an
+        Active port that falls back to Initialize (up -> dormant) raises
+        nothing."""
         absent = IfOperStatus.NOT_PRESENT
         if self.after is IfOperStatus.DOWN and self.before not in (IfOperStatus.DOWN, absent):
             return "linkDown"
@@ -94,8 +83,11 @@ def link_specs() -> dict[str, NotificationSpec]:
 
 
 def link_notification(change: LinkChange) -> Notification | None:
-    """The notification `change` raises, or None: its OBJECTS, then what
-    names the port and its node (see the module doc)."""
+    """The notification `change` raises, or None: its OBJECTS ifIndex.<n>,
+    ifAdminStatus.<n> and ifOperStatus.<n>, then ifName.<n> and ifAlias.<n>
+    (`leaf02/3`, the far end's name), then the node's GUID and description,
+    each with the value a GET in the node's context reads; n is
+    `change.if_index` (`notification_if_index`)."""
     name = change.notification_name
     if name is None:
         return None
@@ -128,7 +120,9 @@ class PortStatusWatch:
 
     def changes(self, fabric: Fabric, changed: Set[int] | None = None) -> list[LinkChange]:
         """`changed`: the GUIDs of the only nodes that may differ from the
-        last snapshot (None: any)."""
+        last snapshot (None: any). Only those are compared; without them a
+        node whose object is the one seen before is skipped, and within a
+        changed node so is a port whose object is unchanged."""
         if fabric.nodes is self._node_map:
             return []
         self._node_map = fabric.nodes

@@ -1,44 +1,12 @@
 """TrapEvent -> SMA-MIB notification: OID, the OBJECTS it lists, then the node.
 
-Each of the ten NOTIFICATION-TYPEs is read from `compiled_mibs/` (OID and
-OBJECTS clause), and every varbind is `<object>.0` typed with the object's
-compiled syntax, so ranges and sizes are checked by the MIB, never re-typed
-here. An event that lacks a field the notification needs, or whose value
-does not fit the object, raises MappingError: nothing is made up. After
-the OBJECTS, in their order, come the varbinds that name the node that
-raised the trap (node_names: ibSmaNodeGuid.0, ibSmaNodeString.0), since
-ibSmaNodeLid alone does not tell a receiver which node it is.
-
-SNMPv2c/v3 PDUs start with sysUpTime.0 and snmpTrapOID.0 (RFC 3416 4.2.6).
-
-What an SNMPv1 receiver sees (RFC 3584 section 3.2)
----------------------------------------------------
-The SMA-MIB notifications are registered directly under ibSmaNotifications
-(1.3.6.1.3.117.3.2.N), not under a `.0` arc, even though the module also
-defines ibSmaNotificationPrefix (ibSmaNotifications.0). An SNMPv1 Trap-PDU
-for notification N therefore carries:
-
-- enterprise    = ibSmaNotifications (1.3.6.1.3.117.3.2): the trap OID with
-  its last sub-identifier removed, because the next-to-last one is not 0;
-- generic-trap  = 6 (enterpriseSpecific);
-- specific-trap = N (1 = ibSmaPortLinkStateChange ... 10 =
-  ibSmaBadPKeyAtSwitchPort);
-- agent-addr    = the agent's IPv4 address (the address it sends from
-  towards that receiver, or the target's `agent_address`);
-- time-stamp    = sysUpTime of the agent when the event happened;
-- varbinds      = the notification's OBJECTS, each `<object>.0`, then
-  the node's ibSmaNodeGuid.0 and ibSmaNodeString.0 (no sysUpTime.0 /
-  snmpTrapOID.0: those are header fields in SNMPv1).
-
-A receiver that translates SNMPv1 traps back to SNMPv2 (RFC 3584 3.1, as
-snmptrapd does for trap handlers and forwarding) computes snmpTrapOID.0 =
-enterprise.0.specific = 1.3.6.1.3.117.3.2.0.N, i.e.
-`SMA-MIB::ibSmaNotificationPrefix.N`, which is *not* the notification's
-own OID `ibSmaNotifications.N`. It also appends snmpTrapAddress.0 (the
-agent-addr), snmpTrapCommunity.0 and snmpTrapEnterprise.0
-(= ibSmaNotifications). To recognise an SMA notification in both cases,
-match either `ibSmaNotifications.N` (SNMPv2c/v3) or enterprise
-ibSmaNotifications with specific-trap N (SNMPv1).
+Each of the ten NOTIFICATION-TYPEs is read from `compiled_mibs/` (OID and OBJECTS clause), and
+every varbind is `<object>.0` typed with the object's compiled syntax, so the MIB checks ranges
+and sizes. An event that lacks a field the notification needs, or whose value does not fit the
+object, raises MappingError: nothing is made up. The varbinds that name the node that raised
+the trap (node_names) follow the OBJECTS. SNMPv2c/v3 PDUs start with sysUpTime.0 and
+snmpTrapOID.0 (RFC 3416 4.2.6); an SNMPv1 Trap-PDU is built as RFC 3584 3.2 says.
+Reference: docs/mibs.md, 'Notifications' (what an SNMPv1 receiver sees).
 """
 
 from __future__ import annotations

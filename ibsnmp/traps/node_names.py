@@ -1,21 +1,12 @@
 """The varbinds that name the node a notification speaks for.
 
-An SNMPv1/v2c notification carries no context, and every node numbers its
-own ports: without more, linkDown ifIndex.1 of host007 and ifIndex.1 of
-leaf02 look alike at a receiver, both from the agent's address with the
-same community. So every notification from a node ends with the node's
-SMA-MIB NodeInfo scalars, with the OID and value a GET of them reads in the
-context the notification speaks for (SNMPv3's contextName):
-
-- ibSmaNodeGuid.0 (1.3.6.1.3.117.3.1.1.7.0): the node GUID, IbGuid, which
-  net-snmp shows as 16 hex digits, the `<guid>` of `public@<guid>`;
-- ibSmaNodeString.0 (1.3.6.1.3.117.3.1.1.1.0): its NodeDescription, when
-  the node has one (its context has no instance otherwise).
-
-They come after the varbinds the NOTIFICATION-TYPE defines, which keep
-their place and order (RFC 3416 4.2.6: the originator may add variables
-after them). SMA-MIB ships with the agent, so a receiver loading the
-shipped MIBs prints them by name.
+An SNMPv1/v2c notification carries no context, and every node numbers its own ports: linkDown
+ifIndex.1 of host007 and of leaf02 look alike at a receiver. So every notification from a node
+ends with the node's SMA-MIB ibSmaNodeGuid.0 and, when it has a NodeDescription,
+ibSmaNodeString.0, with the OID and value a GET of them reads in the context the notification
+speaks for. They follow the varbinds the NOTIFICATION-TYPE defines, which keep their place and
+order (RFC 3416 4.2.6 lets the originator add variables after them).
+Reference: docs/notifications.md, 'Which node'.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """The notification originator: mapped events -> every configured receiver.
 
-It runs in the agent's event loop, on the agent's SnmpEngine (so SNMPv3
-notifications carry the agent's snmpEngineID and USM users), and never
-blocks that loop: `notify` only appends to one bounded queue per target;
-one task per target sends, yielding to the loop after every datagram, and
-informs wait for their answer asynchronously (pysnmp's timers), so a
-receiver that is down costs memory bounded by `queue_size`, not latency.
-
-Notifications speak for the node that raised the event: SNMPv3 ones are
-sent in the node's context (contextName = 16 lower-case hex digits of the
-node GUID, "" for the agent's local node); every version carries the
-node's GUID and description as varbinds (node_names), which is all that
-names the node in SNMPv1/v2c; SNMPv1 agent-addr is the agent's address.
+It runs in the agent's event loop on the agent's SnmpEngine (SNMPv3 notifications carry the
+agent's snmpEngineID and USM users) and never blocks that loop: `notify` only appends to one
+bounded queue per target; one task per target sends, yielding to the loop after every
+datagram, and informs wait for their answer on pysnmp's timers. A receiver that is down costs
+memory bounded by `queue_size`, not latency. Notifications speak for the node that raised the
+event: SNMPv3 ones in the node's context (`node_context_name`), every version with its names.
+Reference: docs/notifications.md, 'Which node'.
 """
 
 from __future__ import annotations
@@ -72,7 +67,8 @@ class Outgoing:
 
 
 def node_context_name(node_guid: int, local_guid: int | None) -> bytes:
-    """The SNMP context that speaks for a node: "" for the local node."""
+    """The SNMP context that speaks for a node: its GUID in 16 lower-case hex
+    digits, "" for the local node."""
     return b"" if node_guid == local_guid else f"{node_guid:016x}".encode()
 
 

@@ -1,14 +1,12 @@
 """Notifications beside a running agent: provider events -> every trap target.
 
-The provider gets one listener for the agent's whole life; it forwards to
-the originator in force, so a configuration reload can replace the targets
-(a new originator) without touching the provider. Every snapshot the
-provider swaps in is also compared with the one before: a port whose link
-went down or came up raises IF-MIB linkDown / linkUp (link_events.py)
-unless `[traps] if_mib = false`, with the sysUpTime of that swap: the
-agent's interface history, fed the same swap first, dates the change in
-ifLastChange no later. The agent's own notifications (coldStart,
-authenticationFailure: traps.standard) go to the targets alone (`send_own`).
+The provider gets one listener for the agent's whole life; it forwards to the originator in
+force, so a configuration reload can replace the targets (a new originator) without touching
+the provider. Every snapshot the provider swaps in is also compared with the one before: a
+port whose link went down or came up raises IF-MIB linkDown / linkUp (link_events.py) unless
+`[traps] if_mib = false`, with the sysUpTime of that swap; the interface history is fed the
+same swap first, so ifLastChange dates the change no later. The agent's own notifications
+(traps.standard) go to the targets alone (`send_own`).
 """
 
 from __future__ import annotations

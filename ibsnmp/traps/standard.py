@@ -1,24 +1,12 @@
-"""The agent's own standard notifications (SNMPv2-MIB snmpTraps, RFC 3418):
-coldStart when it starts, warmStart when it joins the running agents of
-its group (agent.engine_group: the engine goes on, its configuration
-unaltered), authenticationFailure when it refuses who asks.
+"""The agent's own standard notifications (SNMPv2-MIB snmpTraps, RFC 3418).
 
-Both carry no OBJECTS: an SNMPv2c/v3 receiver gets sysUpTime.0 and
-snmpTrapOID.0 alone, and pysnmp's SNMPv1 conversion (RFC 3584 3.2) gives
-an SNMPv1 one generic-trap 0 (coldStart), 1 (warmStart) or 4 (authenticationFailure),
-specific-trap 0, enterprise snmpTraps. They speak for the agent (the
-default context) and go to the trap targets alone, never through an
-AgentX master (traps.service.NotificationService.send_own): a subagent
-that starts is no agent's cold start, and a master tells its own
-authentication failures.
-
-- coldStart: once, when the agent starts, before any other notification
-  (`_services` of ibsnmp.commands.run sends it as soon as the targets are
-  in force, before the provider starts);
-- authenticationFailure: for a refusal of who asks (agent.refusals: a
-  reason with `authentication`) while snmpEnableAuthenTraps is enabled,
-  on the refusal log's own decision: one per line it writes, at most one
-  per source and reason a minute.
+coldStart when the agent starts, warmStart when it joins the running agents of its group
+(agent.engine_group), authenticationFailure when it refuses who asks. None carries OBJECTS:
+sysUpTime.0 and snmpTrapOID.0 alone, or in SNMPv1 (pysnmp's RFC 3584 3.2 conversion)
+generic-trap 0, 1 or 4, specific-trap 0, enterprise snmpTraps. They speak for the agent (the
+default context) and go to the trap targets alone, never through an AgentX master (`send_own`):
+a subagent that starts is no agent's cold start, and a master tells its own failures.
+Reference: docs/notifications.md, 'coldStart' and 'authenticationFailure'.
 """
 
 from __future__ import annotations
@@ -38,8 +26,11 @@ AUTHENTICATION_FAILURE = NotificationSpec(None, "authenticationFailure", SNMP_TR
 
 
 def send_cold_start(service: NotificationService, joined: bool = False) -> None:
-    """coldStart to every target in force (call once, when the agent starts),
-    or warmStart when it `joined` an engine its group runs."""
+    """coldStart to every target in force, or warmStart when it `joined` an
+    engine its group runs (the engine goes on, its configuration unaltered).
+    Call once, when the agent starts, before any other notification:
+    `_services` of ibsnmp.commands.run sends it as soon as the targets are
+    in force, before the provider starts."""
     service.send_own(WARM_START if joined else COLD_START)
 
 
@@ -48,7 +39,8 @@ def authentication_failures(service: NotificationService, refusals: RefusalLog,
                             enabled: Callable[[], bool]) -> Iterator[None]:
     """While the context lasts, authenticationFailure to every target for each
     line `refusals` writes about an authentication failure, when `enabled()`
-    (snmpEnableAuthenTraps) says so at that moment."""
+    (snmpEnableAuthenTraps) says so at that moment: the refusal log's own
+    decision, so at most one per source and reason a minute."""
 
     def refused(reason: Reason) -> None:
         if reason.authentication and enabled():
