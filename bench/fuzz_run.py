@@ -6,9 +6,9 @@
     .venv/bin/python bench/fuzz_run.py --minutes 30      # as many as fit
 
 Seeds: the 26 captured requests of tests/data/wire-corpus (v1, v2c, v3;
-GET, GETNEXT, GETBULK, SET, Response) and 6 built for the running agent
+GET, GETNEXT, GETBULK, SET, Response) and 7 built for the running agent
 (SNMPv3 authNoPriv GET, GETNEXT, GETBULK and SET, re-signed after every
-mutation; a v1 Trap, an SNMPv2-Trap and an InformRequest sent to it): 32.
+mutation; a v1 Trap, an SNMPv2-Trap and an InformRequest sent to it): 33.
 The mutation engine is tests/support/wire_fuzz.py's; bench/fuzz_traffic.py sends,
 attributes and judges (see there). Prints the figures at the end and every
 100,000 packets; exits 1 when any answer was malformed, a probe went

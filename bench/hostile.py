@@ -4,7 +4,7 @@
     .venv/bin/python bench/hostile.py            # about half a minute on 2 cores
     .venv/bin/python bench/hostile.py --rounds 50
 
-Every packet of the attack's findings (tests/e2e/test_hostile_packets.py) and
+Every packet of tests/e2e/test_hostile_packets.py and
 64 KB worst cases are sent to one `ibsnmp run` on 127.0.0.1, in rounds of
 a few packets followed by one GET of sysDescr.0 (answered once the agent
 has handled the packets before it, so the socket buffer never overflows).
@@ -26,7 +26,7 @@ agent changes it.
 Each block is also set against a v2c GET with a wrong community measured
 right before and after it (x ref), for scale: what the cheapest refusal
 costs. That one is mostly system calls, and drifts apart from the Python
-work (docs/hostile-traffic.md).
+work (docs/performance.md, "CPU per hostile packet").
 The "answered" rows are well-formed reads with the read community: what
 they cost is mostly the answer (ibsnmp.agent.fast_reads), shown for scale.
 """

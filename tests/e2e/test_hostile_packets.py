@@ -1,8 +1,8 @@
-"""Malformed packets from the attack on a running agent: one strict reader decides
+"""Malformed packets against a running agent: one strict reader decides
 for every path, so none of them is answered, each counts in snmpInASNParseErrs,
 none reaches pysnmp (whose failures would be logged) and none changes a value.
 
-The packets are the ones the attack found, verbatim where it gave their octets.
+Each packet is a known hostile case, octet for octet where its octets were recorded.
 """
 
 from __future__ import annotations
