@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.e2e import net_snmp
 from tests.support.guides import LEAF01, Guide, guide_agent, ran, sh, started, write_files
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("collectd") is None and not Path("/usr/sbin/collectd").exists(),
                                 reason="collectd-core is not installed")

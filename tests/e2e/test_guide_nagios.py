@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.guides import LEAF01, Guide, for_test, guide_agent, ran, sh, started, write_files
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 PLUGINS = Path("/usr/lib/nagios/plugins")
 pytestmark = pytest.mark.skipif(not (PLUGINS / "check_ifstatus").exists(), reason="monitoring-plugins are not installed")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.interfaces import interface_ports, oper_status

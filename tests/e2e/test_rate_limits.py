@@ -19,6 +19,7 @@ import pytest
 from tests.support.e2e import READ_CONFIG, V3_AUTH_PRIV, ibsnmp_agent, net_snmp
 from tests.e2e.test_v3_reports import LoggedAgent
 from tests.support.wire import community_request, split_address
+from tests.support.waiting import wait_for
 from tests.support.wire_v3 import v3_message
 
 from ibsnmp.agent import ConfigError
@@ -285,8 +286,10 @@ def test_reports_to_refused_v3_requests_are_limited_per_source(
     assert unknown_engine_ids(report_limited) - before == 201  # each refusal counted
     assert len(re.findall(r"withholding SNMPv3 Reports .* beyond 10 per second per source to "
                           r"127\.0\.0\.1", report_limited.log)) == 1, report_limited.log
-    time.sleep(1.0)  # the flooder's bucket refills: a manager on its address is served
-    result = net_snmp("snmpget", *V3_AUTH_PRIV, "-r", "0", "-t", "5", "-On",
-                      report_limited.address, "1.3.6.1.2.1.1.5.0")
-    assert result.returncode == 0 and "1.3.6.1.2.1.1.5.0 = STRING:" in result.stdout, (
-        result.stdout, result.stderr)
+
+    def served() -> bool:  # once the flooder's bucket refills, a manager on its address is
+        result = net_snmp("snmpget", *V3_AUTH_PRIV, "-r", "0", "-t", "1", "-On",
+                          report_limited.address, "1.3.6.1.2.1.1.5.0")
+        return result.returncode == 0 and "1.3.6.1.2.1.1.5.0 = STRING:" in result.stdout
+
+    wait_for(served, 10, "snmpget from the flooder's address to be answered")

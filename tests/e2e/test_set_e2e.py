@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests.support.hop_distances import hop_distances
 from tests.support.e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import NodeType, Rate

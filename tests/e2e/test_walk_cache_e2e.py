@@ -4,7 +4,7 @@ a SET, a request row a manager creates, and counters that grow between two walks
 from __future__ import annotations
 
 from tests.support.e2e import assert_ok, ibsnmp_agent
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 READ = ["-v2c", "-c", "public", "-Cr50", "-OQ", "-Ob"]
 WRITE = ["-v2c", "-c", "private", "-r", "0", "-t", "5"]

@@ -211,9 +211,10 @@ def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     aggregator.wait_for("lost the broker")
     # Served from what the aggregator has, while the broker is away.
     assert aggregator.get(B, NODE_DESCRIPTION) == "node01 HCA-1"
-    trees.set_file(hosts[1], "mlx5_0/ports/1/cap_mask", "0x2659e84a\n")  # an event, queued by the publisher
     trees.set_file(hosts[1], "mlx5_0/ports/1/counters/port_rcv_data", "1234600000\n")
-    time.sleep(1.5)
+    trees.set_file(hosts[1], "mlx5_0/ports/1/cap_mask", "0x2659e84a\n")  # an event, queued by the publisher
+    # Read by a poll (the counter by that one or an earlier one) while the broker is away.
+    publisher.wait_for("-> 0x2659e84a")  # the capability mask, as logged
     assert aggregator.get(B, NODE_DESCRIPTION) == "node01 HCA-1"
     broker.start()
     aggregator.wait_for("reconnected to")

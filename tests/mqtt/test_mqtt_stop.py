@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from pathlib import Path
 
 from tests.support.mosquitto import Process
+from tests.support.waiting import wait_for
 
 
 CONNACK_ACCEPTED = bytes((0x20, 2, 0, 0))  # MQTT 3.1.1: session present 0, return code 0
@@ -57,6 +57,14 @@ def test_a_stop_while_waiting_for_connack_exits_cleanly(tmp_path: Path) -> None:
     assert not [r for r in _records(publisher) if r["level"] in ("ERROR", "CRITICAL")]
 
 
+def _connecting_to(port: int) -> bool:
+    """Whether a TCP connect to 127.0.0.1:`port` waits for its SYN's answer
+    (SYN_SENT in /proc/net/tcp)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return any(remote == f"0100007F:{port:04X}" and state == "02"
+               for _, _, remote, state, *_ in (row.split() for row in rows))
+
+
 def test_a_stop_while_the_socket_connects_exits_cleanly(tmp_path: Path) -> None:
     """The stop comes while the TCP connect runs in aiomqtt's executor thread:
     the listener's accept queue is full, so the connect waits for a SYN
@@ -78,9 +86,10 @@ def test_a_stop_while_the_socket_connects_exits_cleanly(tmp_path: Path) -> None:
                 probe.sendall(CONNACK_ACCEPTED)
                 while probe.recv(4096):
                     pass
-            time.sleep(0.3)  # the session's SYN is dropped: its connect waits
+            # The session's SYN is dropped: its connect waits (for a retransmission,
+            # a second later at the earliest), and the stop comes meanwhile.
+            wait_for(lambda: _connecting_to(address[1]), 30, "the session's connect")
             publisher.process.terminate()
-            time.sleep(0.2)
             broker.accept()[0].close()  # the filler: room for the retransmitted SYN
             code = publisher.process.wait(timeout=30)
         finally:

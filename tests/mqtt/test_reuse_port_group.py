@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from tests.support.mosquitto import Agent, Mosquitto, Process, free_udp_port
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 from tests.support.trapd import Received, TrapReceiver
 from tests.support.wire import community_request, decode_response, exchange
 from tests.support.wire_v3 import Auth, decode_v3, discover, v3_message

@@ -24,14 +24,13 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from tests.support.container import apt_mirror
+from tests.support.waiting import wait_for
 
 SUITE = "bookworm"
 PACKAGES = ("systemd", "systemd-sysv", "dbus", "udev", "procps", "python3", "python3-venv",
@@ -42,7 +41,6 @@ TOOLS = ("systemd-nspawn", "debootstrap", "nsenter")
 INSIDE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
               "LANG": "C.UTF-8", "SYSTEMD_PAGER": "", "SYSTEMD_COLORS": "0", "TERM": "dumb"}
 
-T = TypeVar("T")
 _BOOTS = itertools.count(1)
 
 
@@ -54,20 +52,6 @@ def missing_prerequisite() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install systemd-container debootstrap)"
     return None
-
-
-def wait_for(condition: Callable[[], T | None], timeout: float, what: str,
-             interval: float = 0.1) -> T:
-    """The first truthy value of `condition()`, polled until `timeout` seconds
-    have passed; AssertionError naming `what` if none came."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
 
 
 def ensure_rootfs(cache: Path = ROOTFS_CACHE, timeout: float = 900) -> Path:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tests.support.e2e import stop
-from tests.support.nspawn import wait_for
+from tests.support.waiting import wait_for
 
 FRONTEND = Path("/usr/share/zabbix")
 SCHEMA = Path("/usr/share/zabbix-server-pgsql")

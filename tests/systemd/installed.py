@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tests.support.e2e import net_snmp
-from tests.support.nspawn import Machine, wait_for
+from tests.support.nspawn import Machine
+from tests.support.waiting import wait_for
 
 WHEELHOUSE = "/wheelhouse"  # the host's wheelhouse, bound read-only
 PACKAGING = "/usr/local/src/ibsnmp/packaging"  # the project's packaging/, bound read-only

@@ -18,7 +18,8 @@ import pytest
 from tests.support import sysfs_trees as trees
 from tests.support.container import copy_build_context
 from tests.support.e2e import free_udp_port, net_snmp
-from tests.support.nspawn import Bind, booted, ensure_rootfs, missing_prerequisite, wait_for
+from tests.support.nspawn import Bind, booted, ensure_rootfs, missing_prerequisite
+from tests.support.waiting import wait_for
 from tests.support.paths import PROJECT_ROOT
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from tests.support import sysfs_trees as trees
 from tests.support.e2e import free_udp_port
-from tests.support.nspawn import Bind, booted, ensure_rootfs, missing_prerequisite, wait_for
+from tests.support.nspawn import Bind, booted, ensure_rootfs, missing_prerequisite
+from tests.support.waiting import wait_for
 from tests.support.paths import PROJECT_ROOT
 from tests.systemd.installed import (
     ANSWER_TIMEOUT_S,
