@@ -37,9 +37,9 @@ def is_node_context_name(name: bytes) -> bool:
 def _octets(value: Any) -> bytes:
     if isinstance(value, bytes):
         return value
-    if isinstance(value, univ.OctetString):
-        return value.asOctets()
-    return univ.OctetString(value).asOctets()
+    octets: bytes = (value if isinstance(value, univ.OctetString)
+                     else univ.OctetString(value)).asOctets()
+    return octets
 
 
 class ContextDirectory:
@@ -131,9 +131,8 @@ class NodeContextVacm(rfc3415.Vacm):
             raise error.StatusInformation(errorIndication=errind.noAccessEntry)
         result = super().is_access_allowed(snmpEngine, securityModel, securityName,
                                            securityLevel, viewType, contextName, variableName)
-        if isinstance(result, error.StatusInformation):
+        if isinstance(result, error.StatusInformation):  # pysnmp returns some refusals
             raise result
-        return result
 
 
 def install_context_hooks(engine: SnmpEngine, directory: ContextDirectory) -> NodeContextVacm:

@@ -240,7 +240,8 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                            pduType: Any) -> Callable[..., Any] | None:
         if self._on_notification_socket:
             return self._refuse_request
-        return super().get_registered_app(contextEngineId, pduType)
+        app: Callable[..., Any] | None = super().get_registered_app(contextEngineId, pduType)
+        return app
 
     def _refuse_request(self, snmpEngine: Any, messageProcessingModel: Any, securityModel: Any,
                         securityName: Any, securityLevel: Any, contextEngineId: Any,

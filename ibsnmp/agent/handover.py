@@ -74,7 +74,8 @@ def decode_pdu(pdu: bytes, version: int) -> Any:
 
 
 def encode_pdu(pdu: Any) -> bytes:
-    return encoder.encode(pdu)
+    encoded: bytes = encoder.encode(pdu)
+    return encoded
 
 
 class Handover:

@@ -191,7 +191,8 @@ class ContextView:
         if virtual is None:
             return base
         if is_end_of_mib_view(base[1]) or as_oid(virtual[0]) < as_oid(base[0]):
-            return virtual
+            nearer: tuple[Any, Any] = virtual
+            return nearer
         return base
 
     def _base_next_outside(self, oid: Oid, val: Any, idx: int,

@@ -23,7 +23,7 @@ NodeValue = Callable[[Any], Any]  # a fabric Node -> its value
 
 def node_target(context: dict[str, Any]) -> ContextTarget | None:
     """The node context a read or write is for; None in the default context."""
-    target = context.get("contextTarget")
+    target: ContextTarget | None = context.get("contextTarget")
     if target is None or target.default_context:
         return None
     return target

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from ibsnmp.wire.ber import HeaderError
 from ibsnmp.wire.header import (
     FLAG_REPORTABLE,
     GET,
@@ -28,7 +29,6 @@ from ibsnmp.wire.header import (
     SET,
     V1,
     CommunityMessage,
-    HeaderError,
     OtherVersion,
     V3Message,
     Varbind,

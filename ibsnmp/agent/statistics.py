@@ -84,10 +84,11 @@ class SnmpStatistics:
     def add(self, name: str, amount: int = 1) -> None:
         add_to_counter(self._counters[name], amount)
 
-    def _response_received(self, engine: Any, point: str, variables: dict, ctx: Any) -> None:
+    def _response_received(self, engine: Any, point: str, variables: dict[str, Any],
+                           ctx: Any) -> None:
         self.add("snmpInGetResponses")
 
-    def _pdu_sent(self, engine: Any, point: str, variables: dict, ctx: Any) -> None:
+    def _pdu_sent(self, engine: Any, point: str, variables: dict[str, Any], ctx: Any) -> None:
         self.add("snmpOutPkts")
         pdu = variables.get("pdu")
         if pdu is not None and pdu.tagSet in _TRAPS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 View = Literal["no-keys", "with-keys"]
 VIEWS: tuple[View, ...] = ("no-keys", "with-keys")
@@ -44,7 +44,7 @@ def parse_view(entry: Mapping[str, Any], access: str, key: str,
     if view not in VIEWS:
         expected = " or ".join(f'"{name}"' for name in VIEWS)
         raise fail(key, f"expected {expected}")
-    return view
+    return cast(View, view)  # one of VIEWS
 
 
 @cache

@@ -134,7 +134,7 @@ class PrivKey:
         self._decryptor = Cipher(self._algorithm, CFB(_ZEROS)).decryptor()
         self._register = _ZEROS  # the encryptor's feedback: its last ciphertext block
 
-    def _des_cipher(self, salt: bytes) -> Cipher:
+    def _des_cipher(self, salt: bytes) -> Cipher[modes.CBC]:
         iv = bytes(a ^ b for a, b in zip(self._pre_iv, salt))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

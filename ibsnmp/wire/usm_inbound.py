@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from .header import (AUTH_NO_PRIV, AUTH_PRIV, FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, GET,
-                     GET_BULK, GET_NEXT, INFORM, NO_AUTH_NO_PRIV, SET, USM, HeaderError,
-                     PduHeader, V3Message, read_header, read_scoped_pdu)
+                     GET_BULK, GET_NEXT, INFORM, NO_AUTH_NO_PRIV, SET, USM, PduHeader, V3Message, read_header, read_scoped_pdu)
+from .ber import HeaderError
 from .usm_crypto import MacKey, PrivKey, SaltCounter
 from .usm_keys import AUTH_PROTOCOLS, PRIV_PROTOCOLS, AuthProtocol, auth_key, priv_key
 from .usm_message import (MessageTemplate, Outgoing, encode_scoped_response, message_template,
