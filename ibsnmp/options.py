@@ -302,7 +302,8 @@ def _chosen_subparser(parser: argparse.ArgumentParser,
         if isinstance(action, argparse._SubParsersAction):
             chosen = getattr(args, action.dest, None)
             if isinstance(chosen, str) and chosen in action.choices:
-                return action.choices[chosen]
+                sub: argparse.ArgumentParser = action.choices[chosen]  # a sub-command's parser
+                return sub
     return None
 
 

@@ -25,6 +25,7 @@ from ibsnmp.agent.read_view import ReadView
 from ibsnmp.agent.views import View, past_key_subtree
 from ibsnmp.mib.api import Cell, ContextTarget, Missing, Oid, SetError, VirtualMib
 from ibsnmp.mib.subtrees import Subtrees
+from ibsnmp.wire import ber
 
 from . import pdu as ax
 from .pdu import Packet, SearchRange, VarBind
@@ -40,13 +41,13 @@ BULK_FILL_SECONDS = 0.2
 # AgentX value type (= BER tag) -> the pysnmp class a SET value is decoded to,
 # as pysnmp's own decoder makes them for prepare_write.
 _SET_VALUE_CLASSES: dict[int, Callable[[Any], Any]] = {
-    ax.INTEGER: rfc1902.Integer32, ax.OCTET_STRING: rfc1902.OctetString,
-    ax.OBJECT_IDENTIFIER: rfc1902.ObjectIdentifier, ax.IP_ADDRESS: rfc1902.IpAddress,
-    ax.COUNTER32: rfc1902.Counter32, ax.GAUGE32: rfc1902.Gauge32,
-    ax.TIME_TICKS: rfc1902.TimeTicks, ax.OPAQUE: rfc1902.Opaque,
-    ax.COUNTER64: rfc1902.Counter64,
+    ber.INTEGER: rfc1902.Integer32, ber.OCTET_STRING: rfc1902.OctetString,
+    ber.OBJECT_IDENTIFIER: rfc1902.ObjectIdentifier, ber.IP_ADDRESS: rfc1902.IpAddress,
+    ber.COUNTER32: rfc1902.Counter32, ber.GAUGE32: rfc1902.Gauge32,
+    ber.TIMETICKS: rfc1902.TimeTicks, ber.OPAQUE: rfc1902.Opaque,
+    ber.COUNTER64: rfc1902.Counter64,
 }
-_MISSING_TYPES = {"noSuchObject": ax.NO_SUCH_OBJECT, "noSuchInstance": ax.NO_SUCH_INSTANCE}
+_MISSING_TYPES = {"noSuchObject": ber.NO_SUCH_OBJECT, "noSuchInstance": ber.NO_SUCH_INSTANCE}
 
 
 def varbind_of_cell(name: Oid, cell: Cell | Missing) -> VarBind:
@@ -57,7 +58,7 @@ def varbind_of_cell(name: Oid, cell: Cell | Missing) -> VarBind:
 
 def set_value(varbind: VarBind) -> Any:
     """A TestSet varbind's value as the pysnmp object a UDP SET decodes to."""
-    if varbind.type == ax.NULL:
+    if varbind.type == ber.NULL:
         return univ.Null("")
     make = _SET_VALUE_CLASSES.get(varbind.type)
     if make is None:
@@ -129,14 +130,14 @@ class MasterRequests:
     def _get(self, target: ContextTarget | None, regions: Subtrees, name: Oid) -> VarBind:
         if target is None or not regions.holds(name) or \
                 not self._read_view.contains_below_root(name):
-            return VarBind(name, ax.NO_SUCH_OBJECT)
+            return VarBind(name, ber.NO_SUCH_OBJECT)
         return varbind_of_cell(name, self.mib.get_cell(target, name))
 
     def _next(self, target: ContextTarget | None, regions: Subtrees,
               search: SearchRange) -> VarBind:
         found = None if target is None else self._next_cell(target, regions, search)
         if found is None:
-            return VarBind(search.start, ax.END_OF_MIB_VIEW)
+            return VarBind(search.start, ber.END_OF_MIB_VIEW)
         return varbind_of_cell(*found)
 
     def _next_cell(self, target: ContextTarget, regions: Subtrees,
@@ -188,7 +189,7 @@ class MasterRequests:
                 break
             row = [self._next(target, regions, r) for r in repeaters]
             varbinds += row
-            if all(v.type == ax.END_OF_MIB_VIEW for v in row):
+            if all(v.type == ber.END_OF_MIB_VIEW for v in row):
                 break
             # The next repetition starts after this one's names, same end bounds.
             repeaters = [SearchRange(v.name, r.end) for v, r in zip(row, repeaters)]

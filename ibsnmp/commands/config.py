@@ -32,7 +32,7 @@ MASK = "********"
 KIND_OPTIONS = {o.name: o.kinds for o in RUN_OPTIONS if o.table == "provider" and o.kinds}
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     config = subparsers.add_parser("config", help="check a configuration file")
     actions = config.add_subparsers(dest="config_command", required=True)
     check = actions.add_parser(

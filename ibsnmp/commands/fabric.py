@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .prometheus_targets import PrometheusFiles
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fabric = subparsers.add_parser("fabric", help="show or export a simulated or discovered fabric")
     actions = fabric.add_subparsers(dest="fabric_command", required=True)
     show = actions.add_parser("show", help="summarise nodes, links, LIDs and SMs")
@@ -141,7 +141,7 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_targets_parser(actions: argparse._SubParsersAction) -> None:
+def _add_targets_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     targets = actions.add_parser(
         "targets", help="write snmp_exporter modules and Prometheus file_sd targets "
                         "for every node's context, and Prometheus' configuration")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ibsnmp.publish")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "publish", help="publish a provider's nodes to an MQTT broker",
         description="Publish every node the provider knows (a sysfs host: its CAs; a topology or "

@@ -38,7 +38,7 @@ EXIT_START_FAILED = 2
 log = logging.getLogger("ibsnmp.run")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("run", help="run the SNMP agent")
     add_run_arguments(parser)
     parser.add_argument(

@@ -94,7 +94,7 @@ FIELD_OPTIONS: tuple[tuple[str, Callable[[str], int], str], ...] = (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from ibsnmp.traps.mapping import NOTIFICATION_OF
 
     names = ", ".join(f"{name} ({int(trap)})" for trap, name in NOTIFICATION_OF.items())

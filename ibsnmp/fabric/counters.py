@@ -17,7 +17,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 from .detrand import unit as _unit
 from .iba import NodeType, PortPhysState, PortState
@@ -668,7 +668,8 @@ class TrafficProfile:
 
     def _error(self, name: str, t: float, up_time: float) -> int:
         """Errors of one ErrorRates kind by t: the steady rate while up, plus bursts."""
-        count = math.floor(getattr(self.errors, name) * up_time)
+        rate: float = getattr(self.errors, name)
+        count = math.floor(rate * up_time)
         if self.history is not None:
             count += self._timeline().bursts(name, t)
         return count
@@ -726,21 +727,53 @@ _OVERRUN_BITS = PortCounters.BITS["excessive_buffer_overrun_errors"]
 _COUNTER_NAMES = tuple(PortCounters.BITS)
 
 
+class _FieldsKind(Protocol):
+    """A detail attribute class whose BITS name its fields and their widths."""
+
+    @property
+    def BITS(self) -> dict[str, int]: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> object: ...
+
+
+class _PerVlKind(Protocol):
+    """A per-VL detail attribute class: BITS is every VL's value's width."""
+
+    @property
+    def BITS(self) -> int: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> object: ...
+
+
+class _OpcodeKind(Protocol):
+    """A per-opcode attribute class: BITS as a _FieldsKind's (no per-VL
+    prefix) or as a _PerVlKind's (a prefix); MEASURED_OPCODE says which."""
+
+    @property
+    def BITS(self) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> object: ...
+
+
+class _Opcoded(Protocol):
+    """A per-opcode attribute as read: it names the opcode it counted."""
+
+    @property
+    def opcode(self) -> int: ...
+
+
 # The detail attributes a measured port may report, by the profile method
 # that serves each: a class of fields (its BITS name them), or a per-VL class
 # whose sixteen values are named `prefix`_0 .. `prefix`_15.
-MEASURED_DETAILS: dict[str, type] = {
+MEASURED_DETAILS: dict[str, _FieldsKind] = {
     "rcv_error_details_at": PortRcvErrorDetails,
     "xmit_discard_details_at": PortXmitDiscardDetails,
     "flow_ctl_counters_at": PortFlowCtlCounters,
 }
-MEASURED_PER_VL: dict[str, tuple[type, str]] = {
+MEASURED_PER_VL: dict[str, tuple[_PerVlKind, str]] = {
     "vl_xmit_flow_ctl_update_errors_at": (PortVLXmitFlowCtlUpdateErrors, "vl_xmit_flow_ctl_update_errors"),
     "vl_xmit_wait_at": (PortVLXmitWaitCounters, "vl_xmit_wait"),
 }
 # The per-opcode attributes: the kind, the prefix of its per-VL names (None:
 # PortOpRcvCounters' two fields), and the name of the opcode it counts.
-MEASURED_OPCODE: dict[str, tuple[type, str | None, str]] = {
+MEASURED_OPCODE: dict[str, tuple[_OpcodeKind, str | None, str]] = {
     "op_rcv_counters_at": (PortOpRcvCounters, None, "port_op_rcv_opcode"),
     "vl_op_packets_at": (PortVLOpPackets, "vl_op_packets", "vl_op_packets_opcode"),
     "vl_op_data_at": (PortVLOpData, "vl_op_data", "vl_op_data_opcode"),
@@ -757,25 +790,26 @@ def _measured_details(values: Mapping[str, int]) -> Mapping[str, object]:
     at their IBA widths, by the method that serves each."""
     details: dict[str, object] = {}
     for method, kind in MEASURED_DETAILS.items():
-        bits = kind.BITS  # type: ignore[attr-defined]
+        bits = kind.BITS
         if all(name in values for name in bits):
             details[method] = kind(*(saturate(values[name], width) for name, width in bits.items()))
-    for method, (kind, _) in MEASURED_PER_VL.items():
+    for method, (vl_kind, _) in MEASURED_PER_VL.items():
         names = _PER_VL_NAMES[method]
         if all(name in values for name in names):
-            width = kind.BITS  # type: ignore[attr-defined]
-            details[method] = kind(tuple(saturate(values[name], width) for name in names))
-    for method, (kind, prefix, opcode_name) in MEASURED_OPCODE.items():
-        names = _PER_VL_NAMES[method] if prefix else tuple(kind.BITS)  # type: ignore[attr-defined]
+            width = vl_kind.BITS
+            details[method] = vl_kind(tuple(saturate(values[name], width) for name in names))
+    for method, (op_kind, prefix, opcode_name) in MEASURED_OPCODE.items():
+        names = _PER_VL_NAMES[method] if prefix else tuple(op_kind.BITS)
         if opcode_name not in values or not all(name in values for name in names):
             continue
         opcode = values[opcode_name]
         if prefix:
-            width = kind.BITS  # type: ignore[attr-defined]
-            details[method] = kind(opcode, tuple(saturate(values[name], width) for name in names))
+            width = op_kind.BITS
+            details[method] = op_kind(opcode, tuple(saturate(values[name], width)
+                                                    for name in names))
         else:
-            details[method] = kind(opcode, *(saturate(values[name], width)
-                                             for name, width in kind.BITS.items()))  # type: ignore[attr-defined]
+            details[method] = op_kind(opcode, *(saturate(values[name], width)
+                                                for name, width in op_kind.BITS.items()))
     return MappingProxyType(details) if details else _NO_DETAILS
 
 
@@ -792,7 +826,7 @@ def _opcode_reader(method: str) -> Callable[..., object]:
     opcode it counted only, whatever `t`."""
     def read(self: MeasuredProfile, opcode: int, t: float) -> object:
         value = self.details.get(method)
-        return value if value is not None and value.opcode == opcode else None  # type: ignore[attr-defined]
+        return value if value is not None and cast(_Opcoded, value).opcode == opcode else None
     read.__name__ = method
     return read
 
@@ -823,7 +857,9 @@ class MeasuredProfile:
         if not any(name in values for name in _COUNTER_NAMES):
             return MeasuredProfile(None, interface, details)
         return MeasuredProfile(PortCounters(*(
-            saturate(values[name], bits) if name in values else None  # type: ignore[arg-type]
+            # A counter not read is None (see the class), though PortCounters' fields say int.
+            saturate(values[name], bits)  # type: ignore[arg-type]  # None where not read
+            if name in values else None
             for name, bits in PortCounters.BITS.items()
         )), interface, details)
 
@@ -860,7 +896,7 @@ class MeasuredProfile:
         """The opcode a per-opcode attribute was read for (its OpCode
         component: the one a PerfMgt Set() chose); none if not read."""
         value = self.details.get(method)
-        return () if value is None else (value.opcode,)  # type: ignore[attr-defined]
+        return () if value is None else (cast(_Opcoded, value).opcode,)
 
     op_rcv_counters_at = _opcode_reader("op_rcv_counters_at")
     vl_op_packets_at = _opcode_reader("vl_op_packets_at")

@@ -212,7 +212,8 @@ class CapabilityMask(IntFlag):
 
 def capability_names(mask: int) -> tuple[str, ...]:
     """Names of the capability bits set in a raw 32-bit mask, lowest bit first."""
-    return tuple(bit.name for bit in CapabilityMask if mask & bit)  # type: ignore[misc]
+    return tuple(bit.name for bit in CapabilityMask  # type: ignore[misc]  # members have names
+                 if mask & bit)
 
 
 class Rate(IntEnum):

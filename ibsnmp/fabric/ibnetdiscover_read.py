@@ -344,7 +344,7 @@ class _Parser:
             if "?" not in token:
                 rate = _RATES.get(token)
                 if rate is None:
-                    width = _RATE_START.match(token)[0]  # type: ignore[index]
+                    width = _RATE_START.match(token)[0]  # type: ignore[index]  # matched above
                     if width not in _WIDTHS:
                         raise self.error(f"unknown link width {width!r} (1x, 2x, 4x, 8x or 12x)", line_no)
                     raise self.error(f"unknown link speed {token[len(width):]!r} "
@@ -510,7 +510,7 @@ class _Builder:
         def note(table: dict[PortRef, _Fact], ref: PortRef, value: int | None, line_no: int, what: str) -> None:
             known = table.get(ref)
             if known is None:
-                table[ref] = _Fact(value, line_no)  # type: ignore[arg-type]
+                table[ref] = _Fact(value, line_no)  # type: ignore[arg-type]  # LMC set with LID
             elif known.value != value:
                 raise self.error(f"{what} of {ref.guid:016x} port {ref.port} is {value} here but "
                                  f"{known.value} at line {known.line_no}", line_no)

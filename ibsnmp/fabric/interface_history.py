@@ -184,10 +184,12 @@ class InterfaceHistory:
                 continue
             for num, old in list(ports.items()):
                 layout = old.port.counter_layout
-                port_values = values.get(num) if layout is not None else None
+                if layout is None:
+                    continue
+                port_values = values.get(num)
                 if port_values is None or port_values is old.values:
                     continue
-                readings = _traffic_readings(port_values, layout.wide)  # type: ignore[union-attr]
+                readings = _traffic_readings(port_values, layout.wide)
                 ports[num] = old._replace(readings=readings, values=port_values)
                 if _went_backwards(old.readings, readings):
                     self._discontinuity[PortRef(guid, num)] = now

@@ -80,7 +80,7 @@ def _plain(value: Any, name: str = "") -> Any:
 def _node(fabric: Fabric, node: Node) -> dict[str, Any]:
     """A node, each port with `counters`: what was read for it (values and
     the wide names), null where the simulated traffic drives them."""
-    out = _plain(node)
+    out: dict[str, Any] = _plain(node)  # a dataclass exports as a dict
     for port, written in zip(node.ports, out["ports"]):
         del written["counter_layout"]
         written["counters"] = _plain(fabric.measured(port))

@@ -95,20 +95,24 @@ class Lineage:
 
     def get(self, derived: Derived[T], fabric: Any) -> T:
         whole = self._whole
+        value: T  # what `derived` builds: the map holds every Derived's own type
         try:
-            return whole[derived]
+            value = whole[derived]
         except KeyError:
             # setdefault keeps the first value if two threads raced.
-            return whole.setdefault(derived, derived.build(fabric))
+            value = whole.setdefault(derived, derived.build(fabric))
+        return value
 
     def get_for(self, derived: NodeDerived[T], fabric: Any, node: Any) -> T:
         values = self._per_node.get(derived)
         if values is None:
             values = self._per_node.setdefault(derived, {})
+        value: T
         try:
-            return values[node.guid]
+            value = values[node.guid]
         except KeyError:
-            return values.setdefault(node.guid, derived.build(fabric, node))
+            value = values.setdefault(node.guid, derived.build(fabric, node))
+        return value
 
     def successor(self, changed: Aspect, nodes: Iterable[int] | None = None) -> Lineage:
         """The lineage of a snapshot whose structure differs from this one's

@@ -12,6 +12,7 @@ faults=N. A spec whose nodes need more than one subnet's 49,151 unicast LIDs is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 from .iba import MAX_PHYS_PORTS, MAX_UNICAST_LID
 
@@ -202,9 +203,16 @@ def _parse_pairs(kind: str, rest: str, allowed: tuple[str, ...]) -> dict[str, st
     return values
 
 
-def _int(kind: str, values: dict[str, str], key: str, low: int, high: int, default: int | None = 0) -> int:
+@overload
+def _int(kind: str, values: dict[str, str], key: str, low: int, high: int,
+         default: int = 0) -> int: ...
+@overload
+def _int(kind: str, values: dict[str, str], key: str, low: int, high: int,
+         default: None) -> int | None: ...
+def _int(kind: str, values: dict[str, str], key: str, low: int, high: int,
+         default: int | None = 0) -> int | None:
     if key not in values:
-        return default  # type: ignore[return-value]
+        return default
     raw = values[key]
     try:
         number = int(raw, 10)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortKey, Subnet
+from ibsnmp.mad.layout import field_int
 
 DEFAULT_CONFIRM_AFTER = 3
 SM_STATE_MASTER = 3  # SMInfo.SMState (IBA 14.2.5.13)
@@ -158,7 +159,8 @@ def _fill(node: DiscoveredNode, before: DiscoveredNode) -> int:
             taken += mine.fill_from(tables)
     for num, tables in node.tables.items():
         port = node.ports.get(num)
-        if tables.sm_info is not None and port is not None and not int(port["CapabilityMask"]) & IS_SM:  # type: ignore[arg-type]
+        if (tables.sm_info is not None and port is not None
+                and not field_int(port["CapabilityMask"]) & IS_SM):
             tables.sm_info = None  # the SM stopped: its port says so
     return taken
 

@@ -221,10 +221,12 @@ class MadSaBackend:
     async def _partitions_port_by_port(self) -> tuple[Record, ...]:
         found: list[Record] = []
         for lid, port in self.lid_ports():
-            values = {"LID": lid, "PortNum": port}
-            found.extend(await self._ask(
-                lambda c, v=values: c.get_table(records.PKEY_TABLE_RECORD, v),  # type: ignore[misc]
-                "P_KeyTableRecord"))
+            values: dict[str, FieldValue] = {"LID": lid, "PortNum": port}
+
+            def table(c: SaClient, v: dict[str, FieldValue] = values) -> SaAnswer:
+                return c.get_table(records.PKEY_TABLE_RECORD, v)
+
+            found.extend(await self._ask(table, "P_KeyTableRecord"))
         return tuple(found)
 
     async def multicast_groups(self) -> tuple[MulticastGroup, ...]:

@@ -55,7 +55,7 @@ from ibsnmp.fabric.model import (
 )
 from ibsnmp.mad.attributes import PORT_COUNTERS, vl_arbitration_entries
 from ibsnmp.mad.discovery import NO_PORT, DiscoveredNode, PortTables, Subnet
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 
 __all__ = ["PmaValues", "SaRecords", "build_fabric", "layout_of", "measured_counters", "pma_values", "link_state"]
 
@@ -140,7 +140,8 @@ class PmaValues(Mapping[str, int]):
         self.plan = plan
 
     def __getitem__(self, name: str) -> int:
-        return self._answer[self.plan.fields[name]]  # type: ignore[return-value]
+        # PMA counters are int fields; no per-read check on the hot path.
+        return self._answer[self.plan.fields[name]]  # type: ignore[return-value]  # ints only
 
     def get(self, name: str, default: Any = None) -> Any:
         field = self.plan.fields.get(name)
@@ -211,7 +212,7 @@ def _plan_of(fields: frozenset[str], wide: frozenset[str]) -> _Plan:
 
 
 def _int(values: Mapping[str, FieldValue], name: str) -> int:
-    return int(values[name])  # type: ignore[arg-type]
+    return field_int(values[name])
 
 
 def _enum(kind: type[_E], value: int) -> _E | None:
@@ -235,7 +236,9 @@ def _port_info(raw: Mapping[str, FieldValue]) -> PortInfo | None:
     state = _enum(PortState, _int(raw, "PortState"))
     if state is None:
         return None
-    f = lambda name: _int(raw, name)  # noqa: E731 - a short reader for the long list below
+    def f(name: str) -> int:  # a short reader for the long list below
+        return _int(raw, name)
+
     return PortInfo(
         m_key=f("M_Key"), gid_prefix=f("GidPrefix"), lid=f("LID"), master_sm_lid=f("MasterSMLID"),
         capability_mask=f("CapabilityMask"), diag_code=f("DiagCode"),
@@ -271,7 +274,9 @@ def _port_info(raw: Mapping[str, FieldValue]) -> PortInfo | None:
 
 
 def _switch_info(raw: Mapping[str, FieldValue]) -> SwitchInfo:
-    f = lambda name: _int(raw, name)  # noqa: E731
+    def f(name: str) -> int:
+        return _int(raw, name)
+
     return SwitchInfo(
         linear_fdb_cap=f("LinearFDBCap"), random_fdb_cap=f("RandomFDBCap"),
         multicast_fdb_cap=f("MulticastFDBCap"), linear_fdb_top=f("LinearFDBTop"),

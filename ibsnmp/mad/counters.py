@@ -17,7 +17,7 @@ from ibsnmp.mad.attributes import (
     PORT_COUNTERS_EXTENDED,
     Attribute,
 )
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.packets import MadError, decode_reply, perf_get
 from ibsnmp.mad.umad import perf_address
 from ibsnmp.mad.window import MadWindow
@@ -67,7 +67,7 @@ def extended_counter_lids(window: MadWindow, lids: Iterable[int]) -> dict[int, f
     window.drain()
     kept: dict[int, frozenset[str]] = {}
     for (lid, _), info in infos.items():
-        mask = int(info["CapabilityMask"])  # type: ignore[arg-type]
+        mask = field_int(info["CapabilityMask"])
         if mask & EXTENDED_WIDTH_SUPPORTED:
             kept[lid] = ALL_EXTENDED
         elif mask & EXTENDED_WIDTH_NO_IETF:

@@ -30,7 +30,7 @@ from ibsnmp.mad.attributes import (
     VL_ARBITRATION_TABLE,
     Attribute,
 )
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.packets import MAX_HOPS, MadError, directed_route_get, reply_attribute
 from ibsnmp.mad.umad import DIRECTED_ROUTE
 from ibsnmp.mad.window import MadWindow
@@ -147,7 +147,7 @@ class DiscoveredNode:
     @property
     def port_numbers(self) -> range:
         """Switches have a management port 0; channel adapters and routers start at 1."""
-        count = int(self.info["NumPorts"])  # type: ignore[arg-type]
+        count = field_int(self.info["NumPorts"])
         return range(0, count + 1) if self.is_switch else range(1, count + 1)
 
 
@@ -195,7 +195,7 @@ class _Sweep:
             self.subnet.unanswered.append((attribute.name, route, modifier, "timeout"))
             return
         try:
-            values = reply_attribute(answer, attribute)  # type: ignore[arg-type]
+            values = reply_attribute(answer, attribute)  # type: ignore[arg-type]  # the MAD's bytes
         except MadError as exc:
             self.subnet.unanswered.append((attribute.name, route, modifier, str(exc)))
             return
@@ -206,8 +206,8 @@ class _Sweep:
 
     def _on_node_info(self, route: Route, came_from: PortKey | None,
                      info: dict[str, FieldValue]) -> None:
-        guid = int(info["NodeGUID"])  # type: ignore[arg-type]
-        arrival = int(info["LocalPortNum"])  # type: ignore[arg-type]
+        guid = field_int(info["NodeGUID"])
+        arrival = field_int(info["LocalPortNum"])
         if came_from is not None:
             here = (guid, arrival)
             self.subnet.links[came_from] = here
@@ -225,16 +225,16 @@ class _Sweep:
                 self.ask(SWITCH_INFO, route, 0, self.on_switch_info, node)
         if self.tables and not node.is_switch and arrival not in node.tables:
             # The first route into this CA port: its tables are read through it.
-            node.tables[arrival] = PortTables(int(info["PortGUID"]))  # type: ignore[arg-type]
+            node.tables[arrival] = PortTables(field_int(info["PortGUID"]))
             self.ask(PORT_INFO, route, arrival, self.on_port_info_through, node, arrival, route)
 
     @staticmethod
     def on_description(node: DiscoveredNode, values: dict[str, FieldValue]) -> None:
-        node.description = values["NodeString"]  # type: ignore[assignment]
+        node.description = values["NodeString"]  # type: ignore[assignment]  # a string field
 
     def _on_switch_info(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
         node.switch_info = info
-        top = int(info["LinearFDBTop"])  # type: ignore[arg-type]
+        top = field_int(info["LinearFDBTop"])
         node.lft_pending = top // LFT_BLOCK + 1
         for block in range(node.lft_pending):
             self.ask(LINEAR_FORWARDING_TABLE, node.route, block, self.on_lft_block,
@@ -243,7 +243,7 @@ class _Sweep:
             return
         self.ask_multicast_table(node, info)
         # Data ports' partition enforcement tables are sized by SwitchInfo.
-        enforcement = int(info["PartitionEnforcementCap"])  # type: ignore[arg-type]
+        enforcement = field_int(info["PartitionEnforcementCap"])
         for port in node.port_numbers[1:]:
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", node.route,
                            [(port << 16) | block
@@ -252,10 +252,10 @@ class _Sweep:
     def ask_multicast_table(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
         """Every MLID block up to MulticastFDBTop (or the capacity, when the SM
         leaves the top at 0), each in port masks of 16 ports, as ibroute -M reads."""
-        cap = int(info["MulticastFDBCap"])  # type: ignore[arg-type]
-        top = int(info["MulticastFDBTop"])  # type: ignore[arg-type]
+        cap = field_int(info["MulticastFDBCap"])
+        top = field_int(info["MulticastFDBTop"])
         entries = min(top - MULTICAST_LID_BASE + 1 if top >= MULTICAST_LID_BASE else cap, cap)
-        positions = _blocks(int(node.info["NumPorts"]) + 1, MFT_POSITION_PORTS)  # type: ignore[arg-type]
+        positions = _blocks(field_int(node.info["NumPorts"]) + 1, MFT_POSITION_PORTS)
         blocks = _blocks(entries, MFT_BLOCK)
         node.mft_pending = blocks * positions
         for block in range(blocks):
@@ -310,10 +310,10 @@ class _Sweep:
         CA answers for the port the route came in on."""
         switch = node.is_switch
         tables = node.tables.setdefault(port, PortTables())
-        capabilities = int(info["CapabilityMask"])  # type: ignore[arg-type]
+        capabilities = field_int(info["CapabilityMask"])
         if not switch or port == 0:
             self.ask_guid_info(node, port, route, info)
-            partition_cap = int(node.info["PartitionCap"])  # type: ignore[arg-type]
+            partition_cap = field_int(node.info["PartitionCap"])
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", route,
                            list(range(_blocks(partition_cap, P_KEY_BLOCK))))
         self.ask_sl2vl(node, port, route, tables)
@@ -321,7 +321,7 @@ class _Sweep:
             for name, cap_field, blocks in (("vl_arb_low", "VLArbitrationLowCap", VL_ARB_LOW_BLOCKS),
                                             ("vl_arb_high", "VLArbitrationHighCap",
                                              VL_ARB_HIGH_BLOCKS)):
-                count = _blocks(int(info[cap_field]), VL_ARB_BLOCK)  # type: ignore[arg-type]
+                count = _blocks(field_int(info[cap_field]), VL_ARB_BLOCK)
                 self.ask_table(node, port, name, VL_ARBITRATION_TABLE, "VLWeightBlock", route,
                                [(block << 16) | port for block in blocks[:count]])
         if capabilities & IS_LED_INFO_SUPPORTED:
@@ -338,7 +338,7 @@ class _Sweep:
         GUIDInfo, so only port 0 of a switch is asked."""
         if node.is_switch and port != 0:
             return
-        guid_cap = int(info["GUIDCap"])  # type: ignore[arg-type]
+        guid_cap = field_int(info["GUIDCap"])
         self.ask_table(node, port, "guids", GUID_INFO, "GUIDBlock", route,
                        list(range(_blocks(guid_cap, GUID_BLOCK))))
 

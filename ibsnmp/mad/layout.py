@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import Literal, cast, overload
 
 FieldValue = int | bytes | str | tuple[int, ...]
 Decoder = Callable[[bytes | bytearray], dict[str, FieldValue]]
@@ -350,7 +350,7 @@ def _plan(fields: Sequence[Field]) -> _Plan:
 def _generated(source: list[str], namespace: dict[str, object], name: str) -> Callable[..., object]:
     # The source is built above from a field table alone, never from input.
     exec("\n".join(source), namespace)
-    return namespace[name]  # type: ignore[return-value]
+    return cast(Callable[..., object], namespace[name])  # the function the source defines
 
 
 @overload
@@ -408,7 +408,7 @@ def compile_decoder(layout: Layout, fields: Sequence[Field],
         lines.append("    return values")
     else:
         lines.append(f"    return {{{', '.join(f'{f.name!r}: {values[f.name]}' for f in fields)}}}")
-    return _generated(lines, namespace, "decode")  # type: ignore[return-value]
+    return cast("Decoder | Reader", _generated(lines, namespace, "decode"))
 
 
 def _checked_int(name: str, value: object, mask: int) -> int:
@@ -497,4 +497,4 @@ def compile_packer(layout: Layout, fields: Sequence[Field],
         namespace[f"loose{number}"] = f.encode
         lines.append(f"    loose{number}(data, {argument[f.name]})")
     lines.append("    return data")
-    return _generated(lines, namespace, "pack")  # type: ignore[return-value]
+    return cast(Packer, _generated(lines, namespace, "pack"))

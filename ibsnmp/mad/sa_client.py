@@ -157,14 +157,14 @@ class RmppReceiver:
         header = SA_MAD.decode(segment.ljust(MAD_SIZE, b"\0"))
         if header["RMPPType"] != RMPP_DATA:
             return None
-        number = int(header["RMPPData1"])  # type: ignore[arg-type]
-        flags = int(header["RMPPFlags"])  # type: ignore[arg-type]
+        number = field_int(header["RMPPData1"])
+        flags = field_int(header["RMPPFlags"])
         if number == self.expected and not self.done:
             if number == 1:
                 if not flags & RMPP_FIRST:
                     raise UmadError(errno.EPROTO, "RMPP segment 1 without the First flag")
                 self.first = header
-                self.payload_length = int(header["RMPPData2"])  # type: ignore[arg-type]
+                self.payload_length = field_int(header["RMPPData2"])
             self.data += segment[SA_HEADER_END:]
             self.expected += 1
             self.done = bool(flags & RMPP_LAST)
@@ -236,7 +236,8 @@ class SaClient:
         master SM the local PortInfo names (read over the port's own SMPs)."""
         port = SaPort(ca, port_number) if sm is None else SaOnlyPort(ca, port_number)
         try:
-            return cls(port, sm or master_sm(port), **options)  # type: ignore[arg-type]
+            return cls(port, sm or master_sm(port),
+                       **options)  # type: ignore[arg-type]  # __init__'s keywords
         except Exception:
             port.close()
             raise
@@ -349,11 +350,11 @@ class SaClient:
             if not header["Response"]:
                 continue
             self.silent = False
-            status = int(header["Status"])  # type: ignore[arg-type]
+            status = field_int(header["Status"])
             if status:
                 raise SaError(status, attribute)
-            stride = int(header["AttributeOffset"]) * 8  # type: ignore[arg-type]
-            active = int(header["RMPPFlags"]) & RMPP_ACTIVE  # type: ignore[arg-type]
+            stride = field_int(header["AttributeOffset"]) * 8
+            active = field_int(header["RMPPFlags"]) & RMPP_ACTIVE
             if not active and not table:  # Get(), Set(): one record
                 data = mad[SA_HEADER_END:]
                 return SaAnswer((attribute.layout.decode(data),) if any(data) else ())
@@ -373,7 +374,7 @@ class SaClient:
             if ack is not None:
                 self.port.send(ack, self.sm)
             if receiver.done:
-                stride = int(receiver.first["AttributeOffset"]) * 8  # type: ignore[arg-type]
+                stride = field_int(receiver.first["AttributeOffset"]) * 8
                 return SaAnswer(tuple(records_of(attribute, stride, receiver.payload())))
             deadline = self._wait_until()  # the SA is sending: wait on
         return None
@@ -439,7 +440,7 @@ def master_sm(port: UmadPort) -> Address:
     """The SA's address: the master SM's LID and SL from the local port's PortInfo."""
     answer = port.query(directed_route_get(PORT_INFO, (), 0), Address(lid=0xFFFF))
     info = decode_reply(answer, PORT_INFO).attribute
-    return sa_address(int(info["MasterSMLID"]), int(info["MasterSMSL"]))  # type: ignore[arg-type]
+    return sa_address(field_int(info["MasterSMLID"]), field_int(info["MasterSMSL"]))
 
 
 def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:

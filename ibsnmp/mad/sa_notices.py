@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.mad.layout import Field, FieldValue, Layout
+from ibsnmp.mad.layout import Field, FieldValue, Layout, field_int
 from ibsnmp.mad.sa_records import NOTICE_DATA_DETAILS
 
 _SIZE = NOTICE_DATA_DETAILS
@@ -47,15 +47,15 @@ def notice_event(notice: Mapping[str, FieldValue],
     if not notice.get("IsGeneric"):
         return None
     try:
-        trap = IbaTrap(int(notice["TrapNumber"]))  # type: ignore[arg-type]
+        trap = IbaTrap(field_int(notice["TrapNumber"]))
     except ValueError:
         return None
-    issuer = int(notice["IssuerLID"])  # type: ignore[arg-type]
+    issuer = field_int(notice["IssuerLID"])
     details_raw = notice["DataDetails"]
     assert isinstance(details_raw, bytes)
     details = DETAILS[trap].decode(details_raw)
     # The LID SMA-MIB's ibSmaNodeLid carries: LIDADDR, or LIDADDR1 of 257-259.
-    subject = int(details.get("LIDADDR", details.get("LID1", issuer))) or issuer  # type: ignore[arg-type]
+    subject = field_int(details.get("LIDADDR", details.get("LID1", issuer))) or issuer
     guid = node_of_lid(issuer) if node_of_lid is not None else None
     if guid is None:
         issuer_gid = notice["IssuerGID"]

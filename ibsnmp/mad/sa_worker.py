@@ -18,7 +18,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ibsnmp.mad.sa_client import MadPort, SaClient
 from ibsnmp.mad.umad import Address, PortClosing, UmadError
@@ -36,7 +36,7 @@ READER_JOIN_S = 2 * READ_SLICE_S
 log = logging.getLogger("ibsnmp.sa.worker")
 
 # A call, its future and its number (in submission order: see SaWorker.interrupt).
-_Call = tuple[Callable[[SaClient], object], Future[object], int]
+_Call = tuple[Callable[[SaClient], object], Future[Any], int]  # each call's own result type
 
 
 def _interrupted_call() -> PortClosing:
@@ -185,7 +185,7 @@ class SaWorker:
         if self._stopping.is_set():
             future.set_exception(PortClosing("the SA client is stopped"))
             return future
-        self._calls.put((call, future, next(self._numbers)))  # type: ignore[arg-type]
+        self._calls.put((call, future, next(self._numbers)))
         return future
 
     async def call(self, call: Callable[[SaClient], T]) -> T:

@@ -23,7 +23,7 @@ def reads_time(getter: GetterT) -> GetterT:
     """Mark a getter whose value depends on `target.elapsed` (counters that
     grow with time): its cells change between requests on one snapshot, so
     no reader may keep them (agent.walk_cache keeps every other cell)."""
-    getter.reads_time = True  # type: ignore[attr-defined]
+    getter.reads_time = True  # type: ignore[attr-defined]  # a mark on the function
     return getter
 
 

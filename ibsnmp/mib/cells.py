@@ -32,7 +32,8 @@ def ber_tag(syntax: Any) -> int:
     tag = syntax.tagSet.superTags[-1]
     if tag.tagId > 30:
         raise ValueError(f"{type(syntax).__name__}: multi-octet tag {tag.tagId} is not an SNMP type")
-    return tag.tagClass | tag.tagFormat | tag.tagId
+    octet: int = tag.tagClass | tag.tagFormat | tag.tagId  # pyasn1 is untyped
+    return octet
 
 
 def value_intervals(spec: Any) -> Intervals:

@@ -75,7 +75,8 @@ def _counter(name: str) -> Callable[[ContextTarget], int | None]:
         conns = _connections(target)
         if conns is None:
             return None
-        return getattr(connection_counters_at(conns, target.elapsed), name)
+        count: int | None = getattr(connection_counters_at(conns, target.elapsed), name)
+        return count
 
     return get
 

@@ -126,6 +126,7 @@ def _rows(target: ContextTarget) -> list[tuple[tuple[int], _IfRow]]:
     """The context's interfaces, built once per structure and context and
     shared by ifTable and ifXTable (so they share the counter memo); kept
     while the nodes of the context are the same objects."""
+    fabric: Fabric  # ContextTarget types it loosely
     fabric, node, entity = target.fabric, target.node, target.entity_guids
     members = tuple(map(fabric.nodes.get, entity)) if entity else (node,)
     kept = fabric.derive_for(_ROWS, node)

@@ -71,7 +71,8 @@ def _no_snapshot() -> None:
 def _port_rows(target: ContextTarget) -> list[tuple[tuple[int], _PortRow]]:
     """Every data port of the node, built once per structure and node and
     shared by all PMA tables (so they share the per-row memo)."""
-    return target.fabric.derive_for(_ROWS, target.node)
+    rows: list[tuple[tuple[int], _PortRow]] = target.fabric.derive_for(_ROWS, target.node)
+    return rows
 
 
 # Which rows a port has follows its profile's kind and, for a measured

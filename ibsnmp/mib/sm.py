@@ -103,7 +103,8 @@ def _prefix(fabric: Fabric) -> bytes:
     return fabric.derive(_PREFIX)
 
 
-_PREFIX = Derived("subnet prefix octets", Aspect.IDENTITY, lambda fabric: fabric.subnet_prefix.to_bytes(8, "big"))
+_PREFIX: Derived[bytes] = Derived("subnet prefix octets", Aspect.IDENTITY,
+                                  lambda fabric: fabric.subnet_prefix.to_bytes(8, "big"))
 
 
 def _subnet_prefix(row: Any, target: ContextTarget) -> bytes:

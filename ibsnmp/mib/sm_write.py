@@ -81,7 +81,8 @@ def _by_row(requests: Sequence[WriteRequest]) -> list[tuple[tuple[Any, ...], lis
 
 
 def _prefix_of(target: ContextTarget) -> bytes:
-    return target.fabric.subnet_prefix.to_bytes(8, "big")
+    prefix: int = target.fabric.subnet_prefix  # ContextTarget types it loosely
+    return prefix.to_bytes(8, "big")
 
 
 def _check_prefix(target: ContextTarget, prefix: bytes, request: WriteRequest) -> None:

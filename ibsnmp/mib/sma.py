@@ -27,7 +27,7 @@ from ..fabric.iba import (
     SmState,
     guid_bytes,
 )
-from ..fabric.model import Node, sl2vl_by_input
+from ..fabric.model import Node, Port, PortInfo, sl2vl_by_input
 from ..fabric.routing import linear_forwarding_table, multicast_forwarding_table, random_forwarding_table
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time
@@ -185,7 +185,7 @@ def _protect_bits(info: Any) -> int | None:
     return {0: 2, 1: 3}.get(int(info.m_key_protect_bits), 4)
 
 
-def _m_key(info: Any) -> bytes | None:
+def _m_key(info: PortInfo) -> bytes | None:
     """PortInfo:M_Key as a requester without the key reads it (IBA 14.2.4.1):
     the key itself only at protection level 0, zeros above (an SNMP manager
     never presents an M_Key)."""
@@ -540,7 +540,7 @@ def _diag_rows(target: ContextTarget) -> Iterator[tuple[tuple[int], Any]]:
         yield (port.num,), port
 
 
-def _diag_data(port: Any) -> bytes | None:
+def _diag_data(port: Port) -> bytes | None:
     if port.vendor_diag is None:
         return None
     return port.vendor_diag[:_DIAG_DATA_OCTETS].ljust(_DIAG_DATA_OCTETS, b"\0")

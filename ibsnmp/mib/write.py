@@ -86,7 +86,8 @@ def value_problem(syntax: Any, plain: int | bytes) -> tuple[str, str] | None:
         if octets:
             return "wrongLength", "length out of range"
         return "wrongValue", "value out of range"
-    if octets and _is_display_string(syntax) and not _printable(plain):  # type: ignore[arg-type]
+    if (octets and _is_display_string(syntax)
+            and not _printable(plain)):  # type: ignore[arg-type]  # octets: bytes
         return "wrongValue", "not NVT ASCII text"
     return None
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from .paths import COMPILED_MIB_DIR, ERRATA_DIR, MIB_SOURCE_DIR
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mibs = subparsers.add_parser("mibs", help="extract, compile and check the MIB modules")
     actions = mibs.add_subparsers(dest="mibs_command", required=True)
 

@@ -29,7 +29,7 @@ class CompileError(RuntimeError):
     """One or more modules did not compile; the message names them."""
 
 
-class _ReproducibleCodeGen(PySnmpCodeGen):
+class _ReproducibleCodeGen(PySnmpCodeGen):  # type: ignore[misc, unused-ignore]  # pysmi: untyped
     """pysmi's code generator with a header that does not change between runs."""
 
     def gen_code(self, ast: Any, symbolTable: Any, **kwargs: Any) -> Any:  # pysmi's own signature

@@ -107,7 +107,8 @@ class BrokerSettings:
             keepalive=self.keepalive,
             tls_context=self.tls_context(), will=will, timeout=10,
             protocol=aiomqtt.ProtocolVersion.V311, max_queued_incoming_messages=queue_size,
-            max_inflight_messages=PUBLISH_WINDOW, queue_type=inbox)  # type: ignore[arg-type]
+            max_inflight_messages=PUBLISH_WINDOW,
+            queue_type=inbox)  # type: ignore[arg-type]  # aiomqtt calls it: a factory serves
         # A publisher keeps a window of QoS 1 publishes in flight on purpose.
         client.pending_calls_threshold = 4 * PUBLISH_WINDOW
         return client

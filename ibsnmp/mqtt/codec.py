@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from ibsnmp.documents import JSON, check_keys, type_name
 from ibsnmp.events import IbaTrap, TrapEvent
@@ -310,12 +310,13 @@ def _time(value: object) -> float:
 # Tables most ports share (SL-to-VL maps, VL arbitration, default P_Keys,
 # counter name sets) are kept once: an aggregator of 10,000 nodes holds
 # hundreds of thousands of them.  Bounded, so odd input cannot grow it.
+_T = TypeVar("_T")
 _SHARED: dict[object, Any] = {}
 _SHARED_MAX = 4096
 
 
-def _shared(value: Any) -> Any:
-    found = _SHARED.get(value)
+def _shared(value: _T) -> _T:
+    found: _T | None = _SHARED.get(value)  # an equal value: of the same type
     if found is not None:
         return found
     if len(_SHARED) < _SHARED_MAX:

@@ -186,7 +186,8 @@ class StructCodec:
         if hasattr(cls, "_fields"):
             names = list(cls._fields)
         else:
-            names = [n for n in cls.__dataclass_fields__ if not n.startswith("_")]  # type: ignore[attr-defined]
+            fields = cls.__dataclass_fields__  # type: ignore[attr-defined]  # a dataclass then
+            names = [n for n in fields if not n.startswith("_")]
         self.fields = tuple((n, *_converters(n, hints[n])) for n in names if n not in skip)
         self.order = tuple(n for n, *_ in self.fields)  # as the record lists them, for messages
         self.names = frozenset(self.order)

@@ -31,12 +31,12 @@ from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import IS_SM, Subnet, discover
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
 from ibsnmp.mad.sa_client import nodes_listed, sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow, WindowStats
-from ibsnmp.live.subnet_sa import LiveSa, client_opener, log_once, read_sa_objects
+from ibsnmp.live.subnet_sa import ClientOpener, LiveSa, client_opener, log_once, read_sa_objects
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
@@ -155,7 +155,8 @@ class LiveProvider(ProviderCore):
         self._say_sweep(sweep)
         self._watch_traps()
         self.sa_backend: FollowingBackend | None = None
-        self._sa_opener = lambda sm: client_opener(ca, port, sm_key, sm)  # noqa: E731
+        self._sa_opener: Callable[[Address], ClientOpener] = (
+            lambda sm: client_opener(ca, port, sm_key, sm))
         self._sa_lid = 0  # the LID the SA client asks (0: none open)
         self._follow_task: asyncio.Task[None] | None = None
         self._subscriptions_task: asyncio.Task[None] | None = None
@@ -189,7 +190,9 @@ class LiveProvider(ProviderCore):
 
     def _new_sa(self, sm: Address) -> LiveSa:
         """An SA client at `sm`, its port open (blocking), not subscribed yet."""
-        current = lambda: self._fabric  # noqa: E731 - the snapshot served when asked
+        def current() -> Fabric:  # the snapshot served when asked
+            return self._fabric
+
         live = LiveSa(self._sa_opener(sm), self._on_report, sa_link.node_of_lid(current),
                       sa_link.port_of_gid(current), sa_link.lid_ports(current))
         try:
@@ -541,7 +544,7 @@ class LiveProvider(ProviderCore):
             tables.sm_info = info
         for guid, num in sm_ports(self._subnet):
             read = self._port_infos.get(PortRef(guid, num))
-            if read is not None and not int(read["CapabilityMask"]) & IS_SM:  # type: ignore[arg-type]
+            if read is not None and not field_int(read["CapabilityMask"]) & IS_SM:
                 log.info("live: the SM at %016x port %d stopped (its port no longer says IsSM)",
                          guid, num)
                 self._subnet.nodes[guid].tables[num].sm_info = None

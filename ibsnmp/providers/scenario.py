@@ -546,6 +546,7 @@ class _Binder:
     def _endpoint(self, key: str, port_key: str) -> _End:
         value = self.p[key]
         fabric = self.fabric
+        port: Port | None  # None: the node has no port of the number asked
         if isinstance(value, _Lid):
             if self.p.get(port_key) is not None:
                 raise self.error(port_key, f"'{key}' is a LID, which names the port already")
@@ -561,7 +562,7 @@ class _Binder:
         if found.is_switch:
             port = found.ports[0]  # a switch is addressed at port 0's LID
         elif num is not None:
-            port = found.port(num)  # type: ignore[assignment]
+            port = found.port(num)
             if port is None:
                 raise self.error(port_key, f"{found.label!r} has no port {num}")
         else:

@@ -187,7 +187,8 @@ def build_fabric(devices: Sequence[DeviceReading], *, spec: str = "sysfs",
             why = "no readable node_guid"
         elif d.node_guid in nodes:
             why = f"node GUID {d.node_guid:016x} is {names[d.node_guid]}'s too"
-        node = None if why else _node(d, NodeType(d.node_type), d.node_guid)  # type: ignore[arg-type]
+        node = None if why else _node(
+            d, NodeType(d.node_type), d.node_guid)  # type: ignore[arg-type]  # no why: both good
         if node is None:
             if on_skip is not None:
                 on_skip[d.name] = why or "no port with a readable state"

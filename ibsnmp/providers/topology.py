@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology
 from ibsnmp.fabric.lft_read import load_lfts, with_forwarding
@@ -34,6 +34,16 @@ log = logging.getLogger("ibsnmp.providers.topology")
 DEFAULT_WATCH_INTERVAL = 2.0
 
 _T = TypeVar("_T")
+
+
+class _LoadOptions(TypedDict):
+    """load_topology's keywords, kept for every reload."""
+
+    sm_guid: int | None
+    sm_priority: int
+    local_guid: int | None
+
+
 _Stamp = tuple[int, int] | None  # (mtime in ns, size); None: the file is missing
 
 
@@ -59,7 +69,8 @@ class TopologyProvider(ProviderCore):
         super().__init__()
         self._path = Path(path)
         self._lft_path = Path(lft_path) if lft_path is not None else None
-        self._options = dict(sm_guid=sm_guid, sm_priority=sm_priority, local_guid=local_guid)
+        self._options = _LoadOptions(sm_guid=sm_guid, sm_priority=sm_priority,
+                                     local_guid=local_guid)
         self._watch_interval = watch_interval
         self._task: asyncio.Task[None] | None = None
         started = time.perf_counter()
@@ -125,7 +136,7 @@ class TopologyProvider(ProviderCore):
     # -- inside -------------------------------------------------------------------
 
     def _load(self) -> Fabric:
-        fabric = load_topology(self._path, **self._options)  # type: ignore[arg-type]
+        fabric = load_topology(self._path, **self._options)
         if self._lft_path is None:
             return fabric
         fabric, strangers = with_forwarding(fabric, load_lfts(self._lft_path))

@@ -25,6 +25,7 @@ from ibsnmp.fabric.succession import derived_successor
 from ibsnmp.fabric.model import Fabric, Node, Partition, PartitionMember, Port, PortRef, SmInfo, VlArbEntry
 
 T = TypeVar("T")
+_Value = TypeVar("_Value", bound=int | bytes)  # what a MIB object serves
 
 FORMAT = "ibsnmp-state"
 VERSION = 1
@@ -414,7 +415,7 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
         documents.check_keys(table, allowed, "" if key == "document" else key, fail)
         return table
 
-    def served(value: Any, key: str, descriptor: str) -> Any:
+    def served(value: _Value, key: str, descriptor: str) -> _Value:
         problem = mib_problem(descriptor, value)
         if problem is not None:
             raise fail(key, f"not a value of {descriptor}: {problem}")

@@ -26,6 +26,7 @@ from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.succession import with_values
+from ibsnmp.providers.base import Provider
 
 from .overrides import (ConfigState, StateFormatError, ValueProblem, apply_config, from_json, referenced_nodes,
                         to_json)
@@ -357,7 +358,7 @@ class ConfiguredProvider:
     the overlaid one with those values.
     """
 
-    def __init__(self, inner: Any, state: AgentState) -> None:
+    def __init__(self, inner: Provider, state: AgentState) -> None:
         self._inner = inner
         self._state = state
         self._raw: Fabric | None = None
@@ -372,7 +373,7 @@ class ConfiguredProvider:
                         "settings are kept but not applied", len(missing))
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> Any:  # the provider as made: what it offers beyond Provider
         return self._inner
 
     @property

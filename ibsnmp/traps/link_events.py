@@ -25,10 +25,11 @@ from ibsnmp.fabric.interfaces import (
 )
 from ibsnmp.fabric.model import Fabric, Node, Port
 from ibsnmp.fabric.swap import Swap, nodes_to_compare
+from ibsnmp.mib.api import Oid
 from ibsnmp.mib.ifmib import if_alias, if_name
 from ibsnmp.mib.loader import definitions
 
-from .mapping import Notification, NotificationSpec, Oid
+from .mapping import Notification, NotificationSpec
 from .node_names import VarBind, instance_varbind, node_varbinds
 
 # IF-MIB (RFC 2863) snmpTraps.3 and .4; their OBJECTS, in clause order.

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ibsnmp.agent.refusals import Reason, RefusalLog
+from ibsnmp.mib.api import Oid
 
-from .mapping import NotificationSpec, Oid
+from .mapping import NotificationSpec
 from .service import NotificationService
 
 SNMP_TRAPS: Oid = (1, 3, 6, 1, 6, 3, 1, 1, 5)
