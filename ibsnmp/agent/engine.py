@@ -26,7 +26,6 @@ from ibsnmp import __version__
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
 from ibsnmp.wire.constants import SecurityLevel, SecurityModel
-from ibsnmp.wire.header import SET
 
 from .config import AgentSettings, User
 from .causes import current_exception_summary
@@ -37,7 +36,8 @@ from .fast_v3 import FastV3, responder_over
 from .handover import Handover
 from .node_system import install_node_system_group
 from .pending_counts import IN_PKTS, NO_HANDLER, PARSE_ERROR, Counter, PendingCounts
-from .prefilter import IN_REQUEST, PassedRequest, Prefilter, Verdict, is_notification_domain
+from .decision import Decision
+from .prefilter import Prefilter, Verdict, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .refusals import RefusalLog
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
@@ -110,16 +110,26 @@ class SetResponder(SizedResponseMixin, cmdrsp.SetCommandResponder):
             self.release_state_information(stateReference)
 
 
-class GuardedDispatcher(MsgAndPduDispatcher):
-    """Every datagram's one decision, and a guard around what pysnmp still processes.
+@dataclass(frozen=True, slots=True)
+class DispatchParts:
+    """What the dispatcher answers with, built once the engine exists."""
 
-    `handle` takes a datagram to the prefilter's verdict, the fast read path or
-    the command responders (agent.handover); pysnmp's own message processing
-    gets only what the notification originator's sockets receive, answers to
-    informs. A request that reaches it there (an encrypted SNMPv3 one, whose
-    PDU type the prefilter cannot see) is refused, counted in
-    snmpUnknownPDUHandlers, its state released. The pipeline:
-    docs/architecture.md, "How a datagram is handled".
+    decision: Decision
+    counts: PendingCounts  # what the agent counts itself
+    handover: Handover  # requests handed to the command responders
+    fast_reads: FastReads  # v1/v2c reads without pysnmp's per-varbind cost
+
+
+class GuardedDispatcher(MsgAndPduDispatcher):
+    """pysnmp's message dispatcher, around every datagram's one decision.
+
+    `handle` applies what `Decision.decide` concludes: the counts, the reply
+    or the command responders' (agent.handover); pysnmp's own message
+    processing gets only answers to informs on the notification originator's
+    sockets. A request that reaches it there (an encrypted SNMPv3 one, whose
+    PDU type the header checks cannot see) is refused, counted in
+    snmpUnknownPDUHandlers, its state released. pysnmp builds its engine
+    around a dispatcher, so the parts come after it, once (`attach`).
 
     What fails unexpectedly on the way (pysnmp 7.1 lets some decoder
     errors escape as TypeError deep in pyasn1) is dropped and counted in
@@ -128,13 +138,48 @@ class GuardedDispatcher(MsgAndPduDispatcher):
     """
 
     dropped = 0
-    prefilter: Prefilter | None = None
-    counts: PendingCounts | None = None  # what the agent counts itself (set by build_engine)
-    # v1/v2c reads answered without pysnmp's per-varbind cost ([limits] fast_path).
-    fast_reads: FastReads | None = None
-    use_fast_reads = False
-    handover: Handover | None = None  # requests handed to the command responders
+    _parts: DispatchParts | None = None
     _on_notification_socket = False
+
+    def attach(self, parts: DispatchParts) -> None:
+        """Answer with `parts` from now on (once, by build_engine)."""
+        if self._parts is not None:
+            raise RuntimeError("the dispatcher's parts are attached once")
+        self._parts = parts
+
+    @property
+    def parts(self) -> DispatchParts:
+        if self._parts is None:
+            raise RuntimeError("the dispatcher has no parts yet (build_engine attaches them)")
+        return self._parts
+
+    @property
+    def decision(self) -> Decision:
+        return self.parts.decision
+
+    @property
+    def counts(self) -> PendingCounts:
+        return self.parts.counts
+
+    @property
+    def handover(self) -> Handover:
+        return self.parts.handover
+
+    @property
+    def fast_reads(self) -> FastReads:
+        return self.parts.fast_reads
+
+    @property
+    def prefilter(self) -> Prefilter:
+        return self.parts.decision.prefilter
+
+    @property
+    def use_fast_reads(self) -> bool:
+        return self.parts.decision.use_fast_reads
+
+    @use_fast_reads.setter
+    def use_fast_reads(self, value: bool) -> None:
+        self.parts.decision.use_fast_reads = value
 
     def receive_message(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
                         wholeMsg: bytes) -> bytes:
@@ -150,26 +195,21 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         """The answer to a datagram, or None: dropped, or (an answer to an
         inform) left to pysnmp's message processing.
 
-        One decision per datagram: the prefilter's verdict (SNMPv3: the
-        project's USM's), else for a v1/v2c request the fast read's answer,
-        else the command responders'. What it counts is the datagram's
-        (PendingCounts.begin_message), applied once (`_conclude`); a
-        datagram left to pysnmp is counted by pysnmp alone.
+        What it counts is the datagram's (PendingCounts.begin_message),
+        applied once (`_conclude`); a datagram left to pysnmp is counted by
+        pysnmp alone.
         """
-        counts = self.counts
-        assert counts is not None
+        parts = self.parts
+        counts = parts.counts
         # Every datagram counts in snmpInPkts, first: a GET of it sees itself.
         counts.begin_message(IN_PKTS)
         to_pysnmp = False
         started = time.perf_counter()  # charged to the sender (agent.governor)
+        prefilter = parts.decision.prefilter  # the one a reload during this call replaced
         try:
-            if self.prefilter is not None:
-                verdict = self.prefilter.check(transportDomain, transportAddress, wholeMsg)
-                if verdict is not None:
-                    return self._conclude(verdict)
-                passed = self.prefilter.passed_request(wholeMsg)
-                if passed is not None and not is_notification_domain(transportDomain):
-                    return self._answer_request(wholeMsg, passed)
+            outcome = parts.decision.decide(transportDomain, transportAddress, wholeMsg)
+            if isinstance(outcome, Verdict):
+                return self._conclude(outcome)
             # An answer to one of our informs (pysnmp matches it to the inform).
             to_pysnmp = True
             counts.drop_message()
@@ -190,29 +230,12 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             log.debug("dropped an unprocessable message", exc_info=True)
         finally:
             self._on_notification_socket = False
-            if self.prefilter is not None:
-                self.prefilter.charge(transportDomain, transportAddress,
-                                      time.perf_counter() - started)
+            prefilter.charge(transportDomain, transportAddress, time.perf_counter() - started)
         return None
-
-    def _answer_request(self, data: bytes, passed: PassedRequest) -> bytes | None:
-        """A v1/v2c request: the fast read's answer, else the command responders'."""
-        counts = self.counts
-        assert counts is not None and self.handover is not None
-        for counter in IN_REQUEST[passed.message.pdu.tag]:
-            counts.count(counter)  # before reading: a GET of snmpInGetRequests sees itself
-        if self.use_fast_reads and self.fast_reads is not None and passed.message.pdu.tag != SET:
-            reply = self.fast_reads.answer(data, passed)
-            if reply is not None:
-                counts.end_message()
-                return reply
-        handover = self.handover
-        return self._conclude(Verdict((), None, lambda: handover.answer_community(data, passed)))
 
     def _conclude(self, verdict: Verdict) -> bytes | None:
         """Apply the datagram's counts once, and answer as `verdict` says."""
-        counts = self.counts
-        assert counts is not None
+        counts = self.parts.counts
         counts.end_message(verdict.counters)
         if verdict.handing is None:
             return verdict.reply
@@ -228,7 +251,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
                             statusInformation: Any) -> None:
         """A command responder's answer: to a request handed over (agent.handover),
         taken back; to one pysnmp received itself, pysnmp's to send."""
-        if self.handover is not None and self.handover.owns(stateReference):
+        if self._parts is not None and self._parts.handover.owns(stateReference):
             self.handover.returned(stateReference, PDU, statusInformation)
             return
         super().return_response_pdu(snmpEngine, messageProcessingModel, securityModel,
@@ -259,8 +282,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
 
     def _count(self, *counters: Counter) -> None:
         """Count now: pysnmp is handling a message, and its counters are read as they are."""
-        assert self.counts is not None
-        self.counts.add_now(dict.fromkeys(counters, 1))
+        self.parts.counts.add_now(dict.fromkeys(counters, 1))
 
 
 @dataclass(slots=True)
@@ -277,6 +299,7 @@ class AgentEngine:
     # Refused requests told to the operator: one log for the agent's life (reloads keep it).
     refusals: RefusalLog
     authen_traps: AuthenTraps  # snmpEnableAuthenTraps
+    parts: DispatchParts  # what the dispatcher answers with
 
     def replace_principals(self, settings: AgentSettings) -> None:
         """Serve `settings`' communities, users and limits from now on (a reload).
@@ -285,7 +308,11 @@ class AgentEngine:
         views and groups stay, only who belongs to them changes.
         """
         _remove_principals(self.engine, self.vacm, self.settings)
-        _add_principals(self.engine, self.vacm, self.directory, settings, self.refusals)
+        _add_principals(self.engine, self.vacm, settings, self.parts.handover)
+        decision = self.parts.decision
+        decision.prefilter = _header_checks(settings, self.directory, self.refusals,
+                                            decision.prefilter)
+        decision.use_fast_reads = settings.limits.fast_path
         self.authen_traps.configure(settings.traps.authentication_failure)
         self.fast_v3.replace_users(settings.users)
         self.fast_v3.max_varbinds = settings.limits.max_varbinds
@@ -296,11 +323,10 @@ class AgentEngine:
                 self.settings.limits.reports_per_second):
             self.fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
                                            settings.limits.reports_per_second)
-        dispatcher = self.engine.message_dispatcher
-        if dispatcher.fast_reads is not None:
-            dispatcher.fast_reads.walks.resize(settings.limits.walk_cache)
-            dispatcher.fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
-            dispatcher.fast_reads.getbulk_fill_ms = settings.limits.getbulk_fill_ms
+        fast_reads = self.parts.fast_reads
+        fast_reads.walks.resize(settings.limits.walk_cache)
+        fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
+        fast_reads.getbulk_fill_ms = settings.limits.getbulk_fill_ms
         self.settings = settings
 
 
@@ -320,20 +346,20 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     engine = SnmpEngine(msgAndPduDsp=dispatcher)
     apply_engine_identity(engine, settings.engine_id, settings.engine_boots,
                           settings.engine_booted_at)
-    handover = dispatcher.handover = Handover(engine)
+    handover = Handover(engine)
     directory = ContextDirectory(resolver)
     vacm = install_context_hooks(engine, directory)
     _configure_views(engine)
     refusals = RefusalLog()
-    _add_principals(engine, vacm, directory, settings, refusals)
+    _add_principals(engine, vacm, settings, handover)
     _set_system_group(engine, settings, fabric_summary)
     authen_traps = AuthenTraps(engine, settings.traps.authentication_failure)
     install_node_system_group(engine)
     install_sys_or_table(engine)
     SnmpStatistics(engine)  # kept alive by the engine's observer
     context = NodeSnmpContext(engine, directory, mib)
-    counts = dispatcher.counts = PendingCounts(engine.get_mib_builder())
-    fast_reads = dispatcher.fast_reads = FastReads(
+    counts = PendingCounts(engine.get_mib_builder())
+    fast_reads = FastReads(
         engine, directory, mib, counts, settings.limits.walk_cache,
         settings.limits.max_getbulk_varbinds, settings.limits.getbulk_fill_ms)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
@@ -342,8 +368,10 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     fast_v3.answer_reads = settings.limits.fast_path
     fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
                               settings.limits.reports_per_second)
-    assert dispatcher.prefilter is not None
-    dispatcher.prefilter.v3_handler = fast_v3.handle
+    decision = Decision(_header_checks(settings, directory, refusals), fast_v3, fast_reads,
+                        handover, counts, use_fast_reads=settings.limits.fast_path)
+    parts = DispatchParts(decision, counts, handover, fast_reads)
+    dispatcher.attach(parts)
     responders = (
         GetResponder(engine, context),
         NextResponder(engine, context),
@@ -351,31 +379,31 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         SetResponder(engine, context),
     )
     return AgentEngine(engine, context, vacm, directory, responders, settings, fast_v3,
-                       refusals, authen_traps)
+                       refusals, authen_traps, parts)
 
 
-def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, directory: ContextDirectory,
-                    settings: AgentSettings, refusals: RefusalLog) -> None:
-    """Communities, users and the header checks that know them (telling `refusals`)."""
-    dispatcher = engine.message_dispatcher
-    assert isinstance(dispatcher, GuardedDispatcher)
-    previous = dispatcher.prefilter
-    dispatcher.prefilter = Prefilter(
-        settings.communities, settings.limits, directory.is_known_node,
-        notification_communities=[t.community for t in settings.trap_targets
-                                  if t.version != "3"], refusals=refusals)
-    if previous is not None:  # a reload: SNMPv3 stays on the project's USM
-        dispatcher.prefilter.v3_handler = previous.v3_handler
-        governor = previous.governor
-        if governor is not None and governor.budget == settings.limits.cpu_budget:
-            dispatcher.prefilter.governor = governor  # what each source used, kept
-    dispatcher.use_fast_reads = settings.limits.fast_path
-    assert dispatcher.handover is not None
-    dispatcher.handover.community_names = {}
+def _header_checks(settings: AgentSettings, directory: ContextDirectory, refusals: RefusalLog,
+                   previous: Prefilter | None = None) -> Prefilter:
+    """The header checks that know `settings`' communities and limits (telling
+    `refusals`); on a reload, `previous`'s CPU account of each source is kept
+    while the budget is the same."""
+    governor = previous.governor if previous is not None else None
+    if governor is not None and governor.budget != settings.limits.cpu_budget:
+        governor = None
+    return Prefilter(settings.communities, settings.limits, directory.is_known_node,
+                     notification_communities=[t.community for t in settings.trap_targets
+                                               if t.version != "3"],
+                     refusals=refusals, governor=governor)
+
+
+def _add_principals(engine: SnmpEngine, vacm: NodeContextVacm, settings: AgentSettings,
+                    handover: Handover) -> None:
+    """Communities and users: their security names, VACM groups and USM entries."""
+    handover.community_names = {}
     for index, community in enumerate(settings.communities):
         # The securityName is an index, never the (secret) community string.
         security_name = _community_security_name(index)
-        dispatcher.handover.community_names[community.name] = security_name.encode()
+        handover.community_names[community.name] = security_name.encode()
         pc.add_v1_system(engine, security_name, community.name, securityName=security_name)
         for model in (V1, V2C):
             pc.add_vacm_group(engine, group_name(community.access, community.view), model,

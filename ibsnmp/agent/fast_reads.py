@@ -153,7 +153,7 @@ class FastReads:
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
-        (read whole, its community and context found: Prefilter.passed_request),
+        (read whole, its community and context found: a PassedRequest),
         or None when pysnmp's command responders are to answer it (agent.handover):
         anything but a well-formed v1/v2c read request, a context that vanished, a
         failing read, or a GET or GETNEXT response too big (the responders answer

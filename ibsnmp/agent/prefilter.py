@@ -5,8 +5,9 @@ before any varbind is decoded, drops the excess over the request limits and the 
 what is malformed or of another version, a refused community and a PDU no application takes,
 and holds a varbind list to `max_varbinds`; refused communities go to the refusal log. Its
 only answers, built from the header, are tooBig and a read-only community's refused SET. It
-passes a v1/v2c request on read whole (`passed_request`) and SNMPv3 to `v3_handler`; a
-Verdict says what to count. The pipeline: docs/architecture.md, "How a datagram is handled".
+returns what it found: a Verdict (what to count), a v1/v2c request read whole, an SNMPv3
+message for the USM, or an answer to an inform. No I/O. The pipeline: agent.decision and
+docs/architecture.md, "How a datagram is handled".
 """
 
 from __future__ import annotations
@@ -103,9 +104,24 @@ class Verdict(NamedTuple):
     handing: Handing | None = None
 
 
-# An SNMPv3 message past these checks, its plaintext varbinds as read (None when
-# encrypted) and the transport address it came from -> what agent.fast_v3 does with it.
-V3Handler = Callable[[V3Message, bytes, "tuple[Varbind, ...] | None", Any], Verdict]
+class V3Request(NamedTuple):
+    """An SNMPv3 message on a listening socket past the header checks, for the
+    project's USM (agent.fast_v3): its plaintext varbinds as read, None when
+    encrypted."""
+
+    message: V3Message
+    varbinds: tuple[Varbind, ...] | None
+
+
+class InformAnswer(NamedTuple):
+    """On a notification socket, an answer to one of the agent's informs: for
+    pysnmp's message processing, which matches it to the inform."""
+
+
+INFORM_ANSWER = InformAnswer()
+
+# What `Prefilter.check` finds a datagram to be.
+Checked = Verdict | PassedRequest | V3Request | InformAnswer
 
 
 def is_notification_domain(domain: Sequence[int]) -> bool:
@@ -124,9 +140,12 @@ class Prefilter:
                  is_known_node: Callable[[bytes], bool], *,
                  notification_communities: Sequence[str] = (),
                  clock: Callable[[], float] = time.monotonic,
-                 refusals: RefusalLog | None = None) -> None:
+                 refusals: RefusalLog | None = None,
+                 governor: CpuGovernor | None = None) -> None:
         """`refusals`: where refused requests are told (the agent's one log,
-        kept across reloads; None: a log of this prefilter's own)."""
+        kept across reloads; None: a log of this prefilter's own); `governor`:
+        the CPU account to go on with (a reload's, of the same budget; None:
+        a new one when `limits` set a budget)."""
         self._refusals = refusals if refusals is not None else RefusalLog()
         self._communities = {c.name.encode("utf-8"): c for c in communities}
         self._notification_communities = frozenset(
@@ -137,13 +156,9 @@ class Prefilter:
                                 limits.requests_per_second, clock=clock)
         self.limiter = limiter if limiter else None
         # The CPU shared fairly among the sources (charged by agent.engine).
-        self.governor = CpuGovernor(limits.cpu_budget) if limits.cpu_budget else None
+        self.governor = governor if governor is not None else (
+            CpuGovernor(limits.cpu_budget) if limits.cpu_budget else None)
         self._governor_drop_at = float("-inf")
-        # SNMPv3 messages on the listening sockets, through the project's USM
-        # (agent.fast_v3.FastV3.handle): set by the engine.
-        self.v3_handler: V3Handler | None = None
-        # The v1/v2c request last passed, read whole: the fast path reads no octet again.
-        self._passed: tuple[bytes, PassedRequest] | None = None
 
     @property
     def rate_limited(self) -> int:
@@ -153,10 +168,11 @@ class Prefilter:
     def governed(self) -> int:
         return self.governor.dropped if self.governor is not None else 0
 
-    def check(self, domain: Sequence[int], address: Any, data: bytes) -> Verdict | None:
-        """A Verdict: what happens to the datagram (dropped, answered, or handed to the
-        command responders). None: a v1/v2c request to answer (`passed_request`),
-        or on a notification socket an answer to an inform, pysnmp's.
+    def check(self, domain: Sequence[int], address: Any, data: bytes) -> Checked:
+        """What the datagram is: a Verdict (dropped, answered from its header, or
+        handed to the command responders), a v1/v2c request to answer, read whole
+        (PassedRequest), an SNMPv3 message for the project's USM (V3Request), or
+        on a notification socket an answer to an inform (InformAnswer).
 
         The request limits (agent.ratelimit, counted in `rate_limited`) and the CPU
         governor (agent.governor, counted in `governed`) drop on the listening sockets
@@ -176,14 +192,14 @@ class Prefilter:
             if isinstance(header, CommunityMessage):
                 return self._check_community(header, notification, address, data)
             if isinstance(header, V3Message):
-                return self._check_v3(header, notification, data, address)
+                return self._check_v3(header, notification, data)
         except HeaderError:
             return Verdict((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
         return Verdict((BAD_VERSION,))
 
     def _check_community(self, message: CommunityMessage, notification: bool, address: Any,
-                         data: bytes) -> Verdict | None:
+                         data: bytes) -> Verdict | PassedRequest | InformAnswer:
         """A v1/v2c message. On a notification socket, only an answer to an inform
         of a notification community goes on. On a listening socket, an unknown
         community, `community@<node GUID>` of an unknown node or a community used
@@ -201,7 +217,7 @@ class Prefilter:
                 return Verdict((NO_HANDLER,))
             if len(message.pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
                 return Verdict((SILENT_DROP,))
-            return None
+            return INFORM_ANSWER
         found = self._context_or_reason(message.community)
         if isinstance(found, Reason):
             self._refusals.refused(address[0], found)
@@ -232,8 +248,7 @@ class Prefilter:
         if not null_list:
             varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
             if len(varbinds) <= self._max_varbinds:
-                self._passed = (data, PassedRequest(message, varbinds, *found))
-                return None
+                return PassedRequest(message, varbinds, *found)
             # Over the limit: all { OID, NULL } (checked in C), or read whole in
             # Python if no longer than twice the limit (a bounded read).
             if null_list is None:
@@ -253,8 +268,7 @@ class Prefilter:
                 message.pdu.read_varbinds(data, self._max_varbinds - 1)
             non_repeaters, repetitions = message.pdu.fields
             pdu = message.pdu._replace(fields=(non_repeaters, min(repetitions, 1)))
-            self._passed = (data, PassedRequest(message._replace(pdu=pdu), first, *found))
-            return None
+            return PassedRequest(message._replace(pdu=pdu), first, *found)
         try:
             reply = too_big_response(data, message, varbinds, null_list)
         except HeaderError:  # not read whole: answered by nothing
@@ -287,13 +301,6 @@ class Prefilter:
         counted = (IN_SET_REQUESTS, BAD_COMMUNITY_USES, OUT_PKTS, OUT_GET_RESPONSES)
         return Verdict(counted + ((OUT_NO_SUCH_NAMES,) if status == NO_SUCH_NAME else ()), reply)
 
-    def passed_request(self, data: bytes) -> PassedRequest | None:
-        """The v1/v2c request `check` has just passed, if `data` is it (once)."""
-        passed, self._passed = self._passed, None
-        if passed is None or passed[0] is not data:
-            return None
-        return passed[1]
-
     def community_context(self, name: bytes) -> tuple[Community, bytes] | None:
         """The configured community `name` stands for and the context it names
         (b"": the default one), also as `community@<node>`; None if unknown."""
@@ -312,12 +319,12 @@ class Prefilter:
             return UNKNOWN_COMMUNITY_CONTEXT
         return UNKNOWN_COMMUNITY
 
-    def _check_v3(self, message: V3Message, notification: bool, data: bytes,
-                  address: Any) -> Verdict | None:
+    def _check_v3(self, message: V3Message, notification: bool,
+                  data: bytes) -> Verdict | V3Request | InformAnswer:
         """An SNMPv3 message. On a notification socket, only an unreportable answer
         goes on (to pysnmp). On a listening socket, a plaintext one's varbinds are
-        read up to `max_varbinds` + 1, read no further, and every message goes to
-        `v3_handler` (agent.fast_v3): USM decides before any tooBig."""
+        read up to `max_varbinds` + 1, read no further, and every message goes on
+        to the project's USM (agent.fast_v3): USM decides before any tooBig."""
         pdu = message.pdu
         if notification:
             if message.flags & FLAG_REPORTABLE or pdu is not None and pdu.tag not in ANSWERS:
@@ -326,14 +333,12 @@ class Prefilter:
             if pdu is not None and \
                     len(pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
                 return Verdict((SILENT_DROP,))
-            return None  # pysnmp's: an answer to an inform
+            return INFORM_ANSWER
         varbinds = None
         if pdu is not None:  # encrypted: read once decrypted (agent.fast_v3)
             # Over the limit: read no further; USM decides, then tooBig (agent.fast_v3).
             varbinds = pdu.read_varbinds(data, self._max_varbinds)
-        if self.v3_handler is None:
-            return Verdict((NO_HANDLER,))  # no USM yet (the engine sets it)
-        return self.v3_handler(message, data, varbinds, address)
+        return V3Request(message, varbinds)
 
     def charge(self, domain: Sequence[int], address: Any, seconds: float) -> None:
         """What handling a datagram of `address` took (the CPU governor's account)."""

@@ -17,6 +17,7 @@ from tests.support.agent_support import V3_USERS, agent_settings, make_backend
 
 from ibsnmp.agent.config import User
 from ibsnmp.agent.engine import build_engine
+from ibsnmp.agent.prefilter import V3Request
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, oid_octets
 from ibsnmp.wire.header import GET, GET_NEXT, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.usm_inbound import localize_users, seal_message
@@ -227,7 +228,8 @@ def test_each_refusal_counts_once_and_reports_as_rfc_3414_says(built: Any, case:
     assert name == tuple(instance.name) and value == int(instance.syntax)
 
 
-def test_the_shortcut_answers_before_pysnmp_decodes(built: Any, monkeypatch) -> None:
+def test_the_shortcut_answers_before_pysnmp_decodes(built: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Proved by taking pysnmp's message processing away: the Reports still go out."""
     dispatcher = built.engine.message_dispatcher
     mp = built.engine.message_processing_subsystems[3]
@@ -263,6 +265,7 @@ def test_a_message_outside_the_time_window_gets_a_signed_report(built: Any) -> N
                     boots=built.fast_v3.clock.boots() + 1, engine_time=5)
     answered, moved = deliver(built, stale)
     assert moved.get("usmStatsNotInTimeWindows") == 1
+    assert answered is not None
     sent = read_header(answered) if answered else None
     assert isinstance(sent, V3Message) and sent.flags == FLAG_AUTH
     assert sent.pdu is not None and sent.pdu.tag == REPORT
@@ -279,7 +282,8 @@ def test_without_the_reportable_flag_nothing_is_answered(built: Any) -> None:
     assert moved == {"snmpInPkts": 1, "usmStatsUnknownUserNames": 1}
 
 
-def test_no_v3_request_reaches_pysnmps_message_processing(built: Any, monkeypatch) -> None:
+def test_no_v3_request_reaches_pysnmps_message_processing(built: Any,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Refused, read, written or in an unknown context: the project's USM takes
     every SNMPv3 request, and what pysnmp's responders answer is sealed here."""
     mp = built.engine.message_processing_subsystems[3]
@@ -372,8 +376,8 @@ def test_a_reload_moves_the_users_and_keeps_the_shortcut(built: Any) -> None:
     assert reply_pdu(shortcut(built, signed)) == REPORT  # unknown user
     built.replace_principals(dataclasses.replace(settings, users=(newcomer,)))
     try:
-        prefilter = built.engine.message_dispatcher.prefilter
-        assert prefilter.v3_handler == built.fast_v3.handle
+        checked = built.parts.decision.prefilter.check(UDP, SOURCE, signed)
+        assert isinstance(checked, V3Request)  # the new header checks: still to the USM
         assert reply_pdu(shortcut(built, signed)) != REPORT  # authentic: goes on
         gone = message(engine=own, user=AUTH_ONLY.name.encode(), flags=R | A, key_of=AUTH_ONLY)
         answered, moved = deliver(built, gone)

@@ -68,17 +68,17 @@ class TwoPaths:
                                                fabric_summary="diff")
         self.engine = self.agent.engine
         self.capture = _Capture()
-        self.engine.transport_dispatcher = self.capture  # type: ignore[assignment]
+        self.engine.transport_dispatcher = self.capture
         self.dispatcher = self.engine.message_dispatcher
         self.fast_answered = False
         answer = self.dispatcher.fast_reads.answer
 
         def recording(data: bytes, passed: PassedRequest) -> bytes | None:
-            reply = answer(data, passed)
+            reply: bytes | None = answer(data, passed)
             self.fast_answered = reply is not None
             return reply
 
-        self.dispatcher.fast_reads.answer = recording  # type: ignore[method-assign]
+        self.dispatcher.fast_reads.answer = recording
 
     def contexts(self) -> Iterator[bytes]:
         """Every context name of the fabric: the default one and each node's."""
@@ -96,10 +96,8 @@ class TwoPaths:
     def passed(self, data: bytes) -> PassedRequest | None:
         """What the prefilter hands the fast path for `data`: None when it
         drops the datagram or passes it to pysnmp without a request read."""
-        prefilter = self.dispatcher.prefilter
-        if prefilter.check(DOMAIN, ADDRESS, data) is not None:
-            return None
-        return prefilter.passed_request(data)
+        checked = self.dispatcher.prefilter.check(DOMAIN, ADDRESS, data)
+        return checked if isinstance(checked, PassedRequest) else None
 
     def pysnmp(self, data: bytes) -> bytes | None:
         return self.send(data, fast=False)

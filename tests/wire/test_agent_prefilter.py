@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,15 +20,14 @@ from tests.support.wire import V1, community_request, decode_response
 from ibsnmp.agent import ConfigError, Endpoint, ListenError
 from ibsnmp.agent.config import Community, Limits, merge_settings, parse_config
 from ibsnmp.agent.engine import build_engine
-from ibsnmp.agent.prefilter import (
+from ibsnmp.agent.pending_counts import (
     BAD_COMMUNITY,
     BAD_VERSION,
     NO_HANDLER,
     PARSE_ERROR,
     SILENT_DROP,
-    Prefilter,
-    Verdict,
 )
+from ibsnmp.agent.prefilter import INFORM_ANSWER, PassedRequest, Prefilter, V3Request, Verdict
 from ibsnmp.agent.ratelimit import SourceRateLimiter
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS, bind_all
 from ibsnmp.wire.ber import element as tlv
@@ -41,14 +41,14 @@ SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 
 
 def prefilter(*communities: Community, max_varbinds: int = 256, rate: float | None = None,
-              clock=None) -> Prefilter:  # type: ignore[no-untyped-def]
-    extra = {"clock": clock} if clock is not None else {}
+              clock: Callable[[], float] | None = None) -> Prefilter:
+    extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
     return Prefilter(communities or (Community("public"),),
                      Limits(max_varbinds=max_varbinds, requests_per_second_per_source=rate),
                      lambda name: name == NODE, notification_communities=["trapcomm"], **extra)
 
 
-def get(community: str = "public", **kwargs) -> bytes:  # type: ignore[no-untyped-def]
+def get(community: str = "public", **kwargs: Any) -> bytes:
     return community_request("get", [SYS_DESCR], community=community, **kwargs)
 
 
@@ -60,13 +60,13 @@ def response(community: str) -> bytes:
     api_v2c.apiMessage.set_defaults(message)
     api_v2c.apiMessage.set_community(message, community)
     api_v2c.apiMessage.set_pdu(message, pdu)
-    return encoder.encode(message)
+    return bytes(encoder.encode(message))
 
 
 def test_known_communities_pass_others_are_bad_community_names() -> None:
     check = prefilter().check
-    assert check(LISTEN, LOCAL, get()) is None
-    assert check(LISTEN, LOCAL, get(f"public@{NODE.decode()}")) is None
+    assert isinstance(check(LISTEN, LOCAL, get()), PassedRequest)
+    assert isinstance(check(LISTEN, LOCAL, get(f"public@{NODE.decode()}")), PassedRequest)
     assert check(LISTEN, LOCAL, get("public@0002c903000a1b2d")) == Verdict((BAD_COMMUNITY,))
     assert check(LISTEN, LOCAL, get("private")) == Verdict((BAD_COMMUNITY,))
     # The notification communities answer informs only, on the originator's sockets.
@@ -100,7 +100,7 @@ def test_communities_limited_to_source_networks(sources: tuple[str, ...], addres
     domain = LISTEN6 if ":" in address else LISTEN
     for community in ("public", f"public@{NODE.decode()}"):
         verdict = check(domain, (address, 161), get(community))
-        assert (verdict is None) == allowed
+        assert isinstance(verdict, PassedRequest) == allowed
         assert allowed or verdict == Verdict((BAD_COMMUNITY,))
 
 
@@ -114,40 +114,34 @@ def test_notification_sockets_take_only_answers() -> None:
         data = community_request(kind, [SYS_DESCR], community="trapcomm")
         assert check(NOTIFY, LOCAL, data) == Verdict((NO_HANDLER,)), kind
     assert check(NOTIFY, LOCAL, get("public")) == Verdict((BAD_COMMUNITY,))
-    assert check(NOTIFY, LOCAL, response("trapcomm")) is None
+    assert check(NOTIFY, LOCAL, response("trapcomm")) is INFORM_ANSWER
     assert check(NOTIFY, LOCAL, response("public")) == Verdict((BAD_COMMUNITY,))
     # SNMPv3: a request (reportable), even with its flag cleared, is no answer.
     assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice")) == Verdict((NO_HANDLER,))
     assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice", flags=0)) == Verdict((NO_HANDLER,))
-    # On a listening socket SNMPv3 goes to the project's USM (agent.fast_v3).
-    listening = prefilter()
-    handled: list[tuple[bytes | None, Any]] = []
-
-    def usm(message: Any, data: bytes, varbinds: Any, sender: Any) -> Verdict:
-        handled.append((message.user_name, sender))
-        return Verdict(())
-
-    listening.v3_handler = usm
-    assert listening.check(LISTEN, LOCAL, v3_plaintext_get(b"alice")) == Verdict(())
-    assert handled == [(b"alice", LOCAL)]  # the sender: the key of the Report limits
+    # On a listening socket SNMPv3 goes on to the project's USM (agent.fast_v3).
+    passed = prefilter().check(LISTEN, LOCAL, v3_plaintext_get(b"alice"))
+    assert isinstance(passed, V3Request) and passed.message.user_name == b"alice"
+    assert passed.varbinds is not None and len(passed.varbinds) == 1
 
 
 def test_over_the_varbind_limit() -> None:
     check = prefilter(max_varbinds=3).check
-    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 3)) is None
+    assert isinstance(check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 3)),
+                      PassedRequest)
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, request_id=9))
-    assert verdict is not None
+    assert isinstance(verdict, Verdict)
     assert [name for _, name in verdict.counters] == [
         "snmpOutTooBigs", "snmpOutPkts", "snmpOutGetResponses", "snmpInGetRequests"]
     assert verdict.reply is not None and decode_response(verdict.reply)[:3] == (9, 1, 0)
     v1 = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, version=V1))
-    assert v1 is not None and len(decode_response(v1.reply or b"")[3]) == 4
+    assert isinstance(v1, Verdict) and len(decode_response(v1.reply or b"")[3]) == 4
     # A wrong community is a wrong community first, whatever its size.
     assert check(LISTEN, LOCAL, oversized_get(b"nope")) == Verdict((BAD_COMMUNITY,))
-    # SNMPv3 without the project's USM behind: nothing takes it, whatever its
-    # size; with it, USM decides first, then tooBig (test_fast_v3.py).
+    # SNMPv3 goes on to the project's USM whatever its size: USM decides
+    # first, then tooBig (test_fast_v3.py).
     for user, count in ((b"alice", 3), (b"alice", 4), (b"mallory", 4)):
-        assert check(LISTEN, LOCAL, v3_plaintext_get(user, count)) == Verdict((NO_HANDLER,))
+        assert isinstance(check(LISTEN, LOCAL, v3_plaintext_get(user, count)), V3Request)
 
 
 def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
@@ -155,12 +149,13 @@ def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
     # Up to twice the limit, any well-formed list is read whole and gets tooBig.
     values = [api_v2c.Null()] * 5 + [api_v2c.Integer(1)]
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 6, values=values))
-    assert verdict is not None and verdict.reply is not None
+    assert isinstance(verdict, Verdict) and verdict.reply is not None
     # Beyond, a list not all { OID, NULL } is not read whole, so not answered.
     values = [api_v2c.Null()] * 7 + [api_v2c.Integer(1)]
     assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8, values=values)) \
         == Verdict((SILENT_DROP,))
-    assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8)).reply is not None
+    verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8))
+    assert isinstance(verdict, Verdict) and verdict.reply is not None
     # A varbind past twice the limit is never read one by one: malformed there, the
     # message is a silent drop, not a parse error (the cost stays bounded).
     varbinds = (bytes.fromhex("3006 06012b 020101") * 7 + bytes.fromhex("3007 06012b 05800000"))
@@ -187,7 +182,7 @@ def test_long_lists_are_judged_by_their_null_prefix_as_when_read() -> None:
     check = prefilter(max_varbinds=3).check
     null = bytes.fromhex("3005 06012b 0500")  # 7 octets: 200 of them are over 3 x 129
     verdict = check(LISTEN, LOCAL, _get_of(null * 200))
-    assert verdict is not None and verdict.reply is not None
+    assert isinstance(verdict, Verdict) and verdict.reply is not None
     assert decode_response(verdict.reply)[1] == 1  # tooBig
     assert check(LISTEN, LOCAL, _get_of(null * 200 + bytes.fromhex("3006 06012b 020101"))) \
         == Verdict((SILENT_DROP,))
@@ -202,11 +197,12 @@ def test_long_lists_are_judged_by_their_null_prefix_as_when_read() -> None:
 def test_rate_limit_drops_the_excess_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     check = prefilter(rate=2.0, clock=lambda: now[0]).check
-    answered = [check(LISTEN, LOCAL, get()) is None for _ in range(5)]
+    answered = [isinstance(check(LISTEN, LOCAL, get()), PassedRequest) for _ in range(5)]
     assert answered == [True, True, False, False, False]
-    assert check(LISTEN, ("127.0.0.2", 1), get()) is None  # another source, its own bucket
+    assert isinstance(check(LISTEN, ("127.0.0.2", 1), get()), PassedRequest)  # its own bucket
     now[0] += 0.5  # one token back
-    assert check(LISTEN, LOCAL, get()) is None and check(LISTEN, LOCAL, get()) is not None
+    assert isinstance(check(LISTEN, LOCAL, get()), PassedRequest)
+    assert check(LISTEN, LOCAL, get()) == Verdict(())
     assert len([r for r in caplog.records if "dropping requests" in r.getMessage()]) == 1
 
 
@@ -256,7 +252,7 @@ def test_source_and_limits_in_the_config() -> None:
      r"limits\.requests_per_second_per_source: must be at least"),
     ({"limits": 5}, r"limits: expected a table"),
 ])
-def test_bad_source_and_limits(data: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_bad_source_and_limits(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(data)
 
@@ -300,11 +296,13 @@ class RecordingTransports:
 
 def test_a_request_reaching_pysnmp_on_a_notification_socket_is_refused() -> None:
     # An encrypted SNMPv3 request with its reportable flag cleared passes the
-    # header checks; the prefilter is left out here to send it a v2c one.
+    # header checks to pysnmp; here the decision hands a v2c one there on a
+    # listening socket too, as it does an answer to an inform.
     resolver, mib = make_backend()
     built = build_engine(agent_settings(), resolver, mib)
     engine, dispatcher = built.engine, built.engine.message_dispatcher
-    dispatcher.prefilter = None
+    # pysnmp's path, taken on purpose:
+    dispatcher.decision.decide = lambda *_: INFORM_ANSWER
     transports = RecordingTransports()
     engine.transport_dispatcher = transports
     request = community_request("get", [SYS_DESCR])
@@ -321,25 +319,21 @@ def test_a_request_reaching_pysnmp_on_a_notification_socket_is_refused() -> None
     assert engine.security_models[2]._cache.is_empty()
 
 
-def test_a_passed_request_is_handed_on_read_whole_once() -> None:
+def test_a_passed_request_is_handed_on_read_whole() -> None:
     check = prefilter()
     data = community_request("get", [SYS_DESCR] * 2)
-    assert check.check(LISTEN, LOCAL, data) is None
-    assert check.passed_request(bytes(bytearray(data))) is None  # equal octets, another datagram
-    assert check.check(LISTEN, LOCAL, data) is None
-    passed = check.passed_request(data)
-    assert passed is not None
+    passed = check.check(LISTEN, LOCAL, data)
+    assert isinstance(passed, PassedRequest)
     assert passed.message.community == b"public" and [v.oid(data) for v in passed.varbinds] == [
         (1, 3, 6, 1, 2, 1, 1, 1, 0)] * 2
     # The community it was accepted for, and the context its name selects, come with it.
     assert passed.community.name == "public" and passed.context_name == b""
-    assert check.passed_request(data) is None  # once
+    assert check.check(LISTEN, LOCAL, data) == passed  # nothing kept between datagrams
 
 
 def test_a_passed_request_names_the_context_of_its_community() -> None:
     check = prefilter()
     data = community_request("get", [SYS_DESCR], community="public@" + NODE.decode())
-    assert check.check(LISTEN, LOCAL, data) is None
-    passed = check.passed_request(data)
-    assert passed is not None
+    passed = check.check(LISTEN, LOCAL, data)
+    assert isinstance(passed, PassedRequest)
     assert passed.community.name == "public" and passed.context_name == NODE

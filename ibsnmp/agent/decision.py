@@ -1,0 +1,89 @@
+"""Every datagram's one decision: dropped, answered, or handed on.
+
+`Decision.decide` takes a datagram to its Verdict (what to count, and the reply or the
+command responders that give it) or, on a notification socket, to InformAnswer (pysnmp's
+message processing matches it to an inform). It reads top to bottom: the header checks
+(agent.prefilter), then SNMPv3 through the project's USM (agent.fast_v3), then a v1/v2c
+request by the fast read path (agent.fast_reads) or the command responders
+(agent.handover). No pysnmp class is subclassed here; the counts of the datagram begun by
+the caller are added to, never written. The pipeline: docs/architecture.md, "How a
+datagram is handled".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ibsnmp.wire.header import SET, V3Message, Varbind
+
+from .pending_counts import Counter
+from .prefilter import (IN_REQUEST, InformAnswer, PassedRequest, Prefilter, V3Request,
+                        Verdict)
+
+
+class V3Requests(Protocol):
+    """The project's USM (agent.fast_v3.FastV3)."""
+
+    def handle(self, message: V3Message, datagram: bytes,
+               varbinds: tuple[Varbind, ...] | None = None, sender: Any = None) -> Verdict: ...
+
+
+class FastReader(Protocol):
+    """The fast read path (agent.fast_reads.FastReads)."""
+
+    def answer(self, data: bytes, passed: PassedRequest) -> bytes | None: ...
+
+
+class CommandResponders(Protocol):
+    """pysnmp's command responders, handed a request (agent.handover.Handover)."""
+
+    def answer_community(self, data: bytes,
+                         passed: PassedRequest) -> tuple[bytes | None, dict[Counter, int]]: ...
+
+
+class RequestCounts(Protocol):
+    """The datagram's counts (agent.pending_counts.PendingCounts)."""
+
+    def count(self, counter: Counter) -> None: ...
+
+
+class Decision:
+    """The decision for the agent's listening and notification sockets.
+
+    Built complete: the header checks, the USM, the fast read path and the
+    command responders are given, and `use_fast_reads` says whether reads
+    take the fast path ([limits] fast_path). A reload gives new header checks
+    (`prefilter`) and a new `use_fast_reads`; nothing else changes."""
+
+    def __init__(self, prefilter: Prefilter, v3: V3Requests, fast_reads: FastReader,
+                 handover: CommandResponders, counts: RequestCounts, *,
+                 use_fast_reads: bool) -> None:
+        self.prefilter = prefilter
+        self.use_fast_reads = use_fast_reads
+        self._v3 = v3
+        self._fast_reads = fast_reads
+        self._handover = handover
+        self._counts = counts
+
+    def decide(self, domain: Sequence[int], address: Any,
+               data: bytes) -> Verdict | InformAnswer:
+        """What happens to `data`, received on `domain` from `address`."""
+        checked = self.prefilter.check(domain, address, data)
+        if isinstance(checked, (Verdict, InformAnswer)):
+            return checked
+        if isinstance(checked, V3Request):
+            return self._v3.handle(checked.message, data, checked.varbinds, address)
+        return self._answer_community(data, checked)
+
+    def _answer_community(self, data: bytes, passed: PassedRequest) -> Verdict:
+        """A v1/v2c request: the fast read's answer, else the command responders'."""
+        tag = passed.message.pdu.tag
+        for counter in IN_REQUEST[tag]:
+            self._counts.count(counter)  # before reading: a GET of snmpInGetRequests sees itself
+        if self.use_fast_reads and tag != SET:
+            reply = self._fast_reads.answer(data, passed)
+            if reply is not None:
+                return Verdict((), reply)
+        handover = self._handover
+        return Verdict((), None, lambda: handover.answer_community(data, passed))
