@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,7 @@ def stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGTERM) -> t
 
 
 @pytest.fixture
-def busy_udp_port():
+def busy_udp_port() -> Iterator[int]:
     """A UDP port on 127.0.0.1 that somebody else holds."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import cast
 
 from tests.support.e2e import free_udp_port, ibsnmp_agent, net_snmp
 from tests.support.oversized import oversized_get
@@ -127,7 +128,8 @@ source = ["127.0.0.0/8", "::1"]
                                                              community=community)) is None
         assert counters(agent.address, IN_BAD_COMMUNITY_NAMES, community=f"local@{guid}") \
             == [bad + 2]
-        v6 = agent.process.args[agent.process.args.index("--listen", 3) + 1]  # type: ignore
+        args = cast(list[str], agent.process.args)  # ibsnmp_agent starts it with a list
+        v6 = args[args.index("--listen", 3) + 1]
         result = net_snmp("snmpget", "-v2c", "-c", "local", "-On", "-t", "2", "-r", "0", v6,
                           SYS_DESCR)
         assert result.returncode == 0 and "ibsnmp" in result.stdout, result.stderr
@@ -165,6 +167,7 @@ port = 1
 
 def answer_inform(receiver: socket.socket) -> tuple[str, int]:
     """Receive one SNMPv2c inform, acknowledge it; return where it came from."""
+    source: tuple[str, int]
     data, source = receiver.recvfrom(65535)
     message, _ = decoder.decode(data, asn1Spec=api_v2c.Message())
     inform = api_v2c.apiMessage.get_pdu(message)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import subprocess
 import threading
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from ibsnmp.agentx.session import (
 )
 from ibsnmp.mib.api import INFINIBAND_MIB
 from ibsnmp.mib.subtrees import Subtrees
+from ibsnmp.wire import ber
 
 
 def header(pdu_type: int, flags: int, session: int, transaction: int, packet: int,
@@ -95,22 +97,22 @@ def test_register_with_context_range_and_instance_flag(big: bool) -> None:
 def test_response_varbinds_of_every_type(big: bool) -> None:
     name = bytes((1, 0, 0, 0)) + u32(1, big)  # the OID 1
     order = ">" if big else "<"
-    values = [
-        (ax.INTEGER, -5, struct.pack(order + "i", -5)),
-        (ax.OCTET_STRING, b"hello", u32(5, big) + b"hello\x00\x00\x00"),
-        (ax.OCTET_STRING, b"", u32(0, big)),
-        (ax.NULL, None, b""),
-        (ax.OBJECT_IDENTIFIER, (1, 3, 6, 1, 6, 3, 1, 1, 5, 1),
+    values: list[tuple[int, ax.Value, bytes]] = [
+        (ber.INTEGER, -5, struct.pack(order + "i", -5)),
+        (ber.OCTET_STRING, b"hello", u32(5, big) + b"hello\x00\x00\x00"),
+        (ber.OCTET_STRING, b"", u32(0, big)),
+        (ber.NULL, None, b""),
+        (ber.OBJECT_IDENTIFIER, (1, 3, 6, 1, 6, 3, 1, 1, 5, 1),
          bytes((5, 6, 0, 0)) + b"".join(u32(a, big) for a in (3, 1, 1, 5, 1))),
-        (ax.IP_ADDRESS, b"\x7f\x00\x00\x01", u32(4, big) + b"\x7f\x00\x00\x01"),
-        (ax.COUNTER32, 0xFFFFFFFF, u32(0xFFFFFFFF, big)),
-        (ax.GAUGE32, 7, u32(7, big)),
+        (ber.IP_ADDRESS, b"\x7f\x00\x00\x01", u32(4, big) + b"\x7f\x00\x00\x01"),
+        (ber.COUNTER32, 0xFFFFFFFF, u32(0xFFFFFFFF, big)),
+        (ber.GAUGE32, 7, u32(7, big)),
         (ax.TIME_TICKS, 12345, u32(12345, big)),
-        (ax.OPAQUE, b"\x9f\x78\x04", u32(3, big) + b"\x9f\x78\x04\x00"),
-        (ax.COUNTER64, (1 << 64) - 1, struct.pack(order + "Q", (1 << 64) - 1)),
-        (ax.NO_SUCH_OBJECT, None, b""),
-        (ax.NO_SUCH_INSTANCE, None, b""),
-        (ax.END_OF_MIB_VIEW, None, b""),
+        (ber.OPAQUE, b"\x9f\x78\x04", u32(3, big) + b"\x9f\x78\x04\x00"),
+        (ber.COUNTER64, (1 << 64) - 1, struct.pack(order + "Q", (1 << 64) - 1)),
+        (ber.NO_SUCH_OBJECT, None, b""),
+        (ber.NO_SUCH_INSTANCE, None, b""),
+        (ber.END_OF_MIB_VIEW, None, b""),
     ]
     body = b"".join(struct.pack(order + "HH", kind, 0) + name + data for kind, _, data in values)
     payload = u32(100, big) + struct.pack(order + "HH", 0, 0) + body
@@ -121,8 +123,8 @@ def test_response_varbinds_of_every_type(big: bool) -> None:
 
 
 def test_every_pdu_round_trips_in_both_orders() -> None:
-    varbinds = (VarBind((1, 3, 6, 1, 3, 117, 1), ax.GAUGE32, 3),)
-    pdus = [
+    varbinds = (VarBind((1, 3, 6, 1, 3, 117, 1), ber.GAUGE32, 3),)
+    pdus: list[ax.Pdu] = [
         ax.Open(0, (), b""), ax.Close(ax.REASON_SHUTDOWN),
         ax.Register((1, 3, 6, 1, 3, 117)), ax.Unregister((1, 3, 6, 1, 3, 117, 1), 127, 7, 20, b"c"),
         ax.Get((SearchRange((1, 3, 6, 1, 3, 117, 1)),), b"ctx"),
@@ -147,7 +149,7 @@ def test_every_pdu_round_trips_in_both_orders() -> None:
 
 # -- strict reading --------------------------------------------------------------------
 
-GOOD = ax.encode(Packet(ax.Response(1, 0, 0, (VarBind((1, 3, 6, 1, 3, 117), ax.OCTET_STRING,
+GOOD = ax.encode(Packet(ax.Response(1, 0, 0, (VarBind((1, 3, 6, 1, 3, 117), ber.OCTET_STRING,
                                                        b"abcde"),)), 1, 2, 3))
 
 
@@ -197,9 +199,9 @@ def test_damaged_pdus_never_raise_anything_else() -> None:
 
 def test_encoding_refuses_values_that_do_not_fit() -> None:
     with pytest.raises(ValueError):
-        ax.encode(Packet(ax.Response(varbinds=(VarBind((1,), ax.INTEGER, 1 << 31),))))
+        ax.encode(Packet(ax.Response(varbinds=(VarBind((1,), ber.INTEGER, 1 << 31),))))
     with pytest.raises(ValueError):
-        ax.encode(Packet(ax.Response(varbinds=(VarBind((1,), ax.OCTET_STRING, 5),))))
+        ax.encode(Packet(ax.Response(varbinds=(VarBind((1,), ber.OCTET_STRING, 5),))))
     with pytest.raises(ValueError):
         ax.encode(Packet(ax.Register(tuple(range(1, 131)))))
 
@@ -284,8 +286,12 @@ def ask(requests: MasterRequests, message: ax.Pdu, transaction: int = 1) -> ax.R
 def test_get_next_honours_include_end_and_regions(served: tuple[Agent, MasterRequests]) -> None:
     agent, requests = served
     target = agent.target()
-    first_oid, first = agent.mib.next_cell(target, INFINIBAND_MIB)
-    second_oid, _ = agent.mib.next_cell(target, first_oid)
+    found = agent.mib.next_cell(target, INFINIBAND_MIB)
+    assert found is not None
+    first_oid, first = found
+    found = agent.mib.next_cell(target, first_oid)
+    assert found is not None
+    second_oid, _ = found
     [included] = ask(requests, ax.GetNext((SearchRange(first_oid, (), True),))).varbinds
     [excluded] = ask(requests, ax.GetNext((SearchRange(first_oid),))).varbinds
     [bounded] = ask(requests, ax.GetNext((SearchRange(first_oid, second_oid),))).varbinds
@@ -294,32 +300,36 @@ def test_get_next_honours_include_end_and_regions(served: tuple[Agent, MasterReq
     [past] = ask(requests, ax.GetNext((SearchRange((1, 3, 6, 1, 3, 118)),))).varbinds
     assert (included.name, included.type, included.value) == (first_oid, first.tag, first.value)
     assert excluded.name == second_oid
-    assert (bounded.name, bounded.type) == (first_oid, ax.END_OF_MIB_VIEW)
+    assert (bounded.name, bounded.type) == (first_oid, ber.END_OF_MIB_VIEW)
     assert from_before.name == first_oid
-    assert past.type == ax.END_OF_MIB_VIEW
+    assert past.type == ber.END_OF_MIB_VIEW
 
 
 def test_get_and_bulk_follow_rfc_2741(served: tuple[Agent, MasterRequests]) -> None:
     agent, requests = served
     target = agent.target()
-    first_oid, first = agent.mib.next_cell(target, INFINIBAND_MIB)
+    found = agent.mib.next_cell(target, INFINIBAND_MIB)
+    assert found is not None
+    first_oid, first = found
     got, outside, missing = ask(requests, ax.Get((
         SearchRange(first_oid), SearchRange((1, 3, 6, 1, 2, 1, 2, 1, 0)),
         SearchRange(first_oid[:-1] + (99,))))).varbinds
     assert (got.type, got.value) == (first.tag, first.value)
-    assert outside.type == ax.NO_SUCH_OBJECT
-    assert missing.type in (ax.NO_SUCH_OBJECT, ax.NO_SUCH_INSTANCE)
+    assert outside.type == ber.NO_SUCH_OBJECT
+    assert missing.type in (ber.NO_SUCH_OBJECT, ber.NO_SUCH_INSTANCE)
     # 1 non-repeater, then 2 repeaters x 3 repetitions, interleaved.
     walk = [first_oid]
     while len(walk) < 4:
-        walk.append(agent.mib.next_cell(target, walk[-1])[0])
+        found = agent.mib.next_cell(target, walk[-1])
+        assert found is not None
+        walk.append(found[0])
     bulk = ask(requests, ax.GetBulk(1, 3, (SearchRange(INFINIBAND_MIB),
                                            SearchRange(INFINIBAND_MIB),
                                            SearchRange(walk[0])))).varbinds
     assert [v.name for v in bulk] == [walk[0], walk[0], walk[1], walk[1], walk[2],
                                       walk[2], walk[3]]
     end = ask(requests, ax.GetBulk(0, 5, (SearchRange((1, 3, 6, 1, 3, 118)),))).varbinds
-    assert [v.type for v in end] == [ax.END_OF_MIB_VIEW]  # stops once every repeater ended
+    assert [v.type for v in end] == [ber.END_OF_MIB_VIEW]  # stops once every repeater ended
 
 
 def test_set_phases_map_to_prepare_and_commit(tmp_path: Path) -> None:
@@ -329,15 +339,15 @@ def test_set_phases_map_to_prepare_and_commit(tmp_path: Path) -> None:
     sweep = instance("ibSmConfigSweepInterval", agent.prefix)
     priority = instance("ibSmConfigPriority", agent.prefix)
     # wrongValue at the second varbind: AgentX's index counts from 1.
-    refused = ask(requests, ax.TestSet((VarBind(sweep, ax.INTEGER, 12),
-                                        VarBind(priority, ax.INTEGER, 99))), transaction=1)
+    refused = ask(requests, ax.TestSet((VarBind(sweep, ber.INTEGER, 12),
+                                        VarBind(priority, ber.INTEGER, 99))), transaction=1)
     assert (refused.error, refused.index) == (ax.SNMP_ERRORS["wrongValue"], 2)
-    wrong_type = ask(requests, ax.TestSet((VarBind(sweep, ax.OCTET_STRING, b"ten"),)), 2)
+    wrong_type = ask(requests, ax.TestSet((VarBind(sweep, ber.OCTET_STRING, b"ten"),)), 2)
     assert (wrong_type.error, wrong_type.index) == (ax.SNMP_ERRORS["wrongType"], 1)
     assert requests.answer(Packet(ax.CleanupSet(), 1, 2, 1)) is None
     # A good SET: nothing changes at TestSet, everything at CommitSet.
     before = agent.get(sweep)
-    assert ask(requests, ax.TestSet((VarBind(sweep, ax.INTEGER, before + 7),)), 3).error == 0
+    assert ask(requests, ax.TestSet((VarBind(sweep, ber.INTEGER, before + 7),)), 3).error == 0
     assert agent.get(sweep) == before
     assert ask(requests, ax.CommitSet(), 3).error == 0
     assert agent.get(sweep) == before + 7
@@ -379,8 +389,9 @@ def test_packets_captured_from_net_snmp_master(tmp_path: Path, big: bool) -> Non
         session = opened.session_id
         sock.sendall(ax.encode(Packet(ax.Register(INFINIBAND_MIB), session, 0, 2, big)))
         _, registered = read_packet(sock)
-        assert registered.packet_id == 2 and registered.pdu.error == 0
-        result: dict[str, object] = {}
+        assert registered.packet_id == 2 and isinstance(registered.pdu, ax.Response) \
+            and registered.pdu.error == 0
+        result: dict[str, subprocess.CompletedProcess[str]] = {}
         client = threading.Thread(target=lambda: result.update(
             get=master.snmp("snmpget", ".".join(map(str, wanted)))))
         client.start()
@@ -389,11 +400,12 @@ def test_packets_captured_from_net_snmp_master(tmp_path: Path, big: bool) -> Non
         assert request.pdu.ranges == (SearchRange(wanted, ()),) and request.pdu.context is None
         assert ax.encode(request) == wire
         sock.sendall(ax.encode(Packet(ax.Response(0, 0, 0, (
-            VarBind(wanted, ax.OCTET_STRING, b"from the test"),)), session,
+            VarBind(wanted, ber.OCTET_STRING, b"from the test"),)), session,
             request.transaction_id, request.packet_id, request.big_endian)))
         client.join(20)
         answer = result["get"]
-        assert "from the test" in answer.stdout, answer  # type: ignore[attr-defined]
+        assert "from the test" in answer.stdout, answer
         sock.sendall(ax.encode(Packet(ax.Close(ax.REASON_SHUTDOWN), session, 0, 3, big)))
         _, closed = read_packet(sock)
-        assert closed.packet_id == 3 and closed.pdu.error == 0
+        assert closed.packet_id == 3 and isinstance(closed.pdu, ax.Response) \
+            and closed.pdu.error == 0

@@ -12,7 +12,9 @@ import asyncio
 import dataclasses
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.agentx_master import (
@@ -23,6 +25,7 @@ from tests.support.agentx_master import (
     snmp_tool,
     wait_until,
 )
+from tests.support.narrow import present
 from tests.support.set_support import instance
 from tests.support.trapd import TrapReceiver
 
@@ -83,11 +86,12 @@ class FrozenAgent:
 
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        assert self.settings.agentx is not None
+        agentx = self.settings.agentx
+        assert agentx is not None
 
-        def services(agent: Agent):  # type: ignore[no-untyped-def]
+        def services(agent: Agent) -> AbstractAsyncContextManager[Any]:  # serve ignores it
             return subagent_running(build_subagent(
-                self.settings.agentx, self.resolver, self.mib, lambda: self.provider.snapshot,
+                agentx, self.resolver, self.mib, lambda: self.provider.snapshot,
                 sys_up_time(agent.engine.engine)))
 
         def started(agent: Agent) -> None:
@@ -135,7 +139,8 @@ def test_walks_through_snmpd_equal_the_udp_walks(tmp_path: Path) -> None:
     guids = sorted(TopologyProvider(TOPOLOGY).snapshot.nodes)
     contexts = [f"{guid:016x}" for guid in guids]
     with SnmpdMaster(tmp_path, contexts=contexts) as master, FrozenAgent(master.socket) as agent:
-        first = dotted(agent.mib.next_cell(agent.resolver(b""), INFINIBAND_MIB)[0])
+        first = dotted(present(agent.mib.next_cell(present(agent.resolver(b"")),
+                                                   INFINIBAND_MIB))[0])
         assert wait_until(lambda: all(answered(master, c, first) for c in
                                       ["public", *map(context_community, contexts)]), 15)
         default = master_walk(master, "public", INFINIBAND_MIB)

@@ -15,6 +15,7 @@ from bench.snmpd_table import (
     OCTET_STRING,
     Hidden,
     TableConfigError,
+    Varbind,
     config_value,
     table_config,
     table_shape,
@@ -30,7 +31,7 @@ BLANKS_AND_BINARY = b' "\x00\xff'  # a blank, a quote, NUL and 0xff in ibSmPortI
 AFTER = ((1, 3, 6, 1, 3, 117, 7, 1, 4, 1, 1, 1, 7), OCTET_STRING, PREFIX)  # past the table
 
 
-def row(guid: int, port: int, lacking: tuple[int, ...] = ()) -> list[tuple]:
+def row(guid: int, port: int, lacking: tuple[int, ...] = ()) -> list[Varbind]:
     """One recorded row: INTEGER columns hold 10*column + port, the MKey column (4) is hidden."""
     suffix = tuple(PREFIX) + tuple(guid.to_bytes(8, "big")) + (port,)
     cells: dict[int, tuple[int, object]] = {}
@@ -47,7 +48,7 @@ def row(guid: int, port: int, lacking: tuple[int, ...] = ()) -> list[tuple]:
     return [(ENTRY + (column,) + suffix, tag, value) for column, (tag, value) in cells.items()]
 
 
-def recording() -> list[tuple]:
+def recording() -> list[Varbind]:
     """Four rows, two of them without LID and MasterSmLID (6, 7), in walk order."""
     varbinds = (row(0x0002C90300000001, 1) + row(0x0002C90300000001, 2, lacking=(6, 7))
                 + row(0x0002C90300000002, 1) + row(0x0002C90300000002, 2, lacking=(6, 7)))
@@ -144,7 +145,7 @@ def snmpd_path() -> str | None:
 @pytest.mark.skipif(snmpd_path() is None, reason="net-snmp snmpd is not installed")
 def test_snmpd_serves_the_recording_as_recorded(tmp_path: Path) -> None:
     from bench import walk
-    from bench.walk import Processes, SnmpClient
+    from bench.walk import Processes, SnmpClient  # type: ignore[attr-defined]  # walk's own import
 
     varbinds = recording() + [AFTER]
     conf = tmp_path / "snmpd.conf"
@@ -162,7 +163,7 @@ def test_snmpd_serves_the_recording_as_recorded(tmp_path: Path) -> None:
 @pytest.mark.skipif(snmpd_path() is None, reason="net-snmp snmpd is not installed")
 def test_snmpd_complaints_stop_the_peer(tmp_path: Path) -> None:
     from bench import walk
-    from bench.walk import Processes
+    from bench.walk import Processes  # type: ignore[attr-defined]  # walk's own import
 
     conf = tmp_path / "snmpd.conf"
     walk.write_table_conf(conf, recording(), ROOT, len(recording()))

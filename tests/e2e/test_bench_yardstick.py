@@ -10,14 +10,14 @@ from bench.common import (VENV_BIN, Processes, SnmpClient, parse_oid, start_ibsn
 SYS_DESCR = parse_oid("1.3.6.1.2.1.1.1.0")
 
 
-def test_the_workload_reads_every_varbind_and_answers_each():
+def test_the_workload_reads_every_varbind_and_answers_each() -> None:
     # Its answer is the message written again: nothing read is skipped.
     assert yardstick.workload() == len(yardstick.MESSAGE)
     assert len(yardstick.MESSAGE) > 20 * yardstick.VARBINDS
     assert 0 < yardstick.measure(1) < 1000  # ms
 
 
-def test_the_agent_measures_the_yardstick_on_sigusr2_and_serves_on():
+def test_the_agent_measures_the_yardstick_on_sigusr2_and_serves_on() -> None:
     with Processes() as procs:
         proc, port, _ = start_ibsnmp(
             procs, "fat-tree:spines=1,leaves=1,hosts=1",

@@ -102,7 +102,8 @@ def snmpd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
 
 @pytest.fixture(scope="module", params=["ibsnmp", "snmpd"])
 def peer(request: pytest.FixtureRequest) -> Peer:
-    return request.getfixturevalue("agent" if request.param == "ibsnmp" else "snmpd")
+    peer: Peer = request.getfixturevalue("agent" if request.param == "ibsnmp" else "snmpd")
+    return peer
 
 
 @pytest.mark.parametrize("name", sorted(DROPPED))

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.support.e2e import PROJECT_ROOT, assert_ok, free_udp_port, ibsnmp_agent
+from tests.support.e2e import PROJECT_ROOT, RunningAgent, assert_ok, free_udp_port, ibsnmp_agent
+from tests.support.narrow import present
 from tests.support.wire import exchange
 from tests.support.wire_v3 import Auth, decode_v3, discover, v3_message
 
@@ -113,7 +114,7 @@ def test_first_start_makes_an_engine_id_and_a_private_file(tmp_path: Path) -> No
                                             "booted_at": 1795000000.25}
     second = start_engine(tmp_path, None, clock=lambda: 1795000100.5)
     assert second == EngineState(first.engine_id, 2)
-    assert second.booted_at == 1795000100.5 == load_engine_state(path).booted_at
+    assert second.booted_at == 1795000100.5 == present(load_engine_state(path)).booted_at
     assert [p.name for p in tmp_path.iterdir()] == [ENGINE_FILE_NAME]  # no temporary left
     other = tmp_path / "other"
     other.mkdir()
@@ -167,7 +168,7 @@ def test_a_corrupt_engine_file_is_refused(tmp_path: Path, content: str, problem:
 # -- over SNMP ------------------------------------------------------------------------------
 
 
-def snmp_engine(agent) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+def snmp_engine(agent: RunningAgent) -> tuple[str, int]:
     out = assert_ok(agent.snmp("snmpget", "-v2c", "-c", "public", "-On", "-Oqv",
                                SNMP_ENGINE_ID, SNMP_ENGINE_BOOTS)).split("\n")
     return out[0].strip(), int(out[1])

@@ -20,6 +20,7 @@ from pathlib import Path
 from tests.support.e2e import RunningAgent, ibsnmp_agent
 from tests.support.agent_support import needs_net_snmp
 
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.topology import TopologyProvider
 from tests.support.paths import DATA_DIR
@@ -75,7 +76,7 @@ def toggled_agent(tmp_path: Path, *args: str, fabric: str = "single") -> Iterato
         yield Toggle(agent, config)
 
 
-def _contexts(fabric) -> list[str]:  # type: ignore[no-untyped-def]
+def _contexts(fabric: Fabric) -> list[str]:
     """The default context, a switch's and a CA's (those a fabric has)."""
     names = [""]
     for want_switch in (True, False):

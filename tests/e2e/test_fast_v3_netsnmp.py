@@ -11,6 +11,7 @@ same Reports and count the same USM statistics as with the path off.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from tests.support.e2e import ibsnmp_agent
@@ -62,7 +63,9 @@ def v3(agent: Toggle, tool: str, auth: str, priv: str | None, *args: str,
                "-u", user or user_name(auth, priv), "-a", NET_SNMP_AUTH[auth],
                "-A", auth_key or f"auth-{auth}-key"]
     if priv:
-        options += ["-x", NET_SNMP_PRIV[priv], "-X", priv_key or f"priv-{priv}-key"]
+        protocol = NET_SNMP_PRIV[priv]
+        assert protocol is not None  # None: no privacy
+        options += ["-x", protocol, "-X", priv_key or f"priv-{priv}-key"]
     result = agent.agent.snmp(tool, *options, *args, timeout=300)
     return result.returncode, result.stdout, result.stderr
 
@@ -102,7 +105,7 @@ def test_auth_priv_walks_of_every_context_are_equal_byte_for_byte(agent: Toggle)
         assert fast == slow, context
 
 
-FAILURES = {
+FAILURES: dict[str, dict[str, Any]] = {
     "wrong auth key": dict(auth="SHA512", priv="AES", auth_key="not-the-auth-key"),
     "wrong priv key": dict(auth="SHA224", priv="AES192", priv_key="not-the-priv-key"),
     "unknown user": dict(auth="SHA", priv=None, user="nobody"),

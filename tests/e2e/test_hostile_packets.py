@@ -8,6 +8,7 @@ Each packet is a known hostile case, octet for octet where its octets were recor
 from __future__ import annotations
 
 import signal
+from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def message(pdu_tag: int, pdu_fields: bytes, *, version: int = 1, community: byt
 
 
 def request(varbinds: bytes, *, pdu_tag: int = 0xA0, request_id: bytes = b"\x07",
-            error_status: bytes = b"\x00", **kwargs) -> bytes:  # type: ignore[no-untyped-def]
+            error_status: bytes = b"\x00", **kwargs: Any) -> bytes:
     fields = (element(0x02, request_id) + element(0x02, error_status) + element(0x02, b"\x00")
               + element(0x30, varbinds))
     return message(pdu_tag, fields, **kwargs)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.e2e import READ_CONFIG, V3_AUTH_PRIV, RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from tests.support.narrow import present
 from tests.support.waiting import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
@@ -70,8 +71,9 @@ def test_a_switch_context_shows_its_ports_like_a_switch(agent: RunningAgent, fab
     for num in up:
         assert first["IF-MIB::ifHighSpeed"][num].startswith("Gauge32: ")
         assert int(first["IF-MIB::ifHighSpeed"][num].split()[1]) >= 10_000
-        peer = fabric.nodes[switch.port(num).remote.guid]
-        assert first["IF-MIB::ifAlias"][num] == f"STRING: {peer.description}/{switch.port(num).remote.port}"
+        remote = present(present(switch.port(num)).remote)
+        peer = fabric.nodes[remote.guid]
+        assert first["IF-MIB::ifAlias"][num] == f"STRING: {peer.description}/{remote.port}"
     assert all(v.startswith("Counter64: ") for v in first["IF-MIB::ifHCInOctets"].values())
     columns = ("IF-MIB::ifHCInOctets", "IF-MIB::ifHCOutOctets", "IF-MIB::ifHCInUcastPkts")
 

@@ -187,7 +187,7 @@ def collect(sockets: Sequence[socket.socket]) -> tuple[int, float]:
         while events := selector.select(QUIET_S):
             for key, _ in events:
                 try:
-                    while key.fileobj.recv(65535):  # type: ignore[union-attr]
+                    while key.fileobj.recv(65535):  # type: ignore[union-attr]  # our sockets
                         answers += 1
                         last = time.monotonic()
                 except BlockingIOError:

@@ -7,6 +7,7 @@ provoked; configuration survives SIGKILL; read-only communities cannot write.
 from __future__ import annotations
 
 import os
+import subprocess
 import signal
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from tests.support.hop_distances import hop_distances
 from tests.support.e2e import RunningAgent, assert_ok, ibsnmp_agent, varbinds
+from tests.support.narrow import present
 from tests.support.waiting import wait_for
 
 from ibsnmp.fabric.generators import build_fabric
@@ -46,7 +48,8 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
 # -- helpers ------------------------------------------------------------------------------------------
 
 
-def snmpset(agent: RunningAgent, *args: str, options: list[str] = WRITE):  # type: ignore[no-untyped-def]
+def snmpset(agent: RunningAgent, *args: str,
+            options: list[str] = WRITE) -> subprocess.CompletedProcess[str]:
     return agent.snmp("snmpset", *options, "-r", "0", "-t", "5", *args)
 
 
@@ -91,7 +94,7 @@ def gid_hex(port: Port) -> str:
 def hosts_on_two_leaves(fabric: Fabric) -> tuple[Port, Port]:
     hosts = [p for n in fabric.nodes.values() if n.is_ca for p in n.ports if p.lid]
     src = hosts[0]
-    dst = next(p for p in hosts if p.remote.guid != src.remote.guid)
+    dst = next(p for p in hosts if present(p.remote).guid != present(src.remote).guid)
     return src, dst
 
 
@@ -103,12 +106,12 @@ def check_trace(fabric: Fabric, hops: list[dict[str, str]], src: Port, dst: Port
     assert nodes[0] == src.node_guid and nodes[-1] == dst.node_guid
     assert len(nodes) - 1 == hop_distances(fabric, src.node_guid)[dst.node_guid]
     leaving = [src]
-    assert src.remote.guid == nodes[1]
+    assert present(src.remote).guid == nodes[1]
     for hop, node, following in zip(hops[1:-1], nodes[1:-1], nodes[2:]):
         assert hop["NodeType"] == str(int(NodeType.SWITCH))
         entry, exit_ = int(hop["EntryPort"]), int(hop["ExitPort"])
-        out = fabric.port(node, exit_)
-        assert out.remote.guid == following
+        out = present(fabric.port(node, exit_))
+        assert present(out.remote).guid == following
         leaving.append(out)
         assert entry != exit_
     assert hops[0]["NodeType"] == hops[-1]["NodeType"] == str(int(NodeType.CA))
@@ -136,7 +139,7 @@ def test_path_and_trace_between_two_hosts(agent: RunningAgent, fabric: Fabric) -
     set_ok(agent, f"IB-SM-MIB::ibSmTraceReqRowStatus.{PREFIX}.101", "i", str(CREATE_AND_GO))
     hops = session_rows(table(agent, "ibSmTraceResultTable"), 101)
     leaving = check_trace(fabric, hops, src, dst)
-    assert int(row["MTU"]) == min(int(p.info.neighbor_mtu) for p in leaving) - 1
+    assert int(row["MTU"]) == min(int(present(p.info.neighbor_mtu)) for p in leaving) - 1
     assert Rate(int(row["Rate"])).gbps == min_rate(leaving).gbps
     assert int(row["PktLifeTime"]) > 0 and octets(row["PKey"]) in (b"\xff\xff", b"\x7f\xff")
     (request,) = session_rows(table(agent, "ibSmPathReqTable"), 101)

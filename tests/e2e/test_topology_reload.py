@@ -74,7 +74,7 @@ def test_a_changed_file_is_read_once_it_has_settled(tmp_path: Path) -> None:
     topology, _ = copies(tmp_path)
     provider = TopologyProvider(topology, watch_interval=0.05)
 
-    async def run() -> str:
+    async def run() -> str | None:
         await provider.start()
         try:
             rewrite(topology, RING.read_text().replace('"H-4"', '"H-4 renamed"'))
@@ -94,7 +94,7 @@ def test_a_changed_file_is_read_once_it_has_settled(tmp_path: Path) -> None:
 def test_the_sighup_reload_reads_the_files_before_the_configuration(tmp_path: Path) -> None:
     topology, _ = copies(tmp_path)
     provider = TopologyProvider(topology)
-    calls: list[str] = []
+    calls: list[str | None] = []
 
     def load() -> str:
         calls.append(provider.snapshot.nodes[0x100009].description)

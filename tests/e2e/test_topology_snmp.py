@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.e2e import net_snmp
+from tests.support.narrow import present
 from tests.support.agent_support import AgentThread, Backend, agent_settings, needs_net_snmp
 
 from ibsnmp.mib.targets import FabricContexts
@@ -169,7 +170,7 @@ def test_switch_context(address: str, fabric: Fabric) -> None:
     assert sorted(int(r["index"]) for r in ports) == list(range(1, 37))
     node = fabric.nodes[SWITCH_1]
     for row in ports:
-        port = node.port(int(row["index"]))
+        port = present(node.port(int(row["index"])))
         assert row["ibSmaPortLinkState"] == ("active" if port.is_active else "down")
     by_port = {int(r["index"]): r for r in ports}
     assert by_port[3]["ibSmaPortLinkWidthActive"] == "oneX"  # storage01 at 1xEDR

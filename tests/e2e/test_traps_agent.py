@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from tests.support.e2e import PROJECT_ROOT, free_udp_port
 from tests.support.logged_agent import LoggedAgent, logged_agent
+from tests.support.narrow import present
 from pyasn1.codec.ber import decoder, encoder
 from pysnmp.proto import api
 from tests.support.trapd import AGENT_USERS, ENGINE_ID, USER, TrapReceiver
@@ -134,7 +135,7 @@ def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrapReceiver]
 def test_scenario_events_reach_every_target_in_order(tmp_path: Path,
                                                      receiver: TrapReceiver) -> None:
     fabric = build_fabric(SPEC, seed=SEED)
-    by_name = {n.description.split()[0]: n for n in fabric.nodes.values()}
+    by_name = {present(n.description).split()[0]: n for n in fabric.nodes.values()}
     # The IBA traps alone (IF-MIB's linkDown / linkUp: test_traps_link_events).
     config = (f'engine_id = "0x{ENGINE_ID}"\n[traps]\nif_mib = false\n' + AGENT_USERS
               + trap_target(receiver.address, "2c")

@@ -109,8 +109,8 @@ class MiniEngine:
         out = Outgoing(message_id=message.message_id, max_size=65507, flags=0,
                        engine_id=ENGINE_ID, boots=BOOTS, engine_time=4242,
                        user=message.user_name or b"", mac_length=0, priv_params=b"")
-        message, _ = encode_v3(out, encode_scoped_pdu(ENGINE_ID, b"", report))
-        return message
+        reply, _ = encode_v3(out, encode_scoped_pdu(ENGINE_ID, b"", report))
+        return reply
 
     def close(self) -> None:
         self._stop.set()
@@ -131,7 +131,9 @@ def snmpget(engine: MiniEngine, user: User, *, auth_key: str | None = None,
     command = ["snmpget", "-v3", "-On", "-r0", "-t2", "-l", level, "-u", user.name,
                "-a", NET_SNMP_AUTH[user.auth], "-A", auth_key or user.auth_key]
     if user.priv:
-        command += ["-x", NET_SNMP_PRIV[user.priv], "-X", priv_key or user.priv_key or ""]
+        protocol = NET_SNMP_PRIV[user.priv]
+        assert protocol is not None  # None: no privacy
+        command += ["-x", protocol, "-X", priv_key or user.priv_key or ""]
     command += [engine.address, ".1.3.6.1.2.1.1.5.0"]
     return subprocess.run(command, capture_output=True, text=True, timeout=20,
                           env={"PATH": "/usr/bin:/bin", "MIBS": "", "HOME": "/nonexistent"})

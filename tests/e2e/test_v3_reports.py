@@ -119,7 +119,8 @@ def target(request: pytest.FixtureRequest) -> Peer:
     """Where a USM case is sent: the agent, and snmpd as the reference."""
     if request.param == "ibsnmp":
         return Peer(request.getfixturevalue("agent").address)
-    return request.getfixturevalue("snmpd")
+    peer: Peer = request.getfixturevalue("snmpd")
+    return peer
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ a SET, a request row a manager creates, and counters that grow between two walks
 
 from __future__ import annotations
 
-from tests.support.e2e import assert_ok, ibsnmp_agent
+from tests.support.e2e import RunningAgent, assert_ok, ibsnmp_agent
 from tests.support.waiting import wait_for
 
 READ = ["-v2c", "-c", "public", "-Cr50", "-OQ", "-Ob"]
@@ -13,7 +13,7 @@ SWEEP = f"IB-SM-MIB::ibSmConfigSweepInterval.{PREFIX}"
 ACT_COUNT = "IB-SM-MIB::ibSmConfigActCount"
 
 
-def _walk(agent, name: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _walk(agent: RunningAgent, name: str) -> dict[str, str]:
     out = assert_ok(agent.snmp("snmpbulkwalk", *READ, name))
     return dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
 

@@ -7,6 +7,7 @@ packets itself: the counters' deltas are compared with what was sent.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pysnmp.proto import rfc1905
@@ -66,7 +67,7 @@ def address(agent: AgentThread) -> str:
     return f"{endpoint.host}:{endpoint.port}"
 
 
-def ask(agent: AgentThread, payload: bytes) -> tuple[int, int, int, list] | None:
+def ask(agent: AgentThread, payload: bytes) -> tuple[int, int, int, list[tuple[str, Any]]] | None:
     data = exchange(address(agent), payload, timeout=3.0)
     return None if data is None else decode_response(data)
 

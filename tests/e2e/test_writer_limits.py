@@ -115,6 +115,7 @@ def test_sets_interleaved_with_walks_keep_no_older_snapshot() -> None:
     ib_sm_mib = (1, 3, 6, 1, 3, 117, 7)
 
     def walk(steps: int) -> None:
+        oid: tuple[int, ...]
         target, oid = agent.target(), ib_sm_mib
         for _ in range(steps):
             found = agent.mib.get_next(target, oid)
@@ -145,6 +146,7 @@ def test_destroyed_requests_leave_nothing_behind() -> None:
     results = (1, 3, 6, 1, 3, 117, 7, 1, 10, 2)  # ibSmPathResultTable
 
     def walk() -> int:
+        oid: tuple[int, ...]
         target, oid, count = agent.target(), results, 0
         while (found := agent.mib.get_next(target, oid)) is not None \
                 and found[0][: len(results)] == results:

@@ -119,7 +119,7 @@ def until(what: str, read: Callable[[], _T], done: Callable[[_T], bool]) -> _T:
 def port_state(fabric: Fabric, route: str, port: int) -> int:
     done = fabric.run([sys.executable, str(PROBE), "PORT_INFO", route, str(port)])
     assert done.returncode == 0, done.stderr
-    return int(re.search(r'"PortState": (\d+)', done.stdout)[1])  # type: ignore[index]
+    return int(re.search(r'"PortState": (\d+)', done.stdout)[1])  # type: ignore[index]  # printed
 
 
 @pytest.fixture(scope="module")
@@ -291,11 +291,12 @@ def test_pkey_sl2vl_and_vl_arbitration_tables_match_smpquery(live: Live) -> None
         rows = [[int(v, 16) for v in line.split(":")[1].split("|") if v.strip()]
                 for line in vlarb.splitlines() if line.startswith(("VL ", "WEIGHT"))]
         low_vls, low_weights, high_vls, high_weights = rows
-        for table, vls, weights in (("Low", low_vls, low_weights), ("Hi", high_vls, high_weights)):
-            served_vls = live.column(guid, f"ibSma{table}PriVirtLane",
-                                     f"SMA-MIB::ibSma{table}PriVlArbTable")
-            served_weights = live.column(guid, f"ibSma{table}PriWeight",
-                                         f"SMA-MIB::ibSma{table}PriVlArbTable")
+        for priority, vls, weights in (("Low", low_vls, low_weights),
+                                       ("Hi", high_vls, high_weights)):
+            served_vls = live.column(guid, f"ibSma{priority}PriVirtLane",
+                                     f"SMA-MIB::ibSma{priority}PriVlArbTable")
+            served_weights = live.column(guid, f"ibSma{priority}PriWeight",
+                                         f"SMA-MIB::ibSma{priority}PriVlArbTable")
             assert [int(served_vls[f"{port}.{n + 1}"]) for n in range(len(vls))] == vls
             assert [int(served_weights[f"{port}.{n + 1}"]) for n in range(len(vls))] == weights
 
@@ -436,8 +437,9 @@ def test_partitions_groups_and_services_come_from_the_sa(live: Live) -> None:
 def test_disabled_port_is_served_within_polls_and_trapped(live: Live) -> None:
     s1 = str(lid_of(live, S1))
     since = len(live.traps.received())
-    phys = lambda: live.walk(S1, "SMA-MIB::ibSmaPortInfoTable")["ibSmaPortPhysState.5"]  # noqa: E731
-    links = lambda: len(live.column(None, "ibSmLinkSubnetPrefix",  # noqa: E731
+    phys: Callable[[], str] = lambda: (  # noqa: E731
+        live.walk(S1, "SMA-MIB::ibSmaPortInfoTable")["ibSmaPortPhysState.5"])
+    links: Callable[[], int] = lambda: len(live.column(None, "ibSmLinkSubnetPrefix",  # noqa: E731
                                     "IB-SM-MIB::ibSmLinkTable"))
     assert int(phys()) == MIB_LINK_UP and links() == 2 * 11  # each link from both ends
     run_diag(live.fabric, "ibportstate", s1, "5", "disable")
@@ -484,7 +486,8 @@ def subscribed_traps(live: Live) -> set[int]:
 
 
 def test_agent_follows_a_subnet_manager_restart(live: Live) -> None:
-    states = lambda: live.column(None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")  # noqa: E731
+    states: Callable[[], dict[str, str]] = lambda: live.column(  # noqa: E731
+        None, "ibSmSMInfoSMState", "IB-SM-MIB::ibSmSMInfoTable")
     assert list(states().values()) == ["3"]  # OpenSM, master
     subscribed = subscribed_traps(live)
     assert subscribed
@@ -511,7 +514,7 @@ def test_agent_subscribes_again_after_an_sm_restart_no_sweep_saw(live: Live, tmp
     sm_key = tmp_path / "sm_key"
     sm_key.write_text(f"{OPENSM_SM_KEY:#x}\n")
     sm_key.chmod(0o600)
-    text = lambda: log.read_text(errors="replace")  # noqa: E731
+    text: Callable[[], str] = lambda: log.read_text(errors="replace")  # noqa: E731
     with ExitStack() as stack:
         state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
         live_agent(stack, live.fabric, log, "--listen", f"127.0.0.1:{free_udp_port()}",

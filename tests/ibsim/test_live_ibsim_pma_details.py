@@ -85,7 +85,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         for node, port in SET_PORTS:
             for assignment in IBSIM_SETS:
                 fabric.command(f'PerformanceSet "{node}"[{port}] {assignment}')
-        yield Live(fabric, sm, agent, address, None, log)  # type: ignore[arg-type]
+        yield Live(fabric, sm, agent, address, None, log)  # type: ignore[arg-type]  # no traps
 
 
 def perfquery(live: Live, option: str, lid: int, port: int) -> dict[str, int]:

@@ -13,6 +13,7 @@ for value:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -159,10 +160,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         stack.enter_context(opensm_running(fabric))
         for route, port in CA_PORTS:
             until(f"the CA port at {route}",
-                  lambda route=route, port=port: port_state(fabric, route, port),
+                  functools.partial(port_state, fabric, route, port),
                   lambda state: state == PORT_ACTIVE)
         agent, address, log = agent_listening(stack, fabric)
-        yield Live(fabric, None, agent, address, None, log)  # type: ignore[arg-type]
+        yield Live(fabric, None, agent, address, None, log)  # type: ignore[arg-type]  # no SM
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
                                            "--torus_config", str(config)))
         until("H-22 port 1", lambda: port_state(fabric, H22_ROUTE, 1), lambda s: s == PORT_ACTIVE)
         agent, address, log = agent_listening(stack, fabric)
-        yield Live(fabric, None, agent, address, None, log)  # type: ignore[arg-type]
+        yield Live(fabric, None, agent, address, None, log)  # type: ignore[arg-type]  # no SM
 
 
 def served_sma_tables(live: Live, guid: int) -> dict[tuple[int, int], tuple[int, ...]]:
@@ -69,7 +69,7 @@ def test_every_output_and_input_pair_is_served_as_smpquery_reads_it(live: Live) 
     for name, guid in SWITCHES.items():
         lid = lid_of(live, guid)
         served = served_sma_tables(live, guid)
-        theirs = {}
+        theirs: dict[tuple[int, int], tuple[int, ...]] = {}
         for out in (0, *DATA_PORTS):
             rows = smpquery_sl2vl(live.fabric, lid, out)
             assert sorted(rows) == list(INPUT_PORTS), (name, out, rows)

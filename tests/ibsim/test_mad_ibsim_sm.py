@@ -25,7 +25,8 @@ def probe(fabric: Fabric, *args: str | int) -> dict[str, object]:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result.get("status") == 0, result
-    return result["attribute"]  # type: ignore[no-any-return]
+    attribute: dict[str, object] = result["attribute"]
+    return attribute
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.e2e import RunningAgent, ibsnmp_agent, net_snmp
+from tests.support.narrow import present
 from tests.support.ibsim import NET_DIR, Fabric, ibsim_fabric, opensm_running
 from tests.support.infiniband_diags import ibroute, labelled_values, run_diag, smpquery_node_info
 
@@ -85,10 +86,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def test_the_dump_names_no_sm(served: Served) -> None:
     # OpenSM runs on H-1 port 1 (IsSM in its CapabilityMask), but ibnetdiscover
     # prints no capability mask and no SMInfo: the SM is named by --sm-guid.
-    h1 = served.snapshot.nodes[0x100000].port(1)
+    h1 = present(served.snapshot.nodes[0x100000].port(1))
     assert "IsSM" in run_diag(served.fabric, "smpquery", "portinfo", str(h1.lid), "1")
     assert served.snapshot.sms == ()
-    (sm,) = get(served.agent, f"IB-SM-MIB::ibSmSMInfoPriority.{PREFIX}.{guid_index(h1.guid)}").values()
+    index = guid_index(present(h1.guid))
+    (sm,) = get(served.agent, f"IB-SM-MIB::ibSmSMInfoPriority.{PREFIX}.{index}").values()
     assert sm == "0"  # OpenSM's priority, from the SM that --sm-guid named
 
 

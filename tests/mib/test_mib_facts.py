@@ -7,6 +7,7 @@ from typing import Any, get_type_hints
 import pytest
 
 from ibsnmp.fabric import counters
+from ibsnmp.fabric.iba import SmState
 from ibsnmp.mib import facts, sm, sma, write
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.mib.pma import PMA_MIB
@@ -38,7 +39,7 @@ def test_clamps_bound_both_ends_of_the_mib_range() -> None:
 
 
 def test_bindings_hold_the_mib_numbers() -> None:
-    assert sma._SM_STATE[sm.SmState.NOT_ACTIVE] == 2 and sma._SM_STATE_UNKNOWN == 1
+    assert sma._SM_STATE[SmState.NOT_ACTIVE] == 2 and sma._SM_STATE_UNKNOWN == 1
     assert (sma._LED_UNKNOWN, sma._LED_ON, sma._LED_OFF) == (1, 2, 3)
     assert (sm._LOW_PRIORITY, sm._HIGH_PRIORITY) == (1, 2)
     # ActCount wraps by masking with the top of its Integer32: all ones.

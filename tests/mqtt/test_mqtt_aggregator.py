@@ -9,7 +9,9 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 import pytest
@@ -19,11 +21,12 @@ from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.counters import interface_counters
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.generators import build_fabric
-from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.model import Fabric, Node, Port, PortRef
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.assemble import assemble
 from ibsnmp.mqtt.broker import Backoff, BrokerError, BrokerSettings, parse_broker_url, settings_from_args
 from ibsnmp.mqtt.codec import EventRecord, counters_of, encode_counters, encode_event, encode_state, record_of
+from ibsnmp.mqtt.codec import decode_state
 from ibsnmp.fabric.swap import Swap
 from ibsnmp.mqtt.aggregator import MqttAggregator
 from ibsnmp.providers.sysfs import SysfsProvider
@@ -35,7 +38,7 @@ FAB = topics.PublisherTopics("fab", topics.Publisher(topics.ANONYMOUS, "p"))
 
 
 @pytest.fixture
-def broker(tmp_path: Path):
+def broker(tmp_path: Path) -> Iterator[Mosquitto]:
     broker = Mosquitto(tmp_path).start()
     yield broker
     broker.stop()
@@ -53,7 +56,7 @@ def _state(tmp_path: Path, guid: int) -> bytes:
     return encode_state(record_of(fabric, fabric.nodes[guid], 0.0, time.time(), publisher="test", refresh=5.0))
 
 
-async def _until(check, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+async def _until(check: Callable[[], object], timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -62,7 +65,8 @@ async def _until(check, timeout: float = 10.0) -> bool:  # type: ignore[no-untyp
     return True
 
 
-async def test_bad_messages_are_dropped_and_logged_once_per_publisher(tmp_path, broker, caplog) -> None:
+async def test_bad_messages_are_dropped_and_logged_once_per_publisher(
+        tmp_path: Path, broker: Mosquitto, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp")
     aggregator = MqttAggregator(_settings(broker, "agg"), "fab", max_payload=64 * 1024)
     events: list[TrapEvent] = []
@@ -103,7 +107,8 @@ async def test_bad_messages_are_dropped_and_logged_once_per_publisher(tmp_path, 
     assert warnings[1].startswith(f"mqtt: publisher anonymous/p: event message of node {OTHER:016x} dropped")
 
 
-async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_path, broker, caplog) -> None:
+async def test_offline_status_removes_the_node_and_a_state_brings_it_back(
+        tmp_path: Path, broker: Mosquitto, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp")
     aggregator = MqttAggregator(_settings(broker, "agg"), "fab")
     history = InterfaceHistory()
@@ -130,12 +135,18 @@ async def test_offline_status_removes_the_node_and_a_state_brings_it_back(tmp_pa
     assert f"node {GOOD:016x} leaves the fabric: its status is offline" in caplog.text
 
 
-def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkeypatch) -> None:
+def test_an_unchanged_state_is_a_refresh_taken_without_decoding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import ibsnmp.mqtt.aggregator as aggregator_module
 
     decoded: list[int] = []
-    real = aggregator_module.decode_state
-    monkeypatch.setattr(aggregator_module, "decode_state", lambda *a, **k: decoded.append(1) or real(*a, **k))
+    real = decode_state  # what aggregator_module.decode_state is
+
+    def counting(*a: Any, **k: Any) -> Any:
+        decoded.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(aggregator_module, "decode_state", counting)
     aggregator = MqttAggregator(BrokerSettings("127.0.0.1", 1, False, None, client_id="x"), "fab")
     root = tmp_path / "host"
     root.mkdir()
@@ -144,7 +155,7 @@ def test_an_unchanged_state_is_a_refresh_taken_without_decoding(tmp_path, monkey
     node = fabric.nodes[GOOD]
     topic = FAB.node(GOOD, "state")
 
-    def send(record_time: float, fabric=fabric, node=node) -> None:  # type: ignore[no-untyped-def]
+    def send(record_time: float, fabric: Fabric = fabric, node: Node = node) -> None:
         payload = encode_state(record_of(fabric, node, 0.0, record_time, publisher="p", refresh=5.0))
         aggregator.handle(aiomqtt.Message(topic, payload, 1, False, 1, None))
 
@@ -234,13 +245,13 @@ def test_the_aggregated_fabric_routes_nothing_of_its_own() -> None:
     assert routing.linear_forwarding_table(built, switch) == b""
 
 
-def _with_remote(port, remote):  # type: ignore[no-untyped-def]
+def _with_remote(port: Port, remote: PortRef) -> Port:
     import dataclasses
 
     return dataclasses.replace(port, remote=remote)
 
 
-def _with_ports(node, ports):  # type: ignore[no-untyped-def]
+def _with_ports(node: Node, ports: tuple[Port, ...]) -> Node:
     import dataclasses
 
     return dataclasses.replace(node, ports=ports)
@@ -252,7 +263,7 @@ def _with_ports(node, ports):  # type: ignore[no-untyped-def]
     ("mqtt://ib:p%40ss@10.0.0.1:1884", ("10.0.0.1", 1884, False, "ib", "p@ss")),
     ("mqtt://[::1]:1999", ("::1", 1999, False, None, None)),
 ])
-def test_broker_urls(url, expected) -> None:
+def test_broker_urls(url: str, expected: tuple[str, int, bool, str | None, str | None]) -> None:
     assert parse_broker_url(url) == expected
 
 
@@ -262,19 +273,21 @@ def test_broker_urls(url, expected) -> None:
     ("mqtt://broker:99999", "port must be a number"),
     ("mqtt://:1883", "no host"),
 ])
-def test_bad_broker_urls(url, reason) -> None:
+def test_bad_broker_urls(url: str, reason: str) -> None:
     with pytest.raises(BrokerError, match=reason):
         parse_broker_url(url)
 
 
 def _args(**kw: object) -> argparse.Namespace:
-    values = dict(broker="mqtt://ib@broker", fabric_id="f", broker_ca=None, broker_cert=None, broker_key=None,
-                  broker_password_file=None, client_id=None, keepalive=30)
+    values: dict[str, object] = dict(broker="mqtt://ib@broker", fabric_id="f", broker_ca=None,
+                                     broker_cert=None, broker_key=None,
+                                     broker_password_file=None, client_id=None, keepalive=30)
     values.update(kw)
     return argparse.Namespace(**values)
 
 
-def test_passwords_come_from_a_file_or_the_environment_and_never_print(tmp_path, monkeypatch) -> None:
+def test_passwords_come_from_a_file_or_the_environment_and_never_print(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = tmp_path / "pw"
     secret.write_text("from-file\nignored\n")
     settings = settings_from_args(_args(broker_password_file=str(secret)), "publisher")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -16,6 +18,8 @@ from tests.support.mosquitto import Agent, Mosquitto, Process, make_certificates
 from tests.support.trapd import Received, TrapReceiver
 
 HOST_B_GUID = 0x0C42A1030017D000
+P = TypeVar("P", bound=Process)
+T = TypeVar("T")
 A, B = f"{trees.MLX_NODE_GUID:016x}", f"{HOST_B_GUID:016x}"
 NODE_DESCRIPTION = ".1.3.6.1.3.117.3.1.1.1.0"  # SMA-MIB::ibSmaNodeString.0
 # PMA-MIB::ibPmaPortRcvData.1 (the fake tree's port_rcv_data of port 1).
@@ -33,18 +37,20 @@ def hosts(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def _start(stack: contextlib.ExitStack, process: Process) -> Process:
+def _start(stack: contextlib.ExitStack, process: P) -> P:
     stack.callback(process.stop)
     return process
 
 
-def _publisher(stack, tmp_path: Path, root: Path, broker: Mosquitto, name: str, *extra: str) -> Process:
+def _publisher(stack: contextlib.ExitStack, tmp_path: Path, root: Path, broker: Mosquitto,
+               name: str, *extra: str) -> Process:
     return _start(stack, Process(tmp_path / f"{name}.log", "publish", "--provider", "sysfs", "--sysfs-root",
                                  str(root), "--poll-interval", "0.5", "--broker", broker.url, "--client-id",
                                  name, *PUBLISH_TIMING, *extra))
 
 
-def _aggregator(stack, tmp_path: Path, broker: Mosquitto, *extra: str, name: str = "aggregator") -> Agent:
+def _aggregator(stack: contextlib.ExitStack, tmp_path: Path, broker: Mosquitto, *extra: str,
+                name: str = "aggregator") -> Agent:
     agent = Agent(tmp_path / f"{name}.log", "--provider", "mqtt", "--broker", broker.url, "--client-id", name,
                   *extra)
     _start(stack, agent)
@@ -59,7 +65,7 @@ def _cap_mask(received: Received) -> str:
     return value
 
 
-def _until(check, timeout: float = 20.0):  # type: ignore[no-untyped-def]
+def _until(check: Callable[[], T], timeout: float = 20.0) -> T:
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -73,7 +79,9 @@ def _joined(agent: Agent, *guids: str) -> None:
         agent.wait_for(f"node {guid} (")  # "mqtt: node GUID (description) joins the fabric"
 
 
-def test_every_context_answers_as_its_own_host_does(tmp_path, stack, broker, hosts) -> None:
+def test_every_context_answers_as_its_own_host_does(tmp_path: Path, stack: contextlib.ExitStack,
+                                                    broker: Mosquitto,
+                                                    hosts: tuple[Path, Path]) -> None:
     # Host A serves SNMP itself and publishes (run --publish); host B only publishes.
     local_a = _start(stack, Agent(tmp_path / "a.log", "--provider", "sysfs", "--sysfs-root", str(hosts[0]),
                                   "--publish", broker.url, "--client-id", "host-a", *PUBLISH_TIMING))
@@ -120,7 +128,10 @@ def test_every_context_answers_as_its_own_host_does(tmp_path, stack, broker, hos
     assert sum(a_port1 in line for line in port_rows) > 10
 
 
-def test_a_counter_change_is_served_within_two_intervals(tmp_path, stack, broker, hosts) -> None:
+def test_a_counter_change_is_served_within_two_intervals(tmp_path: Path,
+                                                         stack: contextlib.ExitStack,
+                                                         broker: Mosquitto,
+                                                         hosts: tuple[Path, Path]) -> None:
     _publisher(stack, tmp_path, hosts[1], broker, "host-b")
     aggregator = _aggregator(stack, tmp_path, broker)
     _joined(aggregator, B)
@@ -132,7 +143,9 @@ def test_a_counter_change_is_served_within_two_intervals(tmp_path, stack, broker
     assert time.monotonic() - changed <= 2 * 1.0 + 1.5
 
 
-def test_an_event_reaches_the_trap_receiver_once(tmp_path, stack, broker, hosts) -> None:
+def test_an_event_reaches_the_trap_receiver_once(tmp_path: Path, stack: contextlib.ExitStack,
+                                                 broker: Mosquitto,
+                                                 hosts: tuple[Path, Path]) -> None:
     receiver = TrapReceiver(tmp_path / "trapd").start()
     stack.callback(receiver.stop)
     _publisher(stack, tmp_path, hosts[1], broker, "host-b")
@@ -151,7 +164,8 @@ def test_an_event_reaches_the_trap_receiver_once(tmp_path, stack, broker, hosts)
 
 
 def test_a_hosts_port_going_down_raises_if_mib_link_down_at_the_aggregator(
-        tmp_path, stack, broker, hosts) -> None:
+        tmp_path: Path, stack: contextlib.ExitStack, broker: Mosquitto,
+        hosts: tuple[Path, Path]) -> None:
     receiver = TrapReceiver(tmp_path / "trapd").start()
     stack.callback(receiver.stop)
     _publisher(stack, tmp_path, hosts[1], broker, "host-b")
@@ -174,7 +188,9 @@ def test_a_hosts_port_going_down_raises_if_mib_link_down_at_the_aggregator(
     assert marker.trap_oid == "OID: IF-MIB::linkUp"
 
 
-def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(tmp_path, stack, broker, hosts) -> None:
+def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(
+        tmp_path: Path, stack: contextlib.ExitStack, broker: Mosquitto,
+        hosts: tuple[Path, Path]) -> None:
     _publisher(stack, tmp_path, hosts[0], broker, "host-a")
     b = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
     aggregator = _aggregator(stack, tmp_path, broker)
@@ -189,7 +205,8 @@ def test_a_killed_publisher_leaves_by_its_last_will_and_comes_back(tmp_path, sta
     assert _until(lambda: aggregator.get(B, NODE_DESCRIPTION) is not None, timeout=5)
 
 
-def test_a_stale_node_leaves(tmp_path, stack, broker, hosts) -> None:
+def test_a_stale_node_leaves(tmp_path: Path, stack: contextlib.ExitStack, broker: Mosquitto,
+                             hosts: tuple[Path, Path]) -> None:
     b = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
     aggregator = _aggregator(stack, tmp_path, broker, "--stale-after", "2")
     _joined(aggregator, B)
@@ -199,7 +216,8 @@ def test_a_stale_node_leaves(tmp_path, stack, broker, hosts) -> None:
     assert aggregator.get(B, NODE_DESCRIPTION, timeout=1) is None
 
 
-def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
+def test_a_broker_restart_loses_nothing(tmp_path: Path, stack: contextlib.ExitStack,
+                                        broker: Mosquitto, hosts: tuple[Path, Path]) -> None:
     receiver = TrapReceiver(tmp_path / "trapd").start()
     stack.callback(receiver.stop)
     # -v: the publisher logs each event the broker acknowledged.
@@ -243,7 +261,8 @@ def test_a_broker_restart_loses_nothing(tmp_path, stack, broker, hosts) -> None:
     assert _cap_mask(marker) not in events
 
 
-def test_refused_credentials_are_one_line_and_exit_2(tmp_path, stack) -> None:
+def test_refused_credentials_are_one_line_and_exit_2(tmp_path: Path,
+                                                     stack: contextlib.ExitStack) -> None:
     broker = Mosquitto(tmp_path, users={"ib": "s3cret-pass"}).start()
     stack.callback(broker.stop)
     bad = Agent(tmp_path / "bad.log", "--provider", "mqtt", "--broker", f"mqtt://ib@127.0.0.1:{broker.port}",
@@ -262,7 +281,8 @@ def test_refused_credentials_are_one_line_and_exit_2(tmp_path, stack) -> None:
     assert "s3cret" not in good.text()
 
 
-def test_mqtts_with_a_client_certificate(tmp_path, stack, hosts) -> None:
+def test_mqtts_with_a_client_certificate(tmp_path: Path, stack: contextlib.ExitStack,
+                                         hosts: tuple[Path, Path]) -> None:
     pems = make_certificates(tmp_path / "pki")
     broker = Mosquitto(tmp_path, tls=(pems["ca"], pems["server"], pems["server_key"])).start()
     stack.callback(broker.stop)
@@ -278,7 +298,10 @@ def test_mqtts_with_a_client_certificate(tmp_path, stack, hosts) -> None:
     lone.wait_for("cannot be reached now")
 
 
-def test_a_publisher_that_stops_says_its_nodes_are_offline(tmp_path, stack, broker, hosts) -> None:
+def test_a_publisher_that_stops_says_its_nodes_are_offline(tmp_path: Path,
+                                                           stack: contextlib.ExitStack,
+                                                           broker: Mosquitto,
+                                                           hosts: tuple[Path, Path]) -> None:
     b = _publisher(stack, tmp_path, hosts[1], broker, "host-b")
     aggregator = _aggregator(stack, tmp_path, broker)
     _joined(aggregator, B)

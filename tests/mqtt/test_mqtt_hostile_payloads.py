@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiomqtt
@@ -96,7 +97,7 @@ def _aggregator(stack: contextlib.ExitStack, tmp_path: Path, broker: Mosquitto, 
     return agent
 
 
-def _until(check, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+def _until(check: Callable[[], object], timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -121,7 +122,9 @@ def _serves_past_the_stale_period(agent: Agent, since: float, host: Path, counte
     assert not _lines(agent, f"node {GOOD}", "leaves the fabric")
 
 
-def test_deep_payloads_retained_beside_a_good_node_stop_no_aggregator(tmp_path, stack, broker) -> None:
+def test_deep_payloads_retained_beside_a_good_node_stop_no_aggregator(tmp_path: Path,
+                                                                      stack: contextlib.ExitStack,
+                                                                      broker: Mosquitto) -> None:
     host = _good_publisher(stack, tmp_path, broker)
     aggregator = _aggregator(stack, tmp_path, broker, "aggregator.log")
     hostile = _hostile(tmp_path)

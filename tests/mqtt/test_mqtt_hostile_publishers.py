@@ -122,7 +122,8 @@ class Shared:
                will: tuple[str, bytes] | None = None) -> MqttClient:
         """A plain client logged in as `user` (anonymous without ACL)."""
         login = {"user": user, "password": PASSWORDS[user]} if self.acl else {}
-        client = MqttClient(self.broker.port, client_id, will=will, **login)  # type: ignore[arg-type]
+        client = MqttClient(self.broker.port, client_id, will=will,
+                            **login)  # type: ignore[arg-type]  # user and password only
         (stack or self.stack).callback(client.close)
         return client
 
@@ -170,7 +171,8 @@ def host_tree(workdir: Path, name: str, guid: int) -> Path:
 
 
 @pytest.fixture(scope="module", params=["acl", "open"])
-def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+def shared(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     mode = request.param
     workdir = tmp_path_factory.mktemp(mode)
     with contextlib.ExitStack() as stack:
@@ -327,7 +329,8 @@ def test_writes_on_the_owners_own_topics(shared: Shared, local: contextlib.ExitS
 # -- made-up nodes ----------------------------------------------------------------------------
 
 
-def test_5000_made_up_nodes_are_bounded_by_the_publisher_limit(shared: Shared, record_property) -> None:
+def test_5000_made_up_nodes_are_bounded_by_the_publisher_limit(
+        shared: Shared, record_property: Callable[[str, object], None]) -> None:
     env, agent = shared, shared.agent
     flood = list(fake_states(env.real_state("host-a", "host-a", A), FLOOD_FIRST_GUID, FLOOD))
     pid = agent.process.pid
@@ -396,7 +399,8 @@ def _garbage(template: bytes, guid: int) -> dict[str, tuple[bytes, str]]:
     }
 
 
-def test_garbage_is_dropped_with_a_line_and_good_nodes_stay(shared: Shared, local: contextlib.ExitStack) -> None:
+def test_garbage_is_dropped_with_a_line_and_good_nodes_stay(shared: Shared,
+                                                            local: contextlib.ExitStack) -> None:
     env, agent = shared, shared.agent
     template = env.real_state("host-a", "host-a", A)
     guid = 0xBAD1000000000000
@@ -433,7 +437,8 @@ def test_garbage_is_dropped_with_a_line_and_good_nodes_stay(shared: Shared, loca
 # -- client ids ----------------------------------------------------------------------------------------
 
 
-def test_two_publishers_of_one_host_both_stay_served(shared: Shared, local: contextlib.ExitStack) -> None:
+def test_two_publishers_of_one_host_both_stay_served(shared: Shared,
+                                                     local: contextlib.ExitStack) -> None:
     env, agent = shared, shared.agent
     guids = (0x0C42A1030017E000, 0x0C42A1030017F000)
     publishers = [env.publisher(f"host-c{n}", host_tree(env.workdir, f"host-c{n}", guid), "host-c", stack=local)
@@ -441,7 +446,8 @@ def test_two_publishers_of_one_host_both_stay_served(shared: Shared, local: cont
     for guid in guids:
         agent.wait_for(f"node {guid:016x} ({DESCRIPTION}) joins the fabric")
     # Their default client ids differ in the node each publishes from.
-    names = {re.search(r" as (\S+), fabric", p.text()).group(1) for p in publishers}  # type: ignore[union-attr]
+    names = {re.search(r" as (\S+), fabric",  # type: ignore[union-attr]  # every one logs it
+                       p.text()).group(1) for p in publishers}
     assert names == {f"ibsnmp-publisher-{FABRIC_ID}-{socket.gethostname()}-{guid:016x}" for guid in guids}
     # Over three refresh periods (2 s) both are served at every read.
     watch = Watch(agent, {f"{guid:016x}": DESCRIPTION for guid in guids})
@@ -459,7 +465,8 @@ def test_two_publishers_of_one_host_both_stay_served(shared: Shared, local: cont
         assert publisher.text().count("connected to") == 1 and "ERROR" not in publisher.text()
 
 
-def test_one_client_id_used_twice_is_an_error_in_both(shared: Shared, local: contextlib.ExitStack) -> None:
+def test_one_client_id_used_twice_is_an_error_in_both(shared: Shared,
+                                                      local: contextlib.ExitStack) -> None:
     env = shared
     publishers = [env.publisher(f"host-d{n}", host_tree(env.workdir, f"host-d{n}", guid), "host-d",
                                 "--client-id", "host-d-twice", stack=local)

@@ -16,6 +16,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -436,12 +437,13 @@ def test_ib_sm_ports_carry_the_node_description(setup: Setup, version: str) -> N
 PROMETHEUS = "/usr/bin/prometheus"
 
 
-def prometheus_query(url: str, query: str) -> list[dict]:
+def prometheus_query(url: str, query: str) -> list[dict[str, Any]]:
     with urllib.request.urlopen(f"{url}/api/v1/query?" + urllib.parse.urlencode(
             {"query": query}), timeout=10) as answer:
         body = json.load(answer)
     assert body["status"] == "success", body
-    return body["data"]["result"]
+    result: list[dict[str, Any]] = body["data"]["result"]
+    return result
 
 
 @pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="Debian's prometheus is not installed")

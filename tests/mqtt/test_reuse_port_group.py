@@ -12,7 +12,8 @@ import contextlib
 import time
 from pathlib import Path
 
-from tests.support.mosquitto import Agent, Mosquitto, Process, free_udp_port
+from tests.support.e2e import free_udp_port
+from tests.support.mosquitto import Agent, Mosquitto, Process
 from tests.support.waiting import wait_for
 from tests.support.trapd import Received, TrapReceiver
 from tests.support.wire import community_request, decode_response, exchange

@@ -46,8 +46,8 @@ from ibsnmp.mib.api import (
     ContextTarget,
     Missing,
     Oid,
-    Subtrees,
 )
+from ibsnmp.mib.subtrees import Subtrees
 
 # -- the fake fabric ----------------------------------------------------------------
 
@@ -311,7 +311,7 @@ def spawn_agent(*args: str, rows: int = 0) -> tuple[subprocess.Popen[str], list[
         [sys.executable, str(Path(__file__).resolve()), "--rows", str(rows), *args],
         stdout=subprocess.PIPE, stderr=err, text=True)
     err.close()
-    proc.stderr_path = err.name  # type: ignore[attr-defined]
+    proc.stderr_path = err.name  # type: ignore[attr-defined]  # an attribute of our own
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("READY"):
@@ -325,7 +325,7 @@ def spawn_agent(*args: str, rows: int = 0) -> tuple[subprocess.Popen[str], list[
 
 def agent_stderr(proc: subprocess.Popen[str]) -> str:
     """What a spawned agent wrote to stderr (and remove the file once it exited)."""
-    path = Path(proc.stderr_path)  # type: ignore[attr-defined]
+    path = Path(proc.stderr_path)  # type: ignore[attr-defined]  # set by spawn_agent
     text = path.read_text() if path.exists() else ""
     if proc.poll() is not None:
         path.unlink(missing_ok=True)

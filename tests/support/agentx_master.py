@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tests.support.e2e import PROJECT_ROOT, START_TIMEOUT_S, free_udp_port, stop
@@ -95,7 +95,7 @@ def snmp_tool(tool: str, *args: str, timeout: float = 60.0) -> subprocess.Comple
                           timeout=timeout, check=False)
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -117,10 +117,11 @@ class SubagentProcess:
 
     def start(self, timeout: float = START_TIMEOUT_S) -> SubagentProcess:
         self._out = open(self.log, "ab")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(self.command, stdout=self._out, stderr=subprocess.STDOUT,
-                                        cwd=PROJECT_ROOT, start_new_session=True)
+        self.process = process = subprocess.Popen(self.command, stdout=self._out,
+                                                  stderr=subprocess.STDOUT, cwd=PROJECT_ROOT,
+                                                  start_new_session=True)
         if not wait_until(lambda: "ibsnmp: serving" in self.output()
-                          or self.process.poll() is not None, timeout):
+                          or process.poll() is not None, timeout):
             self.stop()
             raise RuntimeError(f"ibsnmp did not start:\n{self.output()}")
         return self

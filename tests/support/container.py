@@ -47,6 +47,7 @@ def apt_mirror() -> str:
             text = source.read_text()
         except OSError:
             continue
+        uri: str
         for uri in pattern.findall(text):
             if "security" not in uri and uri.startswith(("http://", "https://")):
                 return uri

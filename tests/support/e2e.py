@@ -18,12 +18,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import AnyStr
 from pathlib import Path
 
 import pytest
 
 from ibsnmp.mibtools.paths import net_snmp_mib_dirs
-from tests.support.paths import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT as PROJECT_ROOT  # re-exported: tests import it here
 from tests.support.wire import exchange
 
 MIB_DIRS = net_snmp_mib_dirs()
@@ -142,7 +143,7 @@ def _wait_for_banner(process: subprocess.Popen[str]) -> str:
     raise RuntimeError("agent did not start in time:\n" + "".join(lines))
 
 
-def stop(process: subprocess.Popen[str]) -> int:
+def stop(process: subprocess.Popen[AnyStr]) -> int:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.support.e2e import PROJECT_ROOT, free_udp_port, net_snmp
 
@@ -117,8 +118,8 @@ class Mosquitto:
 
 
 @contextmanager
-def mosquitto(workdir: Path, **kw: object) -> Iterator[Mosquitto]:
-    broker = Mosquitto(workdir, **kw).start()  # type: ignore[arg-type]
+def mosquitto(workdir: Path, **kw: Any) -> Iterator[Mosquitto]:
+    broker = Mosquitto(workdir, **kw).start()
     try:
         yield broker
     finally:
@@ -224,7 +225,9 @@ def make_certificates(directory: Path) -> dict[str, Path]:
 
     now = datetime.datetime.now(datetime.timezone.utc)
 
-    def issue(name: str, key, issuer_name, issuer_key, *, ca: bool, ip: bool = False):  # type: ignore[no-untyped-def]
+    def issue(name: str, key: ec.EllipticCurvePrivateKey, issuer_name: x509.Name | None,
+              issuer_key: ec.EllipticCurvePrivateKey | None, *, ca: bool,
+              ip: bool = False) -> x509.Certificate:
         builder = (x509.CertificateBuilder()
                    .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
                    .issuer_name(issuer_name or x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
@@ -242,7 +245,7 @@ def make_certificates(directory: Path) -> dict[str, Path]:
         path.write_bytes(data)
         return path
 
-    def pem_key(key) -> bytes:  # type: ignore[no-untyped-def]
+    def pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
         return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                  serialization.NoEncryption())
 

@@ -17,6 +17,7 @@ import sys
 
 from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.discovery import discover
+from ibsnmp.mad.layout import field_int
 from ibsnmp.mad.sa_client import SaClient
 from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import UmadPort
@@ -38,14 +39,14 @@ def maps() -> tuple[dict[int, int], dict[int, tuple[int, int]], list[tuple[int, 
     local_gid = 0
     for node in subnet.nodes.values():
         for number, info in node.ports.items():
-            lid = int(info.get("LID", 0))  # type: ignore[arg-type]
+            lid = field_int(info.get("LID", 0))
             if lid:
                 node_of_lid[lid] = node.guid
                 lid_ports.append((lid, number))
         # The port each node was entered by is the one whose GUID NodeInfo gives.
-        entry = int(node.info["LocalPortNum"])  # type: ignore[arg-type]
-        prefix = int(node.ports.get(entry, node.ports.get(0, {})).get("GidPrefix", 0))  # type: ignore[arg-type]
-        gid = prefix << 64 | int(node.info["PortGUID"])  # type: ignore[arg-type]
+        entry = field_int(node.info["LocalPortNum"])
+        prefix = field_int(node.ports.get(entry, node.ports.get(0, {})).get("GidPrefix", 0))
+        gid = prefix << 64 | field_int(node.info["PortGUID"])
         port_of_gid[gid] = (node.guid, 0 if node.is_switch else entry)
         if not node.route:
             local_gid = gid

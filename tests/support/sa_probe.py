@@ -21,11 +21,11 @@ import dataclasses
 import json
 import os
 import sys
+from typing import cast
 
 from ibsnmp.mad import sa_records as records
 from ibsnmp.events import TrapEvent
 from ibsnmp.mad.sa_client import (
-    METHOD_GET_TABLE,
     ReportHandler,
     SaAnswer,
     SaClient,
@@ -33,6 +33,8 @@ from ibsnmp.mad.sa_client import (
     subscribe,
 )
 from ibsnmp.live.subnet_sa import LiveSa
+from ibsnmp.mad.sa_records import METHOD_GET_TABLE
+from ibsnmp.mad.umad import UmadPort
 
 
 def plain(answer: SaAnswer) -> dict[str, object]:
@@ -91,7 +93,7 @@ def main(command: str, *args: str) -> object:
             client.port.send(sa_request(METHOD_GET_TABLE, records.PATH_RECORD,
                                         {"SLID": int(args[0]), "DLID": int(args[1])},
                                         transaction_id=tid), client.sm)
-            answer = client.port.receive(2.0)
+            answer = cast(UmadPort, client.port).receive(2.0)  # SaClient.open: an SaPort
             return answer.hex() if answer else None
         raise SystemExit(f"unknown command {command}")
     finally:

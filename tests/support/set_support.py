@@ -7,6 +7,7 @@ from typing import Any
 
 from pysnmp.proto import rfc1902
 
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, NO_SUCH_OBJECT, ContextTarget, Oid
 from ibsnmp.mib.index import IndexCodec
@@ -68,7 +69,7 @@ class Agent:
         return Agent(self.spec, self.seed, self.path, **self.options)
 
     @property
-    def fabric(self):  # type: ignore[no-untyped-def]
+    def fabric(self) -> Fabric:
         return self.provider.snapshot
 
     @property
@@ -85,7 +86,7 @@ class Agent:
         self.mib.prepare_write(self.target(context), list(varbinds)).commit()
 
     def get(self, oid: Oid, context: bytes = b"") -> Any:
-        value = self.mib.get(self.target(context), oid)
+        value: Any = self.mib.get(self.target(context), oid)
         if value is NO_SUCH_INSTANCE or value is NO_SUCH_OBJECT:
             return None
         return bytes(value) if isinstance(value, rfc1902.OctetString) else int(value)
@@ -93,7 +94,7 @@ class Agent:
     def column(self, name: str, context: bytes = b"") -> dict[Oid, Any]:
         """Every instance of a column: suffix -> plain value."""
         base = oid_of(name)
-        out = {}
+        out: dict[Oid, Any] = {}
         oid = base
         target = self.target(context)
         while True:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
 
 from tests.support.mosquitto import Agent
 
@@ -117,7 +118,7 @@ class MqttClient:
                  will: tuple[str, bytes] | None = None, tls: ssl.SSLContext | None = None,
                  host: str = "127.0.0.1") -> None:
         self.client_id = client_id
-        self._client = paho.Client(paho.CallbackAPIVersion.VERSION2, client_id=client_id,
+        self._client = paho.Client(CallbackAPIVersion.VERSION2, client_id=client_id,
                                    protocol=paho.MQTTv311, clean_session=True)
         self._client.max_inflight_messages_set(256)
         self._client.max_queued_messages_set(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MLX_NODE_GUID = 0x0C42A1030017C078
 MLX1_NODE_GUID = 0x0C42A1030017C0A0
@@ -111,7 +112,8 @@ class PortSpec:
     link_layer: str = "InfiniBand"
     gids: list[int] = field(default_factory=list)
     pkeys: list[int] = field(default_factory=lambda: [0xFFFF] + [0] * 15)
-    counters: dict[str, int | str] | None = field(default_factory=lambda: dict(ACTIVE_COUNTERS))
+    counters: dict[str, int | str] | None = field(
+        default_factory=lambda: dict[str, int | str](ACTIVE_COUNTERS))
     hw_counters: dict[str, int] | None = field(default_factory=lambda: dict(MLX5_HW_COUNTERS))
 
 
@@ -177,10 +179,10 @@ def write_port(p: Path, port: PortSpec) -> None:
             write(p / "hw_counters" / name, f"{value}\n")
 
 
-def ib_port(port_guid: int, *, lid: int = 0x5A, gids: int = 16, **kw: object) -> PortSpec:
+def ib_port(port_guid: int, *, lid: int = 0x5A, gids: int = 16, **kw: Any) -> PortSpec:
     """An Active InfiniBand port: GID 0 = subnet prefix + port GUID, the
     other GID entries unused (all zeros), P_Key 0 the default partition."""
-    return PortSpec(lid=lid, gids=[ib_gid(port_guid)] + [0] * (gids - 1), **kw)  # type: ignore[arg-type]
+    return PortSpec(lid=lid, gids=[ib_gid(port_guid)] + [0] * (gids - 1), **kw)
 
 
 def mlx5_two_port(root: Path, name: str = "mlx5_0", guid: int = MLX_NODE_GUID) -> DeviceSpec:

@@ -65,7 +65,7 @@ def community_request(pdu_kind: str, oids: Sequence[str | tuple[int, ...]], *,
     mod.apiMessage.set_defaults(message)
     mod.apiMessage.set_community(message, community)
     mod.apiMessage.set_pdu(message, pdu)
-    return encoder.encode(message)
+    return bytes(encoder.encode(message))
 
 
 def _oid(oid: str | tuple[int, ...]) -> tuple[int, ...]:

@@ -45,7 +45,7 @@ def load_corpus(directory: Path = CORPUS_DIR) -> dict[str, bytes]:
 
 
 def _flip_bits(rng: random.Random, data: bytearray, _: list[bytes]) -> None:
-    for _ in range(rng.randint(1, 4)):
+    for _step in range(rng.randint(1, 4)):
         position = rng.randrange(len(data))
         data[position] ^= 1 << rng.randrange(8)
 

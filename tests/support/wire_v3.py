@@ -114,7 +114,7 @@ def v3_message(pdu_kind: str, oids: Sequence[tuple[int, ...]], *, user: bytes = 
         message.getComponentByPosition(3).setComponentByPosition(0, scoped)
     else:
         message.getComponentByPosition(3).setComponentByPosition(1, ciphertext)
-    whole = encoder.encode(message)
+    whole: bytes = encoder.encode(message)
     if auth is None:
         return whole
     hash_func, length = AUTH_PROTOCOLS[auth.protocol]

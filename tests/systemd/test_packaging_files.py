@@ -32,7 +32,7 @@ def _lines(path: Path) -> list[str]:
 
 def _service(path: Path) -> configparser.SectionProxy:
     parser = configparser.ConfigParser(strict=False, interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     parser.read_string(path.read_text())
     return parser["Service"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from ibsnmp.agent.context_hooks import ContextDirectory, is_node_context_name
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.read_view import SECRET_SUBTREES
-from ibsnmp.mib.api import INFINIBAND_MIB, NO_SUCH_OBJECT, ContextTarget, Subtrees
+from ibsnmp.mib.api import INFINIBAND_MIB, NO_SUCH_OBJECT, ContextTarget
+from ibsnmp.mib.subtrees import Subtrees
 
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
 SNMP_SET_SERIAL_NO = (1, 3, 6, 1, 6, 3, 1, 1, 6, 1, 0)  # first base OID after 1.3.6.1.3
@@ -44,7 +46,7 @@ def view(base: Any, backend: tuple[Any, Any], context: bytes = b"") -> ContextVi
     return ContextView(base, mib, resolver(context))
 
 
-def hide(*prefixes: tuple[int, ...]):
+def hide(*prefixes: tuple[int, ...]) -> Callable[..., bool]:
     """An acFun with these subtrees not in view (answers True, as verify_access does)."""
     def ac_fun(view_type: str, varbind: Any, **context: Any) -> bool:
         name = tuple(varbind[0])
@@ -157,7 +159,7 @@ class BrokenMib:
 
 def test_a_failing_virtual_mib_is_a_gen_err(base: Any, backend: Any) -> None:
     resolver, _ = backend
-    broken = ContextView(base, BrokenMib(), resolver(b""))
+    broken = ContextView(base, BrokenMib(), resolver(b""))  # type: ignore[arg-type]  # a fake MIB
     with pytest.raises(smi_error.GenError) as caught:
         broken.read_variables((SYS_DESCR, None), (NODE_DESC, None), acFun=allow_all)
     assert caught.value["idx"] == 1

@@ -50,7 +50,8 @@ def test_a_session_shorter_than_the_maximum_keeps_the_grown_wait() -> None:
 
 def make_subagent(path: Path, clock: FakeClock) -> Subagent:
     regions = Subtrees((INFINIBAND_MIB,))
-    requests = MasterRequests(None, ContextDirectory(lambda _name: None),  # type: ignore[arg-type]
+    requests = MasterRequests(None,  # type: ignore[arg-type]  # no MIB: nothing is read
+                              ContextDirectory(lambda _name: None),
                               lambda _c: regions)
     options = SubagentOptions((1, 3, 6, 1, 3, 117, 3), b"test", regions, SERVED_SUBTREES,
                               ping_interval=0.0, first_retry=FIRST, max_retry=MOST)

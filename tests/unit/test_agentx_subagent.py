@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from pyasn1.type import univ
@@ -40,6 +41,9 @@ from ibsnmp.mib.subtrees import SERVED_SUBTREES, Subtrees
 from ibsnmp.traps.defaults import default_event
 from ibsnmp.traps.mapping import map_event
 from ibsnmp.traps.originator import Outgoing
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER
+
+PduT = TypeVar("PduT", bound=ax.Pdu)
 
 # -- options ------------------------------------------------------------------------
 
@@ -154,7 +158,7 @@ class ScriptedMaster:
                                               packet.transaction_id, packet.packet_id,
                                               packet.big_endian)))
 
-    def pdus(self, kind: type, connection: int = -1) -> list[ax.Pdu]:
+    def pdus(self, kind: type[PduT], connection: int = -1) -> list[PduT]:
         return [p.pdu for p in self.connections[connection] if isinstance(p.pdu, kind)]
 
     def send(self, pdu: ax.Pdu) -> None:
@@ -171,7 +175,8 @@ async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
 
 def make_subagent(path: Path, contexts: set[bytes], ping_interval: float = 0.0) -> Subagent:
     regions = Subtrees((INFINIBAND_MIB,))
-    requests = MasterRequests(None, ContextDirectory(lambda _name: None),  # type: ignore[arg-type]
+    requests = MasterRequests(None,  # type: ignore[arg-type]  # no MIB: nothing is read
+                              ContextDirectory(lambda _name: None),
                               lambda _c: regions)
     options = SubagentOptions((1, 3, 6, 1, 3, 117, 3), b"test", regions, SERVED_SUBTREES,
                               ping_interval=ping_interval, first_retry=0.05, max_retry=0.2)
@@ -235,7 +240,7 @@ async def test_garbage_and_a_refused_open(tmp_path: Path, caplog: pytest.LogCapt
 
 async def test_notify_goes_to_the_master_only_while_open(tmp_path: Path) -> None:
     varbinds = (VarBind((1, 3, 6, 1, 2, 1, 1, 3, 0), ax.TIME_TICKS, 5),
-                VarBind((1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0), ax.OBJECT_IDENTIFIER,
+                VarBind((1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0), OBJECT_IDENTIFIER,
                         (1, 3, 6, 1, 3, 117, 3, 0, 1)))
     async with ScriptedMaster(tmp_path / "m") as master:
         subagent = make_subagent(master.path, set())
@@ -266,7 +271,7 @@ def test_notify_varbinds_are_the_udp_notification() -> None:
     udp = notification.v2_varbinds(item.uptime)
     assert [v.name for v in varbinds] == [tuple(oid) for oid, _ in udp]
     assert varbinds[0] == VarBind((1, 3, 6, 1, 2, 1, 1, 3, 0), ax.TIME_TICKS, 4321)
-    assert varbinds[1] == VarBind((1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0), ax.OBJECT_IDENTIFIER,
+    assert varbinds[1] == VarBind((1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0), OBJECT_IDENTIFIER,
                                   notification.oid)
     assert len(varbinds) > 2
     for varbind, (_, value) in zip(varbinds[2:], udp[2:]):

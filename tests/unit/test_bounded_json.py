@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -71,7 +73,8 @@ def parser_reach(data: bytes) -> int:
 @settings(max_examples=400, deadline=None)
 @example(["]]]\\\"[[", [[1]]], {})
 @example({"a": '"]]]\\"[["', "b\\": ["[", {"}": "\\\\"}]}, {"ensure_ascii": False})
-def test_the_depth_of_a_document_is_that_of_its_object(document: object, layout: dict) -> None:
+def test_the_depth_of_a_document_is_that_of_its_object(document: object,
+                                                      layout: dict[str, Any]) -> None:
     data = json.dumps(document, **layout).encode()
     expected = object_depth(json.loads(data))
     assert depth(data) == expected == parser_reach(data)
@@ -159,8 +162,8 @@ def test_the_check_costs_a_small_part_of_parsing_a_large_switch() -> None:
     payload = encode_state(record_of(fabric, switch, 10.0, 100.0))
     assert len(payload) > 500_000
 
-    def best(work, rounds: int = 7) -> float:  # type: ignore[no-untyped-def]
-        times = []
+    def best(work: Callable[[], object], rounds: int = 7) -> float:
+        times: list[float] = []
         for _ in range(rounds):
             start = time.perf_counter()
             work()

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from ibsnmp.agent import config
 from ibsnmp.agent.config import MAX_CONFIG_BYTES, ConfigError, load_config
 
 CAP = MAX_CONFIG_BYTES
@@ -54,7 +53,7 @@ def test_a_file_that_grew_after_the_size_check_is_read_only_to_the_cap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "ibsnmp.toml"
     path.write_bytes(b"#" * (4 * CAP))
-    monkeypatch.setattr(config.os, "fstat", lambda _fd: SimpleNamespace(st_size=0))
+    monkeypatch.setattr("ibsnmp.agent.config.os.fstat", lambda _fd: SimpleNamespace(st_size=0))
     message, peak = refused(lambda: load_config(path))
     assert message == refusal(path)
     assert peak < 2 * CAP  # the cap and one byte, not the 4 MiB

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from ibsnmp.agent.config import ConfigError
@@ -25,7 +28,7 @@ from ibsnmp.providers.scenario import ScenarioError
 from ibsnmp.state.overrides import StateFormatError
 
 
-def _problem(check, *args, **kwargs) -> DocumentError:
+def _problem(check: Callable[..., object], *args: Any, **kwargs: Any) -> DocumentError:
     with pytest.raises(DocumentError) as caught:
         check(*args, **kwargs)
     return caught.value
@@ -64,7 +67,8 @@ def test_a_boolean_is_not_an_integer() -> None:
 
 def test_a_type_is_named_in_the_document_language() -> None:
     assert type_name({}) == "a table" and type_name({}, JSON) == "an object"
-    assert [type_name(v) for v in (True, "s", 1, 1.5, [], None)] == \
+    values: tuple[object, ...] = (True, "s", 1, 1.5, [], None)
+    assert [type_name(v) for v in values] == \
         ["a boolean", "a string", "an integer", "a float", "an array", "null"]
     assert str(_problem(expect, [], dict, "sm", syntax=JSON)) == "sm: expected an object, got an array"
     assert str(_problem(expect, 5, dict, "limits")) == "limits: expected a table, got an integer"

@@ -6,6 +6,7 @@ separate opens in one process, as separate processes would hold them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from ibsnmp.agent.engine_state import ENGINE_FILE_NAME, EngineStateError, load_e
 ID = bytes.fromhex("80004fb80501020304")
 
 
-def clock(at: float):  # type: ignore[no-untyped-def]
+def clock(at: float) -> Callable[[], float]:
     return lambda: at
 
 
@@ -35,7 +36,8 @@ def test_the_first_boots_and_those_sharing_the_port_join_its_boot(tmp_path: Path
     again.close()
     rebooted = join_group(tmp_path, None, shared=True, clock=clock(4000.0))
     assert (rebooted.booted, rebooted.slot, rebooted.state.boots) == (True, 1, 2)
-    assert load_engine_state(tmp_path / ENGINE_FILE_NAME).booted_at == 4000.0
+    state = load_engine_state(tmp_path / ENGINE_FILE_NAME)
+    assert state is not None and state.booted_at == 4000.0
     rebooted.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 import pytest
 
@@ -17,7 +18,7 @@ from ibsnmp.fabric.counters import (
 )
 from ibsnmp.fabric.changes import with_error_burst, with_port_state
 from ibsnmp.fabric.iba import PortState
-from ibsnmp.fabric.model import Fabric
+from ibsnmp.fabric.model import Fabric, Port
 
 TIMES = [0, 0.5, 1, 7, 60, 333, 3600, 86_400, 30 * 86_400, 10**9]
 
@@ -47,7 +48,23 @@ def fabric() -> Fabric:
     return build_fabric("fat-tree:spines=2,leaves=3,hosts=4,ports=2,faults=6", seed=21)
 
 
-def _ports(fabric: Fabric):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
+
+
+def traffic(fabric: Fabric, port: Port) -> TrafficProfile:
+    """The profile of a port whose counters were not measured: derived from the seed."""
+    profile = counters.traffic_profile(fabric, port)
+    assert isinstance(profile, TrafficProfile)
+    return profile
+
+
+def _ports(fabric: Fabric) -> list[Port]:
     return [p for n in fabric.nodes.values() for p in n.data_ports]
 
 
@@ -86,7 +103,7 @@ def test_counters_saturate_at_all_ones(fabric: Fabric) -> None:
                  "symbol_error_counter", "port_rcv_errors", "link_error_recovery_counter",
                  "local_link_integrity_errors"):
         assert getattr(late, name) == (1 << IBA_WIDTHS[name]) - 1, name
-    profile = counters.traffic_profile(fabric, busy)
+    profile = traffic(fabric, busy)
     assert set(profile.vl_xmit_flow_ctl_update_errors_at(10**12).per_vl) <= {0, 3}
     assert max(profile.vl_xmit_wait_at(10**12).per_vl) == 0xFFFF
 
@@ -115,13 +132,13 @@ def test_down_port_has_no_traffic(fabric: Fabric) -> None:
     assert down
     for port in down:
         for t in TIMES:
-            now = counters.port_counters(fabric, port, t)
+            now = present(counters.port_counters(fabric, port, t))
             assert now.port_xmit_data == now.port_rcv_data == now.port_xmit_pkts == now.port_rcv_pkts == 0
             assert now.symbol_error_counter == 0
-        profile = counters.traffic_profile(fabric, port)
+        profile = traffic(fabric, port)
         assert profile.flow_ctl_counters_at(3600).port_xmit_flow_pkts == 0
     single = build_fabric("single", seed=1)
-    empty = single.local_node.port(2)
+    empty = present(single.local_node.port(2))
     assert counters.port_counters(single, empty, 3600) == counters.port_counters(single, empty, 0)
 
 
@@ -130,34 +147,36 @@ def test_degraded_ports_accumulate_errors_healthy_ones_mostly_not(fabric: Fabric
     degraded = [p for p in _ports(fabric) if p.degraded and p.is_active]
     assert degraded
     for port in degraded:
-        now = counters.port_counters(fabric, port, day)
+        now = present(counters.port_counters(fabric, port, day))
         assert now.symbol_error_counter > 0 and now.link_error_recovery_counter > 0
-        details = counters.traffic_profile(fabric, port).rcv_error_details_at(day)
+        details = traffic(fabric, port).rcv_error_details_at(day)
         assert now.port_rcv_errors == min(0xFFFF, sum(dataclasses.astuple(details)))
     healthy = [p for p in _ports(fabric) if p.is_active and not p.degraded]
-    quiet = [p for p in healthy if counters.port_counters(fabric, p, day).symbol_error_counter == 0]
+    quiet = [p for p in healthy
+             if present(counters.port_counters(fabric, p, day)).symbol_error_counter == 0]
     assert len(quiet) > len(healthy) // 2
 
 
 def test_a_link_carries_what_its_peer_sends(fabric: Fabric) -> None:
     for link in fabric.links[:10]:
         a, b = fabric.port_at(link.a), fabric.port_at(link.b)
-        at_a, at_b = counters.port_counters(fabric, a, 42), counters.port_counters(fabric, b, 42)
+        at_a = present(counters.port_counters(fabric, a, 42))
+        at_b = present(counters.port_counters(fabric, b, 42))
         assert at_a.port_xmit_data == at_b.port_rcv_data and at_a.port_rcv_pkts == at_b.port_xmit_pkts
 
 
 def test_per_vl_and_opcode_attributes(fabric: Fabric) -> None:
     switch_port = next(p for n in fabric.nodes.values() if n.is_switch for p in n.data_ports if p.is_active)
-    ca_port = fabric.local_node.port(1)
+    ca_port = present(fabric.local_node.port(1))
     for port in (switch_port, ca_port):
-        profile = counters.traffic_profile(fabric, port)
+        profile = traffic(fabric, port)
         assert len(profile.vl_shares) == NUM_VLS and sum(profile.vl_shares) == pytest.approx(1.0)
         total = sum(profile.op_rcv_counters_at(op, 30).port_op_rcv_pkts for op in TRACKED_OPCODES)
         assert total == pytest.approx(profile.counters_at(30).port_rcv_pkts, rel=1e-3, abs=len(TRACKED_OPCODES))
         assert len(profile.vl_op_packets_at(0x04, 30).per_vl) == NUM_VLS
-    assert any(counters.traffic_profile(fabric, switch_port).sw_port_vl_congestion_at(86_400).per_vl)
-    assert not any(counters.traffic_profile(fabric, ca_port).sw_port_vl_congestion_at(86_400).per_vl)
-    assert counters.traffic_profile(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
+    assert any(traffic(fabric, switch_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert not any(traffic(fabric, ca_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert traffic(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
 
 
 def test_per_vl_values_are_each_vls_share_saturated(fabric: Fabric) -> None:
@@ -223,8 +242,9 @@ def test_error_rates_default_to_none() -> None:
 
 def test_sm_act_count_and_connection_counters(fabric: Fabric) -> None:
     master = fabric.master_sm
+    assert master is not None
     assert counters.sm_act_count(master, 0) == master.act_count
-    assert counters.sm_act_count(master, 100) > counters.sm_act_count(master, 10)
+    assert present(counters.sm_act_count(master, 100)) > present(counters.sm_act_count(master, 10))
     conns = fabric.connections[fabric.local_node_guid]
     early, late = counters.connection_counters_at(conns, 10), counters.connection_counters_at(conns, 1000)
     assert late.ud_in_datagrams > early.ud_in_datagrams > 0

@@ -6,6 +6,7 @@ from collections import Counter
 
 import json
 import re
+from typing import TypeVar
 
 import pytest
 
@@ -24,6 +25,14 @@ from ibsnmp.fabric.iba import (
 from ibsnmp.fabric.model import Fabric, PortRef
 
 TREE = "fat-tree:spines=3,leaves=4,hosts=5"
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +62,10 @@ def test_fat_tree_counts(tree: Fabric) -> None:
         a, b = tree.port_at(link.a), tree.port_at(link.b)
         assert a.remote == link.b and b.remote == link.a
         assert a.is_active and b.is_active
-    leaves = [n for n in switches if n.description.startswith("leaf")]
+    leaves = [n for n in switches if present(n.description).startswith("leaf")]
     assert all(n.num_ports == 36 for n in switches)
     assert [n.description for n in leaves] == ["leaf01", "leaf02", "leaf03", "leaf04"]
-    assert sorted(n.description for n in cas)[0] == "host001 HCA-1"
+    assert sorted(present(n.description) for n in cas)[0] == "host001 HCA-1"
 
 
 def test_nodes_look_real(tree: Fabric) -> None:
@@ -69,7 +78,7 @@ def test_nodes_look_real(tree: Fabric) -> None:
             assert all(p.guid == node.guid for p in node.ports)
         else:
             assert node.ca is not None and node.switch is None
-            assert node.port(1).guid == node.guid  # ConnectX-4 and later
+            assert present(node.port(1)).guid == node.guid  # ConnectX-4 and later
             assert node.num_ports in (1, 2)
 
 
@@ -81,8 +90,8 @@ def test_local_node_runs_master_sm_and_another_host_standby(tree: Fabric) -> Non
     assert master is not None and master.node_guid == local.guid and master.state is SmState.MASTER
     standby = [sm for sm in tree.sms if sm.state is SmState.STANDBY]
     assert len(standby) == 1 and tree.nodes[standby[0].node_guid].description == "host002 HCA-1"
-    master_port = tree.port(master.node_guid, master.port_num)
-    assert master_port.info.capability_mask & CapabilityMask.IS_SM
+    master_port = present(tree.port(master.node_guid, master.port_num))
+    assert present(master_port.info.capability_mask) & CapabilityMask.IS_SM
     for ref in tree.lid_map.values():
         assert tree.port_at(ref).info.master_sm_lid == master_port.lid
 
@@ -143,7 +152,7 @@ def test_lmc_gives_aligned_lid_blocks() -> None:
     assert fabric.resolve_lid(fabric.max_lid + 1) is None
     assert max(owned) <= fabric.max_lid
     switch = next(n for n in fabric.nodes.values() if n.is_switch)
-    assert switch.switch.linear_fdb_top == fabric.max_lid
+    assert present(switch.switch).linear_fdb_top == fabric.max_lid
 
 
 def test_partitions_pkeys_and_groups(tree: Fabric) -> None:
@@ -153,7 +162,7 @@ def test_partitions_pkeys_and_groups(tree: Fabric) -> None:
     assert active_ca_ports <= {PortRef(m.guid, m.port) for m in default.members}
     assert all(m.full for m in default.members)
     storage = tree.partition(0x0002)
-    assert {m.full for m in storage.members} == {True, False}
+    assert {m.full for m in present(storage).members} == {True, False}
     assert len(tree.partitions) == 3
     for ref in active_ca_ports:
         pkeys = tree.port_at(ref).pkeys
@@ -232,14 +241,16 @@ def test_json_export(tree: Fabric) -> None:
 
 def test_three_level_fat_tree_is_cabled_as_a_folded_clos() -> None:
     fabric = build_fabric("fat-tree3:radix=8,pods=3,faults=0", seed=2)
-    kinds = Counter(node.description.split()[0].rstrip("0123456789") for node in fabric.nodes.values())
+    kinds = Counter(present(node.description).split()[0].rstrip("0123456789")
+                    for node in fabric.nodes.values())
     assert kinds == {"core": 16, "spine": 12, "leaf": 12, "host": 48}
-    names = sorted(node.description for node in fabric.nodes.values())
+    names = sorted(present(node.description) for node in fabric.nodes.values())
     assert names[0] == "core01" and "host048 HCA-1" in names and "leaf12" in names
 
     def neighbours(name: str) -> Counter[str]:
         node = next(n for n in fabric.nodes.values() if n.description == name)
-        return Counter(fabric.nodes[port.remote.guid].description.split()[0].rstrip("0123456789")
+        return Counter(present(fabric.nodes[port.remote.guid].description).split()[0]
+                       .rstrip("0123456789")
                        for port in node.ports if port.remote is not None)
 
     assert neighbours("leaf01") == {"host": 4, "spine": 4}
@@ -247,7 +258,8 @@ def test_three_level_fat_tree_is_cabled_as_a_folded_clos() -> None:
     assert neighbours("core01") == {"spine": 3}  # one spine of each built pod
     # Spine s of every pod reaches cores s*4+1 .. s*4+4: core05 hangs off spine02, 06, 10.
     core5 = next(n for n in fabric.nodes.values() if n.description == "core05")
-    assert sorted(fabric.nodes[p.remote.guid].description for p in core5.ports if p.remote) == \
+    assert sorted(present(fabric.nodes[p.remote.guid].description)
+                  for p in core5.ports if p.remote) == \
         ["spine02", "spine06", "spine10"]
     assert len(fabric.links) == 48 + 48 + 48
     assert all(port.lid for node in fabric.nodes.values() for port in node.ports

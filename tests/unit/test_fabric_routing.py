@@ -4,12 +4,21 @@ multicast trees and path tracing."""
 from __future__ import annotations
 
 from collections import Counter, deque
+from typing import TypeVar
 
 import pytest
 
 from ibsnmp.fabric import build_fabric, routing
 from ibsnmp.fabric.iba import UNROUTED_PORT, Mtu, NodeType
 from ibsnmp.fabric.model import Fabric, PortRef
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 def test_assign_lids_aligns_blocks_and_fills_holes() -> None:
@@ -31,8 +40,8 @@ def _bfs_hops(fabric: Fabric, start: PortRef) -> dict[PortRef, int]:
         a, b = vertex(link.a), vertex(link.b)
         graph.setdefault(a, []).append(b)
         graph.setdefault(b, []).append(a)
-    dist = {start: 0}
-    queue = deque([start])
+    dist: dict[object, int] = {start: 0}
+    queue: deque[object] = deque([start])
     while queue:
         here = queue.popleft()
         for nxt in graph.get(here, []):
@@ -87,7 +96,7 @@ def test_lft_spreads_remote_lids_over_uplinks() -> None:
     uplinks = {p.num for p in leaf.data_ports if p.remote and fabric.nodes[p.remote.guid].is_switch}
     local = {p.remote for p in leaf.data_ports if p.remote and not fabric.nodes[p.remote.guid].is_switch}
     remote_lids = [lid for lid in fabric.lid_map if fabric.resolve_lid(lid) not in local
-                   and fabric.resolve_lid(lid).guid != leaf.guid]
+                   and present(fabric.resolve_lid(lid)).guid != leaf.guid]
     use = Counter(table[lid] for lid in remote_lids)
     assert set(use) == uplinks
     assert max(use.values()) - min(use.values()) <= 1
@@ -98,9 +107,10 @@ def test_lft_spreads_remote_lids_over_uplinks() -> None:
 def test_lmc_lids_of_one_port_take_different_spines() -> None:
     fabric = build_fabric("fat-tree:spines=4,leaves=2,hosts=2,lmc=2,faults=0", seed=2)
     hosts = [fabric.nodes[g] for g in fabric.sorted_ca_guids()]
-    src = hosts[0].port(1)
-    dst = next(h.port(1) for h in hosts
-               if fabric.nodes[h.port(1).remote.guid].guid != fabric.nodes[src.remote.guid].guid)
+    src = present(hosts[0].port(1))
+    src_leaf = fabric.nodes[present(src.remote).guid].guid
+    dst = next(present(h.port(1)) for h in hosts
+               if fabric.nodes[present(present(h.port(1)).remote).guid].guid != src_leaf)
     spines = {routing.trace(fabric, src.lid, lid).hops[2].node_guid for lid in range(dst.lid, dst.lid + 4)}
     assert len(spines) == 4
 
@@ -122,7 +132,7 @@ def test_path_reports_min_mtu_and_rate() -> None:
 
 def test_trace_to_and_from_a_switch() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2,faults=0", seed=8)
-    host = fabric.local_node.port(1)
+    host = present(fabric.local_node.port(1))
     spine = next(n for n in fabric.nodes.values() if n.description == "spine02")
     there = routing.trace(fabric, host.lid, spine.ports[0].lid)
     assert there.hop_count == 2 and there.hops[-1].node_guid == spine.guid
@@ -135,9 +145,10 @@ def test_multicast_tree_reaches_every_member_once() -> None:
     group = fabric.multicast_groups[0]
     members = {(m.guid, m.port) for m in group.members}
     # Flood from one member along the MFTs; every member must get exactly one copy.
-    start = fabric.port(*next(iter(sorted(members))))
-    received: Counter = Counter()
-    queue = deque([(start.remote.guid, start.remote.port)])
+    start = present(fabric.port(*next(iter(sorted(members)))))
+    received: Counter[tuple[int, int]] = Counter()
+    start_remote = present(start.remote)
+    queue = deque([(start_remote.guid, start_remote.port)])
     hops = 0
     while queue:
         guid, in_port = queue.popleft()
@@ -146,7 +157,7 @@ def test_multicast_tree_reaches_every_member_once() -> None:
         mask = routing.multicast_forwarding_table(fabric, guid).get(group.mlid, 0)
         for port in fabric.nodes[guid].data_ports:
             if mask >> port.num & 1 and port.num != in_port:
-                far = port.remote
+                far = present(port.remote)
                 if fabric.nodes[far.guid].is_switch:
                     queue.append((far.guid, far.port))
                 else:

@@ -57,8 +57,11 @@ def test_big_fabric_routes_lazily() -> None:
     table = routing.linear_forwarding_table(fabric, leaf.guid)
     assert len(table) == fabric.max_lid + 1 == 10_027
     first, last = fabric.nodes[fabric.sorted_ca_guids()[0]], fabric.nodes[fabric.sorted_ca_guids()[-1]]
-    path = routing.trace(fabric, first.port(1).lid, last.port(1).lid)
+    first_port, last_port = first.port(1), last.port(1)
+    assert first_port is not None and last_port is not None
+    path = routing.trace(fabric, first_port.lid, last_port.lid)
     assert path.hop_count in (2, 4)
-    assert counters.port_counters(fabric, first.port(1), 60).port_xmit_data > 0
+    at_a_minute = counters.port_counters(fabric, first_port, 60)
+    assert at_a_minute is not None and at_a_minute.port_xmit_data > 0
     assert len(fabric.derive(routing._LFTS)) <= 4  # leaf01 + the path
     assert time.perf_counter() - start < 5.0

@@ -46,7 +46,7 @@ def elapsed_at(contexts: FabricContexts, clock: Clock, seconds: float) -> float:
 
 def test_requests_in_one_tick_read_one_instant(small: Fabric) -> None:
     clock = Clock()
-    contexts = FabricContexts(Held(small), clock)
+    contexts = FabricContexts(Held(small), clock)  # type: ignore[arg-type]  # a partial provider
     first = elapsed_at(contexts, clock, 10.001)  # the snapshot's first read: when it happened
     assert first == pytest.approx(10.001)
     assert elapsed_at(contexts, clock, 10.004) == first
@@ -59,7 +59,7 @@ def test_requests_in_one_tick_read_one_instant(small: Fabric) -> None:
 def test_a_new_snapshot_is_never_read_before_it_was_served(small: Fabric) -> None:
     clock = Clock()
     provider = Held(small)
-    contexts = FabricContexts(provider, clock)
+    contexts = FabricContexts(provider, clock)  # type: ignore[arg-type]  # a partial provider
     assert elapsed_at(contexts, clock, 20.001) == pytest.approx(20.001)
     assert elapsed_at(contexts, clock, 20.005) == pytest.approx(20.001)
     # A port goes down at 20.006, in the same tick: a read after it reads the
@@ -71,8 +71,11 @@ def test_a_new_snapshot_is_never_read_before_it_was_served(small: Fabric) -> Non
     assert after == pytest.approx(20.007)
     assert elapsed_at(contexts, clock, 20.009) == after  # the rest of the tick: that instant
     down = provider.snapshot.port(host.guid, port.num)
-    assert port_counters(provider.snapshot, down, after).link_downed_counter \
-        == port_counters(small, port, after).link_downed_counter + 1
+    assert down is not None
+    down_counters = port_counters(provider.snapshot, down, after)
+    up_counters = port_counters(small, port, after)
+    assert down_counters is not None and up_counters is not None
+    assert down_counters.link_downed_counter == up_counters.link_downed_counter + 1
     # Read times never go back.
     times = [elapsed_at(contexts, clock, 20.007 + step / 1000) for step in range(30)]
     assert times == sorted(times)

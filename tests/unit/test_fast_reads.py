@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import pytest
 from pysnmp.proto.api import v2c as api_v2c
 from tests.support.fast_diff import COMMUNITY, TwoPaths, assert_same_response, response_varbinds
@@ -165,7 +167,7 @@ def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
         version = cells.version
 
         @staticmethod
-        def next_step(target, oid):  # type: ignore[no-untyped-def]
+        def next_step(target: object, oid: tuple[int, ...]) -> NoReturn:
             raise ValueError("binding bug")
 
     data = community_request("next", [INFINIBAND])
@@ -220,8 +222,9 @@ PAST_ANY_INSTANCE = (2**32 - 1,) * 20  # 100 octets: a name past SHORT_NAME
 def _long_names() -> list[tuple[int, ...]]:
     """Names that agree in every arc an instance has and differ after it,
     one of them twice, and some past the end of the MIB (endOfMibView)."""
-    under_column = [SM_NODE_COLUMN + PAST_ANY_INSTANCE + (i,) for i in range(6)]
-    past_the_end = [(2, 1) + PAST_ANY_INSTANCE + (i,) for i in range(3)]
+    under_column: list[tuple[int, ...]] = [SM_NODE_COLUMN + PAST_ANY_INSTANCE + (i,)
+                                           for i in range(6)]
+    past_the_end: list[tuple[int, ...]] = [(2, 1) + PAST_ANY_INSTANCE + (i,) for i in range(3)]
     return under_column + [under_column[2]] + past_the_end
 
 

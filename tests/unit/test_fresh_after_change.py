@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import MappingProxyType
 
 import aiomqtt
@@ -42,7 +42,9 @@ FAB_TOPICS = topics.PublisherTopics("fab", topics.Publisher(topics.ANONYMOUS, "p
 pytestmark = pytest.mark.slow
 
 SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
-ROOTS = ((1, 3, 6, 1, 3, 117), (1, 3, 6, 1, 2, 1, 2), (1, 3, 6, 1, 2, 1, 31))  # InfiniBand, IF-MIB
+# InfiniBand, IF-MIB
+ROOTS: tuple[tuple[int, ...], ...] = ((1, 3, 6, 1, 3, 117), (1, 3, 6, 1, 2, 1, 2),
+                                     (1, 3, 6, 1, 2, 1, 31))
 LOCAL_ROOT_END = 20_000  # varbinds: more than any walk here
 
 
@@ -135,7 +137,7 @@ def test_scenario_changes_are_served_at_once(simulated: tuple[TwoPaths, Held]) -
     paths, held = simulated
     contexts = contexts_of(held.snapshot)
     ref = _linked_host_port(held.snapshot)
-    steps = [
+    steps: list[Callable[[Fabric], Fabric]] = [
         lambda f: with_port_state(f, ref, PortState.DOWN, at=100.0)[0],
         lambda f: with_error_burst(f, ref, {"symbol": 7}, at=200.0),
         lambda f: with_counters_cleared(f, ref, ("symbol_error_counter",), at=300.0),

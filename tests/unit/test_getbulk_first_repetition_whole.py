@@ -41,7 +41,8 @@ def provider() -> SimulatedProvider:
 def engine(provider: SimulatedProvider, **limits: float) -> AgentEngine:
     settings = AgentSettings(system=SystemInfo(sys_name="bulk", sys_contact="", sys_location=""),
                              communities=(Community(name="public"),),
-                             limits=dataclasses.replace(WHOLE, **limits))  # type: ignore[arg-type]
+                             limits=dataclasses.replace(
+                                 WHOLE, **limits))  # type: ignore[arg-type]  # fields by name
     return build_engine(settings, FabricContexts(provider), build_mib(None), fabric_summary="unit")
 
 

@@ -11,8 +11,9 @@ from tests.support.agent_support import agent_settings, make_backend
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.views import key_subtrees, past_key_subtree
-from ibsnmp.mib.api import INFINIBAND_MIB, Subtrees
+from ibsnmp.mib.api import INFINIBAND_MIB
 from ibsnmp.mib.loader import definitions
+from ibsnmp.mib.subtrees import Subtrees
 
 PORT_M_KEY = definitions().objects["ibSmPortInfoMKey"].oid
 NEXT_COLUMN = PORT_M_KEY[:-1] + (PORT_M_KEY[-1] + 1,)
@@ -46,7 +47,7 @@ def test_a_walk_leaves_a_hidden_key_column_in_one_step() -> None:
     engine = build_engine(agent_settings(), resolver, fake_mib)
     base = engine.engine.message_dispatcher.mib_instrum_controller
     mib = CountingMib(rows=100_000)
-    view = ContextView(base, mib, resolver(b""))
+    view = ContextView(base, mib, resolver(b""))  # type: ignore[arg-type]  # a fake MIB
     ((name, _),) = view.read_next_variables((PORT_M_KEY, None), acFun=hide_keys)
     assert tuple(name) == NEXT_COLUMN + (1,)
     assert mib.calls == 2  # the first refused row, then past the column

@@ -8,6 +8,7 @@ switch, concatenated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,13 +50,14 @@ def test_the_fabric_serves_the_tables_and_their_top() -> None:
     assert fabric.computes_routes is False and fabric.forwarding is not None
     lft = routing.linear_forwarding_table(fabric, S1)
     assert {lid: port for lid, port in enumerate(lft) if port != UNROUTED_PORT} == S1_TABLE
-    assert fabric.nodes[S1].switch.linear_fdb_top == 7
+    switch = fabric.nodes[S1].switch
+    assert switch is not None and switch.linear_fdb_top == 7
     # Traces follow the SM's tables: H-1 (LID 1) -> S-1 -> S-3 -> H-4 (LID 7).
     hops = routing.trace(fabric, 1, 7).hops
     assert [(hop.node_guid, hop.in_port, hop.out_port) for hop in hops] == [
         (0x100000, None, 1), (S1, 1, 8), (S3, 7, 1), (0x100009, 1, None)]
     # Nothing else of SwitchInfo is invented on the way.
-    assert fabric.nodes[S1].switch.linear_fdb_cap is None
+    assert switch.linear_fdb_cap is None
 
 
 def test_tables_of_switches_the_topology_lacks_are_not_served() -> None:
@@ -81,7 +83,8 @@ def test_tables_of_switches_the_topology_lacks_are_not_served() -> None:
     (lambda t: "Multicast mlids [0xc000-0xc3ff] of switch Lid 2 guid 0x200000 (S-1):\n",
      "multicast tables are not read", 1),
 ])
-def test_a_bad_table_names_its_line(change, message, line_no) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_table_names_its_line(change: Callable[[str], str], message: str,
+                                    line_no: int) -> None:
     with pytest.raises(LftError, match=message) as caught:
         read_lfts(change(OPENSM_DUMP.read_text()), source="lfts")
     assert caught.value.line_no == line_no

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 
 from ibsnmp.live.keep import SM_STATE_MASTER, Keeper
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortTables, Subnet
+from ibsnmp.mad.layout import FieldValue
 
 SWITCH, HOST, SM_HOST = 0x10, 0x20, 0x30
 
 
-def port(*, sm: bool = False) -> dict[str, object]:
+def port(*, sm: bool = False) -> dict[str, FieldValue]:
     return {"PortState": 4, "CapabilityMask": IS_SM if sm else 0}
 
 

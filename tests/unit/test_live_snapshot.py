@@ -3,6 +3,8 @@ hand: every value comes from an answer, and what did not answer is absent."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from tests.support.mib_walk import walk
 
 from ibsnmp.fabric.counters import InterfaceCounters, interface_counters_of
@@ -29,6 +31,14 @@ from ibsnmp.mib.virtual import InfinibandMib
 
 CA, SWITCH = 0x10, 0x20
 ACTIVE, LINK_UP, DISABLED = 4, 5, 3
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 def answer(attribute: Attribute, **fields: FieldValue) -> dict[str, FieldValue]:
@@ -75,8 +85,8 @@ def test_values_come_from_the_answers_and_the_rest_is_absent() -> None:
     assert ca.ports[0].guid == CA + 1 and ca.ports[0].guids == (CA + 1,)
     assert ca.ports[0].pkeys == ()  # a table with a block missing is not served
     assert ca.ports[0].info.neighbor_mtu is Mtu.MTU_2048
-    assert switch.port(2).info.neighbor_mtu is None  # NeighborMTU 0 is no MTU
-    assert switch.port(1).guids == () and switch.port(1).guid == SWITCH
+    assert present(switch.port(2)).info.neighbor_mtu is None  # NeighborMTU 0 is no MTU
+    assert present(switch.port(1)).guids == () and present(switch.port(1)).guid == SWITCH
     assert [(sm.guid, sm.node_guid, sm.port_num, sm.state, sm.act_count) for sm in fabric.sms] \
         == [(CA + 1, CA, 1, SmState.MASTER, 7)]
     assert fabric.sm_config is None and fabric.partitions == ()
@@ -95,7 +105,7 @@ def test_a_link_is_down_when_its_physical_link_is() -> None:
     assert [(link.a, link.b) for link in up.links] == [(PortRef(CA, 1), PortRef(SWITCH, 1))]
     down = build_fabric(subnet(switch_port1_phys=DISABLED), CA)
     assert down.links == () and down.nodes[CA].ports[0].remote is None
-    info = down.nodes[SWITCH].port(1).info
+    info = present(down.nodes[SWITCH].port(1)).info
     assert info.port_state is PortState.ACTIVE and info.phys_state is PortPhysState.DISABLED
     assert link_state(info) is PortState.DOWN
 
@@ -105,11 +115,12 @@ def test_polled_port_info_and_counters_replace_the_sweeps() -> None:
     counters = {PortRef(CA, 1): measured_counters({"PortXmitData": 9, "SymbolErrorCounter": 2,
                                                    "QP1Dropped": 5})}
     fabric = build_fabric(subnet(), CA, port_infos=polled, counters=counters)
-    assert fabric.nodes[SWITCH].port(1).info.port_state is PortState.DOWN
-    assert dict(fabric.measured(fabric.nodes[CA].ports[0]).values) == {  # type: ignore[union-attr]
+    assert present(fabric.nodes[SWITCH].port(1)).info.port_state is PortState.DOWN
+    assert dict(present(fabric.measured(fabric.nodes[CA].ports[0])).values) == {
         "port_xmit_data": 9, "symbol_error_counter": 2}
     # A port no PMA answered for has no counters at all, not zeros.
-    assert dict(fabric.measured(fabric.nodes[SWITCH].port(2)).values) == {}  # type: ignore[arg-type,union-attr]
+    unanswered = present(fabric.nodes[SWITCH].port(2))
+    assert dict(present(fabric.measured(unanswered)).values) == {}
 
 
 def _answer(attribute: Attribute, **values: int) -> dict[str, FieldValue]:

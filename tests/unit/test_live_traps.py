@@ -9,7 +9,7 @@ from __future__ import annotations
 from tests.unit.test_live_snapshot import CA, DISABLED, SWITCH, port, subnet
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.model import PortRef
+from ibsnmp.fabric.model import Fabric, PortRef
 from ibsnmp.live.snapshot import build_fabric, measured_counters
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.providers.base import ProviderCore
@@ -31,7 +31,7 @@ def provider_serving_an_up_link(**counters: int) -> tuple[LiveProvider, list[Tra
     provider = LiveProvider.__new__(LiveProvider)  # no umad port: snapshots only
     ProviderCore.__init__(provider)
     provider.poll_interval = POLL_S
-    provider._fabric = fabric_with(**counters)
+    provider._fabric = fabric_with(**counters)  # type: ignore[arg-type]  # counter names only
     clock = Clock()
     provider._watch_traps(clock)
     sent: list[TrapEvent] = []
@@ -40,7 +40,7 @@ def provider_serving_an_up_link(**counters: int) -> tuple[LiveProvider, list[Tra
 
 
 def fabric_with(*, switch_port1_phys: int = 5, thresholds: tuple[int, int] = (8, 8),
-                **counters: int):
+                **counters: int) -> Fabric:
     """The test subnet; `counters` read from switch port 1 (PortCounters names)."""
     net = subnet(switch_port1_phys=switch_port1_phys)
     local_phy, overrun = thresholds

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.mad import attributes as attrs
-from ibsnmp.mad.layout import Layout, LayoutError
+from ibsnmp.mad.layout import Layout, LayoutError, field_int
 from ibsnmp.mad.packets import (
     MadError,
     MadReply,
@@ -49,7 +49,7 @@ def test_compiled_decoders_equal_the_generic_one_on_captured_mads(path: Path) ->
     mad = bytes.fromhex(path.read_text().strip())
     for header in (attrs.MAD_HEADER, attrs.DIRECTED_ROUTE_SMP):
         assert header.decode(mad) == header.decode_generic(mad)
-    attribute = BY_ID[header.decode(mad)["AttributeID"]]  # type: ignore[index]
+    attribute = BY_ID[field_int(header.decode(mad)["AttributeID"])]
     data = mad[attrs.DATA_OFFSET:]
     assert attribute.layout.decode(data) == attribute.layout.decode_generic(data)
 
@@ -121,11 +121,11 @@ def test_a_packer_checks_integers_as_encode_does(value: object, accepted: bool) 
     layout = attrs.PORT_INFO.layout
     pack = layout.packer(("PortState",))
     if accepted:
-        wanted = layout.encode({"PortState": value})  # type: ignore[dict-item]
+        wanted = layout.encode({"PortState": value})  # type: ignore[dict-item]  # any type
         assert bytes(pack(value)) == bytes(wanted)
         return
     with pytest.raises(LayoutError, match="PortState"):
-        layout.encode({"PortState": value})  # type: ignore[dict-item]
+        layout.encode({"PortState": value})  # type: ignore[dict-item]  # a wrong type on purpose
     with pytest.raises(LayoutError, match="PortState"):
         pack(value)
 
@@ -153,7 +153,8 @@ def test_requests_are_what_the_generic_encoder_builds() -> None:
     built = attrs.DIRECTED_ROUTE_SMP.decode_generic(directed_route_get(attrs.PORT_INFO, route,
                                                                        0x1234, 5))
     assert (built["HopCount"], built["AttributeModifier"], built["TransactionID"]) == (3, 5, 0x1234)
-    assert built["InitialPath"][:5] == (0, 1, 7, 3, 0)  # type: ignore[index]
+    initial_path = built["InitialPath"]
+    assert isinstance(initial_path, tuple) and initial_path[:5] == (0, 1, 7, 3, 0)
     assert (built["DrSLID"], built["DrDLID"], built["Method"]) == (0xFFFF, 0xFFFF, 1)
     lid_routed = attrs.LID_ROUTED_SMP.decode_generic(lid_routed_get(attrs.NODE_INFO, 9, 2))
     assert (lid_routed["MgmtClass"], lid_routed["AttributeID"], lid_routed["TransactionID"],
@@ -174,7 +175,7 @@ def test_transaction_ids_are_written_and_read_where_the_header_table_puts_them()
 @pytest.mark.parametrize("path", CAPTURED, ids=lambda p: p.stem)
 def test_a_replys_header_read_when_asked_is_the_whole_header(path: Path) -> None:
     mad = bytes.fromhex(path.read_text().strip())
-    attribute = BY_ID[attrs.MAD_HEADER.decode_generic(mad)["AttributeID"]]  # type: ignore[index]
+    attribute = BY_ID[field_int(attrs.MAD_HEADER.decode_generic(mad)["AttributeID"])]
     reply = decode_reply(mad, attribute)
     whole = attrs.DIRECTED_ROUTE_SMP.decode_generic(mad)
     del whole["Data"]

@@ -17,7 +17,7 @@ from tests.support.mib_walk import walk
 from ibsnmp.live.snapshot import build_fabric
 from ibsnmp.mad import attributes as attrs
 from ibsnmp.mad.discovery import Subnet, discover
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.umad import Address
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.mib.loader import definitions
@@ -75,11 +75,11 @@ class ScriptedSubnet:
 
     def answer(self, mad: bytes) -> bytes | None:
         head = attrs.DIRECTED_ROUTE_SMP.decode(mad)
-        hops, initial_path = int(head["HopCount"]), head["InitialPath"]  # type: ignore[arg-type]
+        hops, initial_path = field_int(head["HopCount"]), head["InitialPath"]
         assert isinstance(initial_path, tuple)
         guid, arrival = self.reached(initial_path[1:1 + hops])
-        attribute = ATTRIBUTES[int(head["AttributeID"])]  # type: ignore[arg-type]
-        modifier = int(head["AttributeModifier"])  # type: ignore[arg-type]
+        attribute = ATTRIBUTES[field_int(head["AttributeID"])]
+        modifier = field_int(head["AttributeModifier"])
         self.asked.append((guid, attribute.attribute_id, modifier))
         if (guid, attribute.attribute_id, modifier) in self.silent:
             return None
@@ -127,7 +127,7 @@ class ScriptedSubnet:
 def swept(silent: Collection[Request] = ()) -> tuple[ScriptedSubnet, Subnet]:
     """The scripted subnet (with what it was asked) and the sweep's reading of it."""
     subnet = ScriptedSubnet(set(silent))
-    return subnet, discover(subnet, tables=True)  # type: ignore[arg-type]
+    return subnet, discover(subnet, tables=True)  # type: ignore[arg-type]  # a scripted port
 
 
 def asked_of(subnet: ScriptedSubnet, guid: int, attribute: attrs.Attribute) -> list[int]:

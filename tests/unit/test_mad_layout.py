@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.mad import attributes as attrs
-from ibsnmp.mad.layout import ArrayField, Field, Layout, LayoutError, get_bits, set_bits
+from ibsnmp.mad.layout import ArrayField, Field, FieldValue, Layout, LayoutError, get_bits, set_bits
 from ibsnmp.mad.packets import MadError, decode_reply, directed_route_get, perf_get
 from tests.support.paths import DATA_DIR
 
@@ -45,13 +45,13 @@ def test_every_attribute_round_trips_distinct_values() -> None:
     layouts = [a.layout for a in vars(attrs).values() if isinstance(a, attrs.Attribute)]
     assert len(layouts) >= 13
     for layout in layouts:
-        values: dict[str, object] = {}
+        values: dict[str, FieldValue] = {}
         for n, f in enumerate(layout.fields):
             if isinstance(f, ArrayField):
                 values[f.name] = tuple((n + i) % (1 << f.element_width) for i in range(f.count))
             elif type(f) is Field:
                 values[f.name] = (n * 0x9E3779B97F4A7C15 + 1) % (1 << f.width)
-        encoded = layout.encode(values)  # type: ignore[arg-type]
+        encoded = layout.encode(values)
         decoded = layout.decode(encoded)
         assert {k: decoded[k] for k in values} == values, layout.name
 
@@ -97,7 +97,9 @@ def test_captured_node_info_of_the_local_ca() -> None:
 
 def test_captured_node_info_one_hop_away() -> None:
     reply = decode_reply(captured("nodeinfo_s1"), attrs.NODE_INFO)
-    assert reply.header["HopCount"] == 1 and reply.header["InitialPath"][:2] == (0, 1)
+    initial_path = reply.header["InitialPath"]
+    assert isinstance(initial_path, tuple)
+    assert reply.header["HopCount"] == 1 and initial_path[:2] == (0, 1)
     assert reply.attribute["NodeType"] == 2 and reply.attribute["NumPorts"] == 8
     assert reply.attribute["NodeGUID"] == 0x200000 and reply.attribute["PartitionCap"] == 8
 
@@ -136,7 +138,8 @@ def test_vl_arbitration_entries_split_vl_and_weight() -> None:
     data = attrs.VL_ARBITRATION_TABLE.layout.encode({"VLWeightBlock": block})
     assert data[:4] == bytes.fromhex("03400701")
     decoded = attrs.VL_ARBITRATION_TABLE.layout.decode(data)["VLWeightBlock"]
-    assert attrs.vl_arbitration_entries(decoded)[:2] == ((3, 0x40), (7, 1))  # type: ignore[arg-type]
+    assert isinstance(decoded, tuple)
+    assert attrs.vl_arbitration_entries(decoded)[:2] == ((3, 0x40), (7, 1))
 
 
 def test_octet_aligned_arrays_agree_with_bitwise_reading() -> None:

@@ -63,7 +63,8 @@ def test_a_transaction_id_given_to_the_builder_is_in_the_request() -> None:
         directed_route_get(attrs.PORT_INFO, (2, 4), 0xABCDEF, 3))
     assert (built["TransactionID"], built["HopCount"], built["AttributeModifier"]) == (
         0xABCDEF, 2, 3)
-    assert built["InitialPath"][:4] == (0, 2, 4, 0)  # type: ignore[index]
+    initial_path = built["InitialPath"]
+    assert isinstance(initial_path, tuple) and initial_path[:4] == (0, 2, 4, 0)
 
 
 def test_the_head_cache_is_bounded_and_refilled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,10 +9,8 @@ import pytest
 
 from ibsnmp.events import IbaTrap
 from ibsnmp.mad import sa_records as records
-from ibsnmp.mad.layout import LayoutError
+from ibsnmp.mad.layout import LayoutError, field_int
 from ibsnmp.mad.sa_client import (
-    METHOD_GET_TABLE,
-    SA_MAD,
     SaClient,
     SaError,
     nodes_listed,
@@ -20,6 +18,7 @@ from ibsnmp.mad.sa_client import (
     subscription,
 )
 from ibsnmp.mad.sa_notices import notice_event
+from ibsnmp.mad.sa_records import METHOD_GET_TABLE, SA_MAD
 from ibsnmp.mad.umad import Address, UmadError
 from ibsnmp.live.sa_backend import block_number
 from tests.support.paths import DATA_DIR
@@ -48,7 +47,7 @@ class FakePort:
         self.sent.append(mad)
         header = SA_MAD.decode(mad)
         if header["RMPPType"] != records.RMPP_ACK and self.answers:
-            tid = int(header["TransactionID"]).to_bytes(8, "big")  # type: ignore[arg-type]
+            tid = field_int(header["TransactionID"]).to_bytes(8, "big")
             for answer in self.answers.pop(0):  # answers carry the request's TID
                 self.inbox.append(answer[:8] + tid + answer[16:])
 
@@ -74,7 +73,7 @@ def test_path_record_request_masks_the_lids_as_saquery_does() -> None:
 def test_path_record_answer_decodes_as_saquery_prints_it() -> None:
     # saquery --src-to-dst 1:2 on the same fabric: mtu 0x83, rate 0x83, pkt_life 0x92.
     port = FakePort([[captured("sa_pathrecord_1_2")]])
-    client = SaClient(port, SM)  # type: ignore[arg-type]
+    client = SaClient(port, SM)  # type: ignore[arg-type]  # a fake port
     answer = client.get_table(records.PATH_RECORD, {"SLID": 1, "DLID": 2})
     assert answer.complete
     (record,) = answer.records
@@ -88,7 +87,7 @@ def test_path_record_answer_decodes_as_saquery_prints_it() -> None:
 
 def test_inform_info_answer_echoes_the_subscription() -> None:
     port = FakePort([[captured("sa_informinfo_set_resp")]])
-    client = SaClient(port, SM)  # type: ignore[arg-type]
+    client = SaClient(port, SM)  # type: ignore[arg-type]  # a fake port
     accepted = client.set(records.INFORM_INFO, subscription(128))
     assert accepted["TrapNumber"] == 128 and accepted["Subscribe"] == 1
     assert accepted["LIDRangeBegin"] == 0xFFFF and accepted["ProducerType"] == 0xFFFFFF
@@ -115,7 +114,8 @@ def test_rmpp_segments_are_reassembled_and_each_acknowledged() -> None:
     first = _segment(1, active | records.RMPP_FIRST, 2 * 20 + len(paths), paths[:200])
     last = _segment(2, active | records.RMPP_LAST, 20 + 120, paths[200:])
     port = FakePort([[first, first, last]])  # a repeated segment is acknowledged again
-    answer = SaClient(port, SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    answer = SaClient(port, SM).get_table(  # type: ignore[arg-type]  # a fake port
+        records.PATH_RECORD)
     assert [r["SLID"] for r in answer.records] == [1, 2, 3, 4, 5]
     acks = [SA_MAD.decode(m) for m in port.sent[1:]]
     assert all(a["RMPPType"] == records.RMPP_ACK and a["Method"] == 0x12 for a in acks)
@@ -126,7 +126,8 @@ def test_an_unnumbered_answer_that_fills_the_mad_is_marked_incomplete() -> None:
     # What ibsim's preload delivers for 49 paths: RMPP active, segment 0, 200 octets.
     three = b"".join(_path(lid) for lid in (1, 2, 3))
     port = FakePort([[_segment(0, records.RMPP_ACTIVE, 0, three)]])
-    answer = SaClient(port, SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    answer = SaClient(port, SM).get_table(  # type: ignore[arg-type]  # a fake port
+        records.PATH_RECORD)
     assert not answer.complete and len(answer.records) == 3
 
 
@@ -134,10 +135,12 @@ def test_a_short_unnumbered_answer_is_whole_and_ends_where_it_was_sent() -> None
     # ibsim forwards OpenSM's 120-octet answer (one record) with its own stack
     # garbage after it in the 256-octet frame; the received length ends it.
     short = _segment(0, records.RMPP_ACTIVE, 0, _path(1))[:56 + 64]
-    answer = SaClient(FakePort([[short]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    answer = SaClient(FakePort([[short]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
+        records.PATH_RECORD)
     assert answer.complete and [r["SLID"] for r in answer.records] == [1]
     garbage = short + bytes(range(1, 137))
-    answer = SaClient(FakePort([[garbage]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    answer = SaClient(FakePort([[garbage]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
+        records.PATH_RECORD)
     assert len(answer.records) == 3 and not answer.complete
 
 
@@ -145,16 +148,19 @@ def test_an_aborted_transfer_is_an_error() -> None:
     abort = bytearray(_segment(1, records.RMPP_ACTIVE | records.RMPP_FIRST, 0, b""))
     SA_MAD.encode({"RMPPType": records.RMPP_ABORT, "RMPPStatus": 118}, into=abort)
     with pytest.raises(UmadError, match="RMPP status 118"):
-        SaClient(FakePort([[bytes(abort)]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+        SaClient(FakePort([[bytes(abort)]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
+            records.PATH_RECORD)
 
 
 def test_sa_error_status_is_raised_and_no_records_is_empty() -> None:
     error = bytearray(captured("sa_pathrecord_1_2"))
     SA_MAD.encode({"Status": 2 << 8}, into=error)
     with pytest.raises(SaError, match="ERR_REQ_INVALID"):
-        SaClient(FakePort([[bytes(error)]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+        SaClient(FakePort([[bytes(error)]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
+            records.PATH_RECORD)
     SA_MAD.encode({"Status": 3 << 8}, into=error)
-    answer = SaClient(FakePort([[bytes(error)]]), SM).get_table(records.PATH_RECORD)  # type: ignore[arg-type]
+    answer = SaClient(FakePort([[bytes(error)]]),  # type: ignore[arg-type]  # a fake port
+                      SM).get_table(records.PATH_RECORD)
     assert answer.records == ()
 
 
@@ -172,7 +178,8 @@ def test_a_report_is_answered_and_its_notice_becomes_trap_128() -> None:
     notices = []
     port = FakePort([])
     port.inbox.append(_report(128, 3, (3).to_bytes(2, "big")))
-    client = SaClient(port, SM, on_report=lambda n, lid: notices.append(n))  # type: ignore[arg-type]
+    client = SaClient(port, SM,  # type: ignore[arg-type]  # a fake port
+                      on_report=lambda n, lid: notices.append(n))
     client.serve_reports(0.0)
     (response,) = port.sent
     header = SA_MAD.decode(response)
@@ -224,21 +231,21 @@ def test_pkey_table_records_as_opensm_sends_them() -> None:
     # BlockNum in its host's byte order: block 1 arrives as 0x0100.
     mad = captured("sa_pkeytable_1_1")
     assert len(mad) == 200
-    answer = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]
+    answer = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
         records.PKEY_TABLE_RECORD, {"LID": 1, "PortNum": 1})
     assert answer.complete
     first, second = answer.records
     assert (first["LID"], first["PortNum"], first["BlockNum"]) == (1, 1, 0)
     assert first["P_KeyTable"] == (0xFFFF, *([0] * 31))
     assert (second["LID"], second["PortNum"], second["BlockNum"]) == (1, 1, 0x0100)
-    assert block_number(int(second["BlockNum"])) == 1  # type: ignore[arg-type]
+    assert block_number(field_int(second["BlockNum"])) == 1
 
 
 def test_mcmember_records_as_opensm_sends_them() -> None:
     # saquery --smkey 1 -m: the IPoIB broadcast group, MLID 0xC000, H-1's port
     # (fe80::10:1) a full member, scope 2 (ScopeState 0x21).
     mad = captured("sa_mcmember_table")
-    (member,) = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]
+    (member,) = SaClient(FakePort([[mad]]), SM).get_table(  # type: ignore[arg-type]  # a fake port
         records.MCMEMBER_RECORD).records
     assert member["MGID"] == bytes.fromhex("ff12401bffff000000000000ffffffff")
     assert member["PortGID"] == bytes.fromhex("fe800000000000000000000000100001")
@@ -276,14 +283,16 @@ def _node_records(*guids: int) -> bytes:
 def test_node_records_are_asked_by_node_guid_and_tell_whom_the_sm_lists() -> None:
     """IBA 15.2.5.2: NodeInfo from octet 4, NodeDescription from 44; NodeGUID is component 7."""
     port = FakePort([[_node_records(0x200002)], [_node_records()], []])
-    listed = nodes_listed(SaClient(port, SM), [0x200002, 0x300000, 0x400000, 0x500000],  # type: ignore[arg-type]
+    listed = nodes_listed(SaClient(port, SM),  # type: ignore[arg-type]  # a fake port
+                          [0x200002, 0x300000, 0x400000, 0x500000],
                           seconds=0.05)
     # The third went unanswered: neither it nor the fourth is known.
     assert listed == {0x200002: True, 0x300000: False}
     asked = [SA_MAD.decode(mad) for mad in port.sent]
     assert [a["ComponentMask"] for a in asked] == [1 << 7] * 3
-    assert [records.NODE_RECORD.layout.decode(a["Data"])["NodeGUID"] for a in asked] == [  # type: ignore[arg-type]
-        0x200002, 0x300000, 0x400000]
+    decoded = [records.NODE_RECORD.layout.decode(a["Data"])  # type: ignore[arg-type]  # bytes
+               for a in asked]
+    assert [d["NodeGUID"] for d in decoded] == [0x200002, 0x300000, 0x400000]
     record = records.NODE_RECORD.layout.decode(_node_records(0x200002)[56:])
     assert (record["LID"], record["NodeType"], record["NodeDescription"]) == (8, 2, "S-3")
     assert records.NODE_RECORD.record_size == 112

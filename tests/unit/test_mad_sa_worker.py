@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from ibsnmp.mad import sa_worker
-from ibsnmp.mad.sa_client import MadPort
+from ibsnmp.mad.sa_client import MadPort, SaClient
 from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import Address, UmadError
 
@@ -75,7 +76,7 @@ class FakeClient:
 
 
 def started(client: FakeClient) -> SaWorker:
-    worker = SaWorker(lambda: client)  # type: ignore[arg-type, return-value]
+    worker = SaWorker(lambda: client)  # type: ignore[arg-type, return-value]  # a FakeClient
     worker.start()
     return worker
 
@@ -84,9 +85,11 @@ def test_calls_and_reports_run_on_the_worker_thread_in_order() -> None:
     client = FakeClient()
     worker = started(client)
 
-    async def ask() -> list[int]:
-        return list(await asyncio.gather(*(worker.call(lambda c, n=n: (n, threading.get_ident()))
-                                           for n in range(5))))
+    def numbered(n: int) -> Callable[[SaClient], tuple[int, int]]:
+        return lambda c: (n, threading.get_ident())
+
+    async def ask() -> list[tuple[int, int]]:
+        return list(await asyncio.gather(*(worker.call(numbered(n)) for n in range(5))))
 
     try:
         answers = asyncio.run(ask())
@@ -127,10 +130,10 @@ def test_a_receive_error_reaches_the_call_that_receives() -> None:
 
     def answer(mad: bytes | UmadError) -> bytes | None:
         receiving.clear()
-        future = worker.submit(receive)  # type: ignore[arg-type]
+        future = worker.submit(receive)  # type: ignore[arg-type]  # takes the FakeClient
         assert receiving.wait(WAIT_S)
         client.raw.deliver(mad)
-        return future.result(timeout=WAIT_S)  # type: ignore[return-value]
+        return future.result(timeout=WAIT_S)
 
     try:
         with pytest.raises(UmadError, match="Input/output"):
@@ -155,4 +158,4 @@ def test_a_port_that_does_not_open_fails_start() -> None:
         raise OSError("cannot open port 0 of the first CA")
 
     with pytest.raises(OSError, match="cannot open"):
-        SaWorker(refuse).start()  # type: ignore[arg-type]
+        SaWorker(refuse).start()  # type: ignore[arg-type]  # opens a FakeClient

@@ -4,6 +4,7 @@ answers matched to their handlers, retries, timeouts and strays counted."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Set as AbstractSet
 
 import pytest
 
@@ -18,7 +19,8 @@ class ScriptedPort:
     the routes in `silent`, which never answer, and `late`, whose first try is
     answered only after its retry was sent."""
 
-    def __init__(self, silent: set[bytes] = frozenset(), late: set[bytes] = frozenset()) -> None:
+    def __init__(self, silent: AbstractSet[bytes] = frozenset(),
+                 late: AbstractSet[bytes] = frozenset()) -> None:
         self.silent, self.late = silent, late
         self.sent: list[tuple[bytes, Address, int]] = []
         self.queue: deque[bytes] = deque()
@@ -59,11 +61,14 @@ def request(port_number: int) -> bytes:
 
 def test_each_answer_reaches_its_handler_with_a_fresh_tid_per_request() -> None:
     port = ScriptedPort()
-    window = MadWindow(port, size=2)  # type: ignore[arg-type]
+    window = MadWindow(port, size=2)  # type: ignore[arg-type]  # a fake port
     got: dict[int, bytes | None] = {}
+
+    def keep(number: int) -> Callable[[bytes | None], None]:
+        return lambda answer: got.__setitem__(number, answer)
+
     for number in range(1, 8):
-        window.submit(request(number), DIRECTED_ROUTE,
-                      lambda answer, number=number: got.__setitem__(number, answer))
+        window.submit(request(number), DIRECTED_ROUTE, keep(number))
     stats = window.drain()
     assert (stats.sent, stats.answered, stats.retried, stats.timed_out) == (7, 7, 0, 0)
     tids = [tid for _, _, tid in port.sent]
@@ -77,7 +82,7 @@ def test_each_answer_reaches_its_handler_with_a_fresh_tid_per_request() -> None:
 
 def test_handlers_may_submit_more_and_the_window_drains_them_too() -> None:
     port = ScriptedPort()
-    window = MadWindow(port, size=3)  # type: ignore[arg-type]
+    window = MadWindow(port, size=3)  # type: ignore[arg-type]  # a fake port
     order: list[int] = []
 
     def then(number: int) -> None:
@@ -85,8 +90,11 @@ def test_handlers_may_submit_more_and_the_window_drains_them_too() -> None:
         if number < 20:
             window.submit(request(number + 10), DIRECTED_ROUTE, lambda _: then(number + 10))
 
+    def then_for(number: int) -> Callable[[bytes | None], None]:
+        return lambda _: then(number)
+
     for number in (1, 2):
-        window.submit(request(number), DIRECTED_ROUTE, lambda _, number=number: then(number))
+        window.submit(request(number), DIRECTED_ROUTE, then_for(number))
     window.drain()
     assert sorted(order) == [1, 2, 11, 12, 21, 22]
 
@@ -94,7 +102,8 @@ def test_handlers_may_submit_more_and_the_window_drains_them_too() -> None:
 def test_a_lost_request_is_retried_with_a_new_tid_then_times_out() -> None:
     lost = request(5)
     port = ScriptedPort(silent={lost})
-    window = MadWindow(port, size=4, timeout=0.01, retries=2)  # type: ignore[arg-type]
+    window = MadWindow(port,  # type: ignore[arg-type]  # a fake port
+                       size=4, timeout=0.01, retries=2)
     got: list[bytes | None] = []
     window.submit(lost, DIRECTED_ROUTE, got.append)
     window.submit(request(1), DIRECTED_ROUTE, lambda _: None)
@@ -108,7 +117,8 @@ def test_a_lost_request_is_retried_with_a_new_tid_then_times_out() -> None:
 def test_a_late_first_answer_after_the_retry_counts_as_stray() -> None:
     slow = request(3)
     port = ScriptedPort(late={slow})
-    window = MadWindow(port, size=1, timeout=0.01, retries=1)  # type: ignore[arg-type]
+    window = MadWindow(port,  # type: ignore[arg-type]  # a fake port
+                       size=1, timeout=0.01, retries=1)
     got: list[bytes | None] = []
     window.submit(slow, DIRECTED_ROUTE, got.append)
     window.submit(request(4), DIRECTED_ROUTE, got.append)  # read after the stale answer
@@ -131,7 +141,8 @@ def test_a_late_first_answer_after_the_retry_counts_as_stray() -> None:
 def test_the_window_is_refilled_in_bursts(size: int, refill_at: int | None,
                                           pattern: list[int]) -> None:
     port = ScriptedPort()
-    window = MadWindow(port, size=size, refill_at=refill_at)  # type: ignore[arg-type]
+    window = MadWindow(port,  # type: ignore[arg-type]  # a fake port
+                       size=size, refill_at=refill_at)
     for number in range(1, 11):
         window.submit(request(number), DIRECTED_ROUTE, lambda _: None)
     assert window.drain().answered == 10
@@ -142,4 +153,5 @@ def test_the_window_is_refilled_in_bursts(size: int, refill_at: int | None,
 def test_a_window_holds_at_least_one_mad_and_refills_below_its_size(
         size: int, refill_at: int | None) -> None:
     with pytest.raises(ValueError, match="at least one|refilled at"):
-        MadWindow(ScriptedPort(), size=size, refill_at=refill_at)  # type: ignore[arg-type]
+        MadWindow(ScriptedPort(),  # type: ignore[arg-type]  # a fake port
+                  size=size, refill_at=refill_at)

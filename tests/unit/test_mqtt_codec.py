@@ -6,10 +6,12 @@ import json
 import re
 import time
 import dataclasses
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test dependencies
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from ibsnmp.fabric.counters import (
     saturate,
 )
 from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import schema
 from ibsnmp.mqtt.codec import (
     COUNTER_BATCH,
@@ -48,10 +51,12 @@ from ibsnmp.providers.sysfs import SysfsProvider
 STATE_SCHEMA = json.loads(schema.STATE_FILE.read_text())
 COUNTERS_SCHEMA = json.loads(schema.COUNTERS_FILE.read_text())
 EVENT_SCHEMA = json.loads(schema.EVENT_FILE.read_text())
+# A change made to a decoded JSON document in place.
+Mutation = Callable[[dict[str, Any]], object]
 
 
 @pytest.fixture
-def sysfs_fabric(tmp_path: Path):
+def sysfs_fabric(tmp_path: Path) -> Fabric:
     for make in (trees.mlx5_two_port, trees.roce_port, trees.no_pma, trees.switch):
         make(tmp_path)
     return SysfsProvider(tmp_path).snapshot
@@ -117,7 +122,7 @@ def test_an_unreadable_counters_message_is_refused(payload: bytes, reason: str) 
         decode_counters(payload)
 
 
-def test_sysfs_nodes_come_back_equal_and_valid(sysfs_fabric) -> None:
+def test_sysfs_nodes_come_back_equal_and_valid(sysfs_fabric: Fabric) -> None:
     assert len(sysfs_fabric.nodes) == 4
     for node in sysfs_fabric.nodes.values():
         record = record_of(sysfs_fabric, node, 5.0, time.time(), publisher="host-a", refresh=30.0)
@@ -127,7 +132,7 @@ def test_sysfs_nodes_come_back_equal_and_valid(sysfs_fabric) -> None:
         assert record.node == node
 
 
-def test_what_sysfs_cannot_tell_stays_absent(sysfs_fabric) -> None:
+def test_what_sysfs_cannot_tell_stays_absent(sysfs_fabric: Fabric) -> None:
     node = sysfs_fabric.nodes[trees.MLX_NODE_GUID]
     data = json.loads(encode_state(record_of(sysfs_fabric, node, 0.0, time.time())))
     assert "base_version" not in data["node"] and "class_version" not in data["node"]
@@ -176,7 +181,7 @@ def test_simulated_nodes_carry_their_counters_at_publish_time() -> None:
             assert sent.remote == port.remote
 
 
-def test_the_wide_mark_travels_and_old_payloads_have_none(sysfs_fabric) -> None:
+def test_the_wide_mark_travels_and_old_payloads_have_none(sysfs_fabric: Fabric) -> None:
     node = sysfs_fabric.nodes[trees.MLX_NODE_GUID]
     port = node.ports[0]
     measured = sysfs_fabric.measured(port)
@@ -207,7 +212,7 @@ def test_events_round_trip_and_validate() -> None:
         decode_event(payload, event.node_guid + 1)
 
 
-def _valid(sysfs_fabric) -> tuple[int, dict]:
+def _valid(sysfs_fabric: Fabric) -> tuple[int, dict[str, Any]]:
     node = sysfs_fabric.nodes[trees.MLX_NODE_GUID]
     return node.guid, json.loads(encode_state(record_of(sysfs_fabric, node, 0.0, time.time())))
 
@@ -228,7 +233,8 @@ def _valid(sysfs_fabric) -> tuple[int, dict]:
     (lambda d: d.update(ports=[]), "ports: expected a list of 1 to 256 ports"),
     (lambda d: d["ports"].reverse(), "numbers must be consecutive and ascending"),
 ])
-def test_schema_violations_are_refused_with_the_reason(sysfs_fabric, mutate, reason) -> None:
+def test_schema_violations_are_refused_with_the_reason(sysfs_fabric: Fabric, mutate: Mutation,
+                                                        reason: str) -> None:
     guid, data = _valid(sysfs_fabric)
     mutate(data)
     with pytest.raises(PayloadError, match=reason):
@@ -238,13 +244,13 @@ def test_schema_violations_are_refused_with_the_reason(sysfs_fabric, mutate, rea
             jsonschema.validate(data, STATE_SCHEMA)
 
 
-def test_a_topic_guid_that_disagrees_with_the_payload_is_refused(sysfs_fabric) -> None:
+def test_a_topic_guid_that_disagrees_with_the_payload_is_refused(sysfs_fabric: Fabric) -> None:
     guid, data = _valid(sysfs_fabric)
     with pytest.raises(PayloadError, match=f"node GUID {guid:016x} is not the topic's"):
         decode_state(json.dumps(data).encode(), guid ^ 1)
 
 
-def test_malformed_and_oversized_payloads_are_refused(sysfs_fabric) -> None:
+def test_malformed_and_oversized_payloads_are_refused(sysfs_fabric: Fabric) -> None:
     guid, data = _valid(sysfs_fabric)
     with pytest.raises(PayloadError, match="malformed JSON"):
         decode_state(b'{"version": 1, "node": ', guid)
@@ -326,7 +332,8 @@ def test_a_counters_message_carries_at_most_a_batch_of_nodes() -> None:
     (lambda d: d.update(time=["x" * 100_000]), "time: expected seconds since 1970, got an array$"),
     (lambda d: d["ports"][0].update({"k\n" * 500: 1}), r"^ports\[0\]\.(k\\n){10}"),
 ])
-def test_counts_and_strings_past_their_bounds_are_refused(sysfs_fabric, mutate, reason) -> None:
+def test_counts_and_strings_past_their_bounds_are_refused(sysfs_fabric: Fabric, mutate: Mutation,
+                                                          reason: str) -> None:
     guid, data = _valid(sysfs_fabric)
     mutate(data)
     with pytest.raises(PayloadError, match=reason) as refused:
@@ -335,7 +342,7 @@ def test_counts_and_strings_past_their_bounds_are_refused(sysfs_fabric, mutate, 
     assert len(text) < 600 and text.isprintable()  # one log line, whatever was sent
 
 
-def test_strings_at_their_bounds_are_taken(sysfs_fabric) -> None:
+def test_strings_at_their_bounds_are_taken(sysfs_fabric: Fabric) -> None:
     guid, data = _valid(sysfs_fabric)
     data["node"].update(description="\ufffd" * 64, model_name="m" * 128)  # 64 octets read with errors="replace"
     data["ports"][0].update(sl2vl=[1] * 16, vendor_diag="ab" * 128)
@@ -356,7 +363,7 @@ _ANY_JSON = st.recursive(
     max_leaves=8)
 
 
-def _paths(value: object, path: tuple = ()) -> list[tuple]:
+def _paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     """Every place in a decoded JSON document: a key of an object, an index of an array."""
     found = [path]
     if isinstance(value, dict):
@@ -374,14 +381,14 @@ def _mutated(document: object, data: st.DataObject) -> bytes:
         path = data.draw(st.sampled_from(_paths(document)))
         if not path:
             continue
-        parent = document
+        parent: Any = document
         for step in path[:-1]:
-            parent = parent[step]  # type: ignore[index]
+            parent = parent[step]
         if isinstance(parent, dict) and data.draw(st.booleans()):
             del parent[path[-1]]
             parent[data.draw(_KEYS)] = data.draw(_ANY_JSON)
         else:
-            parent[path[-1]] = data.draw(_ANY_JSON)  # type: ignore[index]
+            parent[path[-1]] = data.draw(_ANY_JSON)
     payload = json.dumps(document).encode()
     for sentinel, raw in _RAW.items():
         payload = payload.replace(sentinel, raw)
@@ -390,7 +397,8 @@ def _mutated(document: object, data: st.DataObject) -> bytes:
 
 @given(st.data())
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_mutated_message_is_taken_or_refused_never_raised(sysfs_fabric, data: st.DataObject) -> None:
+def test_a_mutated_message_is_taken_or_refused_never_raised(sysfs_fabric: Fabric,
+                                                            data: st.DataObject) -> None:
     """Whatever a publisher changes in a valid message, a decoder returns a
     record or raises PayloadError: nothing else leaves the codec."""
     guid, state = _valid(sysfs_fabric)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_publishers_of_one_host_get_client_ids_of_their_own() -> None:
     assert anonymous.owner == "anonymous"
 
 
-def test_a_client_certificate_names_the_owner(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_client_certificate_names_the_owner(tmp_path: Path) -> None:
     import datetime
 
     from cryptography import x509

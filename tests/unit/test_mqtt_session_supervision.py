@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import aiomqtt
 import pytest
@@ -83,7 +84,8 @@ class Session:
     """run_session as a task, with what it reported."""
 
     def __init__(self, settings: FakeSettings, on_message: Callable[[aiomqtt.Message], None] | None,
-                 on_connect=None, backoff: Backoff | None = None) -> None:  # type: ignore[no-untyped-def]
+                 on_connect: Callable[[object], Coroutine[Any, Any, None]] | None = None,
+                 backoff: Backoff | None = None) -> None:
         self.lost: list[str] = []
         self.failures = SessionFailures()
         self.connected = 0
@@ -93,7 +95,8 @@ class Session:
             await asyncio.Event().wait()
 
         self.task = asyncio.create_task(run_session(
-            settings, ("t/#",), on_connect or idle, on_message, self.lost.append,  # type: ignore[arg-type]
+            settings,  # type: ignore[arg-type]  # a FakeSettings: what run_session uses
+            ("t/#",), on_connect or idle, on_message, self.lost.append,
             backoff=backoff or Backoff(initial=0.001, cap=0.01), failures=self.failures))
 
     async def until(self, check: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -112,7 +115,8 @@ def _lines(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogReco
     return [r for r in caplog.records if r.levelno == level and r.name == "ibsnmp.mqtt"]
 
 
-async def test_a_message_whose_handler_raises_is_dropped_and_said_once(caplog) -> None:
+async def test_a_message_whose_handler_raises_is_dropped_and_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="ibsnmp.mqtt")
     taken: list[str] = []
 
@@ -140,7 +144,8 @@ async def test_a_message_whose_handler_raises_is_dropped_and_said_once(caplog) -
     assert len([r for r in _lines(caplog, logging.DEBUG) if r.exc_info]) == 1
 
 
-async def test_a_handler_past_recursion_or_memory_does_not_end_the_session(caplog) -> None:
+async def test_a_handler_past_recursion_or_memory_does_not_end_the_session(
+        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp.mqtt")
     taken: list[str] = []
     class Unspeakable(Exception):
@@ -166,7 +171,8 @@ async def test_a_handler_past_recursion_or_memory_does_not_end_the_session(caplo
     assert "raised Unspeakable: (its text cannot be shown)" in said[3]
 
 
-def test_a_kind_of_failure_is_said_once_a_minute_with_its_count(caplog) -> None:
+def test_a_kind_of_failure_is_said_once_a_minute_with_its_count(
+        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp.mqtt")
     now = [1000.0]
     failures = SessionFailures(clock=lambda: now[0])
@@ -186,9 +192,10 @@ def test_a_kind_of_failure_is_said_once_a_minute_with_its_count(caplog) -> None:
 
 
 @pytest.mark.parametrize("reads", [True, False], ids=["aggregator", "publisher"])
-async def test_on_connect_failing_is_said_and_the_session_reconnects(caplog, reads: bool) -> None:
+async def test_on_connect_failing_is_said_and_the_session_reconnects(
+        caplog: pytest.LogCaptureFixture, reads: bool) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp.mqtt")
-    calls = []
+    calls: list[object] = []
 
     async def work(client: object) -> None:
         calls.append(client)
@@ -208,7 +215,8 @@ async def test_on_connect_failing_is_said_and_the_session_reconnects(caplog, rea
     assert session.failures.counts == {"session Boom": 1}
 
 
-async def test_a_session_that_fails_before_connecting_is_said_and_retried(caplog) -> None:
+async def test_a_session_that_fails_before_connecting_is_said_and_retried(
+        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp.mqtt")
     settings = FakeSettings(OSError("no such CA file"), OSError("no such CA file"), [message("t/1")])
     taken: list[str] = []
@@ -222,7 +230,8 @@ async def test_a_session_that_fails_before_connecting_is_said_and_retried(caplog
     assert settings.clients[0].subscribed == ["t/#"]
 
 
-async def test_the_backoff_keeps_growing_while_the_session_fails(caplog) -> None:
+async def test_the_backoff_keeps_growing_while_the_session_fails(
+        caplog: pytest.LogCaptureFixture) -> None:
     """A connect that works does not reset the backoff while every session
     fails right after it: no reconnection storm."""
 
@@ -234,7 +243,7 @@ async def test_the_backoff_keeps_growing_while_the_session_fails(caplog) -> None
             super().reset()
 
     backoff = Counted(initial=0.001, cap=0.004)
-    calls = []
+    calls: list[object] = []
 
     async def work(client: object) -> None:
         calls.append(client)
@@ -253,19 +262,22 @@ async def test_the_backoff_keeps_growing_while_the_session_fails(caplog) -> None
     assert session.lost == ["Boom: still broken"] * 3 + ["lost as connections are", "Boom: still broken"]
 
 
-async def test_on_lost_raising_does_not_end_the_session(caplog) -> None:
+async def test_on_lost_raising_does_not_end_the_session(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ibsnmp.mqtt")
     taken: list[str] = []
     settings = FakeSettings([message("t/1")], [message("t/2")])
-    losses = []
+    losses: list[str] = []
 
     def lost(reason: str) -> None:
         losses.append(reason)
         raise Boom("on_lost has a bug")
 
-    task = asyncio.create_task(run_session(settings, (), lambda client: asyncio.Event().wait(),  # type: ignore[arg-type]
-                                           lambda item: taken.append(str(item.topic)), lost,
-                                           backoff=Backoff(initial=0.001, cap=0.01)))
+    async def idle(client: object) -> None:
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(run_session(
+        settings, (), idle,  # type: ignore[arg-type]  # a FakeSettings: what run_session uses
+        lambda item: taken.append(str(item.topic)), lost, backoff=Backoff(initial=0.001, cap=0.01)))
     async with asyncio.timeout(5):
         while taken != ["t/1", "t/2"]:
             await asyncio.sleep(0.001)

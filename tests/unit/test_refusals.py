@@ -59,7 +59,7 @@ def refusal_log(lines: Lines, clock: Clock, **options: float) -> RefusalLog:
     logger = logging.getLogger(f"test-refusals-{id(lines)}")
     logger.propagate = False
     logger.addHandler(lines)
-    return RefusalLog(logger, clock=clock, **options)  # type: ignore[arg-type]
+    return RefusalLog(logger, clock=clock, **options)  # type: ignore[arg-type]  # numbers by name
 
 
 def test_first_line_then_nothing_within_the_window_then_the_count(lines: Lines) -> None:

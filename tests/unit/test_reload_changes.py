@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+from typing import Any
 
 import pytest
 
 from ibsnmp.agent.config import (
     AgentSettings,
     Community,
-    Endpoint,
     Limits,
     TrapSettings,
     TrapTarget,
@@ -21,6 +21,7 @@ from ibsnmp.agent.config import (
     parse_config,
 )
 from ibsnmp.agent.reload import changed_keys, describe_changes, reload_configuration, toml_value
+from ibsnmp.agent.transport import Endpoint
 
 
 def test_each_changed_limit_is_one_phrase_in_field_order() -> None:
@@ -41,8 +42,9 @@ def test_every_field_of_limits_and_trap_settings_is_told() -> None:
         for item in dataclasses.fields(values):
             before = getattr(values, item.name)
             after = _another(before, str(item.type))
-            new = AgentSettings(**{settings_field: dataclasses.replace(
-                values, **{item.name: after})})
+            changes: dict[str, Any] = {item.name: after}
+            settings: dict[str, Any] = {settings_field: dataclasses.replace(values, **changes)}
+            new = AgentSettings(**settings)
             assert describe_changes(AgentSettings(), new) == [
                 f"{table}.{item.name}: {toml_value(before)} -> {toml_value(after)}"]
 

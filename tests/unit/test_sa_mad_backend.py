@@ -7,6 +7,7 @@ import asyncio
 from ibsnmp.fabric.iba import JoinState
 from ibsnmp.fabric.model import PartitionMember, ServiceRecord
 from ibsnmp.mad import sa_records as records
+from ibsnmp.mad.layout import FieldValue
 from ibsnmp.live.sa_backend import (
     block_number,
     groups_of,
@@ -31,12 +32,12 @@ def test_a_path_query_asks_only_for_what_it_constrains() -> None:
 
 
 def test_numb_path_is_the_sas_as_answered() -> None:
-    def record(slid: int, numb_path: int) -> dict[str, object]:
+    def record(slid: int, numb_path: int) -> dict[str, FieldValue]:
         r = records.PATH_RECORD.layout.decode(bytes(64))
         return {**r, "SLID": slid, "SGID": (1).to_bytes(16, "big"),
                 "DGID": (5).to_bytes(16, "big"), "NumbPath": numb_path}
 
-    paths = [path_record(record(1, 0)), path_record(record(2, 3))]  # type: ignore[arg-type]
+    paths = [path_record(record(1, 0)), path_record(record(2, 3))]
     assert [p.numb_path for p in paths] == [0, 3]
     assert all(p.route is None for p in paths)
 
@@ -46,12 +47,12 @@ def test_opensm_block_numbers_are_read_in_either_byte_order() -> None:
 
 
 def test_partitions_from_pkey_table_records() -> None:
-    def table(lid: int, port: int, *keys: int) -> dict[str, object]:
+    def table(lid: int, port: int, *keys: int) -> dict[str, FieldValue]:
         return {"LID": lid, "BlockNum": 0, "PortNum": port,
                 "P_KeyTable": (*keys, *([0] * (32 - len(keys))))}
 
     found = partitions_of([table(1, 1, 0xFFFF, 0x0012), table(2, 0, 0xFFFF, 0x8012),
-                           table(99, 1, 0xFFFF)],  # type: ignore[list-item]
+                           table(99, 1, 0xFFFF)],
                           {1: 0x100, 2: 0x200}.get, frozenset({0x7FFF}))
     assert [(p.pkey, p.ipoib) for p in found] == [(0x12, False), (0x7FFF, True)]
     assert found[0].members == (PartitionMember(0x100, 1, False), PartitionMember(0x200, 0, True))
@@ -91,6 +92,7 @@ def test_sa_objects_are_read_each_on_its_own() -> None:
         async def services(self) -> tuple[ServiceRecord, ...]:
             return (service,)
 
-    objects = asyncio.run(read_sa_objects(HalfAnsweringSa()))  # type: ignore[arg-type]
+    sa = HalfAnsweringSa()
+    objects = asyncio.run(read_sa_objects(sa))  # type: ignore[arg-type]  # a partial SA
     assert objects.partitions is None  # not read: not "no partitions"
     assert objects.multicast_groups == () and objects.services == (service,)

@@ -3,6 +3,7 @@ independent shortest-path computation over the fabric's links."""
 
 from __future__ import annotations
 
+from typing import TypeVar
 
 import pytest
 from tests.support.hop_distances import hop_distances
@@ -25,11 +26,20 @@ _SPEED_EXT = {LinkSpeedExt.FDR: 14.0, LinkSpeedExt.EDR: 25.0, LinkSpeedExt.HDR: 
               LinkSpeedExt.NDR: 100.0}
 
 
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
+
+
 def gbps(port: Port) -> float:
     info = port.info
     lane = (_SPEED_EXT[LinkSpeedExt(info.link_speed_ext_active)] if info.link_speed_ext_active
-            else _SPEED[LinkSpeed(info.link_speed_active)])
-    return _LANES[LinkWidth(info.link_width_active)] * lane
+            else _SPEED[LinkSpeed(present(info.link_speed_active))])
+    return _LANES[LinkWidth(present(info.link_width_active))] * lane
 
 
 def host_ports(fabric: Fabric) -> list[Port]:
@@ -40,17 +50,18 @@ def host_ports(fabric: Fabric) -> list[Port]:
 def check_route(fabric: Fabric, record: query.PathRecord) -> None:
     """The record's route is a shortest path, each hop cabled to the next,
     and MTU and rate are the smallest along it."""
-    route = record.route
-    src = fabric.resolve_lid(record.slid)
-    dst = fabric.resolve_lid(record.dlid)
+    route = present(record.route)
+    src = present(fabric.resolve_lid(record.slid))
+    dst = present(fabric.resolve_lid(record.dlid))
     assert (route.hops[0].node_guid, route.hops[-1].node_guid) == (src.guid, dst.guid)
     assert len(route.hops) - 1 == hop_distances(fabric, src.guid)[dst.guid]
     leaving = []
     for here, there in zip(route.hops, route.hops[1:]):
-        out = fabric.port(here.node_guid, here.out_port)
+        out = present(fabric.port(here.node_guid, present(here.out_port)))
+        assert out.remote is not None
         assert out.remote.guid == there.node_guid and out.remote.port == there.in_port
         leaving.append(out)
-    mtu = min(int(p.info.neighbor_mtu) for p in leaving)
+    mtu = min(int(present(p.info.neighbor_mtu)) for p in leaving)
     assert record.mtu == mtu
     assert Rate(record.rate).gbps == Rate.from_gbps(min(gbps(p) for p in leaving)).gbps
 
@@ -113,9 +124,10 @@ def test_multipath_independent_paths_use_different_spines() -> None:
     records = query.multipath_records(fabric, PathQuery(), [src.gid()], [dst.gid()],
                                       independent=True)
     assert len(records) == 4
-    spines = [{h.node_guid for h in r.route.hops[1:-1]} - {r.route.hops[1].node_guid,
-                                                             r.route.hops[-2].node_guid}
-              for r in records]
+    routes = [present(r.route) for r in records]
+    spines = [{h.node_guid for h in route.hops[1:-1]} - {route.hops[1].node_guid,
+                                                         route.hops[-2].node_guid}
+              for route in routes]
     # The first two share no spine (3 spines, LMC 1: two LIDs each side).
     assert records[0].preference == 0 and not spines[0] & spines[1]
     for record in records:
@@ -142,7 +154,7 @@ def test_min_mtu_and_rate_on_a_fabric_with_faults() -> None:
 def test_selectors_and_pkeys(pristine: Fabric) -> None:
     src, dst = host_ports(pristine)[0], host_ports(pristine)[-1]
     (plain,) = query.path_records(pristine, PathQuery(slid=src.lid, dlid=dst.lid))
-    def one(**kw):  # type: ignore[no-untyped-def]
+    def one(**kw: int | None) -> list[query.PathRecord]:
         return query.path_records(pristine, PathQuery(slid=src.lid, dlid=dst.lid, **kw))
     assert one(mtu_selector=2, mtu=Mtu.MTU_1024)[0].mtu == Mtu.MTU_1024
     assert one(mtu_selector=0, mtu=plain.mtu) == []
@@ -159,7 +171,7 @@ def test_selectors_and_pkeys(pristine: Fabric) -> None:
     assert one(pkey=0x1234) == []
     # A loopback path has lifetime 0 (IBA 1.2 Table 205).
     (loop,) = query.path_records(pristine, PathQuery(slid=src.lid, dlid=src.lid))
-    assert loop.pkt_life == 0 and len(loop.route.hops) == 1
+    assert loop.pkt_life == 0 and len(present(loop.route).hops) == 1
 
 
 def test_packet_lifetime_grows_with_switches(pristine: Fabric) -> None:
@@ -167,7 +179,7 @@ def test_packet_lifetime_grows_with_switches(pristine: Fabric) -> None:
     lifetimes = {}
     for dst in hosts[1:]:
         (record,) = query.path_records(pristine, PathQuery(slid=hosts[0].lid, dlid=dst.lid))
-        switches = sum(1 for h in record.route.hops if h.node_type is NodeType.SWITCH)
+        switches = sum(1 for h in present(record.route).hops if h.node_type is NodeType.SWITCH)
         lifetimes[switches] = record.pkt_life
     assert sorted(lifetimes) == [1, 3]
     assert lifetimes[3] > lifetimes[1]
@@ -176,11 +188,11 @@ def test_packet_lifetime_grows_with_switches(pristine: Fabric) -> None:
 def test_trace_records_name_every_hop(pristine: Fabric) -> None:
     src, dst = host_ports(pristine)[0], host_ports(pristine)[-1]
     (record,) = query.path_records(pristine, PathQuery(slid=src.lid, dlid=dst.lid))
-    hops = query.trace_records(pristine, record.route)
-    assert [h.node_id for h in hops] == [h.node_guid for h in record.route.hops]
+    hops = query.trace_records(pristine, present(record.route))
+    assert [h.node_id for h in hops] == [h.node_guid for h in present(record.route).hops]
     assert hops[0].node_type == NodeType.CA and hops[0].entry_port_id == src.guid
     assert hops[-1].node_type == NodeType.CA and hops[-1].entry_port_id == dst.guid
-    for hop, route_hop in zip(hops[1:-1], record.route.hops[1:-1]):
+    for hop, route_hop in zip(hops[1:-1], present(record.route).hops[1:-1]):
         assert hop.node_type == NodeType.SWITCH
         assert (hop.entry_port, hop.exit_port) == (route_hop.in_port, route_hop.out_port)
         assert hop.chassis_id == pristine.nodes[hop.node_id].system_image_guid

@@ -21,13 +21,13 @@ from ibsnmp.live.subnet_sa import LiveSa
 from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.sa_client import (
-    SA_MAD,
     ReportHandler,
     SaClient,
     subscribe,
     subscription,
     unsubscribe_within,
 )
+from ibsnmp.mad.sa_records import SA_MAD
 from ibsnmp.mad.sa_worker import READER_JOIN_S, QueuedPort, SaWorker
 from ibsnmp.mad.umad import Address, MadTimeout, PortClosing
 from ibsnmp.sa.backend import SaUnavailable

@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -41,6 +43,15 @@ from ibsnmp.state.store import (
 
 SPEC = "fat-tree:spines=2,leaves=2,hosts=2,faults=0"
 
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
+
+
 FULL_STATE = ConfigState(
     sm={0x1122: SmOverride(priority=3, sm_key=0xCAFE, disabled=True)},
     sm_config={"sweep_interval_s": 30, "min_unicast_lid": 5},
@@ -72,7 +83,7 @@ def test_state_document_round_trip() -> None:
     (lambda d: d["partitions"][1]["members"][0].update(membership="x"),
      "partitions[1].members[0].membership"),
 ])
-def test_bad_documents_name_the_key(change, key: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_documents_name_the_key(change: Callable[[dict[str, Any]], object], key: str) -> None:
     doc = json.loads(json.dumps(to_json(FULL_STATE)))
     change(doc)
     with pytest.raises(ValueError, match=key.replace("[", r"\[").replace("]", r"\]")):
@@ -83,13 +94,17 @@ def test_saves_are_atomic_and_durable(tmp_path: Path, monkeypatch: pytest.Monkey
     path = tmp_path / "state.json"
     synced: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    def recording_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
     save_state_file(path, FULL_STATE)
     assert len(synced) == 2  # the file, then its directory
     assert load_state_file(path, state_value_problem) == FULL_STATE
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary left
 
-    def failing_replace(src, dst):  # type: ignore[no-untyped-def]
+    def failing_replace(src: object, dst: object) -> NoReturn:
         raise OSError(5, "I/O error")
 
     monkeypatch.setattr(os, "replace", failing_replace)
@@ -141,6 +156,7 @@ def test_apply_config_changes_the_snapshot_and_shares_routing() -> None:
     lft = routing.linear_forwarding_table(fabric, switch.guid)
     host = next(p for n in fabric.nodes.values() if n.is_ca for p in n.ports)
     master = fabric.master_sm
+    assert master is not None
     state = ConfigState(
         sm={master.guid: SmOverride(disabled=True, priority=1)},
         sl2vl={(host.node_guid, host.num): (1,) * 16},
@@ -148,11 +164,11 @@ def test_apply_config_changes_the_snapshot_and_shares_routing() -> None:
     )
     new = apply_config(fabric, state)
     assert new is not fabric and apply_config(fabric, ConfigState()) is fabric
-    assert new.port(host.node_guid, host.num).sl2vl == (1,) * 16
-    assert fabric.port(host.node_guid, host.num).sl2vl != (1,) * 16  # untouched
-    assert 0x7FFF in new.port(host.node_guid, host.num).pkeys
-    assert 0xFFFF not in new.port(host.node_guid, host.num).pkeys
-    members = {(m.guid, m.port): m.full for m in new.partition(0x7FFF).members}
+    assert present(new.port(host.node_guid, host.num)).sl2vl == (1,) * 16
+    assert present(fabric.port(host.node_guid, host.num)).sl2vl != (1,) * 16  # untouched
+    assert 0x7FFF in present(new.port(host.node_guid, host.num)).pkeys
+    assert 0xFFFF not in present(new.port(host.node_guid, host.num)).pkeys
+    members = {(m.guid, m.port): m.full for m in present(new.partition(0x7FFF)).members}
     assert members[(host.node_guid, host.num)] is False
     states = {sm.guid: sm.state for sm in new.sms}
     assert states[master.guid] is SmState.NOT_ACTIVE
@@ -165,12 +181,12 @@ def test_a_written_switch_table_replaces_each_input_ports_table_read() -> None:
     fabric = build_fabric(SPEC, seed=1)
     switch = next(n for n in fabric.nodes.values() if n.is_switch)
     read = ((0, tuple(range(16))), (2, (3,) * 16))  # as a live sweep reads them
-    out = dataclasses.replace(switch.port(1), sl2vl=read[0][1], sl2vl_inputs=read)
+    out = dataclasses.replace(present(switch.port(1)), sl2vl=read[0][1], sl2vl_inputs=read)
     ports = tuple(out if p.num == 1 else p for p in switch.ports)
     fabric = dataclasses.replace(fabric, nodes=MappingProxyType(
         {**fabric.nodes, switch.guid: dataclasses.replace(switch, ports=ports)}))
     new = apply_config(fabric, ConfigState(sl2vl={(switch.guid, 1): (5,) * 16}))
-    written = new.port(switch.guid, 1)
+    written = present(new.port(switch.guid, 1))
     assert written.sl2vl == (5,) * 16
     assert written.sl2vl_inputs == ((0, (5,) * 16), (2, (5,) * 16))  # the same pairs, no more
 
@@ -183,16 +199,16 @@ def test_configured_provider_follows_provider_swaps() -> None:
 
     inner = Provider()
     state = AgentState()
-    provider = ConfiguredProvider(inner, state)
+    provider = ConfiguredProvider(inner, state)  # type: ignore[arg-type]  # snapshot and epoch only
     assert provider.snapshot is inner.snapshot  # nothing configured
-    assert state.designated_sm == inner.snapshot.master_sm.guid
+    assert state.designated_sm == present(inner.snapshot.master_sm).guid
     host = next(p for n in inner.snapshot.nodes.values() if n.is_ca for p in n.ports)
     txn = state.begin()
     txn.config = ConfigState(sl2vl={(host.node_guid, host.num): (2,) * 16})
     state.commit(txn)
     first = provider.snapshot
-    assert first.port(host.node_guid, host.num).sl2vl == (2,) * 16
+    assert present(first.port(host.node_guid, host.num)).sl2vl == (2,) * 16
     assert provider.snapshot is first  # cached
     inner.snapshot = build_fabric(SPEC, seed=1)  # the provider swaps
     assert provider.snapshot is not first
-    assert provider.snapshot.port(host.node_guid, host.num).sl2vl == (2,) * 16
+    assert present(provider.snapshot.port(host.node_guid, host.num)).sl2vl == (2,) * 16

@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -58,8 +59,17 @@ port = 2
 """
 
 
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
+
+
 def _node(fabric: Fabric, name: str) -> Node:
-    return next(n for n in fabric.nodes.values() if n.description.split()[0] == name)
+    return next(n for n in fabric.nodes.values() if present(n.description).split()[0] == name)
 
 
 async def _run(provider: SimulatedProvider, seconds: float, until: int = 0) -> list[tuple[float, TrapEvent, Fabric]]:
@@ -118,13 +128,13 @@ async def test_a_scenario_run_gives_the_traps_in_order() -> None:
         assert due * ORDER_SCALE <= t < due * ORDER_SCALE + 0.5
     # The snapshot a listener sees already holds the change the trap reports.
     down_snapshot = got[0][2]
-    assert down_snapshot.port(host3.guid, 1).info.port_state is PortState.DOWN  # type: ignore[union-attr]
-    assert start.port(host3.guid, 1).info.port_state is PortState.ACTIVE  # type: ignore[union-attr]
-    assert got[2][2].port(host3.guid, 1).info.port_state is PortState.ACTIVE  # type: ignore[union-attr]
+    assert present(down_snapshot.port(host3.guid, 1)).info.port_state is PortState.DOWN
+    assert present(start.port(host3.guid, 1)).info.port_state is PortState.ACTIVE
+    assert present(got[2][2].port(host3.guid, 1)).info.port_state is PortState.ACTIVE
     # The watcher cleared the saturated counter after the trap.
     final = provider.snapshot
-    assert counters.port_counters(final, final.port_at(PortRef(leaf1.guid, 1)), provider.elapsed()) \
-        .local_link_integrity_errors == 0
+    assert present(counters.port_counters(final, final.port_at(PortRef(leaf1.guid, 1)),
+                                          provider.elapsed())).local_link_integrity_errors == 0
 
 
 async def test_time_scale_runs_the_same_scenario_faster() -> None:
@@ -220,13 +230,13 @@ async def test_all_ten_run_accelerated() -> None:
     assert [int(e.trap) for e in events] == [128, 129, 130, 128, 131, 144, 145, 256, 257, 258, 259]
     assert {int(t) for t in IbaTrap} == {int(e.trap) for e in events}
     fabric = provider.snapshot
-    by_name = {n.description.split()[0]: n for n in fabric.nodes.values()}
+    by_name = {present(n.description).split()[0]: n for n in fabric.nodes.values()}
     e = {int(ev.trap): ev for ev in events}
     assert e[129].node_guid == by_name["leaf03"].guid and e[129].port == 2
     assert e[130].node_guid == by_name["spine02"].guid and e[130].port == 4
     assert e[131].node_guid == by_name["leaf04"].guid and e[131].port == 5
     assert e[144].capability_mask is not None and e[144].capability_mask & CapabilityMask.IS_SM
-    assert fabric.port(by_name["host003"].guid, 1).info.has(CapabilityMask.IS_SM)  # type: ignore[union-attr]
+    assert present(fabric.port(by_name["host003"].guid, 1)).info.has(CapabilityMask.IS_SM)
     assert e[145].system_image_guid == 0x7CFE900300CD6200 == by_name["leaf01"].system_image_guid
     assert e[256].lid == by_name["host012"].ports[0].lid and e[256].key == 0
     assert (e[258].lid, e[258].lid2, e[258].key, e[258].qp1, e[258].qp2) == (7, 18, 0xB1C, 0x48, 0x52)
@@ -247,6 +257,6 @@ async def test_link_flaps_raises_what_its_comments_promise() -> None:
     got = await _run(provider, 95 * scale, until=37)
     counts = Counter(int(event.trap) for _, event, _ in got)
     assert counts == {128: 20, 129: 10, 130: 1, 257: 6}
-    names = {n.guid: n.description.split()[0] for n in provider.snapshot.nodes.values()}
+    names = {n.guid: present(n.description).split()[0] for n in provider.snapshot.nodes.values()}
     flaps = Counter(names[event.node_guid] for _, event, _ in got if int(event.trap) == 128)
     assert flaps == {"leaf03": 10, "spine02": 10}

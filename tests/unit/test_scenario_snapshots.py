@@ -4,10 +4,11 @@ both ends of a link change together, counters stay pure functions of time."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 import pytest
 
-from ibsnmp.events import IbaTrap
+from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric import build_fabric, counters, routing
 from ibsnmp.fabric.changes import (
     with_counters_cleared,
@@ -18,9 +19,17 @@ from ibsnmp.fabric.changes import (
 )
 from ibsnmp.fabric.iba import UNROUTED_PORT, CapabilityMask, LinkWidth, PortPhysState, PortState, VLCap
 from ibsnmp.fabric.model import Fabric, Link, Node, PortRef
-from ibsnmp.providers.scenario import apply_step, parse_scenario
+from ibsnmp.providers.scenario import Step, apply_step, parse_scenario
 
 SMALL = "fat-tree:spines=1,leaves=2,hosts=2,faults=0"
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 @pytest.fixture()
@@ -29,10 +38,10 @@ def small() -> Fabric:
 
 
 def _node(fabric: Fabric, name: str) -> Node:
-    return next(n for n in fabric.nodes.values() if n.description.split()[0] == name)
+    return next(n for n in fabric.nodes.values() if present(n.description).split()[0] == name)
 
 
-def _steps(fabric: Fabric, text: str):  # type: ignore[no-untyped-def]
+def _steps(fabric: Fabric, text: str) -> tuple[Step, ...]:
     return parse_scenario(text, "t.toml").schedule(fabric, seed=1)
 
 
@@ -52,11 +61,11 @@ def test_port_down_changes_both_ends_in_a_new_snapshot(small: Fabric) -> None:
     assert here.remote is None and there.remote is None
     assert here.info.operational_vls is VLCap.VL0 and here.info.link_width_active is LinkWidth.X4
     assert Link.between(ref, peer) not in new.links and len(new.links) == len(before_links) - 1
-    assert new.nodes[leaf.guid].switch.port_state_change  # type: ignore[union-attr]
+    assert present(new.nodes[leaf.guid].switch).port_state_change
     # The old snapshot is untouched: a reader holding it sees one state.
     assert small.links is before_links and Link.between(ref, peer) in small.links
     assert small.port_at(ref).info.port_state is PortState.ACTIVE and small.port_at(ref).remote == peer
-    assert small.nodes[leaf.guid] is old_leaf and not old_leaf.switch.port_state_change  # type: ignore[union-attr]
+    assert small.nodes[leaf.guid] is old_leaf and not present(old_leaf.switch).port_state_change
     # Untouched nodes are shared, not copied.
     other = _node(small, "leaf02")
     assert new.nodes[other.guid] is small.nodes[other.guid]
@@ -104,14 +113,14 @@ def test_traffic_freezes_while_down_and_counters_never_go_back(small: Fabric) ->
     ref = PortRef(_node(small, "leaf01").guid, 1)
     down, _ = with_port_state(small, ref, PortState.DOWN, at=10.0)
     up, _ = with_port_state(down, ref, PortState.ACTIVE, at=30.0)
-    frozen = counters.port_counters(small, small.port_at(ref), 10.0)
-    during = counters.port_counters(down, down.port_at(ref), 25.0)
+    frozen = present(counters.port_counters(small, small.port_at(ref), 10.0))
+    during = present(counters.port_counters(down, down.port_at(ref), 25.0))
     assert during.port_xmit_data == frozen.port_xmit_data and during.port_rcv_pkts == frozen.port_rcv_pkts
     assert during.link_downed_counter == frozen.link_downed_counter + 1
-    later = counters.port_counters(up, up.port_at(ref), 40.0)
+    later = present(counters.port_counters(up, up.port_at(ref), 40.0))
     assert later.port_xmit_data > frozen.port_xmit_data
     # ... by ten seconds' worth of traffic, not forty.
-    steady = counters.port_counters(small, small.port_at(ref), 40.0)
+    steady = present(counters.port_counters(small, small.port_at(ref), 40.0))
     assert later.port_xmit_data < steady.port_xmit_data
     previous = None
     for t in (0, 5, 10, 11, 20, 30, 31, 60, 3600):
@@ -127,18 +136,23 @@ def test_error_bursts_saturate_and_clears_count_from_zero(small: Fabric) -> None
     ref = PortRef(_node(small, "host001").guid, 1)
     burst = with_error_burst(small, ref, {"local_link_integrity": 24, "symbol": 100, "local_physical": 7}, at=5.0)
     port = burst.port_at(ref)
-    assert counters.port_counters(burst, port, 4.9).local_link_integrity_errors == 0
-    after = counters.port_counters(burst, port, 5.0)
+    assert present(counters.port_counters(burst, port, 4.9)).local_link_integrity_errors == 0
+    after = present(counters.port_counters(burst, port, 5.0))
     assert after.local_link_integrity_errors == 15  # 4 bits: saturated
     assert after.symbol_error_counter == 100
-    assert after.port_rcv_errors == 7 and counters.traffic_profile(burst, port).rcv_error_details_at(6) \
+    profile = counters.traffic_profile(burst, port)
+    assert isinstance(profile, counters.TrafficProfile)
+    assert after.port_rcv_errors == 7 and profile.rcv_error_details_at(6) \
         .port_local_physical_errors == 7
-    assert counters.port_counters(small, small.port_at(ref), 6.0).local_link_integrity_errors == 0
+    at_six = present(counters.port_counters(small, small.port_at(ref), 6.0))
+    assert at_six.local_link_integrity_errors == 0
     cleared = with_counters_cleared(burst, ref, ["local_link_integrity_errors"], at=6.0)
-    assert counters.port_counters(cleared, cleared.port_at(ref), 6.0).local_link_integrity_errors == 0
-    assert counters.port_counters(cleared, cleared.port_at(ref), 6.0).symbol_error_counter == 100
+    cleared_at_six = present(counters.port_counters(cleared, cleared.port_at(ref), 6.0))
+    assert cleared_at_six.local_link_integrity_errors == 0
+    assert cleared_at_six.symbol_error_counter == 100
     again = with_error_burst(cleared, ref, {"local_link_integrity": 3}, at=7.0)
-    assert counters.port_counters(again, again.port_at(ref), 8.0).local_link_integrity_errors == 3
+    again_at_eight = present(counters.port_counters(again, again.port_at(ref), 8.0))
+    assert again_at_eight.local_link_integrity_errors == 3
     with pytest.raises(ValueError, match="unknown error kind"):
         with_error_burst(small, ref, {"gremlins": 1}, at=1.0)
     with pytest.raises(ValueError, match="not a PortCounters field"):
@@ -159,7 +173,7 @@ def test_a_burst_keeps_the_derived_data_of_the_rest(small: Fabric) -> None:
 def test_port_info_and_node_info_changes(small: Fabric) -> None:
     host = _node(small, "host003")
     ref = PortRef(host.guid, 1)
-    mask = small.port_at(ref).info.capability_mask | CapabilityMask.IS_SM
+    mask = present(small.port_at(ref).info.capability_mask) | CapabilityMask.IS_SM
     new = with_port_info(small, ref, capability_mask=mask)
     assert new.port_at(ref).info.capability_mask == mask
     assert not small.port_at(ref).info.has(CapabilityMask.IS_SM)
@@ -197,7 +211,7 @@ action = "bad-m-key"
 node = "leaf01"
 """
     fabric = small
-    events = []
+    events: list[TrapEvent] = []
     for step in _steps(small, text):
         fabric, raised = apply_step(fabric, step, step.at)
         events.extend(raised)
@@ -205,16 +219,17 @@ node = "leaf01"
     # A CA port went down: the CA raises nothing, its peer switch raises 128.
     assert trap128.trap is IbaTrap.LINK_STATE_CHANGE and trap128.node_guid == leaf.guid
     assert trap128.lid == leaf.ports[0].lid and trap128.port is None
-    assert fabric.port(host.guid, 1).info.port_state is PortState.DOWN  # type: ignore[union-attr]
-    assert trap144.capability_mask == fabric.port(leaf.guid, 0).info.capability_mask  # type: ignore[union-attr]
-    assert trap144.capability_mask & CapabilityMask.IS_SM and trap144.lid == leaf.ports[0].lid
-    assert trap145.system_image_guid == host.system_image_guid + 1
-    assert fabric.nodes[host.guid].system_image_guid == host.system_image_guid + 1
+    assert present(fabric.port(host.guid, 1)).info.port_state is PortState.DOWN
+    assert trap144.capability_mask == present(fabric.port(leaf.guid, 0)).info.capability_mask
+    assert present(trap144.capability_mask) & CapabilityMask.IS_SM
+    assert trap144.lid == leaf.ports[0].lid
+    assert trap145.system_image_guid == present(host.system_image_guid) + 1
+    assert fabric.nodes[host.guid].system_image_guid == present(host.system_image_guid) + 1
     # The violation counters of the ports that saw the bad keys grew.
-    assert fabric.port(host.guid, 1).info.p_key_violations == \
-        small.port(host.guid, 1).info.p_key_violations + 1  # type: ignore[union-attr]
-    assert fabric.port(leaf.guid, 0).info.m_key_violations == 1  # type: ignore[union-attr]
-    assert trap256.node_guid == leaf.guid and trap256.lid == small.port(host.guid, 1).lid  # type: ignore[union-attr]
+    assert present(fabric.port(host.guid, 1)).info.p_key_violations == \
+        present(present(small.port(host.guid, 1)).info.p_key_violations) + 1
+    assert present(fabric.port(leaf.guid, 0)).info.m_key_violations == 1
+    assert trap256.node_guid == leaf.guid and trap256.lid == present(small.port(host.guid, 1)).lid
     assert trap257.node_guid == host.guid
 
 

@@ -63,6 +63,7 @@ def test_community_from_a_file_without_its_trailing_newline(tmp_path: Path) -> N
 def test_windows_line_ending_is_not_part_of_the_secret(tmp_path: Path) -> None:
     path = secret_file(tmp_path, SECRET + "\r\n")
     loaded = load_config(config(tmp_path, f'[[community]]\nname_file = "{path}"\n'))
+    assert loaded.communities is not None
     assert loaded.communities[0].name == SECRET
 
 
@@ -243,6 +244,7 @@ def test_view_of_communities_and_users(tmp_path: Path) -> None:
                                           '[[user]]\nname = "w"\nauth = "SHA256"\n'
                                           'auth_key = "12345678"\naccess = "write"\n'
                                           'view = "no-keys"\n'))
+    assert loaded.communities is not None
     assert loaded.communities[0].view == "with-keys"
     assert loaded.users[0].view == "no-keys"
     message = load_error(config(tmp_path, f'[[community]]\nname = "{SECRET}"\nview = "all"\n'))

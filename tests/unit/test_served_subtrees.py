@@ -68,7 +68,8 @@ def allow_all(view_type: str, varbind: Any, **context: Any) -> bool:
 
 
 def walk(view: ContextView, start: Oid) -> list[Oid]:
-    out, oid = [], start
+    out: list[Oid] = []
+    oid = start
     while True:
         ((name, value),) = view.read_next_variables((oid, None), acFun=allow_all)
         if isinstance(value, rfc1905.EndOfMibView):
@@ -81,7 +82,7 @@ def walk(view: ContextView, start: Oid) -> list[Oid]:
 def test_a_walk_crosses_every_subtree_in_order(view: ContextView) -> None:
     oids = walk(view, (1, 3, 6, 1))
     assert oids == sorted(oids)
-    order = []
+    order: list[str] = []
     for oid in oids:
         for label, root in (("system", SYSTEM), ("interfaces", IF_MIB_INTERFACES),
                             ("snmp", SNMP_GROUP), ("ifMIB", IF_MIB_IFMIB),
@@ -137,7 +138,7 @@ class CountingBase:
 
 def test_a_walk_inside_a_subtree_asks_pysnmp_nothing(view: ContextView) -> None:
     counting = CountingBase(view._base)
-    inside = ContextView(counting, view._mib, view._target)  # type: ignore[arg-type]
+    inside = ContextView(counting, view._mib, view._target)
     ((name, _),) = inside.read_next_variables((IF_MIB_IFMIB, None), acFun=allow_all)
     ((name, _),) = inside.read_next_variables((tuple(name), None), acFun=allow_all)
     assert tuple(name) == IF_NAME + (2,) and counting.nexts == 0

@@ -5,18 +5,28 @@ arbitration, every RFC 3416 error, all or nothing."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 from pysnmp.proto import rfc1902
 from tests.support.set_support import Agent, i, instance, s
 
 from ibsnmp.fabric.iba import SmState
-from ibsnmp.mib.api import SetError
+from ibsnmp.fabric.model import Port
+from ibsnmp.mib.api import Oid, SetError
 from ibsnmp.sa import query
 
 SPEC = "fat-tree:spines=2,leaves=3,hosts=2,faults=0"
 LMC_SPEC = "fat-tree:spines=2,leaves=2,hosts=2,faults=0,lmc=1"
 CREATE_AND_GO, CREATE_AND_WAIT, ACTIVE, NOT_IN_SERVICE, DESTROY = 4, 5, 1, 2, 6
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 @pytest.fixture
@@ -24,23 +34,23 @@ def agent(tmp_path: Path) -> Agent:
     return Agent(SPEC, seed=4, path=tmp_path / "state.json")
 
 
-def hosts(agent: Agent):  # type: ignore[no-untyped-def]
+def hosts(agent: Agent) -> list[Port]:
     return [p for n in agent.fabric.nodes.values() if n.is_ca for p in n.ports if p.lid]
 
 
-def path_req(agent: Agent, column: str, session: int):  # type: ignore[no-untyped-def]
+def path_req(agent: Agent, column: str, session: int) -> Oid:
     return instance(f"ibSmPathReq{column}", agent.prefix, session)
 
 
-def refused(agent: Agent, *varbinds, context: bytes = b"") -> tuple[str, int]:  # type: ignore[no-untyped-def]
+def refused(agent: Agent, *varbinds: tuple[Oid, Any], context: bytes = b"") -> tuple[str, int]:
     with pytest.raises(SetError) as caught:
         agent.set(*varbinds, context=context)
     return caught.value.status, caught.value.index
 
 
-def results(agent: Agent, table: str, session: int) -> list[dict[str, object]]:
+def results(agent: Agent, table: str, session: int) -> list[dict[str, Any]]:
     """Result rows of one session: {short column: value} in index order."""
-    rows: dict[int, dict[str, object]] = {}
+    rows: dict[int, dict[str, Any]] = {}
     for column in ("DstLID", "SrcLID", "MTU", "Rate", "PKey", "NumbPath", "Preference", "SL",
                    "PktLifeTime") if table != "Trace" else (
                    "NodeType", "NodeID", "EntryPort", "ExitPort", "EntryPortID"):
@@ -161,7 +171,7 @@ def test_multipath_between_gid_blocks(tmp_path: Path) -> None:
     agent = Agent(LMC_SPEC, seed=2, path=tmp_path / "s.json")
     src, dst = hosts(agent)[0], hosts(agent)[-1]
 
-    def mp(column: str):  # type: ignore[no-untyped-def]
+    def mp(column: str) -> Oid:
         return instance(f"ibSmMultiPathReq{column}", agent.prefix, 5)
 
     block = src.gid().to_bytes(16, "big") + dst.gid().to_bytes(16, "big")
@@ -190,7 +200,7 @@ def test_trace_follows_the_path_request_of_its_session(agent: Agent) -> None:
     hops = results(agent, "Trace", 3)
     (record,) = query.path_records(agent.fabric, query.PathQuery(slid=src.lid, dlid=dst.lid))
     assert [int.from_bytes(h["NodeID"], "big") for h in hops] == [
-        h.node_guid for h in record.route.hops]
+        h.node_guid for h in present(record.route).hops]
     assert hops[0]["NodeType"] == 1 and hops[1]["NodeType"] == 2
     assert agent.get(instance("ibSmTraceReqSessionId", agent.prefix, 3)) == 3
     # The trace mask filters records: only switches.
@@ -258,7 +268,7 @@ def test_a_set_is_all_or_nothing(agent: Agent) -> None:
 
 def test_config_table_and_admin_status(agent: Agent) -> None:
     prefix = agent.prefix
-    master = agent.fabric.master_sm
+    master = present(agent.fabric.master_sm)
     standby = [sm for sm in agent.fabric.sms if sm is not master]
     agent.set((instance("ibSmConfigPriority", prefix), i(9)),
               (instance("ibSmConfigSMKey", prefix), s(b"\x00\x00\x00\x00\xca\xfe\xba\xbe")),
@@ -266,7 +276,7 @@ def test_config_table_and_admin_status(agent: Agent) -> None:
               (instance("ibSmConfigMKeyLeasePeriod", prefix), i(61)))
     assert agent.get(instance("ibSmConfigPriority", prefix)) == 9
     assert agent.get(instance("ibSmConfigDefaultLMC", prefix)) == 2
-    assert agent.fabric.sm_config.m_key_lease_period_s == 61
+    assert present(agent.fabric.sm_config).m_key_lease_period_s == 61
     sm_info = {int.from_bytes(k[8:], "big"): v for k, v in
                agent.column("ibSmSMInfoPriority").items()}
     assert sm_info[master.guid] == 9
@@ -279,7 +289,7 @@ def test_config_table_and_admin_status(agent: Agent) -> None:
     assert agent.get(instance("ibSmConfigAdminStatus", prefix)) == 2
     assert agent.get(instance("ibSmConfigOperStatus", prefix)) == SmState.NOT_ACTIVE
     if standby:
-        assert agent.fabric.master_sm.guid != master.guid
+        assert present(agent.fabric.master_sm).guid != master.guid
     agent.set((instance("ibSmConfigAdminStatus", prefix), i(1)))
     assert agent.get(instance("ibSmConfigOperStatus", prefix)) == SmState.MASTER
 
@@ -301,7 +311,7 @@ def test_partition_actions(agent: Agent) -> None:
     prefix = agent.prefix
     host = hosts(agent)[0]
 
-    def scalar(name: str):  # type: ignore[no-untyped-def]
+    def scalar(name: str) -> Oid:
         return instance(f"ibSmPartitionConfig{name}", )
 
     action = scalar("Action")
@@ -424,7 +434,7 @@ def test_a_failed_save_is_commit_failed_and_changes_nothing(agent: Agent,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import ibsnmp.state.store as store
 
-    def broken(path, state):  # type: ignore[no-untyped-def]
+    def broken(path: Path, state: object) -> NoReturn:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(store, "save_state_file", broken)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.set_support import Agent, i, instance
@@ -15,6 +16,7 @@ from tests.unit.test_set_mib import ACTIVE, CREATE_AND_GO, CREATE_AND_WAIT, DEST
 from tests.unit.test_set_mib import hosts, path_req, refused, results
 
 from ibsnmp.fabric import routing
+from ibsnmp.fabric.model import Port
 from ibsnmp.mib.sm_sa_live import SaRequestRunner, attach_provider_sa
 from ibsnmp.sa import query
 from ibsnmp.sa.backend import SaUnavailable
@@ -51,7 +53,7 @@ def agent(tmp_path: Path) -> Agent:
     return Agent(SPEC, seed=4, path=tmp_path / "state.json")
 
 
-def ask_path(agent: Agent, session: int):  # type: ignore[no-untyped-def]
+def ask_path(agent: Agent, session: int) -> tuple[Port, Port]:
     """createAndGo of a path request between the first and the last host."""
     src, dst = hosts(agent)[0], hosts(agent)[-1]
     agent.set((path_req(agent, "RowStatus", session), i(CREATE_AND_GO)),
@@ -62,7 +64,7 @@ def ask_path(agent: Agent, session: int):  # type: ignore[no-untyped-def]
 
 def live(agent: Agent) -> tuple[GatedSa, SaRequestRunner]:
     sa = GatedSa(agent)
-    runner = SaRequestRunner(agent.state, sa)  # type: ignore[arg-type]
+    runner = SaRequestRunner(agent.state, sa)  # type: ignore[arg-type]  # a partial SA
     runner.attach()
     return sa, runner
 
@@ -133,8 +135,9 @@ def test_an_answer_for_a_row_destroyed_meanwhile_is_dropped() -> None:
 
 def test_the_sms_configuration_is_not_writable_with_a_live_sm(tmp_path: Path) -> None:
     agent = Agent(SPEC, seed=4, path=tmp_path / "state.json")
-    assert agent.set((instance("ibSmConfigPriority", agent.prefix), i(9))) is None
-    SaRequestRunner(agent.state, GatedSa(agent)).attach()  # type: ignore[arg-type]
+    priority = (instance("ibSmConfigPriority", agent.prefix), i(9))
+    assert agent.set(priority) is None  # type: ignore[func-returns-value]  # checks it is None
+    SaRequestRunner(agent.state, GatedSa(agent)).attach()  # type: ignore[arg-type]  # a partial SA
     assert refused(agent, (instance("ibSmConfigPriority", agent.prefix), i(8))) == (
         "notWritable", 0)
     host = hosts(agent)[0]
@@ -146,7 +149,7 @@ def test_the_sms_configuration_is_not_writable_with_a_live_sm(tmp_path: Path) ->
     assert agent.get(path_req(agent, "RowStatus", 1)) == NOT_IN_SERVICE
 
 
-def with_agent(scenario) -> None:  # type: ignore[no-untyped-def]
+def with_agent(scenario: Callable[[Agent], Coroutine[Any, Any, None]]) -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as directory:
@@ -160,7 +163,7 @@ def test_a_provider_with_an_sa_backend_gets_its_request_rows_answered(tmp_path: 
     assert agent.state.sa_runner is None and agent.state.sm_config_writable
 
     class LiveProvider:
-        sa_backend = GatedSa(agent)
+        sa_backend: object = GatedSa(agent)  # a partial SaBackend
 
     runner = attach_provider_sa(LiveProvider(), agent.state)
     assert runner is not None and runner.backend is LiveProvider.sa_backend

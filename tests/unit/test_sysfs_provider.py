@@ -83,9 +83,12 @@ def test_two_hcas(tmp_path: Path) -> None:
     assert list(fabric.nodes) == [first.node_guid, second.node_guid]
     assert fabric.local_node_guid == first.node_guid  # mlx5_0, the first by name
     contexts = FabricContexts(p)
-    assert contexts(b"").node.guid == first.node_guid
-    assert contexts(f"{second.node_guid:016x}".encode()).node.guid == second.node_guid
-    assert contexts(b"").serves_sm is False  # a host knows no SM: no IB-SM-MIB
+    local = contexts(b"")
+    assert local is not None and local.node.guid == first.node_guid
+    other = contexts(f"{second.node_guid:016x}".encode())
+    assert other is not None and other.node.guid == second.node_guid
+    local = contexts(b"")
+    assert local is not None and local.serves_sm is False  # a host knows no SM: no IB-SM-MIB
     assert fabric.nodes[second.node_guid].system_image_guid == trees.MLX_NODE_GUID
     assert fabric.nodes[second.node_guid].ports[0].info.link_speed_ext_active is LinkSpeedExt.FDR
 
@@ -148,7 +151,8 @@ def test_extended_counters_are_the_interface_counters(tmp_path: Path) -> None:
         c["port_rcv_data"] * 4, c["port_xmit_data"] * 4, c["unicast_rcv_packets"], c["unicast_xmit_packets"],
         c["multicast_rcv_packets"], c["multicast_xmit_packets"])
     # PMA-MIB's view of the same port saturates the 32-bit field.
-    assert port_counters(fabric, port, 0.0).port_xmit_data == (1 << 32) - 1  # type: ignore[union-attr]
+    read = port_counters(fabric, port, 0.0)
+    assert read is not None and read.port_xmit_data == (1 << 32) - 1
 
 
 def test_without_the_extended_set_no_interface_counters(tmp_path: Path) -> None:
@@ -159,7 +163,8 @@ def test_without_the_extended_set_no_interface_counters(tmp_path: Path) -> None:
     one, two = fabric.local_node.ports
     assert one.counter_layout is not None and one.counter_layout.wide == frozenset()
     assert interface_counters(fabric, one, 0.0) is None  # 32-bit PortCounters may have saturated
-    assert port_counters(fabric, one, 0.0).port_rcv_data == trees.ACTIVE_COUNTERS["port_rcv_data"]  # type: ignore[union-attr]
+    read = port_counters(fabric, one, 0.0)
+    assert read is not None and read.port_rcv_data == trees.ACTIVE_COUNTERS["port_rcv_data"]
     assert interface_counters(fabric, two, 0.0) is not None  # port 2 keeps its files
 
 
@@ -228,7 +233,8 @@ def test_unchanged_files_keep_the_snapshot(tmp_path: Path) -> None:
     trees.set_file(tmp_path, "mlx5_0/ports/1/counters/port_rcv_data", "1234567999")
     assert p.poll() == () and p.snapshot is not before
     port = p.snapshot.local_node.ports[0]
-    assert port_counters(p.snapshot, port, 0).port_rcv_data == 1_234_567_999  # type: ignore[union-attr]
+    read = port_counters(p.snapshot, port, 0)
+    assert read is not None and read.port_rcv_data == 1_234_567_999
     assert events == []
 
 
@@ -268,7 +274,8 @@ def test_capability_mask_change_raises_144(tmp_path: Path) -> None:
     assert event == TrapEvent(IbaTrap.CAPABILITY_MASK_CHANGED, trees.MLX_NODE_GUID, 0x5B,
                               capability_mask=0x2651E84A)
     assert events == [event]
-    assert p.snapshot.local_node.port(2).info.capability_mask == 0x2651E84A  # type: ignore[union-attr]
+    second = p.snapshot.local_node.port(2)
+    assert second is not None and second.info.capability_mask == 0x2651E84A
 
 
 def test_system_image_guid_change_raises_145(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support import sysfs_trees as trees
@@ -101,7 +102,7 @@ def test_no_pma_einval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     real_open, real_read = os.open, os.read
     counter_fds: set[int] = set()
 
-    def fake_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def fake_open(path: str | os.PathLike[str], flags: int, *args: Any, **kwargs: Any) -> int:
         fd = real_open(path, flags, *args, **kwargs)
         if "/ports/2/counters/" in str(path):
             counter_fds.add(fd)
@@ -114,8 +115,8 @@ def test_no_pma_einval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
         return real_read(fd, size)
 
-    monkeypatch.setattr(sysfs_read.os, "open", fake_open)
-    monkeypatch.setattr(sysfs_read.os, "read", fake_read)
+    monkeypatch.setattr("ibsnmp.providers.sysfs_read.os.open", fake_open)
+    monkeypatch.setattr("ibsnmp.providers.sysfs_read.os.read", fake_read)
     reader = SysfsReader(tmp_path)
     with caplog.at_level(logging.INFO, "ibsnmp.providers.sysfs"):
         for _ in range(2):
@@ -235,11 +236,12 @@ def test_table_refreshes_are_spread_over_the_polls(tmp_path: Path, monkeypatch: 
     opened: list[str] = []
     real_open = os.open
 
-    def recording_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def recording_open(path: str | os.PathLike[str], flags: int, *args: Any,
+                       **kwargs: Any) -> int:
         opened.append(str(path))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(sysfs_read.os, "open", recording_open)
+    monkeypatch.setattr("ibsnmp.providers.sysfs_read.os.open", recording_open)
     refreshed = []
     for _ in range(12):  # 5 s polls for one period
         clock.now += 5

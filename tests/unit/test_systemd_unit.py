@@ -22,7 +22,7 @@ needs_systemd_analyze = pytest.mark.skipif(shutil.which("systemd-analyze") is No
 
 def _service_section() -> configparser.SectionProxy:
     parser = configparser.ConfigParser(strict=False, interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     parser.read_string(UNIT.read_text())
     return parser["Service"]
 

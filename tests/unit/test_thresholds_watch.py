@@ -30,7 +30,9 @@ def _leaf_port(fabric: Fabric, num: int = 1) -> PortRef:
 
 
 def _lli(fabric: Fabric, ref: PortRef, t: float) -> int:
-    return counters.port_counters(fabric, fabric.port_at(ref), t).local_link_integrity_errors
+    now = counters.port_counters(fabric, fabric.port_at(ref), t)
+    assert now is not None
+    return now.local_link_integrity_errors
 
 
 def _polls(fabric: Fabric, ref: PortRef, bursts: list[dict[str, int]], watcher: ThresholdWatcher | None = None,
@@ -155,7 +157,9 @@ def test_the_watch_set_covers_every_port_that_can_count() -> None:
     watched = set(counters.threshold_watch_ports(fabric))
     for node in fabric.nodes.values():
         for port in node.ports:
-            rates = counters.traffic_profile(fabric, port).errors
+            profile = counters.traffic_profile(fabric, port)
+            assert isinstance(profile, counters.TrafficProfile)
+            rates = profile.errors
             if rates.local_link_integrity or rates.excessive_buffer_overrun:
                 assert port.ref in watched
     touched = with_error_burst(fabric, PortRef(next(iter(fabric.nodes)), 1), {"symbol": 1}, at=1.0)
@@ -182,6 +186,7 @@ def test_a_poll_that_read_what_the_last_read_judges_alike() -> None:
     assert not fabric.port_history
     ref = sorted(counters.threshold_watch_ports(fabric))[0]
     threshold = fabric.port_at(ref).info.local_phy_errors_threshold
+    assert threshold is not None
     watcher = ThresholdWatcher()
     assert watcher.poll(fabric, 0.0, {ref: (0, 0)}) == []
     below = {ref: (threshold - 1, 0)}

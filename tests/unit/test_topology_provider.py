@@ -13,7 +13,9 @@ from tests.support.mib_walk import walk
 from ibsnmp.cli import main
 from ibsnmp.mib.targets import FabricContexts, context_name, sm_node_guids
 from ibsnmp.fabric import export_ibnetdiscover
+from ibsnmp.fabric.iba import NodeType
 from ibsnmp.fabric.ibnetdiscover_read import TopologyError, load_topology, read_topology
+from ibsnmp.fabric.model import Node
 from ibsnmp.mib.api import INFINIBAND_MIB, ContextTarget
 from ibsnmp.mib.registry import build_mib
 from ibsnmp.providers.base import Provider
@@ -86,7 +88,7 @@ def test_every_mib_walks_every_kind_of_node(sm_guid: int | None) -> None:
     fabric = load_topology(EDR, sm_guid=sm_guid)
     mib = build_mib()
     sms = sm_node_guids(fabric)
-    kinds = {}
+    kinds: dict[NodeType, Node] = {}
     for node in fabric.nodes.values():
         kinds.setdefault(node.node_type, node)
     for node in (*kinds.values(), fabric.local_node):

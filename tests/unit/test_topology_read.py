@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -43,6 +43,14 @@ TRIMMED = DATA / "hand_trimmed.topo"
 S1, S2 = 0x7CFE900300A1B2C0, 0xB8599F0300C0FFE0
 HOST1, HOST2, HOST3 = 0x248A070300A0B100, 0x0C42A10300D0E010, 0x98039B0300F1A2C4
 STORAGE, ROUTER = 0x248A070300A0C200, 0x7CFE900300A1B300
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there."""
+    assert value is not None
+    return value
 
 
 def signature(fabric: Fabric) -> dict[str, Any]:
@@ -99,17 +107,21 @@ def test_links_both_ends_and_port_guids(edr: Fabric) -> None:
     assert edr.peer(S1, 33) == PortRef(S2, 37)
     assert edr.peer(HOST1, 2) == PortRef(S2, 1)
     assert edr.peer(ROUTER, 1) == PortRef(S1, 5)
-    assert edr.port(HOST1, 2).guid == 0x248A070300A0B101
-    assert edr.port(HOST2, 1).guid == 0x0C42A10300D0E010  # written without its leading zero
-    assert edr.port(ROUTER, 1).guid == 0x7CFE900300A1B301
-    assert edr.port(S1, 0).guid == edr.port(S1, 12).guid == S1  # switch ports share port 0's GUID
+    assert present(edr.port(HOST1, 2)).guid == 0x248A070300A0B101
+    # written without its leading zero
+    assert present(edr.port(HOST2, 1)).guid == 0x0C42A10300D0E010
+    assert present(edr.port(ROUTER, 1)).guid == 0x7CFE900300A1B301
+    # switch ports share port 0's GUID
+    assert present(edr.port(S1, 0)).guid == present(edr.port(S1, 12)).guid == S1
     # Ports the file does not list have no link.
     for num in (6, 32):
         port = edr.port(S1, num)
+        assert port is not None
         assert port.remote is None
         # Down; which physical state a port without a link is in, the file does not say.
         assert (port.info.port_state, port.info.phys_state) == (PortState.DOWN, None)
-    assert edr.port(ROUTER, 2).remote is None and edr.port(ROUTER, 2).guid == 0  # not in the file
+    router2 = present(edr.port(ROUTER, 2))
+    assert router2.remote is None and router2.guid == 0  # not in the file
 
 
 def test_lids_and_lmc(edr: Fabric) -> None:
@@ -117,27 +129,28 @@ def test_lids_and_lmc(edr: Fabric) -> None:
         1: (S1, 0), 2: (S2, 0), 3: (HOST1, 1), 4: (HOST1, 2), 5: (HOST2, 1), 6: (HOST2, 2),
         8: (HOST3, 1), 10: (STORAGE, 1), 11: (STORAGE, 2), 12: (ROUTER, 1),
     }
-    assert edr.port(HOST3, 1).lmc == 1
+    assert present(edr.port(HOST3, 1)).lmc == 1
     assert edr.resolve_lid(9) == PortRef(HOST3, 1)  # inside the LMC block
     assert edr.max_lid == 12
-    assert edr.port(S2, 38).lid == 0  # only port 0 of a switch holds its LID
-    assert edr.nodes[S1].switch.linear_fdb_top is None  # SwitchInfo is not in the file
+    assert present(edr.port(S2, 38)).lid == 0  # only port 0 of a switch holds its LID
+    assert present(edr.nodes[S1].switch).linear_fdb_top is None  # SwitchInfo is not in the file
 
 
 def test_width_speed_and_extended_speed_capability(edr: Fabric) -> None:
-    info = edr.port(STORAGE, 1).info
+    info = present(edr.port(STORAGE, 1)).info
     assert (info.link_width_active, info.link_speed_ext_active) == (LinkWidth.X1, LinkSpeedExt.EDR)
     assert info.link_width_supported is None and info.link_speed_supported is None
-    hdr = edr.port(HOST2, 2).info
+    hdr = present(edr.port(HOST2, 2)).info
     assert (hdr.link_width_active, hdr.link_speed_active, hdr.link_speed_ext_active) == (
         LinkWidth.X4, LinkSpeed.QDR, LinkSpeedExt.HDR)
     assert hdr.rate_gbps == 200.0 and hdr.speed_name == "HDR"
-    assert edr.port(S2, 2).info.link_speed_ext_active == LinkSpeedExt.HDR
-    assert edr.port(S1, 33).info.link_speed_ext_active == LinkSpeedExt.EDR
+    assert present(edr.port(S2, 2)).info.link_speed_ext_active == LinkSpeedExt.HDR
+    assert present(edr.port(S1, 33)).info.link_speed_ext_active == LinkSpeedExt.EDR
     for ref in (PortRef(S1, 0), PortRef(HOST1, 1), PortRef(ROUTER, 1)):
         assert edr.port_at(ref).info.capability_mask is None  # not in the file
     # Switch port 0 has no link: no rate.
-    assert edr.port(S1, 0).info.link_width_active is None and edr.port(S1, 0).info.link_speed_active is None
+    port0 = present(edr.port(S1, 0)).info
+    assert port0.link_width_active is None and port0.link_speed_active is None
 
 
 def test_local_node_is_where_discovery_started(edr: Fabric) -> None:
@@ -165,6 +178,7 @@ def test_what_the_file_does_not_say_is_absent(edr: Fabric) -> None:
     assert dict(edr.connections) == {} and edr.seed is None
     assert edr.partitions == () and edr.sm_config is None
     port = edr.port(HOST1, 1)
+    assert port is not None
     assert port.pkeys == () and port.sl2vl == () and port.vl_arb_low == () and port.vl_arb_high == ()
     read = {"lid", "lmc", "local_port_num", "port_state", "phys_state", "link_width_active",
             "link_speed_active", "link_speed_ext_active", "gid_prefix"}
@@ -173,6 +187,7 @@ def test_what_the_file_does_not_say_is_absent(edr: Fabric) -> None:
     node = edr.nodes[S1]
     assert node.revision is None and node.partition_cap is None
     switch = node.switch
+    assert switch is not None
     assert {name for name in type(switch).__slots__ if getattr(switch, name) is not None} == {"enhanced_port0"}
 
 
@@ -185,7 +200,7 @@ def test_an_sm_named_by_port_or_node_guid() -> None:
     assert {p.info.master_sm_lid for n in by_port.nodes.values() for p in n.ports if p.lid} == {4}
     by_switch = load_topology(EDR, sm_guid=S2)
     assert (by_switch.sms[0].node_guid, by_switch.sms[0].port_num) == (S2, 0)
-    assert by_switch.port(HOST3, 1).info.master_sm_lid == 2
+    assert present(by_switch.port(HOST3, 1)).info.master_sm_lid == 2
     with pytest.raises(TopologyError, match="neither a node GUID nor a port GUID"):
         load_topology(EDR, sm_guid=0x1234)
 
@@ -197,14 +212,15 @@ def test_fdr10_qdr_and_full_info() -> None:
     fabric = load_topology(FDR)
     sx, is4 = fabric.nodes[0x0002C90300A1B2C3], fabric.nodes[0x0002C903004E7F60]
     assert len(fabric.nodes) == 22 and len(fabric.links) == 20 + 4 + 4
-    assert (sx.switch.enhanced_port0, is4.switch.enhanced_port0) == (True, False)
+    assert (present(sx.switch).enhanced_port0, present(is4.switch).enhanced_port0) == (True, False)
     node002 = 0x0002C9030012AB74
     fdr10 = fabric.fdr10_ports
     assert PortRef(node002, 1) in fdr10 and PortRef(sx.guid, 2) in fdr10
-    info = fabric.port(node002, 1).info
+    info = present(fabric.port(node002, 1)).info
     assert (info.link_speed_active, info.link_speed_ext_active) == (LinkSpeed.QDR, 0)  # FDR10 reads QDR
-    assert fabric.port(0x0002C9030012AB34, 1).info.link_speed_ext_active == LinkSpeedExt.FDR
-    assert fabric.port(0x0002C9030012AB34, 1).info.vl_cap == VLCap.VL0_7  # v=4
+    assert (present(fabric.port(0x0002C9030012AB34, 1)).info.link_speed_ext_active
+            == LinkSpeedExt.FDR)
+    assert present(fabric.port(0x0002C9030012AB34, 1)).info.vl_cap == VLCap.VL0_7  # v=4
     # ConnectX-3: ports are node GUID + 1 and + 2, the system image GUID + 3.
     host = fabric.nodes[0x0002C9030012AB34]
     assert [p.guid for p in host.ports] == [host.guid + 1, host.guid + 2]
@@ -219,10 +235,11 @@ def test_back_to_back_ndr_without_switches() -> None:
     fabric = load_topology(B2B)
     a, b = 0xA088C20300112230, 0x946DAE0300445560
     assert list(fabric.nodes) == [a, b] and fabric.links == (fabric.links[0],)
-    info = fabric.port(a, 1).info
+    info = present(fabric.port(a, 1)).info
     assert (info.link_width_active, info.link_speed_ext_active) == (LinkWidth.X2, LinkSpeedExt.NDR)
     assert info.rate_gbps == 200.0
-    assert fabric.port(b, 1).remote == PortRef(a, 1) and fabric.port(b, 1).lid == 2
+    b1 = present(fabric.port(b, 1))
+    assert b1.remote == PortRef(a, 1) and b1.lid == 2
     assert routing.trace(fabric, 1, 2).hop_count == 1
 
 
@@ -230,11 +247,13 @@ def test_what_one_end_omits_the_other_says() -> None:
     fabric = load_topology(TRIMMED)
     switch, lab1, lab3 = 0x248A0703006A5E10, 0xB8599F0300AA0010, 0xB8599F0300AA0030
     assert fabric.local_node_guid == switch  # no header: the first node
-    assert fabric.port(lab1, 1).lid == 2 and fabric.port(lab1, 1).guid == lab1  # both from the switch's line
-    assert fabric.port(lab1, 1).info.link_speed_ext_active == LinkSpeedExt.EDR
-    assert fabric.port(switch, 2).info.link_speed_ext_active == LinkSpeedExt.HDR  # from lab02's line
-    assert fabric.port(lab3, 1).lid == 0  # said nowhere: not assigned
-    assert fabric.port(lab3, 1).remote == PortRef(switch, 3)
+    lab1_1 = present(fabric.port(lab1, 1))
+    assert lab1_1.lid == 2 and lab1_1.guid == lab1  # both from the switch's line
+    assert present(fabric.port(lab1, 1)).info.link_speed_ext_active == LinkSpeedExt.EDR
+    # from lab02's line
+    assert present(fabric.port(switch, 2)).info.link_speed_ext_active == LinkSpeedExt.HDR
+    assert present(fabric.port(lab3, 1)).lid == 0  # said nowhere: not assigned
+    assert present(fabric.port(lab3, 1)).remote == PortRef(switch, 3)
     assert fabric.nodes[lab1].vendor_id == 0  # no vendid= line
     assert len(fabric.lid_map) == 3
 
@@ -260,8 +279,8 @@ def test_unknown_rates_are_not_errors() -> None:
     text = EDR.read_text().replace("lid 10 1xEDR", "lid 10 ??EDR").replace("lid 11 4xEDR", "lid 11 4x???")
     fabric = read_topology(text)
     # Each end of the storage links still names the rate from its own line.
-    assert fabric.port(S1, 3).info.link_width_active == LinkWidth.X1
-    assert fabric.port(STORAGE, 1).info.link_width_active == LinkWidth.X1
+    assert present(fabric.port(S1, 3)).info.link_width_active == LinkWidth.X1
+    assert present(fabric.port(STORAGE, 1)).info.link_width_active == LinkWidth.X1
 
 
 # -- round trips -------------------------------------------------------------------------------

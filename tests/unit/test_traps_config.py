@@ -8,6 +8,7 @@ import pytest
 
 from ibsnmp.agent.config import (
     ConfigError,
+    FileConfig,
     TrapTarget,
     merge_settings,
     parse_config,
@@ -30,7 +31,7 @@ auth_key = "reader-auth-key"
 """
 
 
-def parse(text: str):  # type: ignore[no-untyped-def]
+def parse(text: str) -> FileConfig:
     return parse_config(tomllib.loads(text + "\n" + USERS), source="t.toml")
 
 

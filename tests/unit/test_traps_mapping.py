@@ -48,7 +48,7 @@ def full_event(trap: IbaTrap, **fields: int) -> TrapEvent:
                   gid1=0xFE80 << 112 | 1, gid2=0xFE80 << 112 | 2, qp1=1, qp2=0x48, sl=0,
                   switch_lid=4, data_valid=0xFF)
     values.update(fields)
-    return TrapEvent(trap, 0x0002C90300A1B2C3, **values)  # type: ignore[arg-type]
+    return TrapEvent(trap, 0x0002C90300A1B2C3, **values)
 
 
 def test_the_ten_notifications_are_the_mibs() -> None:
@@ -111,7 +111,7 @@ def test_only_the_listed_objects() -> None:
     (IbaTrap.BAD_P_KEY_AT_SWITCH_PORT, "data_valid", "ibSmaNodeDataValid"),
 ])
 def test_a_missing_field_is_an_error(trap: IbaTrap, field: str, obj: str) -> None:
-    event = full_event(trap, **{field: None})  # type: ignore[arg-type]
+    event = full_event(trap, **{field: None})  # type: ignore[arg-type]  # None on purpose
     with pytest.raises(MappingError) as info:
         map_event(event)
     assert str(info.value) == (f"{NOTIFICATION_OF[trap]} needs TrapEvent.{field} ({obj}); "
@@ -187,7 +187,9 @@ def test_default_events_from_a_simulated_node_map_cleanly() -> None:
             assert node is local
     bad_p_key = default_event(fabric, IbaTrap.BAD_P_KEY)
     assert bad_p_key.key is not None
-    held = {p & 0x7FFF for p in local.port(local.local_port_num).pkeys}  # type: ignore[union-attr]
+    local_port = local.port(local.local_port_num)
+    assert local_port is not None
+    held = {p & 0x7FFF for p in local_port.pkeys}
     assert bad_p_key.key & 0x7FFF not in held
     override = default_event(fabric, IbaTrap.BAD_P_KEY, overrides={"lid": 99, "sl": 4})
     assert (override.lid, override.sl) == (99, 4)
@@ -199,6 +201,8 @@ def test_the_default_bad_m_key_tells_nothing_of_the_port_s_key() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=2,hosts=2", seed=3)
     local = fabric.local_node
     event = default_event(fabric, IbaTrap.BAD_M_KEY)
-    m_key = local.port(local.local_port_num).info.m_key  # type: ignore[union-attr]
+    local_port = local.port(local.local_port_num)
+    assert local_port is not None
+    m_key = local_port.info.m_key
     assert m_key not in (0, 1)  # the simulated fabric protects its ports
     assert event.key == 0  # an SMP without a key, not a near miss of the real one

@@ -75,7 +75,7 @@ def udp_sink() -> socket.socket:
 
 
 def drain(sock: socket.socket) -> list[float]:
-    stamps = []
+    stamps: list[float] = []
     while True:
         try:
             sock.recv(65535)

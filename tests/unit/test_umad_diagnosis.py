@@ -256,7 +256,8 @@ def test_umad_port_raises_the_diagnosis(fake: FakeHost, capfd: pytest.CaptureFix
     with pytest.raises(PortOpenError) as raised:
         UmadPort("ibsnmp_no_such_ca", 0, fake.host())
     assert str(raised.value) == "no CA named ibsnmp_no_such_ca; this host has CA mlx5_0"
-    assert raised.value.errno > 0 and isinstance(raised.value, UmadError)
+    assert raised.value.errno is not None and raised.value.errno > 0
+    assert isinstance(raised.value, UmadError)
     assert capfd.readouterr().err == ""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ ADMIN = UsmUserData("admin", "admin-auth-key", "admin-priv-key",
 SYS_NAME = (1, 3, 6, 1, 2, 1, 1, 5, 0)
 
 
-async def transport(agent: AgentThread, ipv6: bool = False):
+async def transport(agent: AgentThread, ipv6: bool = False) -> Any:
     endpoint = agent.endpoint(ipv6)
     kind = Udp6TransportTarget if ipv6 else UdpTransportTarget
     return await kind.create((endpoint.host, endpoint.port), timeout=2, retries=1)

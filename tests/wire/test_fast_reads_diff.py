@@ -120,7 +120,7 @@ def _requests(seen: list[tuple[Oid, int]], community: bytes, rng: random.Random)
     for oid in sample + odd:
         neighbour = rng.choice(oids)
         for version in (V1, V2C):
-            kw = {"community": community, "version": version}
+            kw: dict[str, Any] = {"community": community, "version": version}
             yield community_request("get", [oid], **kw)
             yield community_request("get", [oid[:-1], oid + (0,), SYS_DESCR, neighbour], **kw)
             yield community_request("next", [oid], **kw)

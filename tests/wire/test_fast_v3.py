@@ -268,13 +268,14 @@ def test_a_set_below_the_users_level_is_vacms_authorization_error(fast: FastV3) 
 ])
 def test_usm_and_vacm_refusals_are_answered_here(fast: FastV3, recorder: Recorder, case: str,
                                                  flags: int, tag: int) -> None:
-    arguments: dict[str, Any] = {
+    by_case: dict[str, dict[str, Any]] = {
         "wrong boots": dict(boots=fast.clock.boots() + 1),
         # Well past the window: a second may tick between sealing and checking.
         "ahead": dict(engine_time=fast.clock.time() + TIME_WINDOW + 30),
         "foreign engine": dict(engine_id=bytes.fromhex("8000000001020304")),
         "below level": dict(level=2),
-    }[case]
+    }
+    arguments = by_case[case]
     reply = answer(fast, request(fast, "reader", **arguments))
     assert reply is not None and not recorder.calls
     sent = read_header(reply)
@@ -349,7 +350,10 @@ def test_largest_content_is_exact_at_length_boundaries() -> None:
     for limit in range(2, 70000, 97):
         for fixed in (0, 5, 130):
             content = largest_content(limit, fixed)
-            total = lambda n: 1 + length_octets(fixed + n) + fixed + n  # noqa: E731
+
+            def total(n: int) -> int:
+                return 1 + length_octets(fixed + n) + fixed + n
+
             if content:
                 assert total(content) <= limit < total(content + 1)
 
@@ -432,19 +436,22 @@ def test_authorization_errors_to_requests_without_credentials_share_the_report_l
     name_alone = encode_v3(out, encode_scoped_pdu(fast.engine_id, b"", get_pdu()))[0]
     in_gets = ("__SNMPv2-MIB", "snmpInGetRequests")
     before = counts.value(in_gets)
-    replies = []
+    replies: list[bytes | None] = []
     for _ in range(4):
         counts.begin_message()
-        verdict = fast.handle(read_header(name_alone), name_alone, None,  # type: ignore[arg-type]
-                              ("192.0.2.7", 5000))
+        header = read_header(name_alone)
+        assert isinstance(header, V3Message)
+        verdict = fast.handle(header, name_alone, None, ("192.0.2.7", 5000))
         counts.end_message(verdict.counters)
         replies.append(verdict.reply)
     assert [reply is not None for reply in replies] == [True, True, False, False]
     assert counts.value(in_gets) - before == 4  # every request counted
-    sent = read_header(replies[0])  # type: ignore[arg-type]
+    assert replies[0] is not None
+    sent = read_header(replies[0])
     assert isinstance(sent, V3Message) and sent.pdu is not None
     assert (sent.flags, sent.pdu.tag, sent.pdu.fields) == (0, RESPONSE, (16, 0))
     authenticated = request(fast, "reader", level=2)
-    verdict = fast.handle(read_header(authenticated), authenticated, None,  # type: ignore[arg-type]
-                          ("192.0.2.7", 5000))
+    header = read_header(authenticated)
+    assert isinstance(header, V3Message)
+    verdict = fast.handle(header, authenticated, None, ("192.0.2.7", 5000))
     assert verdict.reply is not None and opened(fast, verdict.reply).scoped.pdu.fields == (16, 0)

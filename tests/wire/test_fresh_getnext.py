@@ -60,7 +60,7 @@ def walked(paths: TwoPaths, community: str) -> list[Oid]:
     """Every instance of the served subtrees in the community's context, by GETBULK."""
     out: list[Oid] = []
     for root in ROOTS:
-        oid = root
+        oid: Oid = root
         while True:
             reply = paths.fast(community_request("bulk", [oid], community=community,
                                                  max_repetitions=60))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from typing import cast
 
 import pytest
 from pyasn1.codec.ber import encoder
@@ -13,7 +14,8 @@ from pysnmp.proto.api import v2c as api_v2c
 from tests.support.wire import V1, V2C, community_request
 
 from ibsnmp.wire import ber
-from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT, HeaderError
+from ibsnmp.wire.ber import HeaderError
+from ibsnmp.wire.header import GET, GET_BULK, GET_NEXT
 from ibsnmp.wire.request import decode_request, encode_response, response_size, varbind
 
 SYS_DESCR = (1, 3, 6, 1, 2, 1, 1, 1, 0)
@@ -80,7 +82,7 @@ def test_refuses_every_truncation() -> None:
             decode_request(data[:cut])
 
 
-VALUES = [
+VALUES: list[tuple[int, int | bytes | ber.Oid, object]] = [
     (ber.INTEGER, -2**31, rfc1902.Integer32(-2**31)),
     (ber.INTEGER, 127, rfc1902.Integer32(127)),
     (ber.INTEGER, -128, rfc1902.Integer32(-128)),
@@ -102,8 +104,9 @@ VALUES = [
 
 
 @pytest.mark.parametrize("tag,plain,typed", VALUES, ids=[repr(v[2]) for v in VALUES])
-def test_values_encode_as_pyasn1_encodes_them(tag: int, plain: object, typed: object) -> None:
-    assert ber.encode_value(tag, plain) == encoder.encode(typed)  # type: ignore[arg-type]
+def test_values_encode_as_pyasn1_encodes_them(tag: int, plain: int | bytes | ber.Oid,
+                                               typed: object) -> None:
+    assert ber.encode_value(tag, plain) == encoder.encode(typed)
 
 
 @pytest.mark.parametrize("version", [V1, V2C])
@@ -211,13 +214,15 @@ def test_octets_sort_among_short_arcs_as_the_arcs_do() -> None:
 
     rows = sorted({arcs(4, False) for _ in range(400)})
     row_octets = [ber.short_arcs_octets(row) for row in rows]
-    assert None not in row_octets and row_octets == sorted(row_octets)  # type: ignore[type-var]
+    assert None not in row_octets
+    known = cast(list[bytes], row_octets)  # no None: asserted just above
+    assert known == sorted(known)
     asked = [arcs(5, True) for _ in range(3000)] + [row + (16384,) for row in rows]
     assert sum(max(name, default=0) >= 16384 for name in asked) > 1000
     for name in asked:
         octets = ber.oid_octets((1, 3) + name)[1:]  # a suffix: no first sub-identifier
         key = ber.sort_key_among_short_arcs(octets)
-        assert bisect.bisect_right(row_octets, key) == bisect.bisect_right(rows, name), name
+        assert bisect.bisect_right(known, key) == bisect.bisect_right(rows, name), name
         assert (key in row_octets) == (name in rows)
     assert ber.short_arcs_octets((16383, 5)) == b"\xff\x7f\x05"
     assert ber.short_arcs_octets((1, 16384)) is None

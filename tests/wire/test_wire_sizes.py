@@ -15,6 +15,7 @@ import dataclasses
 import socket
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,7 +74,7 @@ def address(agent: AgentThread) -> str:
     return f"{endpoint.host}:{endpoint.port}"
 
 
-def answer(agent: AgentThread, payload: bytes) -> tuple[int, int, int, list]:
+def answer(agent: AgentThread, payload: bytes) -> tuple[int, int, int, list[tuple[str, Any]]]:
     data = exchange(address(agent), payload, timeout=3.0)
     assert data is not None, "the agent did not answer"
     return decode_response(data)
@@ -200,7 +201,7 @@ async def v3_target(agent: AgentThread) -> UdpTransportTarget:
 
 
 async def v3_get(agent: AgentThread, count: int, max_message_size: int,
-                 manager: SnmpEngine | None = None):
+                 manager: SnmpEngine | None = None) -> Any:
     if manager is None:
         manager = v3_manager(max_message_size)
     else:
