@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from tests.support.mib_walk import walk as walk_from
@@ -10,7 +11,7 @@ from tests.support.mib_walk import walk as walk_from
 from ibsnmp.fabric.counters import connection_counters_at
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import CmState
-from ibsnmp.fabric.model import RdConnection
+from ibsnmp.fabric.model import Fabric, Node, RdConnection
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.conn import IBCONNECTION_MIB
 from ibsnmp.mib.loader import definitions
@@ -39,20 +40,20 @@ def mib() -> InfinibandMib:
 
 
 @pytest.fixture(scope="module")
-def ca(fabric):
+def ca(fabric: Fabric) -> Node:
     return next(n for n in fabric.nodes.values() if n.is_ca and n.guid in fabric.connections)
 
 
 
-def walk(mib, target):
+def walk(mib: InfinibandMib, target: ContextTarget) -> dict[tuple[int, ...], Any]:
     return walk_from(mib, target, MODULE_OID)
 
 
-def oid_of(name):
+def oid_of(name: str) -> tuple[int, ...]:
     return definitions().objects[name].oid
 
 
-def cells(found, name):
+def cells(found: dict[tuple[int, ...], Any], name: str) -> dict[tuple[int, ...], Any]:
     prefix = oid_of(name)
     return {oid[len(prefix):]: v for oid, v in found.items() if oid[: len(prefix)] == prefix}
 
@@ -61,7 +62,7 @@ def gid_oid(gid: int) -> tuple[int, ...]:
     return tuple(gid.to_bytes(16, "big"))  # fixed-size index: no length sub-identifier
 
 
-def with_rd(fabric, guid):
+def with_rd(fabric: Fabric, guid: int) -> tuple[Fabric, RdConnection]:
     """A copy of the fabric whose node `guid` also has one RD context pair."""
     conns = fabric.connections[guid]
     qp = conns.connected[0]
@@ -72,29 +73,32 @@ def with_rd(fabric, guid):
     return dataclasses.replace(fabric, connections=connections), rd
 
 
-def test_every_object_has_an_instance_on_a_ca(mib, fabric, ca):
+def test_every_object_has_an_instance_on_a_ca(mib: InfinibandMib, fabric: Fabric, ca: Node) -> None:
     rd_fabric, _ = with_rd(fabric, ca.guid)
     found = walk(mib, ContextTarget(rd_fabric, ca, False, HOUR))
     d = definitions()
     names = [o.name for o in d.objects.values()
-             if o.module == "IBCONNECTION-MIB" and o.kind in ("scalar", "column") and d.readable(o.name)]
+             if o.module == "IBCONNECTION-MIB" and o.kind in ("scalar", "column")
+             and d.readable(o.name)]
     assert len(names) == 10 + 3 + 6 + 8
     for name in names:
         assert cells(found, name), name
 
 
-def test_scalars_are_the_model_counters_and_grow(mib, fabric, ca):
+def test_scalars_are_the_model_counters_and_grow(mib: InfinibandMib, fabric: Fabric,
+                                                 ca: Node) -> None:
     conns = fabric.connections[ca.guid]
     early = walk(mib, ContextTarget(fabric, ca, False, 60.0))
     later = walk(mib, ContextTarget(fabric, ca, False, 10 * HOUR))
     for name, field in SCALARS.items():
         assert cells(early, name) == {(0,): getattr(connection_counters_at(conns, 60.0), field)}
-        assert cells(later, name) == {(0,): getattr(connection_counters_at(conns, 10 * HOUR), field)}
+        assert cells(later, name) == {
+            (0,): getattr(connection_counters_at(conns, 10 * HOUR), field)}
     for name in ("ibConnUDInDatagrams", "ibConnUDOutDatagrams", "ibConnCInSegs", "ibConnCOutSegs"):
         assert int(cells(early, name)[(0,)]) < int(cells(later, name)[(0,)]), name
 
 
-def test_ud_table_follows_the_model(mib, fabric, ca):
+def test_ud_table_follows_the_model(mib: InfinibandMib, fabric: Fabric, ca: Node) -> None:
     conns = fabric.connections[ca.guid]
     found = walk(mib, ContextTarget(fabric, ca, False, HOUR))
     expected = {gid_oid(e.gid) + (e.lid, e.qpn + 1): e for e in conns.ud}
@@ -108,7 +112,7 @@ def test_ud_table_follows_the_model(mib, fabric, ca):
     assert 1 in {int(v) for v in cells(found, "ibConnUDLocalQPN").values()}
 
 
-def test_connected_table_follows_the_model(mib, fabric, ca):
+def test_connected_table_follows_the_model(mib: InfinibandMib, fabric: Fabric, ca: Node) -> None:
     conns = fabric.connections[ca.guid]
     found = walk(mib, ContextTarget(fabric, ca, False, HOUR))
     state = cells(found, "ibConnCState")
@@ -122,11 +126,11 @@ def test_connected_table_follows_the_model(mib, fabric, ca):
         assert cells(found, "ibConnCRGID")[suffix] == qp.remote_gid.to_bytes(16, "big")
         assert cells(found, "ibConnCLLID")[suffix] == qp.local_lid
     # The MIB's enumeration: established(5), timeWait(8), ... as iba.CmState.
-    assert CmState.ESTABLISHED == 5 and CmState.DREP_TIMEOUT == 14
+    assert int(CmState.ESTABLISHED) == 5 and int(CmState.DREP_TIMEOUT) == 14
     assert 5 in {int(v) for v in state.values()}
 
 
-def test_rd_table_and_eecn_plus_one(mib, fabric, ca):
+def test_rd_table_and_eecn_plus_one(mib: InfinibandMib, fabric: Fabric, ca: Node) -> None:
     rd_fabric, rd = with_rd(fabric, ca.guid)
     target = ContextTarget(rd_fabric, ca, False, HOUR)
     found = walk(mib, target)
@@ -140,23 +144,24 @@ def test_rd_table_and_eecn_plus_one(mib, fabric, ca):
     assert cells(walk(mib, ContextTarget(fabric, ca, False, HOUR)), "ibConnRDLGID") == {}
 
 
-def test_get_matches_the_walk(mib, fabric, ca):
+def test_get_matches_the_walk(mib: InfinibandMib, fabric: Fabric, ca: Node) -> None:
     target = ContextTarget(fabric, ca, False, HOUR)
     found = walk(mib, target)
     assert found
     for oid, value in found.items():
         assert mib.get(target, oid) == value
-    assert mib.get(target, oid_of("ibConnCState") + (0,) * 16 + (1, 1) + (0,) * 16 + (1, 1)) is NO_SUCH_INSTANCE
+    missing = oid_of("ibConnCState") + (0,) * 16 + (1, 1) + (0,) * 16 + (1, 1)
+    assert mib.get(target, missing) is NO_SUCH_INSTANCE
 
 
-def test_a_switch_has_no_connections(mib, fabric):
+def test_a_switch_has_no_connections(mib: InfinibandMib, fabric: Fabric) -> None:
     switch = next(n for n in fabric.nodes.values() if n.is_switch)
     target = ContextTarget(fabric, switch, True, HOUR)
     assert walk(mib, target) == {}
     assert mib.get(target, oid_of("ibConnUDInDatagrams") + (0,)) is NO_SUCH_INSTANCE
 
 
-def test_a_single_ca_fabric(mib):
+def test_a_single_ca_fabric(mib: InfinibandMib) -> None:
     fabric = build_fabric("single")
     (ca,) = fabric.nodes.values()
     found = walk(mib, ContextTarget(fabric, ca, True, HOUR))

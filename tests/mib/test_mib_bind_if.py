@@ -70,11 +70,16 @@ def test_a_switch_has_its_data_ports_with_every_column(mib: InfinibandMib, fabri
     assert int(column(found, "ifSpeed")[1]) == MASK32  # 100 Gb/s is above Gauge32: its maximum
     assert int(column(found, "ifHighSpeed")[1]) == 100_000
     assert int(column(found, "ifHighSpeed")[7]) == 0 == int(column(found, "ifSpeed")[7])
+    assert up.guid is not None
     assert bytes(column(found, "ifPhysAddress")[1]) == guid_bytes(up.guid)
-    assert int(column(found, "ifAdminStatus")[1]) == 1 and int(column(found, "ifOperStatus")[1]) == 1
-    assert int(column(found, "ifAdminStatus")[7]) == 1 and int(column(found, "ifOperStatus")[7]) == 2
-    assert int(column(found, "ifAdminStatus")[6]) == 2 and int(column(found, "ifOperStatus")[6]) == 2
+    assert (int(column(found, "ifAdminStatus")[1]) == 1
+            and int(column(found, "ifOperStatus")[1]) == 1)
+    assert (int(column(found, "ifAdminStatus")[7]) == 1
+            and int(column(found, "ifOperStatus")[7]) == 2)
+    assert (int(column(found, "ifAdminStatus")[6]) == 2
+            and int(column(found, "ifOperStatus")[6]) == 2)
     assert set(map(int, column(found, "ifLastChange").values())) == {0}  # no history
+    assert up.remote is not None
     peer = fabric.nodes[up.remote.guid]
     assert str(column(found, "ifAlias")[1]) == f"{peer.description}/{up.remote.port}"
     assert str(column(found, "ifAlias")[7]) == ""
@@ -105,7 +110,8 @@ def test_a_switch_has_its_data_ports_with_every_column(mib: InfinibandMib, fabri
     assert int(found[oid("ifStackLastChange") + (0,)]) == 0
 
 
-def test_a_ca_has_its_ports_named_and_reaching_its_switch(mib: InfinibandMib, fabric: Fabric) -> None:
+def test_a_ca_has_its_ports_named_and_reaching_its_switch(
+        mib: InfinibandMib, fabric: Fabric) -> None:
     ca = next(n for n in fabric.nodes.values() if n.is_ca)
     found = walk(mib, ContextTarget(fabric, ca, False, ELAPSED))
     port = ca.port(1)
@@ -114,8 +120,11 @@ def test_a_ca_has_its_ports_named_and_reaching_its_switch(mib: InfinibandMib, fa
     assert str(column(found, "ifName")[1]) == f"{ca.description}/1"
     switch = fabric.nodes[port.remote.guid]
     assert str(column(found, "ifAlias")[1]) == f"{switch.description}/{port.remote.port}"
+    assert port.guid is not None
     assert bytes(column(found, "ifPhysAddress")[1]) == guid_bytes(port.guid)
-    assert int(column(found, "ifHCOutOctets")[1]) == interface_counters(fabric, port, ELAPSED).out_octets
+    counters = interface_counters(fabric, port, ELAPSED)
+    assert counters is not None
+    assert int(column(found, "ifHCOutOctets")[1]) == counters.out_octets
 
 
 def test_counters_move_with_time_and_wrap_as_counter32(mib: InfinibandMib, fabric: Fabric) -> None:
@@ -124,7 +133,11 @@ def test_counters_move_with_time_and_wrap_as_counter32(mib: InfinibandMib, fabri
     early, late = (int(column(at[t], "ifHCInOctets")[1]) for t in (100.0, 200.0))
     assert late > early
     port = switch.port(1)
-    full = interface_counters(fabric, port, 200.0).in_octets
+    assert port is not None
+    counters = interface_counters(fabric, port, 200.0)
+    assert counters is not None
+    full = counters.in_octets
+    assert full is not None
     assert int(column(at[200.0], "ifInOctets")[1]) == full % 2**32
 
 
@@ -140,14 +153,17 @@ def test_the_counter_columns_read_the_time(mib: InfinibandMib, fabric: Fabric) -
     for name in ("ifName", "ifHighSpeed", "ifAlias", "ifDescr", "ifOperStatus"):
         step = mib.next_step(target, oid(name))
         assert step is not None and step[2] is True, name
-    assert mib.next_step(target, key)[2] is True
+    step = mib.next_step(target, key)
+    assert step is not None
+    assert step[2] is True
 
 
 def test_a_port_without_a_64_bit_source_has_no_counter_instances(mib: InfinibandMib,
                                                                    fabric: Fabric) -> None:
     ca = next(n for n in fabric.nodes.values() if n.is_ca)
     narrow = MeasuredCounters({"port_xmit_data": 10, "port_rcv_data": 20})  # 32-bit PortCounters
-    wide = MeasuredCounters({"port_xmit_data": 2**40, "port_rcv_data": 7}, frozenset({"port_xmit_data"}))
+    wide = MeasuredCounters({"port_xmit_data": 2**40, "port_rcv_data": 7},
+                            frozenset({"port_xmit_data"}))
     for measured, present in ((narrow, set()), (wide, {"ifHCOutOctets", "ifOutOctets"})):
         alone = dataclasses.replace(fabric, nodes={**fabric.nodes, ca.guid: dataclasses.replace(
             ca, ports=ca.ports[:1])})
@@ -178,7 +194,8 @@ def test_a_host_context_numbers_every_ca(mib: InfinibandMib, fabric: Fabric) -> 
     assert [index for index, _, _ in context_interfaces(fabric, cas[1], entity)] == sorted(expected)
 
 
-def test_a_sysfs_host_names_its_interfaces_after_its_devices(mib: InfinibandMib, tmp_path: Path) -> None:
+def test_a_sysfs_host_names_its_interfaces_after_its_devices(
+        mib: InfinibandMib, tmp_path: Path) -> None:
     trees.mlx5_two_port(tmp_path)
     trees.second_hca(tmp_path)
     host, _ = sysfs_fabric(SysfsReader(tmp_path).read(full=True))
@@ -189,7 +206,8 @@ def test_a_sysfs_host_names_its_interfaces_after_its_devices(mib: InfinibandMib,
     first, second = sorted([(trees.MLX_NODE_GUID, "mlx5_0"), (trees.MLX1_NODE_GUID, "mlx5_1")])
     assert names[1] == f"{first[1]}/1" and names[257] == f"{second[1]}/1"
     assert set(names.values()) == {"mlx5_0/1", "mlx5_0/2", "mlx5_1/1"}
-    assert int(column(found, "ifHighSpeed")[[i for i, n in names.items() if n == "mlx5_0/2"][0]]) == 200_000
+    assert int(column(found, "ifHighSpeed")[
+        [i for i, n in names.items() if n == "mlx5_0/2"][0]]) == 200_000
     # MQTT carries the device name to an aggregator.
     record = decode_state(encode_state(record_of(host, node, ELAPSED, 0.0)), node.guid)
     assert record.node.device_name == node.device_name is not None
@@ -200,6 +218,7 @@ def test_a_history_dates_changes_in_centiseconds(fabric: Fabric) -> None:
     history.observe(fabric, 0.0)
     switch = leaf(fabric)
     port = switch.port(1)
+    assert port is not None
     info = port.info._replace(port_state=PortState.DOWN, phys_state=PortPhysState.POLLING)
     node = dataclasses.replace(switch, ports=tuple(
         dataclasses.replace(p, info=info, remote=None) if p.num == 1 else p for p in switch.ports))
@@ -209,7 +228,9 @@ def test_a_history_dates_changes_in_centiseconds(fabric: Fabric) -> None:
     found = walk(mib, ContextTarget(changed, node, False, ELAPSED))
     if history.last_change(PortRef(switch.guid, 1)) is None:
         pytest.skip("this history dates changes by its own clock only")
-    assert int(column(found, "ifLastChange")[1]) == int(history.last_change(PortRef(switch.guid, 1)) * 100)
+    changed_at = history.last_change(PortRef(switch.guid, 1))
+    assert changed_at is not None
+    assert int(column(found, "ifLastChange")[1]) == int(changed_at * 100)
     assert int(column(found, "ifOperStatus")[1]) == 2
     assert int(column(found, "ifLastChange")[2]) == 0
 
@@ -225,7 +246,8 @@ def test_writable_if_mib_objects_are_not_writable(fabric: Fabric) -> None:
 
     mib = build_mib()
     target = ContextTarget(fabric, leaf(fabric), False, ELAPSED)
-    for name, value in (("ifAdminStatus", rfc1902.Integer32(2)), ("ifAlias", rfc1902.OctetString(b"x")),
+    for name, value in (("ifAdminStatus", rfc1902.Integer32(2)),
+                        ("ifAlias", rfc1902.OctetString(b"x")),
                         ("ifLinkUpDownTrapEnable", rfc1902.Integer32(2))):
         with pytest.raises(SetError) as caught:
             mib.prepare_write(target, [(oid(name) + (1,), value)])
@@ -236,6 +258,7 @@ def test_writable_if_mib_objects_are_not_writable(fabric: Fabric) -> None:
 def test_a_long_far_end_name_fits_if_alias(mib: InfinibandMib, fabric: Fabric) -> None:
     switch = leaf(fabric)
     port = switch.port(1)
+    assert port is not None and port.remote is not None
     peer = fabric.nodes[port.remote.guid]
     long_name = dataclasses.replace(peer, description="h" * 64)  # NodeDescription's 64 octets
     changed = dataclasses.replace(fabric, nodes={**fabric.nodes, peer.guid: long_name})
