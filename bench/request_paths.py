@@ -77,7 +77,8 @@ def build(fast_path: bool) -> Any:
     settings = agent_settings()
     settings = dataclasses.replace(
         settings, communities=settings.communities + (Community(name=WRITER, access="write"),),
-        limits=dataclasses.replace(settings.limits, fast_path=fast_path,
+        # No limit of rate or CPU: every datagram of the rounds is handled.
+        limits=dataclasses.replace(settings.limits, fast_path=fast_path, cpu_budget=0.0,
                                    requests_per_second=0, requests_per_second_per_source=None))
     built = build_engine(settings, *make_backend(), fabric_summary="bench")
     built.engine.transport_dispatcher = Sent()
