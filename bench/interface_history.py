@@ -33,7 +33,7 @@ from types import MappingProxyType
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_port_state
-from ibsnmp.fabric.counters import extended_counters
+from ibsnmp.fabric.traffic import extended_counters
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.model import Fabric, Node

@@ -1,13 +1,13 @@
 """The fabric model: what every MIB binding reads.  Knows nothing of SNMP.
 
-    from ibsnmp.fabric import build_fabric, routing, counters
+    from ibsnmp.fabric import build_fabric, routing, traffic
     fabric = build_fabric("fat-tree:spines=2,leaves=4,hosts=8", seed=1)
 
 Snapshots never change; `changes` makes new ones from old (a port's state,
 PortInfo/NodeInfo fields, error bursts, counter clears).
 """
 
-from . import changes, counters, iba, routing
+from . import changes, counters, iba, routing, traffic
 from .generators import build_fabric, generate
 from .ibnetdiscover import export as export_ibnetdiscover
 from .jsonexport import to_json

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .counters import CLEARABLE, ERROR_NAMES
+from .counters import CLEARABLE
+from .traffic import ERROR_NAMES
 from .iba import LinkSpeed, LinkSpeedExt, LinkWidth, PortPhysState, PortState, VLCap
 from .lineage import Aspect
 from .model import ALWAYS_UP, Fabric, Link, LinkTraining, Node, Port, PortHistory, PortRef

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..fabric.counters import connection_counters_at
+from ..fabric.traffic import connection_counters_at
 from ..fabric.lineage import Aspect
 from .api import ContextTarget
 from .binding import ModuleBinding, ScalarBinding, TableBinding, reads_time

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..fabric.counters import InterfaceCounters, interface_counters
+from ..fabric.counters import InterfaceCounters
+from ..fabric.traffic import interface_counters
 from ..fabric.iba import PortPhysState, guid_bytes
 from ..fabric.interfaces import (
     IF_TYPE_INFINIBAND,

@@ -1,7 +1,7 @@
 """PMA-MIB: the Performance Management Agent counters of the context's node.
 
 Every table is indexed by IbDataPort (1..254): a CA's ports, a switch's ports 1..N (not port 0).
-Simulated values are counters.py functions of the port's traffic profile at `target.elapsed`,
+Simulated values are fabric.traffic functions of the port's traffic profile at `target.elapsed`,
 growing with time and saturating at all ones at the IBA field width, which the compiled ranges
 match; data counters count 4-octet words. Measured counters (sysfs, a PMA the live provider
 reads: counters.MeasuredProfile) are served as read, PortCounters of the last poll and detail
@@ -15,7 +15,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..fabric.counters import NUM_VLS, TRACKED_OPCODES, MeasuredProfile, traffic_profile
+from ..fabric.counters import NUM_VLS, TRACKED_OPCODES
+from ..fabric.traffic import MeasuredProfile, traffic_profile
 from ..fabric.lineage import Aspect, NodeDerived
 from ..fabric.model import Port
 from .api import ContextTarget

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any, NamedTuple
 
-from ibsnmp.fabric.counters import sm_act_count
+from ibsnmp.fabric.traffic import sm_act_count
 from ibsnmp.fabric.iba import SmState, make_gid
 from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric, McMember, Node, Port, SmConfig, SmInfo, sl2vl_by_input

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..fabric.counters import sm_act_count
+from ..fabric.traffic import sm_act_count
 from ..fabric.lineage import Aspect
 from ..fabric.iba import (
     MAX_PHYS_PORTS,

@@ -21,7 +21,8 @@ from typing import Any, TypeGuard, TypeVar
 
 from ibsnmp.documents import JSON, check_keys, type_name
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import PortCounters, extended_counters, port_counters, sm_act_count
+from ibsnmp.fabric.counters import PortCounters
+from ibsnmp.fabric.traffic import extended_counters, port_counters, sm_act_count
 from ibsnmp.fabric.model import (
     CaInfo,
     Fabric,

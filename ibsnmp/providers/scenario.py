@@ -28,7 +28,7 @@ from ibsnmp.fabric.changes import (
     with_port_info,
     with_port_state,
 )
-from ibsnmp.fabric.counters import ERROR_NAMES
+from ibsnmp.fabric.traffic import ERROR_NAMES
 from ibsnmp.fabric.detrand import unit
 from ibsnmp.fabric.iba import MAX_UNICAST_LID, CapabilityMask, PortPhysState, PortState
 from ibsnmp.fabric.model import Fabric, Node, Port, PortRef

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import PortCounters, steady_watch_ports, threshold_counters
+from ibsnmp.fabric.counters import PortCounters
+from ibsnmp.fabric.traffic import steady_watch_ports, threshold_counters
 from ibsnmp.fabric.lineage import Aspect, Derived
 from ibsnmp.fabric.model import Fabric, Port, PortRef
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tests.support.mib_walk import walk as walk_from
 
-from ibsnmp.fabric.counters import connection_counters_at
+from ibsnmp.fabric.traffic import connection_counters_at
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import CmState
 from ibsnmp.fabric.model import Fabric, Node, RdConnection

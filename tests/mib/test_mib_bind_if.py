@@ -11,7 +11,7 @@ from tests.support.measured import with_measured
 from tests.support import sysfs_trees as trees
 from tests.support.mib_walk import walk as walk_from
 
-from ibsnmp.fabric.counters import interface_counters
+from ibsnmp.fabric.traffic import interface_counters
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import PortPhysState, PortState, guid_bytes
 from ibsnmp.fabric.interface_history import InterfaceHistory

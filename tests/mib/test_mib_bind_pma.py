@@ -8,7 +8,7 @@ import pytest
 from tests.support.mib_walk import walk as walk_from
 from tests.support.narrow import present
 
-from ibsnmp.fabric import counters
+from ibsnmp.fabric import counters, traffic
 from ibsnmp.fabric.changes import with_error_burst
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric, Node
@@ -98,8 +98,8 @@ def test_opcode_tables_are_indexed_by_opcode_plus_one(mib: InfinibandMib, fabric
     for name in ("ibPmaPortOpCodeRcvCntrsRcvPkts", "ibPmaPortVlOpPkt0", "ibPmaPortVlOpData15"):
         assert set(cells(found, name)) == expected
     port = ca.data_ports[0]
-    profile = counters.traffic_profile(fabric, port)
-    assert isinstance(profile, counters.TrafficProfile)
+    profile = traffic.traffic_profile(fabric, port)
+    assert isinstance(profile, traffic.TrafficProfile)
     send_only = 0x04  # RC SEND Only -> index 5
     op = profile.op_rcv_counters_at(send_only, HOUR)
     assert cells(found, "ibPmaPortOpCodeRcvCntrsRcvPkts")[(port.num, 5)] == op.port_op_rcv_pkts > 0
@@ -130,9 +130,9 @@ def test_values_are_the_model_counters(mib: InfinibandMib, fabric: Fabric, switc
     names += [f"ibPmaPortVlSwCongestion{vl}" for vl in range(16)]
     by_name = {name: cells(found, name) for name in names}
     for port in switch.data_ports:
-        pc = counters.port_counters(fabric, port, elapsed)
-        profile = counters.traffic_profile(fabric, port)
-        assert isinstance(profile, counters.TrafficProfile)
+        pc = traffic.port_counters(fabric, port, elapsed)
+        profile = traffic.traffic_profile(fabric, port)
+        assert isinstance(profile, traffic.TrafficProfile)
         for name, field in pairs.items():
             assert by_name[name][(port.num,)] == getattr(pc, field), (name, port.num)
         details = profile.xmit_discard_details_at(elapsed)

@@ -10,7 +10,7 @@ import pytest
 from tests.support.mib_walk import walk as walk_from
 from tests.support.narrow import present
 
-from ibsnmp.fabric.counters import sm_act_count
+from ibsnmp.fabric.traffic import sm_act_count
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.fabric.model import Fabric, Node

@@ -6,7 +6,7 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from ibsnmp.fabric import counters
+from ibsnmp.fabric import traffic
 from ibsnmp.fabric.iba import SmState
 from ibsnmp.mib import facts, sm, sma, write
 from ibsnmp.mib.api import ContextTarget
@@ -76,7 +76,7 @@ class _RecordingRow:
 
 
 def iba_width(method: str, field: str) -> int:
-    attribute = get_type_hints(getattr(counters.TrafficProfile, method))["return"]
+    attribute = get_type_hints(getattr(traffic.TrafficProfile, method))["return"]
     bits = attribute.BITS
     return bits if isinstance(bits, int) else bits[field]
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import sysfs_trees as trees
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import interface_counters
+from ibsnmp.fabric.traffic import interface_counters
 from ibsnmp.fabric.interface_history import InterfaceHistory
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric, Node, Port, PortRef

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 
-from ibsnmp.fabric.counters import interface_counters
+from ibsnmp.fabric.traffic import interface_counters
 from ibsnmp.providers.live import LiveProvider
 
 

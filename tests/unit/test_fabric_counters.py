@@ -7,15 +7,9 @@ from typing import TypeVar
 
 import pytest
 
-from ibsnmp.fabric import build_fabric, counters
-from ibsnmp.fabric.counters import (
-    NUM_VLS,
-    TRACKED_OPCODES,
-    ErrorRates,
-    Flow,
-    PortCounters,
-    TrafficProfile,
-)
+from ibsnmp.fabric import build_fabric, counters, traffic
+from ibsnmp.fabric.counters import NUM_VLS, TRACKED_OPCODES, PortCounters
+from ibsnmp.fabric.traffic import ErrorRates, Flow, TrafficProfile
 from ibsnmp.fabric.changes import with_error_burst, with_port_state
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.model import Fabric, Port
@@ -57,9 +51,9 @@ def present(value: T | None) -> T:
     return value
 
 
-def traffic(fabric: Fabric, port: Port) -> TrafficProfile:
+def derived_profile(fabric: Fabric, port: Port) -> TrafficProfile:
     """The profile of a port whose counters were not measured: derived from the seed."""
-    profile = counters.traffic_profile(fabric, port)
+    profile = traffic.traffic_profile(fabric, port)
     assert isinstance(profile, TrafficProfile)
     return profile
 
@@ -87,7 +81,7 @@ def test_every_counter_is_monotonic_and_within_its_width(fabric: Fabric) -> None
     for port in _ports(fabric):
         previous = None
         for t in TIMES:
-            now = counters.port_counters(fabric, port, t)
+            now = traffic.port_counters(fabric, port, t)
             for name, bits in IBA_WIDTHS.items():
                 value = getattr(now, name)
                 assert 0 <= value <= (1 << bits) - 1
@@ -98,12 +92,12 @@ def test_every_counter_is_monotonic_and_within_its_width(fabric: Fabric) -> None
 
 def test_counters_saturate_at_all_ones(fabric: Fabric) -> None:
     busy = next(p for p in _ports(fabric) if p.is_active and p.degraded)
-    late = counters.port_counters(fabric, busy, 10**12)
+    late = traffic.port_counters(fabric, busy, 10**12)
     for name in ("port_xmit_data", "port_rcv_data", "port_xmit_pkts", "port_rcv_pkts", "port_xmit_wait",
                  "symbol_error_counter", "port_rcv_errors", "link_error_recovery_counter",
                  "local_link_integrity_errors"):
         assert getattr(late, name) == (1 << IBA_WIDTHS[name]) - 1, name
-    profile = traffic(fabric, busy)
+    profile = derived_profile(fabric, busy)
     assert set(profile.vl_xmit_flow_ctl_update_errors_at(10**12).per_vl) <= {0, 3}
     assert max(profile.vl_xmit_wait_at(10**12).per_vl) == 0xFFFF
 
@@ -132,14 +126,14 @@ def test_down_port_has_no_traffic(fabric: Fabric) -> None:
     assert down
     for port in down:
         for t in TIMES:
-            now = present(counters.port_counters(fabric, port, t))
+            now = present(traffic.port_counters(fabric, port, t))
             assert now.port_xmit_data == now.port_rcv_data == now.port_xmit_pkts == now.port_rcv_pkts == 0
             assert now.symbol_error_counter == 0
-        profile = traffic(fabric, port)
+        profile = derived_profile(fabric, port)
         assert profile.flow_ctl_counters_at(3600).port_xmit_flow_pkts == 0
     single = build_fabric("single", seed=1)
     empty = present(single.local_node.port(2))
-    assert counters.port_counters(single, empty, 3600) == counters.port_counters(single, empty, 0)
+    assert traffic.port_counters(single, empty, 3600) == traffic.port_counters(single, empty, 0)
 
 
 def test_degraded_ports_accumulate_errors_healthy_ones_mostly_not(fabric: Fabric) -> None:
@@ -147,21 +141,21 @@ def test_degraded_ports_accumulate_errors_healthy_ones_mostly_not(fabric: Fabric
     degraded = [p for p in _ports(fabric) if p.degraded and p.is_active]
     assert degraded
     for port in degraded:
-        now = present(counters.port_counters(fabric, port, day))
+        now = present(traffic.port_counters(fabric, port, day))
         assert now.symbol_error_counter > 0 and now.link_error_recovery_counter > 0
-        details = traffic(fabric, port).rcv_error_details_at(day)
+        details = derived_profile(fabric, port).rcv_error_details_at(day)
         assert now.port_rcv_errors == min(0xFFFF, sum(dataclasses.astuple(details)))
     healthy = [p for p in _ports(fabric) if p.is_active and not p.degraded]
     quiet = [p for p in healthy
-             if present(counters.port_counters(fabric, p, day)).symbol_error_counter == 0]
+             if present(traffic.port_counters(fabric, p, day)).symbol_error_counter == 0]
     assert len(quiet) > len(healthy) // 2
 
 
 def test_a_link_carries_what_its_peer_sends(fabric: Fabric) -> None:
     for link in fabric.links[:10]:
         a, b = fabric.port_at(link.a), fabric.port_at(link.b)
-        at_a = present(counters.port_counters(fabric, a, 42))
-        at_b = present(counters.port_counters(fabric, b, 42))
+        at_a = present(traffic.port_counters(fabric, a, 42))
+        at_b = present(traffic.port_counters(fabric, b, 42))
         assert at_a.port_xmit_data == at_b.port_rcv_data and at_a.port_rcv_pkts == at_b.port_xmit_pkts
 
 
@@ -169,21 +163,21 @@ def test_per_vl_and_opcode_attributes(fabric: Fabric) -> None:
     switch_port = next(p for n in fabric.nodes.values() if n.is_switch for p in n.data_ports if p.is_active)
     ca_port = present(fabric.local_node.port(1))
     for port in (switch_port, ca_port):
-        profile = traffic(fabric, port)
+        profile = derived_profile(fabric, port)
         assert len(profile.vl_shares) == NUM_VLS and sum(profile.vl_shares) == pytest.approx(1.0)
         total = sum(profile.op_rcv_counters_at(op, 30).port_op_rcv_pkts for op in TRACKED_OPCODES)
         assert total == pytest.approx(profile.counters_at(30).port_rcv_pkts, rel=1e-3, abs=len(TRACKED_OPCODES))
         assert len(profile.vl_op_packets_at(0x04, 30).per_vl) == NUM_VLS
-    assert any(traffic(fabric, switch_port).sw_port_vl_congestion_at(86_400).per_vl)
-    assert not any(traffic(fabric, ca_port).sw_port_vl_congestion_at(86_400).per_vl)
-    assert traffic(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
+    assert any(derived_profile(fabric, switch_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert not any(derived_profile(fabric, ca_port).sw_port_vl_congestion_at(86_400).per_vl)
+    assert derived_profile(fabric, ca_port).flow_ctl_counters_at(1).port_rcv_flow_pkts > 0
 
 
 def test_per_vl_values_are_each_vls_share_saturated(fabric: Fabric) -> None:
     """Each VL counts its share of the port's total at the attribute's width,
     below the width and past it (where some VLs saturate and others not)."""
     port = next(p for n in fabric.nodes.values() if n.is_switch for p in n.data_ports if p.is_active)
-    profile = counters.traffic_profile(fabric, port)
+    profile = traffic.traffic_profile(fabric, port)
     assert isinstance(profile, TrafficProfile)
     for t in (0, 30, 86_400, 10**9, 10**12, *(1.5**k for k in range(80))):
         rcv_octets = profile.rcv.octets(t)
@@ -218,7 +212,7 @@ def test_a_long_history_adds_up_as_a_pass_over_it_does() -> None:
     for i in range(30):
         fabric = with_port_state(fabric, ref, PortState.DOWN, at=10.0 + 20 * i + 1.5)[0]
         fabric = with_port_state(fabric, ref, PortState.ACTIVE, at=10.0 + 20 * i + 5.25)[0]
-    profile = counters.traffic_profile(fabric, fabric.port_at(ref))
+    profile = traffic.traffic_profile(fabric, fabric.port_at(ref))
     assert isinstance(profile, TrafficProfile) and profile.history is not None
     history = profile.history
     assert history.up is not None and len(history.up) == 31 and len(history.bursts) == 600
@@ -243,10 +237,10 @@ def test_error_rates_default_to_none() -> None:
 def test_sm_act_count_and_connection_counters(fabric: Fabric) -> None:
     master = fabric.master_sm
     assert master is not None
-    assert counters.sm_act_count(master, 0) == master.act_count
-    assert present(counters.sm_act_count(master, 100)) > present(counters.sm_act_count(master, 10))
+    assert traffic.sm_act_count(master, 0) == master.act_count
+    assert present(traffic.sm_act_count(master, 100)) > present(traffic.sm_act_count(master, 10))
     conns = fabric.connections[fabric.local_node_guid]
-    early, late = counters.connection_counters_at(conns, 10), counters.connection_counters_at(conns, 1000)
+    early, late = traffic.connection_counters_at(conns, 10), traffic.connection_counters_at(conns, 1000)
     assert late.ud_in_datagrams > early.ud_in_datagrams > 0
     assert late.connected_in_segments > early.connected_in_segments > 0
     assert late.rd_in_datagrams == 0  # ConnectX has no reliable datagram

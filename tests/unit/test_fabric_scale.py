@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from ibsnmp.fabric import build_fabric, counters, routing
+from ibsnmp.fabric import build_fabric, routing, traffic
 
 # 72 leaves x 138 hosts + 18 spines + 72 leaves = 10,026 nodes.  (275 hosts
 # per leaf would need 293-port leaves; InfiniBand allows 254.)
@@ -61,7 +61,7 @@ def test_big_fabric_routes_lazily() -> None:
     assert first_port is not None and last_port is not None
     path = routing.trace(fabric, first_port.lid, last_port.lid)
     assert path.hop_count in (2, 4)
-    at_a_minute = counters.port_counters(fabric, first_port, 60)
+    at_a_minute = traffic.port_counters(fabric, first_port, 60)
     assert at_a_minute is not None and at_a_minute.port_xmit_data > 0
     assert len(fabric.derive(routing._LFTS)) <= 4  # leaf01 + the path
     assert time.perf_counter() - start < 5.0

@@ -8,7 +8,7 @@ import pytest
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_port_state
-from ibsnmp.fabric.counters import port_counters
+from ibsnmp.fabric.traffic import port_counters
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.mib.targets import FabricContexts

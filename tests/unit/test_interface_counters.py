@@ -13,18 +13,8 @@ from tests.support.measured import measured_port
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_counters_cleared, with_port_state
-from ibsnmp.fabric.counters import (
-    EXTENDED_NAMES,
-    IDLE,
-    Flow,
-    InterfaceCounters,
-    TrafficProfile,
-    extended_counters,
-    interface_counters,
-    interface_counters_of,
-    port_counters,
-    traffic_profile,
-)
+from ibsnmp.fabric.counters import EXTENDED_NAMES, InterfaceCounters, interface_counters_of
+from ibsnmp.fabric.traffic import IDLE, Flow, TrafficProfile, extended_counters, interface_counters, port_counters, traffic_profile
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.ibnetdiscover import export
 from ibsnmp.fabric.ibnetdiscover_read import read_topology

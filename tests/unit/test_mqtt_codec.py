@@ -18,14 +18,8 @@ from hypothesis import strategies as st
 
 from tests.support import sysfs_trees as trees
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric.counters import (
-    EXTENDED_NAMES,
-    PortCounters,
-    interface_counters,
-    interface_counters_of,
-    port_counters,
-    saturate,
-)
+from ibsnmp.fabric.counters import EXTENDED_NAMES, PortCounters, interface_counters_of, saturate
+from ibsnmp.fabric.traffic import interface_counters, port_counters
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import schema

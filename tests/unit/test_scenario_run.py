@@ -13,7 +13,7 @@ from typing import TypeVar
 import pytest
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric import counters
+from ibsnmp.fabric import traffic
 from ibsnmp.fabric.iba import CapabilityMask, PortState
 from ibsnmp.fabric.model import Fabric, Node, PortRef
 from ibsnmp.providers.scenario import load_scenario, parse_scenario
@@ -133,7 +133,7 @@ async def test_a_scenario_run_gives_the_traps_in_order() -> None:
     assert present(got[2][2].port(host3.guid, 1)).info.port_state is PortState.ACTIVE
     # The watcher cleared the saturated counter after the trap.
     final = provider.snapshot
-    assert present(counters.port_counters(final, final.port_at(PortRef(leaf1.guid, 1)),
+    assert present(traffic.port_counters(final, final.port_at(PortRef(leaf1.guid, 1)),
                                           provider.elapsed())).local_link_integrity_errors == 0
 
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 import pytest
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.fabric import build_fabric, counters, routing
+from ibsnmp.fabric import build_fabric, counters, routing, traffic
 from ibsnmp.fabric.changes import (
     with_counters_cleared,
     with_error_burst,
@@ -113,19 +113,19 @@ def test_traffic_freezes_while_down_and_counters_never_go_back(small: Fabric) ->
     ref = PortRef(_node(small, "leaf01").guid, 1)
     down, _ = with_port_state(small, ref, PortState.DOWN, at=10.0)
     up, _ = with_port_state(down, ref, PortState.ACTIVE, at=30.0)
-    frozen = present(counters.port_counters(small, small.port_at(ref), 10.0))
-    during = present(counters.port_counters(down, down.port_at(ref), 25.0))
+    frozen = present(traffic.port_counters(small, small.port_at(ref), 10.0))
+    during = present(traffic.port_counters(down, down.port_at(ref), 25.0))
     assert during.port_xmit_data == frozen.port_xmit_data and during.port_rcv_pkts == frozen.port_rcv_pkts
     assert during.link_downed_counter == frozen.link_downed_counter + 1
-    later = present(counters.port_counters(up, up.port_at(ref), 40.0))
+    later = present(traffic.port_counters(up, up.port_at(ref), 40.0))
     assert later.port_xmit_data > frozen.port_xmit_data
     # ... by ten seconds' worth of traffic, not forty.
-    steady = present(counters.port_counters(small, small.port_at(ref), 40.0))
+    steady = present(traffic.port_counters(small, small.port_at(ref), 40.0))
     assert later.port_xmit_data < steady.port_xmit_data
     previous = None
     for t in (0, 5, 10, 11, 20, 30, 31, 60, 3600):
         snapshot = small if t < 10 else down if t < 30 else up
-        now = counters.port_counters(snapshot, snapshot.port_at(ref), t)
+        now = traffic.port_counters(snapshot, snapshot.port_at(ref), t)
         if previous is not None:
             for name in counters.PortCounters.BITS:
                 assert getattr(now, name) >= getattr(previous, name), (name, t)
@@ -136,22 +136,22 @@ def test_error_bursts_saturate_and_clears_count_from_zero(small: Fabric) -> None
     ref = PortRef(_node(small, "host001").guid, 1)
     burst = with_error_burst(small, ref, {"local_link_integrity": 24, "symbol": 100, "local_physical": 7}, at=5.0)
     port = burst.port_at(ref)
-    assert present(counters.port_counters(burst, port, 4.9)).local_link_integrity_errors == 0
-    after = present(counters.port_counters(burst, port, 5.0))
+    assert present(traffic.port_counters(burst, port, 4.9)).local_link_integrity_errors == 0
+    after = present(traffic.port_counters(burst, port, 5.0))
     assert after.local_link_integrity_errors == 15  # 4 bits: saturated
     assert after.symbol_error_counter == 100
-    profile = counters.traffic_profile(burst, port)
-    assert isinstance(profile, counters.TrafficProfile)
+    profile = traffic.traffic_profile(burst, port)
+    assert isinstance(profile, traffic.TrafficProfile)
     assert after.port_rcv_errors == 7 and profile.rcv_error_details_at(6) \
         .port_local_physical_errors == 7
-    at_six = present(counters.port_counters(small, small.port_at(ref), 6.0))
+    at_six = present(traffic.port_counters(small, small.port_at(ref), 6.0))
     assert at_six.local_link_integrity_errors == 0
     cleared = with_counters_cleared(burst, ref, ["local_link_integrity_errors"], at=6.0)
-    cleared_at_six = present(counters.port_counters(cleared, cleared.port_at(ref), 6.0))
+    cleared_at_six = present(traffic.port_counters(cleared, cleared.port_at(ref), 6.0))
     assert cleared_at_six.local_link_integrity_errors == 0
     assert cleared_at_six.symbol_error_counter == 100
     again = with_error_burst(cleared, ref, {"local_link_integrity": 3}, at=7.0)
-    again_at_eight = present(counters.port_counters(again, again.port_at(ref), 8.0))
+    again_at_eight = present(traffic.port_counters(again, again.port_at(ref), 8.0))
     assert again_at_eight.local_link_integrity_errors == 3
     with pytest.raises(ValueError, match="unknown error kind"):
         with_error_burst(small, ref, {"gremlins": 1}, at=1.0)
@@ -163,10 +163,10 @@ def test_a_burst_keeps_the_derived_data_of_the_rest(small: Fabric) -> None:
     leaf = _node(small, "leaf01")
     table = routing.linear_forwarding_table(small, leaf.guid)
     other = small.port_at(PortRef(leaf.guid, 2))
-    profile = counters.traffic_profile(small, other)
+    profile = traffic.traffic_profile(small, other)
     burst = with_error_burst(small, PortRef(leaf.guid, 1), {"symbol": 1}, at=1.0)
     assert routing.linear_forwarding_table(burst, leaf.guid) is table
-    assert counters.traffic_profile(burst, burst.port_at(other.ref)) is profile
+    assert traffic.traffic_profile(burst, burst.port_at(other.ref)) is profile
     assert burst.nodes is small.nodes
 
 

@@ -14,14 +14,8 @@ from tests.support import sysfs_trees as trees
 from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric import to_json
-from ibsnmp.fabric.counters import (
-    EXTENDED_NAMES,
-    InterfaceCounters,
-    MeasuredProfile,
-    interface_counters,
-    port_counters,
-    traffic_profile,
-)
+from ibsnmp.fabric.counters import EXTENDED_NAMES, InterfaceCounters
+from ibsnmp.fabric.traffic import MeasuredProfile, interface_counters, port_counters, traffic_profile
 from ibsnmp.fabric.iba import CaType, LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortPhysState, PortState
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.loader import definitions

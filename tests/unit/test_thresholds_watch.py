@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ibsnmp.events import IbaTrap
-from ibsnmp.fabric import build_fabric, counters
+from ibsnmp.fabric import build_fabric, traffic
 from ibsnmp.fabric.changes import with_counters_cleared, with_error_burst, with_port_info
 from ibsnmp.fabric.model import Fabric, PortRef
 from ibsnmp.providers.simulated import SimulatedProvider
@@ -30,7 +30,7 @@ def _leaf_port(fabric: Fabric, num: int = 1) -> PortRef:
 
 
 def _lli(fabric: Fabric, ref: PortRef, t: float) -> int:
-    now = counters.port_counters(fabric, fabric.port_at(ref), t)
+    now = traffic.port_counters(fabric, fabric.port_at(ref), t)
     assert now is not None
     return now.local_link_integrity_errors
 
@@ -154,16 +154,16 @@ def test_a_port_first_seen_after_a_burst_is_armed_from_before_it(small: Fabric) 
 
 def test_the_watch_set_covers_every_port_that_can_count() -> None:
     fabric = build_fabric("fat-tree:spines=2,leaves=3,hosts=4,ports=2,faults=6", seed=21)
-    watched = set(counters.threshold_watch_ports(fabric))
+    watched = set(traffic.threshold_watch_ports(fabric))
     for node in fabric.nodes.values():
         for port in node.ports:
-            profile = counters.traffic_profile(fabric, port)
-            assert isinstance(profile, counters.TrafficProfile)
+            profile = traffic.traffic_profile(fabric, port)
+            assert isinstance(profile, traffic.TrafficProfile)
             rates = profile.errors
             if rates.local_link_integrity or rates.excessive_buffer_overrun:
                 assert port.ref in watched
     touched = with_error_burst(fabric, PortRef(next(iter(fabric.nodes)), 1), {"symbol": 1}, at=1.0)
-    assert PortRef(next(iter(fabric.nodes)), 1) in counters.threshold_watch_ports(touched)
+    assert PortRef(next(iter(fabric.nodes)), 1) in traffic.threshold_watch_ports(touched)
 
 
 def test_a_poll_of_a_ten_thousand_node_fabric_is_cheap() -> None:
@@ -175,7 +175,7 @@ def test_a_poll_of_a_ten_thousand_node_fabric_is_cheap() -> None:
     for i in range(1, 11):
         watcher.poll(fabric, float(i))
     per_poll = (time.perf_counter() - start) / 10
-    assert len(counters.threshold_watch_ports(fabric)) < 200
+    assert len(traffic.threshold_watch_ports(fabric)) < 200
     assert per_poll < 0.02, f"{per_poll * 1e3:.1f} ms per poll"
 
 
@@ -184,7 +184,7 @@ def test_a_poll_that_read_what_the_last_read_judges_alike() -> None:
     watcher's shortcut), and what grows after still fires exactly once."""
     fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
     assert not fabric.port_history
-    ref = sorted(counters.threshold_watch_ports(fabric))[0]
+    ref = sorted(traffic.threshold_watch_ports(fabric))[0]
     threshold = fabric.port_at(ref).info.local_phy_errors_threshold
     assert threshold is not None
     watcher = ThresholdWatcher()
