@@ -35,7 +35,8 @@ from common import ROOT, Processes, Proc, free_udp_port  # noqa: E402
 sys.path.insert(0, str(ROOT))
 from pysnmp.entity.engine import SnmpEngine  # noqa: E402
 
-from ibsnmp.agent.config import TrapTarget, parse_trap_address  # noqa: E402
+from ibsnmp.agent.config import parse_trap_address  # noqa: E402
+from ibsnmp.agent.trap_targets import TrapTarget
 from ibsnmp.events import IbaTrap, TrapEvent  # noqa: E402
 from ibsnmp.traps.mapping import map_event  # noqa: E402
 from ibsnmp.traps.originator import TrapOriginator  # noqa: E402

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
-import socket
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,16 +22,15 @@ from .agentx_master import AgentxAddressError, MasterAddress, parse_master_addre
 from .config_error import ConfigError as ConfigError  # raised here, known by this name
 from .option_tables import OPTION_TABLES, check_option_tables
 from .secrets import resolve_secret, warn_if_exposed_config
+from .engine_id import parse_engine_id
+from .trap_targets import (DEFAULT_INFORM_RETRIES, DEFAULT_INFORM_TIMEOUT, DEFAULT_TRAP_QUEUE,
+                           TRAP_KINDS, TRAP_VERSIONS, TrapTarget, parse_trap_address)
 from .transport import DEFAULT_LISTEN, Endpoint, ListenSyntaxError, parse_endpoint
 from .views import View, parse_view
 
 Access = Literal["read", "write"]
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-TrapVersion = Literal["1", "2c", "3"]
-TrapKind = Literal["trap", "inform"]
 ACCESSES: tuple[Access, ...] = ("read", "write")
-TRAP_VERSIONS: tuple[TrapVersion, ...] = ("1", "2c", "3")
-TRAP_KINDS: tuple[TrapKind, ...] = ("trap", "inform")
 
 # USM protocols accepted in `auth` / `priv`. SHA and MD5 are there for old
 # managers only; DES likewise. AES192/AES256 use the key extension net-snmp
@@ -45,10 +42,6 @@ MIN_KEY_LENGTH = 8  # RFC 3414 11.2: pass phrases of at least 8 octets
 MAX_DISPLAY_STRING = 255  # SNMPv2-TC DisplayString
 MAX_CONFIG_BYTES = 1 << 20  # 1 MiB: far more than any shipped example takes
 
-TRAP_PORT = 162  # RFC 3417: snmptrap
-DEFAULT_TRAP_QUEUE = 1000
-DEFAULT_INFORM_TIMEOUT = 1.0  # seconds per try, like net-snmp's snmpinform -t
-DEFAULT_INFORM_RETRIES = 3
 # At most this many varbinds per request unless [limits] says otherwise: half
 # net-snmp's command-line tools' own limit (128 OIDs per request), so that no
 # one request's decoding and answering holds the agent up for long.
@@ -171,35 +164,6 @@ class User:
     priv_key: str | None = field(default=None, repr=False)
     access: Access = "read"
     view: View | None = None  # None: the access's default (views.default_view)
-
-
-@dataclass(frozen=True, slots=True)
-class TrapTarget:
-    """One notification receiver ([[trap_target]]). `community` is a secret.
-
-    v1/v2c use `community`; v3 uses `user`, a [[user]] with authPriv. Informs
-    (2c/3) are re-sent `retries` times, `timeout` seconds apart, and, while
-    unanswered, kept at the head of the queue. `queue_size` bounds what
-    waits per target (the oldest is dropped and counted); `rate_limit` caps
-    notifications per second. `agent_address` overrides the SNMPv1
-    agent-addr (default: the address the agent sends from).
-    """
-
-    address: Endpoint
-    version: TrapVersion = "2c"
-    kind: TrapKind = "trap"
-    community: str = field(default="public", repr=False)
-    user: str | None = None
-    timeout: float = DEFAULT_INFORM_TIMEOUT
-    retries: int = DEFAULT_INFORM_RETRIES
-    queue_size: int = DEFAULT_TRAP_QUEUE
-    rate_limit: float | None = None
-    agent_address: str | None = None
-
-    @property
-    def label(self) -> str:
-        """How logs name the target (never with the community)."""
-        return f"{self.address} (v{self.version} {self.kind})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -655,70 +619,6 @@ def _parse_users(value: Any, fail: Fail) -> tuple[User, ...]:
 
 
 # -- notification targets ---------------------------------------------------------
-
-
-_RECEIVER_USAGE = ("HOST[:PORT] with HOST an IPv4 address or a host name, or [IPV6][:PORT]; "
-                   "PORT 1 to 65535, 162 by default")
-HOST_NAME = re.compile(r"^(?=.{1,253}$)(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
-                       r"(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?$")
-
-
-def parse_trap_address(text: str) -> Endpoint:
-    """`HOST[:PORT]` / `[V6HOST][:PORT]` of a receiver; the port defaults to 162.
-
-    HOST is an address or a host name; a name is resolved when the
-    configuration is loaded (at start and at every reload), like net-snmp's
-    trap2sink, and the first address it resolves to is used.
-    """
-    text = text.strip()
-    bare_v6 = text.startswith("[") and text.endswith("]")
-    bare_v4 = not text.startswith("[") and ":" not in text
-    with_port = f"{text}:{TRAP_PORT}" if bare_v4 or bare_v6 else text
-    name, _, port_text = with_port.rpartition(":")
-    if HOST_NAME.match(name) and not _is_ip_address(name):
-        with_port = f"{_resolve(name, text)}:{port_text}"
-    try:
-        endpoint = parse_endpoint(with_port)
-    except ListenSyntaxError as exc:
-        # Quote what the user wrote, and receivers' examples with port 162.
-        # The parser's message quotes the value: say what is expected instead.
-        raise ListenSyntaxError(f"not a receiver address ({_RECEIVER_USAGE})") from None
-    if endpoint.port == 0:
-        raise ListenSyntaxError("a receiver's port cannot be 0")
-    return endpoint
-
-
-def _is_ip_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _resolve(name: str, text: str) -> str:
-    """The first address of a receiver's host name, as `parse_endpoint` takes it."""
-    try:
-        infos = socket.getaddrinfo(name, None, type=socket.SOCK_DGRAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        why = getattr(exc, "strerror", None) or str(exc)
-        raise ListenSyntaxError(f"cannot resolve its host name ({why})") from None
-    family, address = infos[0][0], str(infos[0][4][0])
-    return f"[{address}]" if family == socket.AF_INET6 else address
-
-
-def parse_engine_id(value: Any, key: str, fail: Fail) -> bytes:
-    """An snmpEngineID in hex (`0x` and `:` allowed): 5 to 32 octets (RFC 3411)."""
-    digits = text(value, key, fail).strip().lower().removeprefix("0x").replace(":", "")
-    try:
-        octets = bytes.fromhex(digits)
-    except ValueError:
-        raise fail(key, "expected hexadecimal digits, e.g. 0x8000000001020304") from None
-    if not 5 <= len(octets) <= 32:
-        raise fail(key, f"must be 5 to 32 octets, got {len(octets)}")
-    if octets in (bytes(len(octets)), b"\xff" * len(octets)):
-        raise fail(key, "must not be all zeros or all 'ff'H (RFC 3411 SnmpEngineID)")
-    return octets
 
 
 def _number(entry: Mapping[str, Any], name: str, at: str, fail: Fail, *, integral: bool,

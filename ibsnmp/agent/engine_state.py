@@ -24,7 +24,7 @@ from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.atomicfile import write_atomically
 
-from .config import parse_engine_id
+from .engine_id import parse_engine_id
 
 log = logging.getLogger("ibsnmp.agent")
 

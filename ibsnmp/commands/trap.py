@@ -16,17 +16,10 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ibsnmp.agent.config import (
-    AUTH_PROTOCOLS,
-    DEFAULT_INFORM_RETRIES,
-    DEFAULT_INFORM_TIMEOUT,
-    MIN_KEY_LENGTH,
-    PRIV_PROTOCOLS,
-    ConfigError,
-    TrapTarget,
-    parse_engine_id,
-    parse_trap_address,
-)
+from ibsnmp.agent.config import AUTH_PROTOCOLS, MIN_KEY_LENGTH, PRIV_PROTOCOLS, ConfigError
+from ibsnmp.agent.engine_id import parse_engine_id
+from ibsnmp.agent.trap_targets import (DEFAULT_INFORM_RETRIES, DEFAULT_INFORM_TIMEOUT, TrapTarget,
+                                       parse_trap_address)
 from ibsnmp.agent.transport import ListenSyntaxError
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.spec import SpecError

@@ -25,7 +25,7 @@ from pysnmp.entity.rfc3413 import ntforg
 from pysnmp.proto import rfc1902
 from pysnmp.proto.api import v2c
 
-from ibsnmp.agent.config import TrapTarget
+from ibsnmp.agent.trap_targets import TrapTarget
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.model import Node

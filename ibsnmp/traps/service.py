@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from pysnmp.entity.engine import SnmpEngine
 from pysnmp.proto import rfc1902
 
-from ibsnmp.agent.config import TrapTarget
+from ibsnmp.agent.trap_targets import TrapTarget
 from ibsnmp.events import TrapEvent
 from ibsnmp.fabric.swap import Swap
 from ibsnmp.providers.base import Provider

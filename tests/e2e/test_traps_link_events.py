@@ -20,14 +20,8 @@ from pysnmp.entity.engine import SnmpEngine
 from pysnmp.smi import builder
 from tests.support.trapd import AGENT_USERS, ENGINE_ID, USER, Received, TrapReceiver
 
-from ibsnmp.agent.config import (
-    AgentSettings,
-    ConfigError,
-    TrapSettings,
-    TrapTarget,
-    parse_config,
-    parse_trap_address,
-)
+from ibsnmp.agent.config import AgentSettings, ConfigError, TrapSettings, parse_config
+from ibsnmp.agent.trap_targets import TrapTarget, parse_trap_address
 from ibsnmp.agent.reload import describe_changes
 from ibsnmp.fabric.changes import with_port_state
 from ibsnmp.fabric.generators import build_fabric

@@ -22,7 +22,7 @@ from pysnmp.entity.engine import SnmpEngine
 from pysnmp.proto.api import v2c
 from tests.support.trapd import ENGINE_ID, USER, Received, TrapReceiver, expected_varbinds
 
-from ibsnmp.agent.config import TrapTarget, parse_trap_address
+from ibsnmp.agent.trap_targets import TrapTarget, parse_trap_address
 from ibsnmp.agent.engine import AUTH, PRIV
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.generators import build_fabric

@@ -11,15 +11,8 @@ from typing import Any
 
 import pytest
 
-from ibsnmp.agent.config import (
-    AgentSettings,
-    Community,
-    Limits,
-    TrapSettings,
-    TrapTarget,
-    User,
-    parse_config,
-)
+from ibsnmp.agent.config import AgentSettings, Community, Limits, TrapSettings, User, parse_config
+from ibsnmp.agent.trap_targets import TrapTarget
 from ibsnmp.agent.reload import changed_keys, describe_changes, reload_configuration, toml_value
 from ibsnmp.agent.transport import Endpoint
 

@@ -6,14 +6,8 @@ import tomllib
 
 import pytest
 
-from ibsnmp.agent.config import (
-    ConfigError,
-    FileConfig,
-    TrapTarget,
-    merge_settings,
-    parse_config,
-    parse_trap_address,
-)
+from ibsnmp.agent.config import ConfigError, FileConfig, merge_settings, parse_config
+from ibsnmp.agent.trap_targets import TrapTarget, parse_trap_address
 from ibsnmp.agent.transport import Endpoint, ListenSyntaxError
 
 USERS = """

@@ -12,7 +12,7 @@ import pytest
 from tests.support.e2e import free_udp_port
 from pysnmp.entity.engine import SnmpEngine
 
-from ibsnmp.agent.config import TrapTarget, parse_trap_address
+from ibsnmp.agent.trap_targets import TrapTarget, parse_trap_address
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.traps.originator import TrapOriginator
 from ibsnmp.traps.queue import DropQueue, RateLimiter
