@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ibsnmp.agentx.connection import Subagent
     from ibsnmp.mqtt.publisher import Publisher
     from ibsnmp.agent.engine_group import EngineGroup
-    from ibsnmp.state.store import AgentState
+    from ibsnmp.state.store import AgentState, ConfiguredProvider
 
 EXIT_START_FAILED = 2
 log = logging.getLogger("ibsnmp.run")
@@ -379,6 +379,20 @@ def _open_state(state_dir: Path, args: argparse.Namespace,
     return state
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Start:
+    """What the agent starts from: the settings with the engine identity its
+    group gave it, and the provider of its fabric under the SETs saved."""
+
+    settings: AgentSettings
+    configured: AgentSettings  # as the flags and the file gave them (a reload starts there)
+    kind: str
+    group: EngineGroup
+    provider: ConfiguredProvider
+    state: AgentState
+    publisher: Publisher | None
+
+
 def _run(args: argparse.Namespace) -> int:
     # SIGHUP means "reload", never "stop": ignored until the agent handles it.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -387,35 +401,42 @@ def _run(args: argparse.Namespace) -> int:
 
     pin_mmap_threshold()  # before the fabric and the caches are built
     try:
-        settings = configured = settings_from_args(args)
-        from ibsnmp.mib.targets import FabricContexts
-        from ibsnmp.mib.registry import build_mib
-
-        kind = provider_kind(args)
-        state_dir = _state_dir(args)
-        settings = replace(settings, reuse_port=bool(args.reuse_port))
-        group = _join_engine_group(state_dir, settings)
-        settings = replace(settings, engine_id=group.state.engine_id,
-                           engine_boots=group.state.boots,
-                           engine_booted_at=group.state.booted_at)
-        provider = _make_provider(args, group.slot)
-        state = _open_state(state_dir, args, settings.limits, group.slot)
-        publisher = None
-        if args.publish:
-            from ibsnmp.commands.mqtt_from_flags import make_publisher
-
-            publisher = make_publisher(args, provider, args.publish, url_dest="publish")
+        start = _prepare(args)
     except (ConfigError, SpecError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
+    return _serve(args, start)
+
+
+def _prepare(args: argparse.Namespace) -> _Start:
+    """The settings, the engine group joined, the provider and the state file
+    (ConfigError or SpecError: the agent does not start)."""
+    from ibsnmp.mib.sm_sa_live import attach_provider_sa
     from ibsnmp.state.store import ConfiguredProvider
 
-    # Every snapshot the agent serves carries what SETs configured.
-    provider = ConfiguredProvider(provider, state)
-    from ibsnmp.mib.sm_sa_live import attach_provider_sa
+    settings = configured = settings_from_args(args)
+    state_dir = _state_dir(args)
+    settings = replace(settings, reuse_port=bool(args.reuse_port))
+    group = _join_engine_group(state_dir, settings)
+    settings = replace(settings, engine_id=group.state.engine_id,
+                       engine_boots=group.state.boots,
+                       engine_booted_at=group.state.booted_at)
+    provider = _make_provider(args, group.slot)
+    state = _open_state(state_dir, args, settings.limits, group.slot)
+    publisher = None
+    if args.publish:
+        from ibsnmp.commands.mqtt_from_flags import make_publisher
 
-    attach_provider_sa(provider.inner, state)  # a live SM answers request rows
-    fabric = provider.snapshot
+        publisher = make_publisher(args, provider, args.publish, url_dest="publish")
+    # Every snapshot the agent serves carries what SETs configured.
+    configured_provider = ConfiguredProvider(provider, state)
+    attach_provider_sa(configured_provider.inner, state)  # a live SM answers request rows
+    return _Start(settings, configured, provider_kind(args), group, configured_provider, state,
+                  publisher)
+
+
+def _summary(args: argparse.Namespace, kind: str, fabric: Fabric) -> str:
+    """How the banner and sysDescr name the fabric served."""
     if kind == "simulated":
         summary = f"simulated {fabric.spec or args.fabric or DEFAULT_SPEC}, seed {args.seed}"
         log.warning("serving a simulated fabric: its nodes and values are invented, not read "
@@ -423,31 +444,35 @@ def _run(args: argparse.Namespace) -> int:
                     "kind)")
     else:
         summary = fabric.spec or kind
-    summary += f", {len(fabric.nodes)} nodes"
+    return f"{summary}, {len(fabric.nodes)} nodes"
+
+
+def _serve(args: argparse.Namespace, start: _Start) -> int:
+    """Build the MIB over the provider and run the agent until it stops."""
     from ibsnmp.agent.system import configured_objects, with_saved_values
-
     from ibsnmp.fabric.interface_history import InterfaceHistory
+    from ibsnmp.gc_freeze import settle
+    from ibsnmp.mib.registry import build_mib
+    from ibsnmp.mib.targets import FabricContexts
+    from ibsnmp.providers.topology import rereading
 
+    provider, state = start.provider, start.state
+    fabric = provider.snapshot
+    summary = _summary(args, start.kind, fabric)
     # IF-MIB's change times, from every snapshot the provider swaps in.
     interfaces = InterfaceHistory()
     interfaces.follow(provider.inner)
     # What the config file sets stays read-only; the rest starts as saved.
-    link_traps = _LinkTraps(settings.traps.if_mib)
-    mib = build_mib(state, read_only_system=configured_objects(settings.system),
+    link_traps = _LinkTraps(start.settings.traps.if_mib)
+    mib = build_mib(state, read_only_system=configured_objects(start.settings.system),
                     interfaces=interfaces, link_traps=link_traps.enabled)
     settings = dataclasses.replace(
-        settings, system=with_saved_values(settings.system, state.config.system))
-
-    def announce(agent: Agent) -> None:
-        print_banner(banner_lines(summary, settings, agent.endpoints, fabric), args.log_format)
-
-    from ibsnmp.gc_freeze import settle
-    from ibsnmp.providers.topology import rereading
+        start.settings, system=with_saved_values(start.settings.system, state.config.system))
 
     # SIGHUP also re-reads a provider's files (the topology dump).
-    reload = rereading(provider.inner, _reloader(args, configured, settings))
+    reload = rereading(provider.inner, _reloader(args, start.configured, settings))
     contexts = FabricContexts(provider)
-    if kind == "mqtt":
+    if start.kind == "mqtt":
         from ibsnmp.commands.mqtt_from_flags import AggregatorContexts
 
         contexts = AggregatorContexts(provider)
@@ -460,7 +485,7 @@ def _run(args: argparse.Namespace) -> int:
         # change is never dated after the trap that reports it.
         uptime = sys_up_time(agent.engine.engine)
         interfaces.use_clock(lambda: uptime() / 100)
-        announce(agent)
+        print_banner(banner_lines(summary, settings, agent.endpoints, fabric), args.log_format)
         settle()  # the fabric, the MIB modules and the engine live as long as the agent
 
     subagent_of = None
@@ -475,9 +500,9 @@ def _run(args: argparse.Namespace) -> int:
 
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=started,
-               services=_services(settings, provider, publisher, subagent_of,
+               services=_services(settings, provider, start.publisher, subagent_of,
                                   saved_authen_traps=state.config.snmp.get("snmpEnableAuthenTraps"),
-                                  group=group),
+                                  group=start.group),
                reload=reload)
 
 
