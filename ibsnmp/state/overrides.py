@@ -404,155 +404,208 @@ def from_json(doc: Any, mib_problem: ValueProblem) -> ConfigState:
     key if invalid. Every value is checked against the syntax of the MIB
     object that serves it (`mib_problem`), so what loads can be read, and
     against the IBA width the writers enforce."""
+    read = _StateReader(doc, mib_problem)
+    read.header()
+    return ConfigState(sm=read.sm(), sm_config=read.sm_config(), partitions=read.partitions(),
+                       service_assoc=read.service_associations(), sl2vl=read.sl2vl(),
+                       vl_arb=read.vl_arbitration(), partition_buffer=read.partition_buffer(),
+                       system=read.system(), snmp=read.snmp())
 
-    fail = StateFormatError.at
 
-    def expect(value: Any, kind: type[T], key: str) -> T:
-        return documents.expect(value, kind, key, fail, syntax=JSON)
+class _StateReader:
+    """The sections of a to_json document, each read and checked on its own
+    (StateFormatError naming the key)."""
 
-    def keys(entry: Any, allowed: tuple[str, ...], key: str) -> dict[str, Any]:
-        table = expect(entry, dict, key)
-        documents.check_keys(table, allowed, "" if key == "document" else key, fail)
+    def __init__(self, doc: Any, mib_problem: ValueProblem) -> None:
+        self._doc = doc
+        self._mib_problem = mib_problem
+
+    # -- checked values ---------------------------------------------------------
+
+    def _expect(self, value: Any, kind: type[T], key: str) -> T:
+        return documents.expect(value, kind, key, StateFormatError.at, syntax=JSON)
+
+    def _keys(self, entry: Any, allowed: tuple[str, ...], key: str) -> dict[str, Any]:
+        table = self._expect(entry, dict, key)
+        documents.check_keys(table, allowed, "" if key == "document" else key,
+                             StateFormatError.at)
         return table
 
-    def served(value: _Value, key: str, descriptor: str) -> _Value:
-        problem = mib_problem(descriptor, value)
+    def _served(self, value: _Value, key: str, descriptor: str) -> _Value:
+        problem = self._mib_problem(descriptor, value)
         if problem is not None:
-            raise fail(key, f"not a value of {descriptor}: {problem}")
+            raise StateFormatError.at(key, f"not a value of {descriptor}: {problem}")
         return value
 
-    def number(value: Any, key: str, descriptor: str,
-               field: tuple[int, int] | None = None) -> int:
+    def _number(self, value: Any, key: str, descriptor: str,
+                field: tuple[int, int] | None = None) -> int:
         """An integer `descriptor` can serve, within `field` (the IBA width
         where the MIB leaves the INTEGER unbounded) when given."""
         low, high = field if field is not None else (None, None)
-        return served(documents.integer(value, key, fail, low=low, high=high, syntax=JSON), key,
-                      descriptor)
+        return self._served(documents.integer(value, key, StateFormatError.at, low=low,
+                                              high=high, syntax=JSON), key, descriptor)
 
-    def hexint(value: Any, key: str, bits: int) -> int:
-        return documents.hex_number(value, key, bits, fail, syntax=JSON)
+    def _hexint(self, value: Any, key: str, bits: int) -> int:
+        return documents.hex_number(value, key, bits, StateFormatError.at, syntax=JSON)
 
-    def octets(value: Any, key: str, descriptor: str) -> bytes | None:
+    def _octets(self, value: Any, key: str, descriptor: str) -> bytes | None:
         if value is None:
             return None
         try:
-            data = bytes.fromhex(expect(value, str, key))
+            data = bytes.fromhex(self._expect(value, str, key))
         except ValueError:
-            raise fail(key, "expected hexadecimal octets") from None
-        return served(data, key, descriptor)
+            raise StateFormatError.at(key, "expected hexadecimal octets") from None
+        return self._served(data, key, descriptor)
 
-    def text(value: Any, key: str, descriptor: str) -> bytes:
-        data = expect(value, str, key)
+    def _text(self, value: Any, key: str, descriptor: str) -> bytes:
+        data = self._expect(value, str, key)
         if not data.isascii():
-            raise fail(key, f"not a value of {descriptor}: not NVT ASCII text")
-        return served(data.encode("ascii"), key, descriptor)
+            raise StateFormatError.at(key, f"not a value of {descriptor}: not NVT ASCII text")
+        return self._served(data.encode("ascii"), key, descriptor)
 
-    def entries(name: str) -> list[tuple[str, dict[str, Any]]]:
-        listed = expect(doc.get(name, []), list, name)
-        return [(f"{name}[{i}]", keys(e, _ENTRY_KEYS[name], f"{name}[{i}]"))
+    def _entries(self, name: str) -> list[tuple[str, dict[str, Any]]]:
+        listed = self._expect(self._doc.get(name, []), list, name)
+        return [(f"{name}[{i}]", self._keys(e, _ENTRY_KEYS[name], f"{name}[{i}]"))
                 for i, e in enumerate(listed)]
 
-    keys(doc, _TOP_KEYS, "document")
-    if doc.get("format") != FORMAT:
-        raise fail("format", f"expected {FORMAT!r}")
-    if doc.get("version") != VERSION:
-        raise fail("version", f"expected {VERSION} (this ibsnmp cannot read another)")
-    sm: dict[int, SmOverride] = {}
-    for at, entry in entries("sm"):
-        disabled = documents.lookup(entry["admin"], f"{at}.admin", _ADMIN_DISABLED, fail) \
-            if "admin" in entry else None
-        sm_key = hexint(entry["sm_key"], f"{at}.sm_key", 64) if "sm_key" in entry else None
-        if sm_key is not None:
-            served(sm_key.to_bytes(8, "big"), f"{at}.sm_key", "ibSmConfigSMKey")
-        sm[hexint(entry.get("guid"), f"{at}.guid", 64)] = SmOverride(
-            # SMInfo Priority is a 4-bit field.
-            priority=number(entry["priority"], f"{at}.priority", "ibSmConfigPriority", (0, 15))
-            if "priority" in entry else None,
-            sm_key=sm_key,
-            disabled=disabled,
+    def _flag(self, value: Any, key: str) -> bool:
+        return documents.boolean(value, key, StateFormatError.at, syntax=JSON)
+
+    # -- the sections -------------------------------------------------------------
+
+    def header(self) -> None:
+        doc = self._keys(self._doc, _TOP_KEYS, "document")
+        if doc.get("format") != FORMAT:
+            raise StateFormatError.at("format", f"expected {FORMAT!r}")
+        if doc.get("version") != VERSION:
+            raise StateFormatError.at("version",
+                                      f"expected {VERSION} (this ibsnmp cannot read another)")
+
+    def sm(self) -> dict[int, SmOverride]:
+        sm: dict[int, SmOverride] = {}
+        for at, entry in self._entries("sm"):
+            disabled = documents.lookup(entry["admin"], f"{at}.admin", _ADMIN_DISABLED,
+                                        StateFormatError.at) if "admin" in entry else None
+            sm_key = self._hexint(entry["sm_key"], f"{at}.sm_key", 64) \
+                if "sm_key" in entry else None
+            if sm_key is not None:
+                self._served(sm_key.to_bytes(8, "big"), f"{at}.sm_key", "ibSmConfigSMKey")
+            sm[self._hexint(entry.get("guid"), f"{at}.guid", 64)] = SmOverride(
+                # SMInfo Priority is a 4-bit field.
+                priority=self._number(entry["priority"], f"{at}.priority", "ibSmConfigPriority",
+                                      (0, 15)) if "priority" in entry else None,
+                sm_key=sm_key,
+                disabled=disabled,
+            )
+        return sm
+
+    def sm_config(self) -> dict[str, int]:
+        sm_config = {}
+        for name, value in self._keys(self._doc.get("sm_config", {}), SM_CONFIG_FIELDS,
+                                      "sm_config").items():
+            column = _SM_CONFIG_COLUMN_OF[name]
+            _, low, high = SM_CONFIG_COLUMNS[column]
+            sm_config[name] = self._number(value, f"sm_config.{name}", f"ibSmConfig{column}",
+                                           (low, high))
+        low_lid, high_lid = sm_config.get("min_unicast_lid"), sm_config.get("max_unicast_lid")
+        if low_lid is not None and high_lid is not None and not low_lid < high_lid:
+            raise StateFormatError.at("sm_config.max_unicast_lid",
+                                      "must be more than min_unicast_lid")
+        return sm_config
+
+    def partitions(self) -> dict[int, PartitionEdit]:
+        partitions: dict[int, PartitionEdit] = {}
+        kinds = {v: k for k, v in _MEMBERSHIP_NAMES.items()}
+        for at, entry in self._entries("partitions"):
+            members: dict[tuple[int, int], int] = {}
+            for j, member in enumerate(self._expect(entry.get("members", []), list,
+                                                    f"{at}.members")):
+                mat = f"{at}.members[{j}]"
+                self._keys(member, _ENTRY_KEYS["members"], mat)
+                kind = documents.lookup(member.get("membership"), f"{mat}.membership", kinds,
+                                        StateFormatError.at)
+                members[(self._hexint(member.get("guid"), f"{mat}.guid", 64),
+                         self._number(member.get("port"), f"{mat}.port",
+                                      "ibSmPartitionConfigMemberPortNum"))] = kind
+            pkey = self._hexint(entry.get("pkey"), f"{at}.pkey", 15)
+            self._served(pkey.to_bytes(2, "big"), f"{at}.pkey", "ibSmPartitionKey")
+            name = self._expect(entry.get("name", ""), str, f"{at}.name")
+            if len(name) > MAX_NAME_LENGTH or not name.isprintable():
+                raise StateFormatError.at(
+                    f"{at}.name", f"expected at most {MAX_NAME_LENGTH} printable characters")
+            partitions[pkey] = PartitionEdit(
+                name=name,
+                fresh=self._flag(entry.get("created", False), f"{at}.created"),
+                deleted=self._flag(entry.get("deleted", False), f"{at}.deleted"),
+                members=members,
+            )
+        return partitions
+
+    def service_associations(self) -> dict[tuple[bytes, bytes], int]:
+        assoc: dict[tuple[bytes, bytes], int] = {}
+        for at, entry in self._entries("service_associations"):
+            key = self._octets(entry.get("key"), f"{at}.key", "ibSmServiceAssocKey")
+            if key is None:
+                raise StateFormatError.at(f"{at}.key", "missing")
+            name_octets = self._text(entry.get("name"), f"{at}.name", "ibSmServiceAssocName")
+            # Stored rows are active(1) or notInService(2).
+            assoc[(key, name_octets)] = self._number(entry.get("status"), f"{at}.status",
+                                                     "ibSmServiceAssocRowStatus", (1, 2))
+        return assoc
+
+    def sl2vl(self) -> dict[tuple[int, int], tuple[int, ...]]:
+        sl2vl: dict[tuple[int, int], tuple[int, ...]] = {}
+        for at, entry in self._entries("sl2vl"):
+            table = self._expect(entry.get("map"), list, f"{at}.map")
+            if len(table) != 16:
+                raise StateFormatError.at(f"{at}.map", "expected 16 VLs")
+            sl2vl[(self._hexint(entry.get("guid"), f"{at}.guid", 64),
+                   self._number(entry.get("port"), f"{at}.port",
+                                "ibSmVLArbitrationPortNum"))] = tuple(
+                self._number(v, f"{at}.map[{j}]", f"ibSmSwSLtoVLMapSL{j}toVL")
+                for j, v in enumerate(table))
+        return sl2vl
+
+    def vl_arbitration(self) -> dict[tuple[int, int, int], int]:
+        vl_arb: dict[tuple[int, int, int], int] = {}
+        priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
+        for at, entry in self._entries("vl_arbitration"):
+            priority = documents.lookup(entry.get("priority"), f"{at}.priority", priorities,
+                                        StateFormatError.at)
+            vl_arb[(self._hexint(entry.get("guid"), f"{at}.guid", 64),
+                    self._number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"),
+                    priority)] = self._number(
+                # VLArbitrationTable weights are 8-bit.
+                entry.get("weight"), f"{at}.weight", "ibSmVLArbitrationWeight", (0, 255))
+        return vl_arb
+
+    def partition_buffer(self) -> PartitionBuffer:
+        at = "partition_config"
+        raw = self._keys(self._doc.get(at, {}), _ENTRY_KEYS[at], at)
+        member_port = raw.get("member_port")
+        member_type = raw.get("member_type")
+        return PartitionBuffer(
+            prefix=self._octets(raw.get("subnet_prefix"), f"{at}.subnet_prefix",
+                                "ibSmPartitionConfigSubnetPrefix"),
+            key=self._octets(raw.get("key"), f"{at}.key", "ibSmPartitionConfigKey"),
+            guid=self._octets(raw.get("member_guid"), f"{at}.member_guid",
+                              "ibSmPartitionConfigMemberNodeGUID"),
+            port=None if member_port is None else self._number(
+                member_port, f"{at}.member_port", "ibSmPartitionConfigMemberPortNum"),
+            member_type=None if member_type is None else self._number(
+                member_type, f"{at}.member_type", "ibSmPartitionConfigMemberType"),
+            last_action=self._number(raw.get("last_action", 1), f"{at}.last_action",
+                                     "ibSmPartitionConfigAction"),
         )
-    sm_config = {}
-    for name, value in keys(doc.get("sm_config", {}), SM_CONFIG_FIELDS, "sm_config").items():
-        column = _SM_CONFIG_COLUMN_OF[name]
-        _, low, high = SM_CONFIG_COLUMNS[column]
-        sm_config[name] = number(value, f"sm_config.{name}", f"ibSmConfig{column}", (low, high))
-    low_lid, high_lid = sm_config.get("min_unicast_lid"), sm_config.get("max_unicast_lid")
-    if low_lid is not None and high_lid is not None and not low_lid < high_lid:
-        raise fail("sm_config.max_unicast_lid", "must be more than min_unicast_lid")
-    partitions: dict[int, PartitionEdit] = {}
-    kinds = {v: k for k, v in _MEMBERSHIP_NAMES.items()}
-    for at, entry in entries("partitions"):
-        members: dict[tuple[int, int], int] = {}
-        for j, member in enumerate(expect(entry.get("members", []), list, f"{at}.members")):
-            mat = f"{at}.members[{j}]"
-            keys(member, _ENTRY_KEYS["members"], mat)
-            kind = documents.lookup(member.get("membership"), f"{mat}.membership", kinds, fail)
-            members[(hexint(member.get("guid"), f"{mat}.guid", 64),
-                     number(member.get("port"), f"{mat}.port", "ibSmPartitionConfigMemberPortNum"))] = kind
-        pkey = hexint(entry.get("pkey"), f"{at}.pkey", 15)
-        served(pkey.to_bytes(2, "big"), f"{at}.pkey", "ibSmPartitionKey")
-        name = expect(entry.get("name", ""), str, f"{at}.name")
-        if len(name) > MAX_NAME_LENGTH or not name.isprintable():
-            raise fail(f"{at}.name", f"expected at most {MAX_NAME_LENGTH} printable characters")
-        partitions[pkey] = PartitionEdit(
-            name=name,
-            fresh=documents.boolean(entry.get("created", False), f"{at}.created", fail, syntax=JSON),
-            deleted=documents.boolean(entry.get("deleted", False), f"{at}.deleted", fail, syntax=JSON),
-            members=members,
-        )
-    assoc: dict[tuple[bytes, bytes], int] = {}
-    for at, entry in entries("service_associations"):
-        key = octets(entry.get("key"), f"{at}.key", "ibSmServiceAssocKey")
-        if key is None:
-            raise fail(f"{at}.key", "missing")
-        name_octets = text(entry.get("name"), f"{at}.name", "ibSmServiceAssocName")
-        # Stored rows are active(1) or notInService(2).
-        assoc[(key, name_octets)] = number(entry.get("status"), f"{at}.status",
-                                           "ibSmServiceAssocRowStatus", (1, 2))
-    sl2vl: dict[tuple[int, int], tuple[int, ...]] = {}
-    for at, entry in entries("sl2vl"):
-        table = expect(entry.get("map"), list, f"{at}.map")
-        if len(table) != 16:
-            raise fail(f"{at}.map", "expected 16 VLs")
-        sl2vl[(hexint(entry.get("guid"), f"{at}.guid", 64),
-               number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"))] = tuple(
-            number(v, f"{at}.map[{j}]", f"ibSmSwSLtoVLMapSL{j}toVL")
-            for j, v in enumerate(table))
-    vl_arb: dict[tuple[int, int, int], int] = {}
-    priorities = {v: k for k, v in _PRIORITY_NAMES.items()}
-    for at, entry in entries("vl_arbitration"):
-        priority = documents.lookup(entry.get("priority"), f"{at}.priority", priorities, fail)
-        vl_arb[(hexint(entry.get("guid"), f"{at}.guid", 64),
-                number(entry.get("port"), f"{at}.port", "ibSmVLArbitrationPortNum"),
-                priority)] = number(
-            # VLArbitrationTable weights are 8-bit.
-            entry.get("weight"), f"{at}.weight", "ibSmVLArbitrationWeight", (0, 255))
-    raw = keys(doc.get("partition_config", {}), _ENTRY_KEYS["partition_config"],
-               "partition_config")
-    member_port = raw.get("member_port")
-    member_type = raw.get("member_type")
-    at = "partition_config"
-    buffer = PartitionBuffer(
-        prefix=octets(raw.get("subnet_prefix"), f"{at}.subnet_prefix",
-                      "ibSmPartitionConfigSubnetPrefix"),
-        key=octets(raw.get("key"), f"{at}.key", "ibSmPartitionConfigKey"),
-        guid=octets(raw.get("member_guid"), f"{at}.member_guid",
-                    "ibSmPartitionConfigMemberNodeGUID"),
-        port=None if member_port is None else number(
-            member_port, f"{at}.member_port", "ibSmPartitionConfigMemberPortNum"),
-        member_type=None if member_type is None else number(
-            member_type, f"{at}.member_type", "ibSmPartitionConfigMemberType"),
-        last_action=number(raw.get("last_action", 1), f"{at}.last_action",
-                           "ibSmPartitionConfigAction"),
-    )
-    system = {name: text(value, f"system.{name}", name) for name, value in
-              keys(doc.get("system", {}), _ENTRY_KEYS["system"], "system").items()}
-    # Absent from the files written before it was kept.
-    snmp = {name: number(value, f"snmp.{name}", name) for name, value in
-            keys(doc.get("snmp", {}), _ENTRY_KEYS["snmp"], "snmp").items()}
-    return ConfigState(sm=sm, sm_config=sm_config, partitions=partitions, service_assoc=assoc,
-                       sl2vl=sl2vl, vl_arb=vl_arb, partition_buffer=buffer, system=system,
-                       snmp=snmp)
+
+    def system(self) -> dict[str, bytes]:
+        return {name: self._text(value, f"system.{name}", name) for name, value in
+                self._keys(self._doc.get("system", {}), _ENTRY_KEYS["system"], "system").items()}
+
+    def snmp(self) -> dict[str, int]:
+        # Absent from the files written before it was kept.
+        return {name: self._number(value, f"snmp.{name}", name) for name, value in
+                self._keys(self._doc.get("snmp", {}), _ENTRY_KEYS["snmp"], "snmp").items()}
 
 
 def referenced_nodes(state: ConfigState) -> Iterable[int]:
