@@ -1,3 +1,5 @@
+"""`python -m ibsnmp`: the same as the `ibsnmp` command."""
+
 import sys
 
 from .cli import main

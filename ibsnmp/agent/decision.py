@@ -5,9 +5,8 @@ command responders that give it) or, on a notification socket, to InformAnswer (
 message processing matches it to an inform). It reads top to bottom: the header checks
 (agent.prefilter), then SNMPv3 through the project's USM (agent.fast_v3), then a v1/v2c
 request by the fast read path (agent.fast_reads) or the command responders
-(agent.handover). No pysnmp class is subclassed here; the counts of the datagram begun by
-the caller are added to, never written. The pipeline: docs/architecture.md, "How a
-datagram is handled".
+(agent.handover). No pysnmp class is subclassed here; the datagram's counts, begun by the
+caller, are added to. The pipeline: docs/architecture.md, "How a datagram is handled".
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ what is malformed or of another version, a refused community and a PDU no applic
 and holds a varbind list to `max_varbinds`; refused communities go to the refusal log. Its
 only answers, built from the header, are tooBig and a read-only community's refused SET. It
 returns what it found: a Verdict (what to count), a v1/v2c request read whole, an SNMPv3
-message for the USM, or an answer to an inform. No I/O. The pipeline: agent.decision and
-docs/architecture.md, "How a datagram is handled".
+message for the USM, or an answer to an inform. No I/O. The pipeline: agent.decision.
 """
 
 from __future__ import annotations

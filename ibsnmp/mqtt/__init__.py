@@ -1,0 +1,1 @@
+"""MQTT: hosts publish their nodes (publisher); aggregators serve the union (aggregator)."""
