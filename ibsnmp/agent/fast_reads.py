@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pysnmp.entity.engine import SnmpEngine
 
@@ -60,7 +60,7 @@ from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
 from .prefilter import PassedRequest
 from .read_view import ReadView
 from .views import VIEWS, View, default_view, past_key_subtree
-from .walk_cache import DEFAULT_LIMIT, Steps, WalkCache
+from .walk_cache import DEFAULT_LIMIT, Alteration, Steps, WalkCache
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,33 @@ class _Declined(Exception):
     """This request is pysnmp's command responders' to answer."""
 
 
+@runtime_checkable
+class ChangeJudgingMib(Protocol):
+    """A MIB that tells which kept GETNEXT steps a change alters
+    (mib.virtual.InfinibandMib); without it, any change drops them all."""
+
+    def invalidation(self, node: int | None, entity: tuple[int, ...], changed: Any,
+                     nodes: Any, before: Any, after: Any) -> Alteration: ...
+
+    def version_change(self, before: Any, after: Any) -> Alteration | None: ...
+
+
+@runtime_checkable
+class TimedMib(Protocol):
+    """A MIB that answers GETNEXT under objects that read the time directly, and
+    places an asked name from its octets (mib.virtual.InfinibandMib)."""
+
+    @property
+    def timed_entries(self) -> list[Oid]: ...
+
+    def timed_next(self, target: ContextTarget, oid: Oid) -> tuple[Oid, Cell, Oid] | None: ...
+
+    def timed_next_of_element(self, target: ContextTarget, element: bytes,
+                              start: int) -> tuple[Oid, Cell, Oid] | tuple[()] | None: ...
+
+    def element_placer(self, target: ContextTarget) -> ElementPlacer: ...
+
+
 class FastReads:
     """Answers v1/v2c read requests for one engine; see the module documentation."""
 
@@ -130,26 +157,29 @@ class FastReads:
         self._encode_oid = OidEncodings()
         # GETNEXT steps inside the subtrees, kept encoded (and across structural
         # changes that cannot alter them, where the MIB can tell which).
-        self.walks = WalkCache(walk_cache, judge=getattr(mib, "invalidation", None),
-                               version_judge=getattr(mib, "version_change", None))
+        judging = mib if isinstance(mib, ChangeJudgingMib) else None
+        self.walks = WalkCache(walk_cache, judge=judging.invalidation if judging else None,
+                               version_judge=judging.version_change if judging else None)
         self.max_getbulk_varbinds = max_getbulk_varbinds
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp's responders
         # The value octets of the entries timed_next answers under: a name
         # whose octets start with none of them is not asked (one C call).
-        self.timed_entries = tuple(oid_octets(entry) for entry in getattr(mib, "timed_entries", ()))
+        timed = mib if isinstance(mib, TimedMib) else None
+        self.timed_entries = tuple(oid_octets(entry) for entry in timed.timed_entries) \
+            if timed else ()
         # The next instance under an object that reads the time, where the MIB
         # can tell it directly (nothing of it is kept: see `_Request._step_from`).
         self.timed_next: Callable[[ContextTarget, Oid], tuple[Oid, Cell, Oid] | None] | None = \
-            getattr(mib, "timed_next", None) if self.timed_entries else None
+            timed.timed_next if timed and self.timed_entries else None
         # The same, and where a kept answer lies (step_origin), found from an
         # asked name's octets where the MIB can tell: most names under a
         # table are placed without decoding a single arc.
         self.timed_next_of_element: Callable[
             [ContextTarget, bytes, int], tuple[Oid, Cell, Oid] | tuple[()] | None] | None = \
-            getattr(mib, "timed_next_of_element", None) if self.timed_next else None
+            timed.timed_next_of_element if timed and self.timed_next else None
         self.element_placer: Callable[[ContextTarget], ElementPlacer] | None = \
-            getattr(mib, "element_placer", None)
+            timed.element_placer if timed else None
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it

@@ -15,6 +15,7 @@ import ipaddress
 import logging
 import socket
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from pysnmp.carrier.asyncio.dgram import udp, udp6
@@ -174,6 +175,10 @@ def bound_endpoint(sock: socket.socket) -> Endpoint:
     return Endpoint(host=addr[0], port=addr[1], ipv6=ipv6)
 
 
+# A datagram received on a domain from an address -> its answer (None: none).
+DatagramHandler = Callable[[tuple[int, ...], Any, bytes], "bytes | None"]
+
+
 class _Listening:
     """A listening socket's datagrams go straight to the agent's dispatcher
     (`handle`), its answers straight to the socket (the one this module
@@ -181,10 +186,16 @@ class _Listening:
     pysnmp callback chain and no extra event-loop turn per datagram.
     pysnmp's own answers (SETs) still go out through `send_message`."""
 
-    domain: tuple[int, ...] = ()
-    handle: Any = None  # GuardedDispatcher.handle, bound to the engine
-    socket: Any = None  # the bound socket, non-blocking
     transport: Any
+
+    def __init__(self, domain: tuple[int, ...], handle: DatagramHandler,
+                 sock: socket.socket) -> None:
+        """`handle`: the dispatcher's, bound to the engine; `sock`: the bound
+        socket, non-blocking, served from now on (`open_server_mode`)."""
+        super().__init__()
+        self.domain = domain
+        self.handle = handle
+        self.socket = sock
 
     def datagram_received(self, datagram: bytes, address: Any) -> None:
         reply = self.handle(self.domain, address, datagram)
@@ -210,16 +221,14 @@ async def open_transports(engine: SnmpEngine, socks: list[socket.socket]) -> Non
     """Register one pysnmp asyncio transport per bound socket and wait until ready."""
     dispatcher = engine.message_dispatcher
     for index, sock in enumerate(socks, start=1):
+        handle = functools.partial(dispatcher.handle, engine)
         transport: _ListeningUdp | _ListeningUdp6
         if sock.family == socket.AF_INET6:
-            transport = _ListeningUdp6()
             domain = udp6.DOMAIN_NAME + (index,)
+            transport = _ListeningUdp6(domain, handle, sock)
         else:
-            transport = _ListeningUdp()
             domain = udp.DOMAIN_NAME + (index,)
-        transport.domain = domain
-        transport.handle = functools.partial(dispatcher.handle, engine)
-        transport.socket = sock
+            transport = _ListeningUdp(domain, handle, sock)
         transport.open_server_mode(sock=sock)
         pysnmp_config.add_transport(engine, domain, transport)
         # open_server_mode schedules the endpoint creation; wait for it so the
