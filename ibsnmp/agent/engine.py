@@ -205,7 +205,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         counts.begin_message(IN_PKTS)
         to_pysnmp = False
         started = time.perf_counter()  # charged to the sender (agent.governor)
-        prefilter = parts.decision.prefilter  # the one a reload during this call replaced
+        prefilter = parts.decision.prefilter  # charged with what this datagram cost, below
         try:
             outcome = parts.decision.decide(transportDomain, transportAddress, wholeMsg)
             if isinstance(outcome, Verdict):
