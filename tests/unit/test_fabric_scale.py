@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 from ibsnmp.fabric import build_fabric, routing, traffic
 
@@ -30,9 +29,9 @@ def peak_mb():
 
 from ibsnmp.fabric import build_fabric
 before = peak_mb()
-start = time.perf_counter()
+start = time.process_time()  # its own CPU: other processes' load does not count
 fabric = build_fabric({BIG!r}, seed=1)
-seconds = time.perf_counter() - start
+seconds = time.process_time() - start
 after = peak_mb()
 print(json.dumps({{"nodes": len(fabric.nodes), "seconds": round(seconds, 3),
                   "peak_rss_mb": round(after, 1), "grew_mb": round(after - before, 1)}}))
@@ -45,12 +44,13 @@ def test_ten_thousand_nodes_build_in_a_fresh_process() -> None:
     figures = json.loads(done.stdout)
     print(f"\n10k-node build: {figures}")
     assert figures["nodes"] >= 10_000
-    assert figures["seconds"] < 3.0  # about 0.5 s on an idle machine; CI may be busy
+    assert figures["seconds"] < 3.0  # CPU seconds: several times what it takes
     assert figures["peak_rss_mb"] < 150
 
 
 def test_big_fabric_routes_lazily() -> None:
-    start = time.perf_counter()
+    """Laziness shown by what is computed (the forwarding tables asked for),
+    not by a clock."""
     fabric = build_fabric(BIG, seed=1)
     assert not fabric.derive(routing._LFTS)
     leaf = next(n for n in fabric.nodes.values() if n.description == "leaf01")
@@ -64,4 +64,3 @@ def test_big_fabric_routes_lazily() -> None:
     at_a_minute = traffic.port_counters(fabric, first_port, 60)
     assert at_a_minute is not None and at_a_minute.port_xmit_data > 0
     assert len(fabric.derive(routing._LFTS)) <= 4  # leaf01 + the path
-    assert time.perf_counter() - start < 5.0
