@@ -316,7 +316,7 @@ def _bulk_walk(paths: TwoPaths, root: Oid, fast: bool,
 def _sm_walk(paths: TwoPaths, fast: bool) -> list[tuple[Oid, int, bytes]]:
     """IB-SM-MIB up to its switches' SL-to-VL tables: every table the SM's
     configuration and the SA request sessions reach, without the SL-to-VL
-    maps' 77,760 rows, slow through pysnmp)."""
+    maps' 77,760 rows (slow through pysnmp)."""
     return _bulk_walk(paths, IB_SM_MIB, fast, stop=SM_SL_TO_VL)
 
 
