@@ -415,6 +415,7 @@ def _prepare(args: argparse.Namespace) -> _Start:
     from ibsnmp.state.store import ConfiguredProvider
 
     settings = configured = settings_from_args(args)
+    kind = provider_kind(args)  # before anything is written: a missing provider starts nothing
     state_dir = _state_dir(args)
     settings = replace(settings, reuse_port=bool(args.reuse_port))
     group = _join_engine_group(state_dir, settings)
@@ -431,8 +432,7 @@ def _prepare(args: argparse.Namespace) -> _Start:
     # Every snapshot the agent serves carries what SETs configured.
     configured_provider = ConfiguredProvider(provider, state)
     attach_provider_sa(configured_provider.inner, state)  # a live SM answers request rows
-    return _Start(settings, configured, provider_kind(args), group, configured_provider, state,
-                  publisher)
+    return _Start(settings, configured, kind, group, configured_provider, state, publisher)
 
 
 def _summary(args: argparse.Namespace, kind: str, fabric: Fabric) -> str:
