@@ -68,6 +68,17 @@ def community_request(pdu_kind: str, oids: Sequence[str | tuple[int, ...]], *,
     return bytes(encoder.encode(message))
 
 
+def inform_answer(community: str) -> bytes:
+    """An SNMPv2c Response, as a receiver answers an inform."""
+    pdu = api_v2c.ResponsePDU()
+    api_v2c.apiPDU.set_defaults(pdu)
+    message = api_v2c.Message()
+    api_v2c.apiMessage.set_defaults(message)
+    api_v2c.apiMessage.set_community(message, community)
+    api_v2c.apiMessage.set_pdu(message, pdu)
+    return bytes(encoder.encode(message))
+
+
 def _oid(oid: str | tuple[int, ...]) -> tuple[int, ...]:
     if isinstance(oid, tuple):
         return oid

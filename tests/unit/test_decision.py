@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyasn1.codec.ber import encoder
-from pysnmp.proto.api import v2c as api_v2c
-from tests.support.wire import community_request
+from tests.support.wire import community_request, inform_answer
 from tests.support.wire_v3 import v3_message
 
 from ibsnmp.agent.config import Community, Limits
@@ -22,16 +20,6 @@ NOTIFY = next(iter(NOTIFICATION_DOMAINS))
 SOURCE = ("127.0.0.1", 40000)
 SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 
-
-def inform_answer(community: str) -> bytes:
-    """An SNMPv2c Response, as a receiver answers an inform."""
-    pdu = api_v2c.ResponsePDU()
-    api_v2c.apiPDU.set_defaults(pdu)
-    message = api_v2c.Message()
-    api_v2c.apiMessage.set_defaults(message)
-    api_v2c.apiMessage.set_community(message, community)
-    api_v2c.apiMessage.set_pdu(message, pdu)
-    return bytes(encoder.encode(message))
 
 
 class Recorder:
