@@ -153,34 +153,6 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             raise RuntimeError("the dispatcher has no parts yet (build_engine attaches them)")
         return self._parts
 
-    @property
-    def decision(self) -> Decision:
-        return self.parts.decision
-
-    @property
-    def counts(self) -> PendingCounts:
-        return self.parts.counts
-
-    @property
-    def handover(self) -> Handover:
-        return self.parts.handover
-
-    @property
-    def fast_reads(self) -> FastReads:
-        return self.parts.fast_reads
-
-    @property
-    def prefilter(self) -> Prefilter:
-        return self.parts.decision.prefilter
-
-    @property
-    def use_fast_reads(self) -> bool:
-        return self.parts.decision.use_fast_reads
-
-    @use_fast_reads.setter
-    def use_fast_reads(self, value: bool) -> None:
-        self.parts.decision.use_fast_reads = value
-
     def receive_message(self, snmpEngine: Any, transportDomain: Any, transportAddress: Any,
                         wholeMsg: bytes) -> bytes:
         """pysnmp's entry (its own transports: the notification originator's sockets)."""
@@ -252,7 +224,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         """A command responder's answer: to a request handed over (agent.handover),
         taken back; to one pysnmp received itself, pysnmp's to send."""
         if self._parts is not None and self._parts.handover.owns(stateReference):
-            self.handover.returned(stateReference, PDU, statusInformation)
+            self._parts.handover.returned(stateReference, PDU, statusInformation)
             return
         super().return_response_pdu(snmpEngine, messageProcessingModel, securityModel,
                                     securityName, securityLevel, contextEngineId, contextName,

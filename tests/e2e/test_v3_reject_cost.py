@@ -61,7 +61,7 @@ def engine_id(built: Any) -> bytes:
 
 def counters(built: Any) -> dict[str, Any]:
     """Every Counter32 scalar of the snmp group, SNMP-MPD-MIB and USM statistics."""
-    built.engine.message_dispatcher.counts.flush()  # as any reader sees them
+    built.engine.message_dispatcher.parts.counts.flush()  # as any reader sees them
     symbols = built.engine.get_mib_builder().mibSymbols
     return {name: symbol for module in COUNTER_MODULES for name, symbol in symbols[module].items()
             if type(getattr(symbol, "syntax", None)).__name__ == "Counter32"}

@@ -71,14 +71,14 @@ class TwoPaths:
         self.engine.transport_dispatcher = self.capture
         self.dispatcher = self.engine.message_dispatcher
         self.fast_answered = False
-        answer = self.dispatcher.fast_reads.answer
+        answer = self.dispatcher.parts.fast_reads.answer
 
         def recording(data: bytes, passed: PassedRequest) -> bytes | None:
             reply: bytes | None = answer(data, passed)
             self.fast_answered = reply is not None
             return reply
 
-        self.dispatcher.fast_reads.answer = recording
+        self.dispatcher.parts.fast_reads.answer = recording
 
     def contexts(self) -> Iterator[bytes]:
         """Every context name of the fabric: the default one and each node's."""
@@ -87,7 +87,7 @@ class TwoPaths:
             yield b"%016x" % guid
 
     def send(self, data: bytes, fast: bool) -> bytes | None:
-        self.dispatcher.use_fast_reads = fast
+        self.dispatcher.parts.decision.use_fast_reads = fast
         self.capture.sent.clear()
         self.dispatcher.receive_message(self.engine, DOMAIN, ADDRESS, data)
         assert len(self.capture.sent) <= 1
@@ -96,7 +96,7 @@ class TwoPaths:
     def passed(self, data: bytes) -> PassedRequest | None:
         """What the prefilter hands the fast path for `data`: None when it
         drops the datagram or passes it to pysnmp without a request read."""
-        checked = self.dispatcher.prefilter.check(DOMAIN, ADDRESS, data)
+        checked = self.dispatcher.parts.decision.prefilter.check(DOMAIN, ADDRESS, data)
         return checked if isinstance(checked, PassedRequest) else None
 
     def pysnmp(self, data: bytes) -> bytes | None:
@@ -109,7 +109,7 @@ class TwoPaths:
         return reply if self.fast_answered else None
 
     def counters(self) -> dict[str, int]:
-        self.dispatcher.fast_reads.counts.flush()  # as before any read of them
+        self.dispatcher.parts.fast_reads.counts.flush()  # as before any read of them
         builder = self.engine.get_mib_builder()
         names = [name for name, symbol in builder.mibSymbols["__SNMPv2-MIB"].items()
                  if tuple(getattr(symbol, "name", ()))[:7] == STATISTICS]

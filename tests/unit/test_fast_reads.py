@@ -69,7 +69,7 @@ def test_getbulk_stops_at_max_getbulk_varbinds(paths: TwoPaths) -> None:
 
 def test_getbulk_fills_the_message_beyond_pysnmps_64(paths: TwoPaths) -> None:
     data = community_request("bulk", [INFINIBAND, INFINIBAND + (5,)], max_repetitions=100_000)
-    reads = paths.dispatcher.fast_reads
+    reads = paths.dispatcher.parts.fast_reads
     reads.max_getbulk_varbinds = 0  # no such limit: as many as the message holds
     try:
         fast = paths.fast(data)
@@ -107,7 +107,7 @@ def test_what_the_fast_path_leaves_to_pysnmp(paths: TwoPaths, name: str) -> None
     data = LEFT_TO_PYSNMP[name]
     before = paths.counters()
     passed = paths.passed(data)  # None: the prefilter drops it (pysnmp never sees it)
-    assert passed is None or paths.dispatcher.fast_reads.answer(data, passed) is None
+    assert passed is None or paths.dispatcher.parts.fast_reads.answer(data, passed) is None
     assert paths.counters() == before  # nothing counted twice: pysnmp counts it
 
 
@@ -158,7 +158,7 @@ def test_the_view_lookup_by_first_arcs_agrees_with_the_rule() -> None:
 
 def test_a_failing_read_leaves_the_request_to_pysnmp(paths: TwoPaths,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    fast_reads = paths.dispatcher.fast_reads
+    fast_reads = paths.dispatcher.parts.fast_reads
     cells = fast_reads._cells
 
     class Broken:
@@ -193,7 +193,7 @@ def test_getbulk_repetitions_stop_at_the_fill_time(paths: TwoPaths) -> None:
     start of the whole answer, without an error."""
     data = community_request("bulk", [SYS_DESCR, INFINIBAND], non_repeaters=1, max_repetitions=100)
     whole = paths.fast(data)
-    reads = paths.dispatcher.fast_reads
+    reads = paths.dispatcher.parts.fast_reads
     reads.getbulk_fill_ms = 1e-9  # over at once: stops at the first look at the clock
     try:
         cut = paths.fast(data)
@@ -250,7 +250,7 @@ def test_long_names_looked_up_once_are_answered_each_as_pysnmp_does(paths: TwoPa
 def test_getnext_of_long_names_keeps_no_walk_step(paths: TwoPaths) -> None:
     """Names past SHORT_NAME octets are nobody's walk: kept, they would push
     a walk's steps out of the cache."""
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     short = community_request("next", [SM_NODE_COLUMN])
     assert paths.fast(short) is not None
     before = walks._size
@@ -267,7 +267,7 @@ def test_getnext_of_names_in_a_gap_keeps_their_answer_once(paths: TwoPaths) -> N
     names = [first + (1,), first + (2, 5), SM_NODE_COLUMN + (256,), first + PAST_ANY_INSTANCE]
     data = community_request("next", names)
     assert_same_response(data, paths.pysnmp(data), paths.fast(data))
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     kept = walks.size
     others = [name[:-1] + (name[-1] - 1,) for name in names]  # the same gaps
     data = community_request("next", others)

@@ -144,7 +144,7 @@ def test_scenario_changes_are_served_at_once(simulated: tuple[TwoPaths, Held]) -
         lambda f: with_port_state(f, ref, PortState.ACTIVE, at=400.0)[0],
         lambda f: with_port_info(f, ref, capability_mask=0x0251086A),
     ]
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     for change in steps:
         kept, carried = walks.size, walks.carried
         held.snapshot = change(held.snapshot)

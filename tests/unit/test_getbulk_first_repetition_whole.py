@@ -55,7 +55,7 @@ def answer(built: AgentEngine, data: bytes) -> tuple[int, int, list[tuple[tuple[
 
 
 def too_bigs(built: AgentEngine) -> int:
-    reads = built.engine.message_dispatcher.fast_reads
+    reads = built.engine.message_dispatcher.parts.fast_reads
     reads.counts.flush()
     (symbol,) = built.engine.get_mib_builder().import_symbols("__SNMPv2-MIB", "snmpOutTooBigs")
     return int(symbol.syntax)

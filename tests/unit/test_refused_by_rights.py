@@ -38,12 +38,12 @@ def built(tmp_path: Path) -> AgentEngine:
     def never(*_: Any) -> Any:
         raise AssertionError("handed to pysnmp's command responders")
 
-    engine.engine.message_dispatcher.handover.answer_community = never
+    engine.engine.message_dispatcher.parts.handover.answer_community = never
     return engine
 
 
 def counted(built: AgentEngine) -> dict[tuple[str, str], int]:
-    counts = built.engine.message_dispatcher.counts
+    counts = built.engine.message_dispatcher.parts.counts
     return {counter: counts.value(counter)
             for counter in (BAD_COMMUNITY_USES, IN_SET_REQUESTS, OUT_GET_RESPONSES, OUT_NO_SUCH_NAMES)}
 

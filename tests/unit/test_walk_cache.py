@@ -322,7 +322,7 @@ def _sm_walk(paths: TwoPaths, fast: bool) -> list[tuple[Oid, int, bytes]]:
 
 def test_the_fast_path_keeps_static_steps_but_never_counters() -> None:
     paths = _Clocked()
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     sma = _bulk_walk(paths, SMA_MIB, fast=True)
     assert len(sma) > 300 and walks.size >= len(sma) - 1  # all but the step leaving the MIB
     assert _bulk_walk(paths, SMA_MIB, fast=True) == sma == _bulk_walk(paths, SMA_MIB, fast=False)
@@ -341,7 +341,7 @@ def test_a_request_session_shows_at_once_and_leaves_the_fabric_s_kept_steps() ->
     state = AgentState.open(None, state_value_problem, clock=FakeClock())
     provider = ConfiguredProvider(SimulatedProvider(SPEC, 1, watch_interval=0), state)
     paths = TwoPaths(provider, state)
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     first = _sm_walk(paths, fast=True)
     kept = walks.size
     assert len(first) > 300 and kept >= len(first) - 1
@@ -376,7 +376,7 @@ def test_a_request_session_shows_at_once_and_leaves_the_fabric_s_kept_steps() ->
 
 def test_a_reload_applies_a_new_limit() -> None:
     paths = TwoPaths(SimulatedProvider("single", 1, watch_interval=0))
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     assert walks.limit == 262_144
     settings = paths.agent.settings
     paths.agent.replace_principals(dataclasses.replace(
@@ -424,7 +424,7 @@ def _counting_answers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_a_repeated_request_is_answered_whole_from_kept_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _Clocked()
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     made = _counting_answers(monkeypatch)
     first = _bulk_walk(paths, SMA_MIB, fast=True)  # steps found and kept
     assert walks.answer_octets == 0
@@ -439,7 +439,7 @@ def test_a_repeated_request_is_answered_whole_from_kept_steps(monkeypatch: pytes
 
 def test_answers_holding_counters_are_never_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _Clocked()
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     early = [_bulk_walk(paths, PMA_OBJECTS, fast=True) for _ in range(3)][-1]
     paths.elapsed += 3600.0
     late = _bulk_walk(paths, PMA_OBJECTS, fast=True)
@@ -468,7 +468,7 @@ def test_a_change_that_alters_a_kept_step_drops_its_context_s_answers() -> None:
     state = AgentState.open(None, state_value_problem, clock=FakeClock())
     provider = ConfiguredProvider(SimulatedProvider(SPEC, 1, watch_interval=0), state)
     paths = TwoPaths(provider, state)
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     first = [_sm_walk(paths, fast=True) for _ in range(2)][-1]
     assert walks.answer_octets > 0
 

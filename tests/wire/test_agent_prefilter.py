@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 from tests.support.oversized import oversized_get, v3_plaintext_get
-from pyasn1.codec.ber import encoder
 from pysnmp.carrier.asyncio.dgram import udp, udp6
 from pysnmp.proto.api import v2c as api_v2c
 from tests.support.agent_support import agent_settings, make_backend
-from tests.support.wire import V1, community_request, decode_response
+from tests.support.wire import V1, community_request, decode_response, inform_answer
 
 from ibsnmp.agent import ConfigError, Endpoint, ListenError
 from ibsnmp.agent.config import Community, Limits, merge_settings, parse_config
@@ -50,17 +49,6 @@ def prefilter(*communities: Community, max_varbinds: int = 256, rate: float | No
 
 def get(community: str = "public", **kwargs: Any) -> bytes:
     return community_request("get", [SYS_DESCR], community=community, **kwargs)
-
-
-def response(community: str) -> bytes:
-    """An SNMPv2c Response, as a receiver answers an inform."""
-    pdu = api_v2c.ResponsePDU()
-    api_v2c.apiPDU.set_defaults(pdu)
-    message = api_v2c.Message()
-    api_v2c.apiMessage.set_defaults(message)
-    api_v2c.apiMessage.set_community(message, community)
-    api_v2c.apiMessage.set_pdu(message, pdu)
-    return bytes(encoder.encode(message))
 
 
 def test_known_communities_pass_others_are_bad_community_names() -> None:
@@ -105,7 +93,7 @@ def test_communities_limited_to_source_networks(sources: tuple[str, ...], addres
 
 
 def test_only_requests_are_taken_on_listening_sockets() -> None:
-    assert prefilter().check(LISTEN, LOCAL, response("public")) == Verdict((NO_HANDLER,))
+    assert prefilter().check(LISTEN, LOCAL, inform_answer("public")) == Verdict((NO_HANDLER,))
 
 
 def test_notification_sockets_take_only_answers() -> None:
@@ -114,8 +102,8 @@ def test_notification_sockets_take_only_answers() -> None:
         data = community_request(kind, [SYS_DESCR], community="trapcomm")
         assert check(NOTIFY, LOCAL, data) == Verdict((NO_HANDLER,)), kind
     assert check(NOTIFY, LOCAL, get("public")) == Verdict((BAD_COMMUNITY,))
-    assert check(NOTIFY, LOCAL, response("trapcomm")) is INFORM_ANSWER
-    assert check(NOTIFY, LOCAL, response("public")) == Verdict((BAD_COMMUNITY,))
+    assert check(NOTIFY, LOCAL, inform_answer("trapcomm")) is INFORM_ANSWER
+    assert check(NOTIFY, LOCAL, inform_answer("public")) == Verdict((BAD_COMMUNITY,))
     # SNMPv3: a request (reportable), even with its flag cleared, is no answer.
     assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice")) == Verdict((NO_HANDLER,))
     assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice", flags=0)) == Verdict((NO_HANDLER,))
@@ -302,7 +290,7 @@ def test_a_request_reaching_pysnmp_on_a_notification_socket_is_refused() -> None
     built = build_engine(agent_settings(), resolver, mib)
     engine, dispatcher = built.engine, built.engine.message_dispatcher
     # pysnmp's path, taken on purpose:
-    dispatcher.decision.decide = lambda *_: INFORM_ANSWER
+    dispatcher.parts.decision.decide = lambda *_: INFORM_ANSWER
     transports = RecordingTransports()
     engine.transport_dispatcher = transports
     request = community_request("get", [SYS_DESCR])

@@ -51,7 +51,7 @@ def _request_id(paths: TwoPaths, data: bytes) -> int:
 
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_mutants_get_no_answer_unless_well_formed(paths: TwoPaths, batch: int) -> None:
-    fast_reads = paths.dispatcher.fast_reads
+    fast_reads = paths.dispatcher.parts.fast_reads
     answer = fast_reads.answer
     answered: list[bytes] = []
     for label, data in mutants(load_corpus(), BATCH, seed=14_000 + batch):

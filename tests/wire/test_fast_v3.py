@@ -66,7 +66,7 @@ def fast(built: Any, recorder: Recorder) -> FastV3:
     known = {LOCAL_GUID.encode()}
     return FastV3(built.engine, V3_USERS, recorder, known.__contains__,
                   PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
 
 
 def answer(fast: FastV3, data: bytes) -> bytes | None:
@@ -220,7 +220,7 @@ def test_an_encrypted_response_is_dropped_and_counted(built: Any, recorder: Reco
                                                      reportable: bool, counter: str) -> None:
     counts = PendingCounts(built.engine.get_mib_builder())
     fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
     data = request(fast, "reader", pdu=get_pdu(RESPONSE), reportable=reportable)
     message = read_header(data)
     assert isinstance(message, V3Message) and message.pdu is None  # the PDU is encrypted
@@ -290,7 +290,7 @@ def test_a_user_with_des_privacy_is_served_here(built: Any, recorder: Recorder) 
                   priv_key="legacy-priv")
     fast = FastV3(built.engine, V3_USERS + (legacy,), recorder, lambda name: False,
                   PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
     response = answer(fast, request(fast, "legacy", users=(legacy,)))
     assert response is not None
     sent = opened(fast, response)
@@ -388,7 +388,7 @@ def test_reports_beyond_the_limits_are_withheld_and_the_refusals_counted(
         built: Any, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
     counts = PendingCounts(built.engine.get_mib_builder())
     fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
     clock = FakeClock()
     fast.set_report_limits(3, 5, clock=clock)
     foreign = request(fast, "reader", engine_id=bytes.fromhex("8000000001020304"))
@@ -429,7 +429,7 @@ def test_authorization_errors_to_requests_without_credentials_share_the_report_l
     below the user's level is answered whatever the limits."""
     counts = PendingCounts(built.engine.get_mib_builder())
     fast = FastV3(built.engine, V3_USERS, recorder, lambda name: False, counts, max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
     fast.set_report_limits(2, None, clock=FakeClock())
     out = Outgoing(message_id=9, max_size=65507, flags=FLAG_REPORTABLE, engine_id=fast.engine_id,
                    boots=0, engine_time=0, user=b"reader", mac_length=0, priv_params=b"")

@@ -50,7 +50,7 @@ def fast() -> FastV3:
     built = build_engine(agent_settings(), *make_backend(), fabric_summary="unit")
     return FastV3(built.engine, V3_USERS, Recorder(), lambda name: False,
                   PendingCounts(built.engine.get_mib_builder()), max_varbinds=256,
-                  handover=built.engine.message_dispatcher.handover)
+                  handover=built.engine.message_dispatcher.parts.handover)
 
 
 def answered(fast: FastV3, data: bytes) -> bytes | None:

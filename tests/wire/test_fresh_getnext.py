@@ -133,7 +133,7 @@ def test_fresh_names_answer_as_pysnmp_after_a_port_goes_down(
         assert_answers_as_pysnmp(paths, asked, community)
     host = next(n for _, n in sorted(held.snapshot.nodes.items()) if n.is_ca)
     ref = next(p.ref for p in host.ports if p.remote is not None)
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     carried = walks.carried
     held.snapshot = with_port_state(held.snapshot, ref, PortState.DOWN, at=100.0)[0]
     for community, asked in names.items():
@@ -161,7 +161,7 @@ def test_fresh_names_answer_as_pysnmp_after_a_node_leaves(
 
 def test_names_no_walk_asks_are_not_kept(agent: tuple[TwoPaths, Held, dict[str, list[Oid]]]) -> None:
     paths, _, names = agent
-    walks = paths.dispatcher.fast_reads.walks
+    walks = paths.dispatcher.parts.fast_reads.walks
     asked = [name for name in names[COMMUNITY] if len(name) > 13]
     assert_answers_as_pysnmp(paths, asked, COMMUNITY)
     kept = walks.size
