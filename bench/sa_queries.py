@@ -6,7 +6,7 @@ and how soon an IB-SM-MIB path request's result row is there.
 ibsim serves tests/data/ibsim/ring.net on a private socket name and OpenSM
 brings it up. One process then asks OpenSM's SA for the PathRecord between
 LID 1 and each other LID, `--queries` times over, one query after the other
-(`ibsnmp.mad.sa_client`, as the agent's SA worker does); the same questions
+(`ibsnmp.sa.client`, as the agent's SA worker does); the same questions
 go to `saquery --src-to-dst` run once per query, the way a script asks.
 Then `--requests` path requests are SET into the agent's MIB, each timed
 until its result row can be read (tests/support/sa_latency_probe.py: the agent's
@@ -35,13 +35,13 @@ UP_TIMEOUT = 60.0
 
 QUERIES = """
 import json, time
-from ibsnmp.mad import sa_records
-from ibsnmp.mad.sa_client import SaClient
+from ibsnmp.sa import records
+from ibsnmp.sa.client import SaClient
 client = SaClient.open()
 lids = {lids}
 start = time.perf_counter()
 for n in range({count}):
-    answer = client.get_table(sa_records.PATH_RECORD, {{"SLID": 1, "DLID": lids[n % len(lids)]}})
+    answer = client.get_table(records.PATH_RECORD, {{"SLID": 1, "DLID": lids[n % len(lids)]}})
     assert len(answer.records) == 1, answer
 elapsed = time.perf_counter() - start
 client.close()

@@ -41,7 +41,7 @@ from ibsnmp.events import IbaTrap, TrapEvent  # noqa: E402
 from ibsnmp.traps.mapping import map_event  # noqa: E402
 from ibsnmp.traps.originator import TrapOriginator  # noqa: E402
 
-MIB_DIRS = f"{ROOT / 'mibs' / 'base'}:{ROOT / 'mibs'}"
+MIB_DIRS = f"{ROOT / 'ibsnmp' / 'mib_sources' / 'base'}:{ROOT / 'ibsnmp' / 'mib_sources'}"
 TARGET_RATIO = 4.0
 MARK = "N "
 SEQUENCE = re.compile(r"ibSmaNodeQueuePair1\.0 = INTEGER: (\d+)")

@@ -97,8 +97,8 @@ STARTUP_TARGET_S = 3.0
 SNMPD_MAX_VARBINDS = 70_000  # snmpd loads `override`s in quadratic time: 200k take > 15 min
 SNMPD_START_TIMEOUT = 400.0
 TABLE_VIEW = "recorded"  # the VACM view that leaves out what the recording lacks
-# snmpd's `table` reads the table's definition from these (the sources in mibs/).
-TABLE_MIBDIRS = (ROOT / "mibs", ROOT / "mibs" / "base")
+# snmpd's `table` reads the table's definition from these (the MIB sources).
+TABLE_MIBDIRS = (ROOT / "ibsnmp" / "mib_sources", ROOT / "ibsnmp" / "mib_sources" / "base")
 TABLE_MIBS = "IB-SM-MIB"
 
 # SNMPv3 authPriv: the same user on ibsnmp and snmpd (SHA-256, AES-128).

@@ -15,7 +15,7 @@ from .commands import health as health_commands
 from .commands import publish as publish_commands
 from .commands import run as run_commands
 from .commands import trap as trap_commands
-from .mibtools import commands as mib_commands
+from .mib_compiler import commands as mib_commands
 from .options import file_values, resolve
 
 

@@ -4,8 +4,8 @@ FROM ${BASE}
 RUN apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends snmptrapd \
     && rm -rf /var/lib/apt/lists/*
-COPY ibsnmp/mibs /usr/share/ibsnmp/mibs
+COPY ibsnmp/mib_sources /usr/share/ibsnmp/mib_sources
 COPY examples/compose/snmptrapd.conf /etc/snmp/compose-snmptrapd.conf
 EXPOSE 162/udp
 CMD ["snmptrapd", "-f", "-Lo", "-C", "-c", "/etc/snmp/compose-snmptrapd.conf", \
-     "-M", "/usr/share/ibsnmp/mibs/base:/usr/share/ibsnmp/mibs", "-m", "ALL", "udp:162"]
+     "-M", "/usr/share/ibsnmp/mib_sources/base:/usr/share/ibsnmp/mib_sources", "-m", "ALL", "udp:162"]

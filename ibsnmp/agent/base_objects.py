@@ -21,7 +21,7 @@ from ibsnmp.mib.api import (COUNTER32, NO_SUCH_INSTANCE, NO_SUCH_OBJECT, Cell, C
                             Missing, Oid)
 from ibsnmp.mib.subtrees import Subtrees
 
-from .cells import cell_of
+from .pysnmp_cells import cell_of
 from .pending_counts import PendingCounts
 from .read_view import SECRET_SUBTREES, VIEW_ROOT
 

@@ -43,7 +43,7 @@ from .refusals import RefusalLog
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
 from .statistics import SnmpStatistics
 from .sysor import install_sys_or_table
-from .system import AuthenTraps
+from .system_defaults import AuthenTraps
 from .views import VIEWS, View, default_view
 
 log = logging.getLogger(__name__)

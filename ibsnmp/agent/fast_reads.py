@@ -2,7 +2,7 @@
 
 `FastReads.answer` writes the Response to a read request, octet for octet as pysnmp would,
 without pysnmp's per-object access checks and pyasn1 values: the community picks the read
-view once, the served subtrees (IF-MIB's, InfiniBand's) are read as cells (agent.cells) and
+view once, the served subtrees (IF-MIB's, InfiniBand's) are read as cells (mib.api.Cell) and
 the agent's other objects from pysnmp's own instances (agent.base_objects). A walk's steps
 are kept encoded (agent.walk_cache); the answers' counters are added as integers
 (agent.pending_counts). It returns None to leave a request to pysnmp's command responders
@@ -53,7 +53,7 @@ from ibsnmp.wire.request import (
 
 from .causes import current_exception_summary
 from .base_objects import BaseObjects
-from .cells import Cell
+from .pysnmp_cells import Cell
 from .context_hooks import ContextDirectory
 from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)

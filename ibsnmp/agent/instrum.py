@@ -317,7 +317,7 @@ class ContextView:
         written (True when there is none: the VirtualMib then decides). An
         object the engine's MIB declares read-only is notWritable whoever
         claims it: that is how the configuration file fixes
-        snmpEnableAuthenTraps (agent.system.AuthenTraps)."""
+        snmpEnableAuthenTraps (agent.system_defaults.AuthenTraps)."""
         tree, scalar_class = self._base.get_mib_builder().import_symbols(
             "SNMPv2-SMI", "iso", "MibScalar")
         for length in range(len(oid) - 1, 0, -1):

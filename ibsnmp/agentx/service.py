@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ibsnmp.agent.cells import cell_of
+from ibsnmp.agent.pysnmp_cells import cell_of
 from ibsnmp.agent.config import AgentxSettings
 from ibsnmp.agent.context_hooks import ContextDirectory
 from ibsnmp.mib.api import ContextResolver, VirtualMib

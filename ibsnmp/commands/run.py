@@ -449,7 +449,7 @@ def _summary(args: argparse.Namespace, kind: str, fabric: Fabric) -> str:
 
 def _serve(args: argparse.Namespace, start: _Start) -> int:
     """Build the MIB over the provider and run the agent until it stops."""
-    from ibsnmp.agent.system import configured_objects, with_saved_values
+    from ibsnmp.agent.system_defaults import configured_objects, with_saved_values
     from ibsnmp.fabric.interface_history import InterfaceHistory
     from ibsnmp.gc_freeze import settle
     from ibsnmp.mib.registry import build_mib

@@ -20,21 +20,21 @@ from typing import TypeVar
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.sa_client import (
+from ibsnmp.sa.client import (
     ReportHandler,
     SaClient,
     subscribe,
     subscribed_traps,
     unsubscribe_within,
 )
-from ibsnmp.mad.sa_notices import notice_event
-from ibsnmp.mad.sa_worker import SaWorker
+from ibsnmp.sa.notices import notice_event
+from ibsnmp.sa.worker import SaWorker
 from ibsnmp.mad.umad import Address, UmadError
 
 from ibsnmp.fabric.model import MulticastGroup, Partition, ServiceRecord
 
 from ibsnmp.sa.backend import SaBackend, SaUnavailable
-from .sa_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
+from ibsnmp.sa.mad_backend import LidPorts, MadSaBackend, NodeOfLid, PortOfGid
 
 log = logging.getLogger("ibsnmp.sa")
 

@@ -67,7 +67,7 @@ class MadTimeout(UmadError):
 
 class PortClosing(UmadError):
     """The port is being closed: a send or receive after `UmadPort.interrupt`
-    (or an SA call its worker interrupted, ibsnmp.mad.sa_worker)."""
+    (or an SA call its worker interrupted, ibsnmp.sa.worker)."""
 
     def __init__(self, strerror: str = "the port is being closed") -> None:
         super().__init__(errno.ECANCELED, strerror)

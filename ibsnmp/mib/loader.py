@@ -15,7 +15,7 @@ from typing import Any
 from pysnmp.smi import builder
 from pyasn1.type import constraint
 
-from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.mib_compiler.paths import COMPILED_MIB_DIR
 
 from .api import Oid
 

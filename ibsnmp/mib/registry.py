@@ -12,7 +12,7 @@ from .pma import PMA_MIB
 from .sm import IB_SM_MIB, ib_sm_binding
 from .sm_write import sm_writers
 from .sma import SMA_MIB
-from .system import system_objects
+from .system_write import system_objects
 from .virtual import InfinibandMib
 
 MODULE_BINDINGS = (SMA_MIB, IB_CA_MIB, PMA_MIB, IB_SM_MIB, IBCONNECTION_MIB)

@@ -1,11 +1,11 @@
-"""IB-SM-MIB request rows answered by a live SM's SA, without blocking a read.
+"""IB-SM-MIB request rows answered by a live SM's SA, without blocking a read: the MIB side of
+the SA backend in ibsnmp.sa (`SaBackend`), here for the state store and the rows' layouts.
 
 A SET that makes an ibSmPathReqTable, ibSmMultiPathReqTable or ibSmTraceReqTable row active is
-answered at once (the row is active, as RowStatus createAndGo requires); the SA is asked after
-the SET commits, and its answer lands in the row's result table when it arrives. When the SA
-does not answer or refuses, the row turns notInService with no results, so "no paths" (active,
-empty) and "no answer" (notInService) differ; setting it active again asks again. A row
-changed or destroyed meanwhile keeps the manager's change, and the late answer is dropped.
+answered at once (active, as RowStatus createAndGo requires); the SA is asked after the SET
+commits, and its answer lands in the row's result table when it arrives. An SA that does not
+answer or refuses turns the row notInService with no results ("no answer", unlike "no paths":
+active, empty); setting it active asks again. A late answer to a row changed since is dropped.
 Reference: docs/sets.md, 'With a live subnet manager: the SA answers'.
 """
 

@@ -23,20 +23,20 @@ from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
 from ibsnmp.fabric.model import Fabric, MeasuredCounters, PortRef
 from ibsnmp.fabric.succession import successor, with_values
-from ibsnmp.live import sa_link
 from ibsnmp.live.keep import DEFAULT_CONFIRM_AFTER, SM_STATE_MASTER, Keeper, SweepReport
 from ibsnmp.live.refresh import Refresh, active_lids, counter_targets, refresh, sm_ports
-from ibsnmp.live.sa_follow import FollowingBackend
 from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import IS_SM, Subnet, discover
 from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
-from ibsnmp.mad.sa_client import nodes_listed, sa_address
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow, WindowStats
 from ibsnmp.live.subnet_sa import ClientOpener, LiveSa, client_opener, log_once, read_sa_objects
+from ibsnmp.sa import snapshot_lookups
+from ibsnmp.sa.client import nodes_listed, sa_address
+from ibsnmp.sa.following import FollowingBackend
 
 from .base import ProviderCore, cancel_and_wait
 from .scenario import link_state_traps
@@ -193,8 +193,8 @@ class LiveProvider(ProviderCore):
         def current() -> Fabric:  # the snapshot served when asked
             return self._fabric
 
-        live = LiveSa(self._sa_opener(sm), self._on_report, sa_link.node_of_lid(current),
-                      sa_link.port_of_gid(current), sa_link.lid_ports(current))
+        live = LiveSa(self._sa_opener(sm), self._on_report, snapshot_lookups.node_of_lid(current),
+                      snapshot_lookups.port_of_gid(current), snapshot_lookups.lid_ports(current))
         try:
             live.worker.start()
         except Exception:

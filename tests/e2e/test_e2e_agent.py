@@ -1,4 +1,4 @@
-"""`ibsnmp run` end to end, with net-snmp's own clients and names from mibs/.
+"""`ibsnmp run` end to end, with net-snmp's own clients and names from mib_sources/.
 
 One agent serves a small simulated fat-tree for the whole module; the same
 spec and seed rebuilt here give the values to expect.

@@ -4,7 +4,7 @@ net-snmp and pysnmp, on `ibsnmp mibs path` and compiled_mibs/.
 The generator takes an OCTET STRING index as fixed-size only when a named
 type carries the size, and treats the DISPLAY-HINT "1x:" as a 6-octet MAC
 address; these tests prove that no InfiniBand index or GUID is read either
-way (mibs/ERRATA.md, rule 6).
+way (mib_sources/ERRATA.md, rule 6).
 """
 
 from __future__ import annotations

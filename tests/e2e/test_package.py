@@ -15,7 +15,7 @@ import pytest
 from tests.support.e2e import PROJECT_ROOT, free_udp_port, stop
 
 from ibsnmp import __version__
-from ibsnmp.mibtools.paths import DRAFT_MODULES
+from ibsnmp.mib_compiler.paths import DRAFT_MODULES
 
 MODULE_PREFIXES = ("SMA-MIB::", "IB-SM-MIB::", "IB-CA-MIB::", "PMA-MIB::", "IBCONNECTION-MIB::")
 # A fabric with a connection table and a switch: every module has instances.
@@ -31,13 +31,13 @@ def test_wheel_holds_compiled_modules_and_sources(wheelhouse: Path) -> None:
     names = set(zipfile.ZipFile(_ibsnmp_wheel(wheelhouse)).namelist())
     for module in DRAFT_MODULES + ("IB-TC-MIB",):
         assert f"ibsnmp/compiled_mibs/{module}.py" in names
-        assert f"ibsnmp/mibs/{module}" in names
+        assert f"ibsnmp/mib_sources/{module}" in names
     for base in ("SNMPv2-SMI", "SNMPv2-TC", "SNMPv2-CONF", "SNMPv2-MIB", "IF-MIB",
                  "IANAifType-MIB"):
-        assert f"ibsnmp/mibs/base/{base}" in names
+        assert f"ibsnmp/mib_sources/base/{base}" in names
     for compiled in ("IF-MIB", "IANAifType-MIB"):
         assert f"ibsnmp/compiled_mibs/{compiled}.py" in names
-    assert "ibsnmp/mibs/ERRATA.md" in names
+    assert "ibsnmp/mib_sources/ERRATA.md" in names
     # `ibsnmp fabric targets` copies the shipped snmp_exporter modules by default.
     assert {"ibsnmp/prometheus/snmp.yml", "ibsnmp/prometheus/generator.yml"} <= names
 
@@ -51,7 +51,7 @@ def test_sdist_holds_compiled_modules_and_sources(tmp_path: Path) -> None:
     names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
     for module in DRAFT_MODULES:
         assert f"ibsnmp/compiled_mibs/{module}.py" in names
-        assert f"ibsnmp/mibs/{module}" in names
+        assert f"ibsnmp/mib_sources/{module}" in names
 
 
 @pytest.fixture(scope="module")

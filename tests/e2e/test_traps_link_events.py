@@ -28,7 +28,7 @@ from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.fabric.iba import PortState
 from ibsnmp.fabric.interfaces import IfOperStatus
 from ibsnmp.fabric.model import Fabric, Port, PortRef
-from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.mib_compiler.paths import COMPILED_MIB_DIR
 from ibsnmp.fabric.swap import Swap
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.providers.sysfs import SysfsProvider

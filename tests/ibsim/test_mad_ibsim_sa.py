@@ -2,7 +2,7 @@
 
 ibsim carries no RMPP (its preload forwards the first 256 octets of a MAD),
 so these queries are those whose answer fits one MAD; reassembly of longer
-answers is tested with built segments in test_mad_sa.py.
+answers is tested with built segments in test_sa_mads.py.
 """
 
 from __future__ import annotations

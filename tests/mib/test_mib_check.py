@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.cli import main
-from ibsnmp.mibtools.check import check_mibs
-from ibsnmp.mibtools.paths import BASE_MIB_DIR, MIB_SOURCE_DIR, PRODUCT_MODULES
+from ibsnmp.mib_compiler.check import check_mibs
+from ibsnmp.mib_compiler.paths import BASE_MIB_DIR, MIB_SOURCE_DIR, PRODUCT_MODULES
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("smilint") and shutil.which("snmptranslate")),

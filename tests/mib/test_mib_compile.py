@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.paths import PROJECT_ROOT
 
 from ibsnmp.cli import main
-from ibsnmp.mibtools.compile import CompileError, compile_mibs
-from ibsnmp.mibtools.paths import COMPILED_MIB_DIR, PRODUCT_MODULES
+from ibsnmp.mib_compiler.compile import CompileError, compile_mibs
+from ibsnmp.mib_compiler.paths import (
+    BASE_MIB_DIR,
+    COMPILED_MIB_DIR,
+    MIB_SOURCE_DIR,
+    PRODUCT_MODULES,
+)
 from pysnmp.smi import builder
 
 
@@ -59,11 +63,11 @@ def test_all_six_modules_load_together() -> None:
 def test_a_broken_module_fails_with_its_name(tmp_path: Path) -> None:
     sources = tmp_path / "src"
     sources.mkdir()
-    text = (PROJECT_ROOT / "mibs" / "IB-CA-MIB").read_text()
+    text = (MIB_SOURCE_DIR / "IB-CA-MIB").read_text()
     (sources / "IB-CA-MIB").write_text(text.replace("MAX-ACCESS", "MAX-ACCES", 1))
     with pytest.raises(CompileError, match="IB-CA-MIB"):
         compile_mibs(
             tmp_path / "out",
             ["IB-CA-MIB"],
-            (sources, PROJECT_ROOT / "mibs", PROJECT_ROOT / "mibs" / "base"),
+            (sources, MIB_SOURCE_DIR, BASE_MIB_DIR),
         )

@@ -1,15 +1,16 @@
-"""Draft text -> raw module (every layout) -> errata patches -> mibs/."""
+"""Draft text -> raw module (every layout) -> errata patches -> mib_sources/."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from tests.support.paths import DRAFT_FILES, PROJECT_ROOT
+from tests.support.paths import DRAFT_FILES
 
 from ibsnmp.cli import main
-from ibsnmp.mibtools.extract import ExtractError, extract
-from ibsnmp.mibtools.patches import PatchError, apply_patch, make_patch
+from ibsnmp.mib_compiler.extract import ExtractError, extract
+from ibsnmp.mib_compiler.patches import PatchError, apply_patch, make_patch
+from ibsnmp.mib_compiler.paths import MIB_SOURCE_DIR
 
 MODULE = """\
 TEST-MIB DEFINITIONS ::= BEGIN
@@ -89,4 +90,4 @@ def test_extract_plus_errata_equals_mibs(module: str, seeds_dir: Path, tmp_path:
     draft = seeds_dir / DRAFT_FILES[module]
     assert main(["mibs", "extract", str(draft), "--out", str(tmp_path), "--apply-errata"]) == 0
     produced = (tmp_path / module).read_text()
-    assert produced == (PROJECT_ROOT / "mibs" / module).read_text()
+    assert produced == (MIB_SOURCE_DIR / module).read_text()

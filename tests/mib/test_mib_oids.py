@@ -8,8 +8,8 @@ import pytest
 from tests.support.paths import DRAFT_FILES
 from tests.support.draft_oids import assignments, resolve
 
-from ibsnmp.mibtools.extract import extract_file
-from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.mib_compiler.extract import extract_file
+from ibsnmp.mib_compiler.paths import COMPILED_MIB_DIR
 from pysnmp.smi import builder
 
 # The Connection MIB draft names parents that do not exist: its module arc

@@ -35,7 +35,7 @@ from ibsnmp.agent.runner import (
     serve,
     settings_from_args,
 )
-from ibsnmp.agent.cells import cell_of
+from ibsnmp.agent.pysnmp_cells import cell_of
 from ibsnmp.fabric.iba import NodeType
 from ibsnmp.fabric.lineage import Lineage
 from ibsnmp.mib.api import (

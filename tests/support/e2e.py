@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ibsnmp.mibtools.paths import net_snmp_mib_dirs
+from ibsnmp.mib_compiler.paths import net_snmp_mib_dirs
 from tests.support.paths import PROJECT_ROOT as PROJECT_ROOT  # re-exported: tests import it here
 from tests.support.wire import exchange
 

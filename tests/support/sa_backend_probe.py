@@ -15,15 +15,15 @@ import asyncio
 import json
 import sys
 
-from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.discovery import discover
 from ibsnmp.mad.layout import field_int
-from ibsnmp.mad.sa_client import SaClient
-from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import UmadPort
 from ibsnmp.mad.window import MadWindow
-from ibsnmp.live.sa_backend import MadSaBackend
+from ibsnmp.sa import records
+from ibsnmp.sa.client import SaClient
+from ibsnmp.sa.mad_backend import MadSaBackend
 from ibsnmp.sa.query import PathQuery
+from ibsnmp.sa.worker import SaWorker
 
 IPOIB_BROADCAST = bytes.fromhex("ff12401bffff000000000000ffffffff")
 IPOIB_QKEY = 0x0B1B

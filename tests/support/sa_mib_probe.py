@@ -16,10 +16,10 @@ import sys
 
 from tests.support.set_support import Agent, i, instance, s
 
-from ibsnmp.mad.sa_client import SaClient
-from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mib.sm_sa_live import SaRequestRunner
-from ibsnmp.live.sa_backend import MadSaBackend
+from ibsnmp.sa.client import SaClient
+from ibsnmp.sa.mad_backend import MadSaBackend
+from ibsnmp.sa.worker import SaWorker
 
 CREATE_AND_GO = 4
 PATH_COLUMNS = ("SrcLID", "DstLID", "MTU", "Rate", "PKey", "PktLifeTime", "NumbPath", "SL")

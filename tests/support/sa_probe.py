@@ -23,18 +23,18 @@ import os
 import sys
 from typing import cast
 
-from ibsnmp.mad import sa_records as records
 from ibsnmp.events import TrapEvent
-from ibsnmp.mad.sa_client import (
+from ibsnmp.live.subnet_sa import LiveSa
+from ibsnmp.mad.umad import UmadPort
+from ibsnmp.sa import records
+from ibsnmp.sa.client import (
     ReportHandler,
     SaAnswer,
     SaClient,
     sa_request,
     subscribe,
 )
-from ibsnmp.live.subnet_sa import LiveSa
-from ibsnmp.mad.sa_records import METHOD_GET_TABLE
-from ibsnmp.mad.umad import UmadPort
+from ibsnmp.sa.records import METHOD_GET_TABLE
 
 
 def plain(answer: SaAnswer) -> dict[str, object]:

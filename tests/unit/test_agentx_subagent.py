@@ -19,7 +19,7 @@ import pytest
 from pyasn1.type import univ
 from pysnmp.proto import rfc1902
 
-from ibsnmp.agent.cells import tag_of
+from ibsnmp.agent.pysnmp_cells import tag_of
 from ibsnmp.agent.config import AgentxSettings, ConfigError, merge_settings, parse_config
 from ibsnmp.agent.context_hooks import ContextDirectory
 from ibsnmp.agentx import pdu as ax

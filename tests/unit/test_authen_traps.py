@@ -22,7 +22,7 @@ from tests.support.wire import community_request, decode_response
 from ibsnmp.agent.config import Community, TrapSettings
 from ibsnmp.agent.engine import AgentEngine, build_engine
 from ibsnmp.agent.refusals import LOGGER_NAME
-from ibsnmp.agent.system import DISABLED, ENABLED
+from ibsnmp.agent.system_defaults import DISABLED, ENABLED
 from ibsnmp.mib.write import state_value_problem
 from ibsnmp.state.overrides import ConfigState, StateFormatError, from_json, to_json
 

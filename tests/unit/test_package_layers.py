@@ -21,13 +21,14 @@ GENERATED = {"compiled_mibs"}  # pysmi's output: imports pysnmp only
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # Leaves: SNMP on the wire, events, files, logging, MIB compilation,
     # the checks the documents read share.
-    {"ibsnmp", "wire", "events", "gc_freeze", "malloc_threshold", "atomicfile", "logsetup", "mibtools",
-     "prometheus", "documents", "sd_notify"},
+    {"ibsnmp", "wire", "events", "gc_freeze", "malloc_threshold", "atomicfile", "logsetup",
+     "mib_compiler", "prometheus", "documents", "sd_notify"},
     # The fabric model; the state directory.
     {"fabric", "statedir"},
     # MADs: the InfiniBand management datagrams and their transport.
     {"mad"},
-    # SA queries computed from the model.
+    # Subnet administration: SA queries computed from the model, and the
+    # subnet's own SA asked over MADs (records, client, worker, backends).
     {"sa"},
     # The live subnet read over MADs.
     {"live"},

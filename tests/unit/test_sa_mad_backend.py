@@ -6,9 +6,11 @@ import asyncio
 
 from ibsnmp.fabric.iba import JoinState
 from ibsnmp.fabric.model import PartitionMember, ServiceRecord
-from ibsnmp.mad import sa_records as records
+from ibsnmp.live.subnet_sa import read_sa_objects
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.live.sa_backend import (
+from ibsnmp.sa import records
+from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.mad_backend import (
     block_number,
     groups_of,
     partitions_of,
@@ -16,8 +18,6 @@ from ibsnmp.live.sa_backend import (
     path_values,
     services_of,
 )
-from ibsnmp.sa.backend import SaUnavailable
-from ibsnmp.live.subnet_sa import read_sa_objects
 from ibsnmp.sa.query import PathQuery
 
 IPOIB = 0xFF12_401B_FFFF_0000_0000_0000_FFFF_FFFF

@@ -16,23 +16,23 @@ from concurrent.futures import Future
 
 import pytest
 
-from ibsnmp.live.sa_backend import MadSaBackend
 from ibsnmp.live.subnet_sa import LiveSa
-from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.layout import FieldValue, field_int
-from ibsnmp.mad.sa_client import (
+from ibsnmp.mad.umad import Address, MadTimeout, PortClosing
+from ibsnmp.sa import records
+from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.client import (
     ReportHandler,
     SaClient,
     subscribe,
     subscription,
     unsubscribe_within,
 )
-from ibsnmp.mad.sa_records import SA_MAD
-from ibsnmp.mad.sa_worker import READER_JOIN_S, QueuedPort, SaWorker
-from ibsnmp.mad.umad import Address, MadTimeout, PortClosing
-from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.mad_backend import MadSaBackend
 from ibsnmp.sa.query import PathQuery
-from tests.unit.test_mad_sa import SM, captured
+from ibsnmp.sa.records import SA_MAD
+from ibsnmp.sa.worker import READER_JOIN_S, QueuedPort, SaWorker
+from tests.unit.test_sa_mads import SM, captured
 
 WAIT_S = 5.0  # for what happens at once
 # What "at once" may take on a loaded machine: the close's drain (0.2 s) and

@@ -13,7 +13,7 @@ from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.instrum import ContextView
 from ibsnmp.agent.read_view import SECRET_SUBTREES
 from ibsnmp.mib.api import INFINIBAND_MIB, Oid
-from ibsnmp.mibtools.paths import COMPILED_MIB_DIR
+from ibsnmp.mib_compiler.paths import COMPILED_MIB_DIR
 from ibsnmp.mib.subtrees import IF_MIB_IFMIB, IF_MIB_INTERFACES, SERVED_SUBTREES, Subtrees
 
 SYSTEM = (1, 3, 6, 1, 2, 1, 1)

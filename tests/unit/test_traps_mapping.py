@@ -12,6 +12,7 @@ from pysnmp.proto import rfc1902
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.generators import build_fabric
 from ibsnmp.mib.loader import definitions
+from ibsnmp.mib_compiler.paths import MIB_SOURCE_DIR
 from ibsnmp.traps.defaults import default_event
 from ibsnmp.traps.mapping import (
     FIELD_OF,
@@ -25,9 +26,8 @@ from ibsnmp.traps.mapping import (
     specs,
 )
 from ibsnmp.traps.originator import node_context_name
-from tests.support.paths import PROJECT_ROOT
 
-SMA_MIB = PROJECT_ROOT / "mibs" / "SMA-MIB"
+SMA_MIB = MIB_SOURCE_DIR / "SMA-MIB"
 NOTIFICATIONS = 1, 3, 6, 1, 3, 117, 3, 2
 NODE_GUID_0 = (1, 3, 6, 1, 3, 117, 3, 1, 1, 7, 0)  # SMA-MIB ibSmaNodeGuid.0
 

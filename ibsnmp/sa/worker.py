@@ -20,8 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from ibsnmp.mad.sa_client import MadPort, SaClient
 from ibsnmp.mad.umad import Address, PortClosing, UmadError
+from ibsnmp.sa.client import MadPort, SaClient
 
 T = TypeVar("T")
 # How long one receive of the reader lasts before it looks whether the port is

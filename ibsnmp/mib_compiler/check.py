@@ -1,6 +1,6 @@
 """Lint the product MIBs with smilint and load them with net-snmp.
 
-Both tools are run over our sources only (mibs/ and mibs/base/), never the
+Both tools are run over our sources only (mib_sources/ and mib_sources/base/), never the
 system's MIB directories, and every problem is reported with its module and
 line as the tool printed it.
 """

@@ -1,4 +1,4 @@
-"""An `SaBackend` that asks the subnet's SA over MADs (`ibsnmp.mad.sa_client`).
+"""An `SaBackend` that asks the subnet's SA over MADs (`ibsnmp.sa.client`).
 
 Queries run on the `SaWorker` thread. SA records become the agent's model objects here:
 PathRecords the request tables' rows, P_KeyTableRecords partitions, MCMemberRecords multicast
@@ -23,14 +23,13 @@ from ibsnmp.fabric.model import (
     PartitionMember,
     ServiceRecord,
 )
-from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.layout import FieldValue
-from ibsnmp.mad.sa_client import Record, SaAnswer, SaClient, SaError
-from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import UmadError
-
+from ibsnmp.sa import records
 from ibsnmp.sa.backend import SaUnavailable
+from ibsnmp.sa.client import Record, SaAnswer, SaClient, SaError
 from ibsnmp.sa.query import PathQuery, PathRecord
+from ibsnmp.sa.worker import SaWorker
 
 log = logging.getLogger("ibsnmp.sa.backend")
 

@@ -2,7 +2,7 @@
 
 They are found through importlib.resources, so an installed wheel and a
 checkout find them the same way, whatever the working directory. The
-checkout's top-level `mibs` and `compiled_mibs` are links to these folders.
+checkout's top-level `mib_sources` and `compiled_mibs` are links to these folders.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 # ibsnmp is installed as a directory (wheel or checkout), never zipped:
 # pysnmp and net-snmp read these folders as plain files.
 PACKAGE_DIR = Path(str(resources.files("ibsnmp")))
-MIB_SOURCE_DIR = PACKAGE_DIR / "mibs"
+MIB_SOURCE_DIR = PACKAGE_DIR / "mib_sources"
 BASE_MIB_DIR = MIB_SOURCE_DIR / "base"
 ERRATA_DIR = MIB_SOURCE_DIR / "errata"
 COMPILED_MIB_DIR = PACKAGE_DIR / "compiled_mibs"

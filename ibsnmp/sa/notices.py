@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.mad.layout import Field, FieldValue, Layout, field_int
-from ibsnmp.mad.sa_records import NOTICE_DATA_DETAILS
+from ibsnmp.sa.records import NOTICE_DATA_DETAILS
 
 _SIZE = NOTICE_DATA_DETAILS
 _LID = Field("LIDADDR", 16, 16)

@@ -1,6 +1,6 @@
 """A subnet administration client: SA queries over GMPs on QP1 to the SM's LID.
 
-Requests are built from the field tables of `sa_records`. A GetTable answer longer than one
+Requests are built from the field tables of `ibsnmp.sa.records`. A GetTable answer longer than one
 MAD arrives as RMPP DATA segments (IBA 13.6), reassembled here with an ACK per segment in
 order, so the SA's window keeps opening. The agent registers without kernel RMPP, so the same
 code runs on a host and under ibsim's preload library, which carries no RMPP at all: it
@@ -22,7 +22,17 @@ from typing import Protocol
 from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
 from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.packets import decode_reply, directed_route_get
-from ibsnmp.mad.sa_records import (
+from ibsnmp.mad.umad import (
+    GSI_QKEY,
+    GSI_QP,
+    Address,
+    MadTimeout,
+    PortClosing,
+    UmadError,
+    UmadPort,
+    matches,
+)
+from ibsnmp.sa.records import (
     INFORM_INFO,
     INFORM_INFO_RECORD,
     METHOD_GET,
@@ -45,16 +55,6 @@ from ibsnmp.mad.sa_records import (
     SA_HEADER_END,
     SA_MAD,
     SaAttribute,
-)
-from ibsnmp.mad.umad import (
-    GSI_QKEY,
-    GSI_QP,
-    Address,
-    MadTimeout,
-    PortClosing,
-    UmadError,
-    UmadPort,
-    matches,
 )
 
 log = logging.getLogger("ibsnmp.sa.client")
@@ -194,7 +194,7 @@ ReportHandler = Callable[[Record, int], None]  # (Notice, the SA's LID)
 
 class MadPort(Protocol):
     """What the client asks of its port: a `UmadPort`, or one whose MADs another
-    thread receives (`ibsnmp.mad.sa_worker`)."""
+    thread receives (`ibsnmp.sa.worker`)."""
 
     def new_transaction_id(self) -> int: ...
 

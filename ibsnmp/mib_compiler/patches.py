@@ -22,7 +22,7 @@ def make_patch(raw: str, clean: str, module: str) -> str:
         raw.splitlines(keepends=True),
         clean.splitlines(keepends=True),
         fromfile=f"extracted/{module}",
-        tofile=f"mibs/{module}",
+        tofile=f"mib_sources/{module}",
         n=3,
     )
     return "".join(_terminated(line) for line in lines)

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import pytest
 
-from ibsnmp.mad import sa_worker
-from ibsnmp.mad.sa_client import MadPort, SaClient
-from ibsnmp.mad.sa_worker import SaWorker
 from ibsnmp.mad.umad import Address, UmadError
+from ibsnmp.sa import worker as sa_worker
+from ibsnmp.sa.client import MadPort, SaClient
+from ibsnmp.sa.worker import SaWorker
 
 WAIT_S = 5.0  # for what a healthy worker does at once
 

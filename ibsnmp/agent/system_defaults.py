@@ -43,7 +43,7 @@ class AuthenTraps:
     its object is marked so in the engine's MIB, and a SET answers
     notWritable (agent.instrum). Else it reads the value a SET saved
     (`restore`, from the state file) and is written by SETs through the
-    write store (mib.system), which show in the instance pysnmp keeps;
+    write store (mib.system_write), which show in the instance pysnmp keeps;
     else disabled(2). `enabled` reads that instance: what a GET answers is
     what decides.
     """

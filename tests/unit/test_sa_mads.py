@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.events import IbaTrap
-from ibsnmp.mad import sa_records as records
 from ibsnmp.mad.layout import LayoutError, field_int
-from ibsnmp.mad.sa_client import (
+from ibsnmp.mad.umad import Address, UmadError
+from ibsnmp.sa import records
+from ibsnmp.sa.client import (
     SaClient,
     SaError,
     nodes_listed,
     sa_request,
     subscription,
 )
-from ibsnmp.mad.sa_notices import notice_event
-from ibsnmp.mad.sa_records import METHOD_GET_TABLE, SA_MAD
-from ibsnmp.mad.umad import Address, UmadError
-from ibsnmp.live.sa_backend import block_number
+from ibsnmp.sa.mad_backend import block_number
+from ibsnmp.sa.notices import notice_event
+from ibsnmp.sa.records import METHOD_GET_TABLE, SA_MAD
 from tests.support.paths import DATA_DIR
 
 MADS = DATA_DIR / "mads"

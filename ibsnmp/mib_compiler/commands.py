@@ -25,13 +25,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     extract.set_defaults(handler=_extract)
 
     errata = actions.add_parser(
-        "errata", help="rewrite the errata patches from raw extractions and mibs/"
+        "errata", help="rewrite the errata patches from raw extractions and mib_sources/"
     )
     errata.add_argument("--raw", type=Path, required=True, metavar="DIR")
     errata.add_argument("--out", type=Path, default=ERRATA_DIR, metavar="DIR")
     errata.set_defaults(handler=_errata)
 
-    compile_ = actions.add_parser("compile", help="compile mibs/ into pysnmp modules")
+    compile_ = actions.add_parser("compile", help="compile mib_sources/ into pysnmp modules")
     compile_.add_argument("--out", type=Path, default=COMPILED_MIB_DIR, metavar="DIR")
     compile_.set_defaults(handler=_compile)
 

@@ -5,8 +5,8 @@ writable objects: checked against the MIB's syntax, planned into the write store
 and saved with the rest of the state before the SET is answered. As with net-snmp's snmpd, an
 object the configuration file sets is read-only (notWritable): for the system group decided
 here, at start; snmpEnableAuthenTraps follows every reload, so the engine decides it
-(agent.system.AuthenTraps, agent.instrum). In a node's own context nothing here is writable.
-Reference: docs/mibs.md, 'Contexts, the system group and interfaces'.
+(agent.system_defaults.AuthenTraps, agent.instrum). In a node's own context nothing here is
+writable. Reference: docs/mibs.md, 'Contexts, the system group and interfaces'.
 """
 
 from __future__ import annotations
