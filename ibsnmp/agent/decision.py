@@ -1,10 +1,10 @@
 """Every datagram's one decision: dropped, answered, or handed on.
 
-`Decision.decide` takes a datagram to its Verdict (what to count, and the reply or the
-command responders that give it) or, on a notification socket, to InformAnswer (pysnmp's
-message processing matches it to an inform). It reads top to bottom: the header checks
-(agent.prefilter), then SNMPv3 through the project's USM (agent.fast_v3), then a v1/v2c
-request by the fast read path (agent.fast_reads) or the command responders
+`Decision.decide` takes a datagram to its Verdict, each with what to count: Drop, Reply, or
+ToResponders (the command responders answer); or, on a notification socket, to InformAnswer
+(pysnmp's message processing matches it to an inform). It reads top to bottom: the header
+checks (agent.prefilter), then SNMPv3 through the project's USM (agent.fast_v3), then a
+v1/v2c request by the fast read path (agent.fast_reads) or the command responders
 (agent.handover). No pysnmp class is subclassed here; the datagram's counts, begun by the
 caller, are added to. The pipeline: docs/architecture.md, "How a datagram is handled".
 """
@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from ibsnmp.wire.header import SET, V3Message, Varbind
 
 from .pending_counts import Counter
-from .prefilter import (IN_REQUEST, InformAnswer, PassedRequest, Prefilter, V3Request,
-                        Verdict)
+from .prefilter import (IN_REQUEST, Drop, InformAnswer, PassedRequest, Prefilter, Reply,
+                        ToResponders, V3Request, Verdict)
 
 
 class V3Requests(Protocol):
@@ -69,13 +69,13 @@ class Decision:
                data: bytes) -> Verdict | InformAnswer:
         """What happens to `data`, received on `domain` from `address`."""
         checked = self.prefilter.check(domain, address, data)
-        if isinstance(checked, (Verdict, InformAnswer)):
+        if isinstance(checked, (Drop, Reply, InformAnswer)):
             return checked
         if isinstance(checked, V3Request):
             return self._v3.handle(checked.message, data, checked.varbinds, address)
         return self._answer_community(data, checked)
 
-    def _answer_community(self, data: bytes, passed: PassedRequest) -> Verdict:
+    def _answer_community(self, data: bytes, passed: PassedRequest) -> Reply | ToResponders:
         """A v1/v2c request: the fast read's answer, else the command responders'."""
         tag = passed.message.pdu.tag
         for counter in IN_REQUEST[tag]:
@@ -83,6 +83,6 @@ class Decision:
         if self.use_fast_reads and tag != SET:
             reply = self._fast_reads.answer(data, passed)
             if reply is not None:
-                return Verdict((), reply)
+                return Reply(reply)
         handover = self._handover
-        return Verdict((), None, lambda: handover.answer_community(data, passed))
+        return ToResponders(lambda: handover.answer_community(data, passed))

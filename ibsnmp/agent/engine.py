@@ -37,7 +37,7 @@ from .handover import Handover
 from .node_system import install_node_system_group
 from .pending_counts import IN_PKTS, NO_HANDLER, PARSE_ERROR, Counter, PendingCounts
 from .decision import Decision
-from .prefilter import Prefilter, Verdict, is_notification_domain
+from .prefilter import Drop, InformAnswer, Prefilter, Reply, Verdict, is_notification_domain
 from .read_view import VIEW_ROOT, excluded_subtrees
 from .refusals import RefusalLog
 from .responders import BulkResponder, GetResponder, NextResponder, SizedResponseMixin
@@ -180,7 +180,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         prefilter = parts.decision.prefilter  # charged with what this datagram cost, below
         try:
             outcome = parts.decision.decide(transportDomain, transportAddress, wholeMsg)
-            if isinstance(outcome, Verdict):
+            if not isinstance(outcome, InformAnswer):
                 return self._conclude(outcome)
             # An answer to one of our informs (pysnmp matches it to the inform).
             to_pysnmp = True
@@ -209,8 +209,11 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         """Apply the datagram's counts once, and answer as `verdict` says."""
         counts = self.parts.counts
         counts.end_message(verdict.counters)
-        if verdict.handing is None:
-            return verdict.reply
+        # isinstance, not match: a class pattern costs about twice as much per datagram.
+        if isinstance(verdict, Drop):
+            return None
+        if isinstance(verdict, Reply):
+            return verdict.datagram
         counts.flush()  # pysnmp's command responders read counters as they are
         reply, answer_counts = verdict.handing()
         counts.add_now(answer_counts)

@@ -32,7 +32,7 @@ from ibsnmp.wire.usm_message import ReportWriter, encode_scoped_pdu
 from .handover import Handover, Requester, decode_pdu, encode_pdu, pdu_element
 from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BIG, SILENT_DROP,
                              UNKNOWN_CONTEXTS, Counter, PendingCounts)
-from .prefilter import IN_REQUEST, REQUESTS, Verdict, source_address
+from .prefilter import IN_REQUEST, REQUESTS, Drop, Reply, ToResponders, Verdict, source_address
 from .ratelimit import RequestLimits
 from .refusals import (DECRYPTION_ERROR, NO_WRITE_ACCESS, NOT_IN_TIME_WINDOW, UNKNOWN_CONTEXT,
                        UNKNOWN_USER, UNSUPPORTED_LEVEL, WRONG_DIGEST, Reason, RefusalLog)
@@ -204,14 +204,14 @@ class FastV3:
             try:
                 varbinds = pdu.read_varbinds(scoped.octets, self.max_varbinds)
             except HeaderError:
-                return Verdict((Refusal.PARSE_ERROR.counter,), None)
+                return Drop((Refusal.PARSE_ERROR.counter,))
         if pdu.tag not in CONFIRMED:
             # Responses, Reports and Traps: reportable, they break RFC 3412 6.4;
             # otherwise no application here takes them.
-            return Verdict((INVALID_MESSAGE if message.flags & FLAG_REPORTABLE else NO_HANDLER,))
+            return Drop((INVALID_MESSAGE if message.flags & FLAG_REPORTABLE else NO_HANDLER,))
         if len(varbinds) > self.max_varbinds:
             if pdu.tag not in REQUESTS:
-                return Verdict((SILENT_DROP,), None)
+                return Drop((SILENT_DROP,))
             return self._too_big(accepted)
         if pdu.tag in REQUESTS and accepted.level < accepted.user.level:
             return self._unauthorized(accepted, scoped.octets, sender)
@@ -226,10 +226,10 @@ class FastV3:
                 and (not scoped.context_name or self._is_known_context(scoped.context_name))):
             answer = self._read(accepted, varbinds)
             if answer is not None:
-                return Verdict((), self.sealer.seal_response(accepted, *answer))
-        return Verdict((), None, lambda: self._hand_over(accepted, sender))
+                return Reply(self.sealer.seal_response(accepted, *answer))
+        return ToResponders(lambda: self._hand_over(accepted, sender))
 
-    def _refuse_by_rights(self, accepted: Accepted, sender: Any) -> Verdict | None:
+    def _refuse_by_rights(self, accepted: Accepted, sender: Any) -> Drop | Reply | None:
         """What VACM would refuse of a request in this engine's contexts, from
         its header alone (None: it may be granted): a context no node has gets
         the snmpUnknownContexts Report (RFC 3413 3.2), a read-only user's SET
@@ -242,8 +242,8 @@ class FastV3:
             self._refusals.refused(_host(sender), UNKNOWN_CONTEXT)
             self._counts.count(UNKNOWN_CONTEXTS)
             if not request.flags & FLAG_REPORTABLE:
-                return Verdict(())
-            return Verdict((OUT_PKTS,), self._report_at_level(accepted, UNKNOWN_CONTEXTS))
+                return Drop(())
+            return Reply(self._report_at_level(accepted, UNKNOWN_CONTEXTS), (OUT_PKTS,))
         if scoped.pdu.tag != SET or user.access == "write":
             return None
         self._refusals.refused(_host(sender), NO_WRITE_ACCESS, user.name)
@@ -252,7 +252,7 @@ class FastV3:
         index = 1 if end > first else 0  # nothing asked, nothing refused
         sealed = self.sealer.seal_response(accepted, NO_ACCESS if index else 0, index,
                                            scoped.octets[first:end])
-        return Verdict((OUT_PKTS, OUT_GET_RESPONSES), sealed)
+        return Reply(sealed, (OUT_PKTS, OUT_GET_RESPONSES))
 
     def _report_at_level(self, accepted: Accepted, counter: Counter) -> bytes:
         """A Report of `counter` (its value once counted) to an authenticated
@@ -320,7 +320,7 @@ class FastV3:
             return None, {SILENT_DROP: 1}  # the responders size their answers: not expected
         return sealed, handed.counts
 
-    def _refuse(self, refused: Refused, sender: Any) -> Verdict:
+    def _refuse(self, refused: Refused, sender: Any) -> Drop | Reply:
         """Count a USM refusal, tell the refusal log (not discovery: every
         manager's first message is one), and answer with its Report where RFC
         3414 3.2 says so and the Report limits leave room: discovery, a foreign
@@ -338,17 +338,17 @@ class FastV3:
             self._refusals.refused(_host(sender), reason,
                                    refused.request.user_name if reason.names_user else None)
         if not (refused.report and refusal.reported):
-            return Verdict((), None)
+            return Drop(())
         if not self._may_answer_refusal(sender):
-            return Verdict((), None)
+            return Drop(())
         counts.count(OUT_PKTS)
         boots, now = self.clock.boots(), self.clock.time()
         oid, count = self._counter_oids[counter], counts.value(counter)
         # Outside the time window, the Report is authNoPriv: the manager can trust
         # the boots and time it resynchronizes from (RFC 3414 3.2 step 7b).
         signer = refused.signer.mac if refused.signer is not None else None
-        return Verdict((), self.reports.write(refused.request, boots, now, refused.context,
-                                             refused.request_id, oid, count, signer))
+        return Reply(self.reports.write(refused.request, boots, now, refused.context,
+                                        refused.request_id, oid, count, signer))
 
     def _may_answer_refusal(self, sender: Any) -> bool:
         """Whether the Report limits leave room for one more answer to `sender`
@@ -368,16 +368,15 @@ class FastV3:
                         limits.describe(), source or "?", limits.dropped)
         return False
 
-    def _too_big(self, accepted: Accepted) -> Verdict:
+    def _too_big(self, accepted: Accepted) -> Reply:
         """More varbinds than [limits] max_varbinds: tooBig with no varbinds
         (RFC 3416 4.2.1), sealed at the request's level."""
         pdu = accepted.scoped.pdu
         sealed = self.sealer.seal_response(accepted, TOO_BIG, 0, b"")
         counted = IN_REQUEST.get(pdu.tag, ())
-        return Verdict((OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG)
-                       + counted, sealed)
+        return Reply(sealed, (OUT_PKTS, OUT_GET_RESPONSES, OUT_TOO_BIG) + counted)
 
-    def _unauthorized(self, accepted: Accepted, octets: bytes, sender: Any) -> Verdict:
+    def _unauthorized(self, accepted: Accepted, octets: bytes, sender: Any) -> Drop | Reply:
         """VACM has no access entry below the user's level: authorizationError,
         error-index 0, the request's varbinds echoed (RFC 3413 3.2, RFC 3416 4.1),
         at the level the request came in.
@@ -386,10 +385,10 @@ class FastV3:
         pdu = accepted.scoped.pdu
         counted = IN_REQUEST.get(pdu.tag, ())
         if accepted.level == NO_AUTH_NO_PRIV and not self._may_answer_refusal(sender):
-            return Verdict(counted)
+            return Drop(counted)
         sealed = self.sealer.seal_response(accepted, AUTHORIZATION_ERROR, 0,
                                            octets[pdu.varbinds[0]:pdu.varbinds[1]])
-        return Verdict((OUT_PKTS, OUT_GET_RESPONSES) + counted, sealed)
+        return Reply(sealed, (OUT_PKTS, OUT_GET_RESPONSES) + counted)
 
     def max_pdu_octets(self, accepted: Accepted) -> int:
         """The largest Response PDU element the sealed response may carry."""

@@ -5,7 +5,7 @@ before any varbind is decoded, drops the excess over the request limits and the 
 what is malformed or of another version, a refused community and a PDU no application takes,
 and holds a varbind list to `max_varbinds`; refused communities go to the refusal log. Its
 only answers, built from the header, are tooBig and a read-only community's refused SET. It
-returns what it found: a Verdict (what to count), a v1/v2c request read whole, an SNMPv3
+returns a Drop or a Reply (with what to count), a v1/v2c request read whole, an SNMPv3
 message for the USM, or an answer to an inform. No I/O. The pipeline: agent.decision.
 """
 
@@ -93,14 +93,31 @@ class PassedRequest(NamedTuple):
 Handing = Callable[[], "tuple[bytes | None, dict[Counter, int]]"]
 
 
-class Verdict(NamedTuple):
-    """A datagram not handed to pysnmp's message processing: what to count
-    (besides snmpInPkts, which every datagram counts), and the answer (if
-    any), or the command responders that answer it (`handing`)."""
+class Drop(NamedTuple):
+    """A datagram dropped unanswered: what it counts (besides snmpInPkts,
+    which every datagram counts)."""
 
     counters: tuple[Counter, ...]
-    reply: bytes | None = None
-    handing: Handing | None = None
+
+
+class Reply(NamedTuple):
+    """A datagram answered with `datagram`: what it counts besides snmpInPkts."""
+
+    datagram: bytes
+    counters: tuple[Counter, ...] = ()
+
+
+class ToResponders(NamedTuple):
+    """A request for pysnmp's command responders (`handing` answers it): what it
+    counts besides snmpInPkts before they answer."""
+
+    handing: Handing
+    counters: tuple[Counter, ...] = ()
+
+
+# What becomes of a datagram not left to pysnmp's message processing. Named
+# tuples: the cheapest immutable kind to build, one per datagram.
+Verdict = Drop | Reply | ToResponders
 
 
 class V3Request(NamedTuple):
@@ -120,7 +137,7 @@ class InformAnswer(NamedTuple):
 INFORM_ANSWER = InformAnswer()
 
 # What `Prefilter.check` finds a datagram to be.
-Checked = Verdict | PassedRequest | V3Request | InformAnswer
+Checked = Drop | Reply | PassedRequest | V3Request | InformAnswer
 
 
 def is_notification_domain(domain: Sequence[int]) -> bool:
@@ -168,10 +185,10 @@ class Prefilter:
         return self.governor.dropped if self.governor is not None else 0
 
     def check(self, domain: Sequence[int], address: Any, data: bytes) -> Checked:
-        """What the datagram is: a Verdict (dropped, answered from its header, or
-        handed to the command responders), a v1/v2c request to answer, read whole
-        (PassedRequest), an SNMPv3 message for the project's USM (V3Request), or
-        on a notification socket an answer to an inform (InformAnswer).
+        """What the datagram is: dropped (Drop) or answered from its header
+        (Reply), a v1/v2c request to answer, read whole (PassedRequest), an
+        SNMPv3 message for the project's USM (V3Request), or on a notification
+        socket an answer to an inform (InformAnswer).
 
         The request limits (agent.ratelimit, counted in `rate_limited`) and the CPU
         governor (agent.governor, counted in `governed`) drop on the listening sockets
@@ -181,11 +198,11 @@ class Prefilter:
         if not notification and self.limiter is not None \
                 and not self.limiter.allow(source_address(address)):
             self._log_rate_limited(address)
-            return Verdict(())
+            return Drop(())
         if not notification and self.governor is not None \
                 and not self.governor.admit(address[0]):
             self._log_governed(address)
-            return Verdict(())
+            return Drop(())
         try:
             header = read_header(data)
             if isinstance(header, CommunityMessage):
@@ -193,12 +210,12 @@ class Prefilter:
             if isinstance(header, V3Message):
                 return self._check_v3(header, notification, data)
         except HeaderError:
-            return Verdict((PARSE_ERROR,))
+            return Drop((PARSE_ERROR,))
         assert isinstance(header, OtherVersion)
-        return Verdict((BAD_VERSION,))
+        return Drop((BAD_VERSION,))
 
     def _check_community(self, message: CommunityMessage, notification: bool, address: Any,
-                         data: bytes) -> Verdict | PassedRequest | InformAnswer:
+                         data: bytes) -> Drop | Reply | PassedRequest | InformAnswer:
         """A v1/v2c message. On a notification socket, only an answer to an inform
         of a notification community goes on. On a listening socket, an unknown
         community, `community@<node GUID>` of an unknown node or a community used
@@ -211,21 +228,21 @@ class Prefilter:
         (snmpSilentDrops). A GETBULK over it is answered for its first names."""
         if notification:
             if message.community not in self._notification_communities:
-                return Verdict((BAD_COMMUNITY,))
+                return Drop((BAD_COMMUNITY,))
             if message.pdu.tag != RESPONSE:
-                return Verdict((NO_HANDLER,))
+                return Drop((NO_HANDLER,))
             if len(message.pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
-                return Verdict((SILENT_DROP,))
+                return Drop((SILENT_DROP,))
             return INFORM_ANSWER
         found = self._context_or_reason(message.community)
         if isinstance(found, Reason):
             self._refusals.refused(address[0], found)
-            return Verdict((BAD_COMMUNITY,))
+            return Drop((BAD_COMMUNITY,))
         if not _allowed_from(found[0], address):
             self._refusals.refused(address[0], COMMUNITY_SOURCE)
-            return Verdict((BAD_COMMUNITY,))
+            return Drop((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
-            return Verdict((NO_HANDLER,))
+            return Drop((NO_HANDLER,))
         if message.pdu.tag == SET and found[0].access != "write":
             self._refusals.refused(address[0], NO_WRITE_ACCESS)
             refused = self._refuse_set(message, data)
@@ -242,7 +259,7 @@ class Prefilter:
             prefix = message.pdu.null_prefix(data)
             null_list = prefix == end
             if not null_list and prefix - start > 2 * self._max_varbinds * MAX_NULL_VARBIND:
-                return Verdict((SILENT_DROP,))
+                return Drop((SILENT_DROP,))
         varbinds: tuple[Varbind, ...] = ()
         if not null_list:
             varbinds = message.pdu.read_varbinds(data, self._max_varbinds)
@@ -262,7 +279,7 @@ class Prefilter:
             # such: a second repetition would follow the first of the names
             # left out. A list not read whole is dropped, as any other.
             if not (null_list or varbinds and varbinds[-1].value_end == end):
-                return Verdict((SILENT_DROP,))
+                return Drop((SILENT_DROP,))
             first = varbinds[:self._max_varbinds] if varbinds else \
                 message.pdu.read_varbinds(data, self._max_varbinds - 1)
             non_repeaters, repetitions = message.pdu.fields
@@ -271,13 +288,13 @@ class Prefilter:
         try:
             reply = too_big_response(data, message, varbinds, null_list)
         except HeaderError:  # not read whole: answered by nothing
-            return Verdict((SILENT_DROP,))
+            return Drop((SILENT_DROP,))
         if len(reply) > MAX_REPLY_SIZE:  # an SNMPv1 answer echoes the varbinds
-            return Verdict((SILENT_DROP,))
-        return Verdict((OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
-                       + IN_REQUEST[message.pdu.tag], reply)
+            return Drop((SILENT_DROP,))
+        return Reply(reply, (OUT_TOO_BIG, OUT_PKTS, OUT_GET_RESPONSES)
+                     + IN_REQUEST[message.pdu.tag])
 
-    def _refuse_set(self, message: CommunityMessage, data: bytes) -> Verdict | None:
+    def _refuse_set(self, message: CommunityMessage, data: bytes) -> Drop | Reply | None:
         """A read-only community's SET, refused from its header: no object is
         in its write view (engine.NO_VIEW), so VACM's verdict on the first
         varbind is known without asking. noAccess (RFC 3416 4.2.5), in SNMPv1
@@ -296,9 +313,9 @@ class Prefilter:
             status = index = 0  # nothing asked, nothing refused
         reply = error_response(data, message, status, index)
         if len(reply) > MAX_REPLY_SIZE:
-            return Verdict((SILENT_DROP, IN_SET_REQUESTS, BAD_COMMUNITY_USES))
+            return Drop((SILENT_DROP, IN_SET_REQUESTS, BAD_COMMUNITY_USES))
         counted = (IN_SET_REQUESTS, BAD_COMMUNITY_USES, OUT_PKTS, OUT_GET_RESPONSES)
-        return Verdict(counted + ((OUT_NO_SUCH_NAMES,) if status == NO_SUCH_NAME else ()), reply)
+        return Reply(reply, counted + ((OUT_NO_SUCH_NAMES,) if status == NO_SUCH_NAME else ()))
 
     def community_context(self, name: bytes) -> tuple[Community, bytes] | None:
         """The configured community `name` stands for and the context it names
@@ -319,7 +336,7 @@ class Prefilter:
         return UNKNOWN_COMMUNITY
 
     def _check_v3(self, message: V3Message, notification: bool,
-                  data: bytes) -> Verdict | V3Request | InformAnswer:
+                  data: bytes) -> Drop | V3Request | InformAnswer:
         """An SNMPv3 message. On a notification socket, only an unreportable answer
         goes on (to pysnmp). On a listening socket, a plaintext one's varbinds are
         read up to `max_varbinds` + 1, read no further, and every message goes on
@@ -328,10 +345,10 @@ class Prefilter:
         if notification:
             if message.flags & FLAG_REPORTABLE or pdu is not None and pdu.tag not in ANSWERS:
                 # Only a request is reportable (RFC 3412 6.4): answers never are.
-                return Verdict((NO_HANDLER,))
+                return Drop((NO_HANDLER,))
             if pdu is not None and \
                     len(pdu.read_varbinds(data, self._max_varbinds)) > self._max_varbinds:
-                return Verdict((SILENT_DROP,))
+                return Drop((SILENT_DROP,))
             return INFORM_ANSWER
         varbinds = None
         if pdu is not None:  # encrypted: read once decrypted (agent.fast_v3)

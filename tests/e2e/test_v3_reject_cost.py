@@ -17,7 +17,7 @@ from tests.support.agent_support import V3_USERS, agent_settings, make_backend
 
 from ibsnmp.agent.config import User
 from ibsnmp.agent.engine import build_engine
-from ibsnmp.agent.prefilter import V3Request
+from ibsnmp.agent.prefilter import Reply, V3Request, Verdict
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, oid_octets
 from ibsnmp.wire.header import GET, GET_NEXT, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.usm_inbound import localize_users, seal_message
@@ -147,17 +147,18 @@ def deliver(built: Any, datagram: bytes) -> tuple[bytes | None, dict[str, int]]:
     return (sent[0] if sent else None), moved
 
 
-def shortcut(built: Any, datagram: bytes) -> Any:
-    """What agent.fast_v3 does with `datagram` (None: leaves it to pysnmp)."""
+def shortcut(built: Any, datagram: bytes) -> Verdict:
+    """What agent.fast_v3 does with `datagram`."""
     message = read_header(datagram)
     assert isinstance(message, V3Message)
-    return built.fast_v3.handle(message, datagram)
+    verdict: Verdict = built.fast_v3.handle(message, datagram)
+    return verdict
 
 
-def reply_pdu(verdict: Any) -> int:
+def reply_pdu(verdict: Verdict) -> int:
     """The PDU type of a handled message's answer."""
-    assert verdict is not None and verdict.reply is not None
-    sent = read_header(verdict.reply)
+    assert isinstance(verdict, Reply)
+    sent = read_header(verdict.datagram)
     assert isinstance(sent, V3Message)
     if sent.pdu is not None:
         return sent.pdu.tag

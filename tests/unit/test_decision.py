@@ -11,7 +11,8 @@ from ibsnmp.agent.config import Community, Limits
 from ibsnmp.agent.decision import Decision
 from ibsnmp.agent.pending_counts import (BAD_COMMUNITY, IN_GET_NEXTS, IN_GET_REQUESTS,
                                          IN_SET_REQUESTS, Counter)
-from ibsnmp.agent.prefilter import INFORM_ANSWER, PassedRequest, Prefilter, Verdict
+from ibsnmp.agent.prefilter import (INFORM_ANSWER, Drop, PassedRequest, Prefilter, Reply,
+                                    ToResponders, Verdict)
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS
 from ibsnmp.wire.header import V3Message, Varbind
 
@@ -33,7 +34,7 @@ class Recorder:
     def handle(self, message: V3Message, datagram: bytes,
                varbinds: tuple[Varbind, ...] | None = None, sender: Any = None) -> Verdict:
         self.calls.append(f"v3 from {sender[0]}")
-        return Verdict((), b"v3")
+        return Reply(b"v3")
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         self.calls.append(f"fast {passed.message.pdu.tag:#x}")
@@ -59,14 +60,14 @@ def decision(parts: Recorder, communities: tuple[Community, ...] = (
 def test_a_read_is_answered_by_the_fast_path_and_counted_before_it_reads() -> None:
     parts = Recorder()
     outcome = decision(parts).decide(LISTEN, SOURCE, community_request("get", [SYS_DESCR]))
-    assert outcome == Verdict((), b"fast")
+    assert outcome == Reply(b"fast")
     assert parts.calls == ["fast 0xa0"] and parts.counted == [IN_GET_REQUESTS]
 
 
 def test_a_read_the_fast_path_leaves_goes_to_the_command_responders() -> None:
     parts = Recorder(fast_answer=None)
     outcome = decision(parts).decide(LISTEN, SOURCE, community_request("next", [SYS_DESCR]))
-    assert isinstance(outcome, Verdict) and outcome.reply is None and outcome.handing is not None
+    assert isinstance(outcome, ToResponders) and outcome.counters == ()
     assert parts.calls == ["fast 0xa1"]  # handed on, not yet answered
     assert outcome.handing() == (b"responders", {})
     assert parts.calls == ["fast 0xa1", "responders 0xa1"] and parts.counted == [IN_GET_NEXTS]
@@ -76,7 +77,7 @@ def test_a_set_never_takes_the_fast_path() -> None:
     parts = Recorder()
     outcome = decision(parts).decide(LISTEN, SOURCE, community_request(
         "set", [SYS_DESCR], community="private"))
-    assert isinstance(outcome, Verdict) and outcome.handing is not None
+    assert isinstance(outcome, ToResponders)
     outcome.handing()
     assert parts.calls == ["responders 0xa3"] and parts.counted == [IN_SET_REQUESTS]
 
@@ -85,7 +86,7 @@ def test_without_the_fast_path_reads_go_to_the_command_responders() -> None:
     parts = Recorder()
     outcome = decision(parts, use_fast_reads=False).decide(
         LISTEN, SOURCE, community_request("get", [SYS_DESCR]))
-    assert isinstance(outcome, Verdict) and outcome.handing is not None
+    assert isinstance(outcome, ToResponders)
     outcome.handing()
     assert parts.calls == ["responders 0xa0"]
 
@@ -93,7 +94,7 @@ def test_without_the_fast_path_reads_go_to_the_command_responders() -> None:
 def test_snmpv3_goes_to_the_usm_with_its_sender() -> None:
     parts = Recorder()
     v3_get = v3_message("get", [(1, 3, 6, 1, 2, 1, 1, 1, 0)], user=b"alice")
-    assert decision(parts).decide(LISTEN, SOURCE, v3_get) == Verdict((), b"v3")
+    assert decision(parts).decide(LISTEN, SOURCE, v3_get) == Reply(b"v3")
     assert parts.calls == ["v3 from 127.0.0.1"] and parts.counted == []
 
 
@@ -101,7 +102,7 @@ def test_a_refusal_reaches_nothing_and_an_inform_answer_is_pysnmp_s() -> None:
     parts = Recorder()
     decide = decision(parts).decide
     wrong = community_request("get", [SYS_DESCR], community="wrong")
-    assert decide(LISTEN, SOURCE, wrong) == Verdict((BAD_COMMUNITY,))
+    assert decide(LISTEN, SOURCE, wrong) == Drop((BAD_COMMUNITY,))
     assert decide(NOTIFY, SOURCE, inform_answer("trapcomm")) is INFORM_ANSWER
     assert parts.calls == [] and parts.counted == []
 
@@ -111,5 +112,5 @@ def test_the_same_datagram_twice_is_decided_twice() -> None:
     parts = Recorder()
     decide = decision(parts).decide
     data = community_request("get", [SYS_DESCR])
-    assert decide(LISTEN, SOURCE, data) == decide(LISTEN, SOURCE, data) == Verdict((), b"fast")
+    assert decide(LISTEN, SOURCE, data) == decide(LISTEN, SOURCE, data) == Reply(b"fast")
     assert parts.calls == ["fast 0xa0"] * 2

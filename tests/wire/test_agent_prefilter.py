@@ -26,7 +26,8 @@ from ibsnmp.agent.pending_counts import (
     PARSE_ERROR,
     SILENT_DROP,
 )
-from ibsnmp.agent.prefilter import INFORM_ANSWER, PassedRequest, Prefilter, V3Request, Verdict
+from ibsnmp.agent.prefilter import (INFORM_ANSWER, Drop, PassedRequest, Prefilter, Reply,
+                                    V3Request)
 from ibsnmp.agent.ratelimit import SourceRateLimiter
 from ibsnmp.agent.transport import NOTIFICATION_DOMAINS, bind_all
 from ibsnmp.wire.ber import element as tlv
@@ -55,22 +56,22 @@ def test_known_communities_pass_others_are_bad_community_names() -> None:
     check = prefilter().check
     assert isinstance(check(LISTEN, LOCAL, get()), PassedRequest)
     assert isinstance(check(LISTEN, LOCAL, get(f"public@{NODE.decode()}")), PassedRequest)
-    assert check(LISTEN, LOCAL, get("public@0002c903000a1b2d")) == Verdict((BAD_COMMUNITY,))
-    assert check(LISTEN, LOCAL, get("private")) == Verdict((BAD_COMMUNITY,))
+    assert check(LISTEN, LOCAL, get("public@0002c903000a1b2d")) == Drop((BAD_COMMUNITY,))
+    assert check(LISTEN, LOCAL, get("private")) == Drop((BAD_COMMUNITY,))
     # The notification communities answer informs only, on the originator's sockets.
-    assert check(LISTEN, LOCAL, get("trapcomm")) == Verdict((BAD_COMMUNITY,))
+    assert check(LISTEN, LOCAL, get("trapcomm")) == Drop((BAD_COMMUNITY,))
 
 
 def test_the_flood_packet_is_rejected_by_its_header() -> None:
-    assert prefilter().check(LISTEN, LOCAL, oversized_get(b"wrong")) == Verdict((BAD_COMMUNITY,))
+    assert prefilter().check(LISTEN, LOCAL, oversized_get(b"wrong")) == Drop((BAD_COMMUNITY,))
 
 
 def test_parse_errors_and_versions() -> None:
     check = prefilter().check
-    assert check(LISTEN, LOCAL, b"\x30\x03\x02\x01") == Verdict((PARSE_ERROR,))
+    assert check(LISTEN, LOCAL, b"\x30\x03\x02\x01") == Drop((PARSE_ERROR,))
     truncated_pdu = bytes.fromhex("300b020102040170a0030201")
-    assert check(LISTEN, LOCAL, truncated_pdu) == Verdict((PARSE_ERROR,))
-    assert check(LISTEN, LOCAL, bytes.fromhex("3003020102")) == Verdict((BAD_VERSION,))
+    assert check(LISTEN, LOCAL, truncated_pdu) == Drop((PARSE_ERROR,))
+    assert check(LISTEN, LOCAL, bytes.fromhex("3003020102")) == Drop((BAD_VERSION,))
 
 
 @pytest.mark.parametrize("sources,address,allowed", [
@@ -89,24 +90,24 @@ def test_communities_limited_to_source_networks(sources: tuple[str, ...], addres
     for community in ("public", f"public@{NODE.decode()}"):
         verdict = check(domain, (address, 161), get(community))
         assert isinstance(verdict, PassedRequest) == allowed
-        assert allowed or verdict == Verdict((BAD_COMMUNITY,))
+        assert allowed or verdict == Drop((BAD_COMMUNITY,))
 
 
 def test_only_requests_are_taken_on_listening_sockets() -> None:
-    assert prefilter().check(LISTEN, LOCAL, inform_answer("public")) == Verdict((NO_HANDLER,))
+    assert prefilter().check(LISTEN, LOCAL, inform_answer("public")) == Drop((NO_HANDLER,))
 
 
 def test_notification_sockets_take_only_answers() -> None:
     check = prefilter().check
     for kind in ("get", "next", "bulk", "set"):
         data = community_request(kind, [SYS_DESCR], community="trapcomm")
-        assert check(NOTIFY, LOCAL, data) == Verdict((NO_HANDLER,)), kind
-    assert check(NOTIFY, LOCAL, get("public")) == Verdict((BAD_COMMUNITY,))
+        assert check(NOTIFY, LOCAL, data) == Drop((NO_HANDLER,)), kind
+    assert check(NOTIFY, LOCAL, get("public")) == Drop((BAD_COMMUNITY,))
     assert check(NOTIFY, LOCAL, inform_answer("trapcomm")) is INFORM_ANSWER
-    assert check(NOTIFY, LOCAL, inform_answer("public")) == Verdict((BAD_COMMUNITY,))
+    assert check(NOTIFY, LOCAL, inform_answer("public")) == Drop((BAD_COMMUNITY,))
     # SNMPv3: a request (reportable), even with its flag cleared, is no answer.
-    assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice")) == Verdict((NO_HANDLER,))
-    assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice", flags=0)) == Verdict((NO_HANDLER,))
+    assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice")) == Drop((NO_HANDLER,))
+    assert check(NOTIFY, LOCAL, v3_plaintext_get(b"alice", flags=0)) == Drop((NO_HANDLER,))
     # On a listening socket SNMPv3 goes on to the project's USM (agent.fast_v3).
     passed = prefilter().check(LISTEN, LOCAL, v3_plaintext_get(b"alice"))
     assert isinstance(passed, V3Request) and passed.message.user_name == b"alice"
@@ -118,14 +119,14 @@ def test_over_the_varbind_limit() -> None:
     assert isinstance(check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 3)),
                       PassedRequest)
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, request_id=9))
-    assert isinstance(verdict, Verdict)
+    assert isinstance(verdict, Reply)
     assert [name for _, name in verdict.counters] == [
         "snmpOutTooBigs", "snmpOutPkts", "snmpOutGetResponses", "snmpInGetRequests"]
-    assert verdict.reply is not None and decode_response(verdict.reply)[:3] == (9, 1, 0)
+    assert decode_response(verdict.datagram)[:3] == (9, 1, 0)
     v1 = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 4, version=V1))
-    assert isinstance(v1, Verdict) and len(decode_response(v1.reply or b"")[3]) == 4
+    assert isinstance(v1, Reply) and len(decode_response(v1.datagram)[3]) == 4
     # A wrong community is a wrong community first, whatever its size.
-    assert check(LISTEN, LOCAL, oversized_get(b"nope")) == Verdict((BAD_COMMUNITY,))
+    assert check(LISTEN, LOCAL, oversized_get(b"nope")) == Drop((BAD_COMMUNITY,))
     # SNMPv3 goes on to the project's USM whatever its size: USM decides
     # first, then tooBig (test_fast_v3.py).
     for user, count in ((b"alice", 3), (b"alice", 4), (b"mallory", 4)):
@@ -137,24 +138,24 @@ def test_over_the_limit_only_a_list_read_whole_is_answered() -> None:
     # Up to twice the limit, any well-formed list is read whole and gets tooBig.
     values = [api_v2c.Null()] * 5 + [api_v2c.Integer(1)]
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 6, values=values))
-    assert isinstance(verdict, Verdict) and verdict.reply is not None
+    assert isinstance(verdict, Reply)
     # Beyond, a list not all { OID, NULL } is not read whole, so not answered.
     values = [api_v2c.Null()] * 7 + [api_v2c.Integer(1)]
     assert check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8, values=values)) \
-        == Verdict((SILENT_DROP,))
+        == Drop((SILENT_DROP,))
     verdict = check(LISTEN, LOCAL, community_request("get", [SYS_DESCR] * 8))
-    assert isinstance(verdict, Verdict) and verdict.reply is not None
+    assert isinstance(verdict, Reply)
     # A varbind past twice the limit is never read one by one: malformed there, the
     # message is a silent drop, not a parse error (the cost stays bounded).
     varbinds = (bytes.fromhex("3006 06012b 020101") * 7 + bytes.fromhex("3007 06012b 05800000"))
     pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)
     late = tlv(0x30, tlv(0x02, b"\x01") + tlv(0x04, b"public") + tlv(0xA0, pdu))
-    assert check(LISTEN, LOCAL, late) == Verdict((SILENT_DROP,))
+    assert check(LISTEN, LOCAL, late) == Drop((SILENT_DROP,))
     # A NULL of indefinite length among the first four: a parse error, as under the limit.
     varbinds = bytes.fromhex("3005 06012b 0500") * 3 + bytes.fromhex("3007 06012b 05800000")
     pdu = tlv(0x02, b"\x01") + tlv(0x02, b"\x00") + tlv(0x02, b"\x00") + tlv(0x30, varbinds)
     bad = tlv(0x30, tlv(0x02, b"\x01") + tlv(0x04, b"public") + tlv(0xA0, pdu))
-    assert check(LISTEN, LOCAL, bad) == Verdict((PARSE_ERROR,))
+    assert check(LISTEN, LOCAL, bad) == Drop((PARSE_ERROR,))
 
 
 def _get_of(varbinds: bytes) -> bytes:
@@ -170,16 +171,16 @@ def test_long_lists_are_judged_by_their_null_prefix_as_when_read() -> None:
     check = prefilter(max_varbinds=3).check
     null = bytes.fromhex("3005 06012b 0500")  # 7 octets: 200 of them are over 3 x 129
     verdict = check(LISTEN, LOCAL, _get_of(null * 200))
-    assert isinstance(verdict, Verdict) and verdict.reply is not None
-    assert decode_response(verdict.reply)[1] == 1  # tooBig
+    assert isinstance(verdict, Reply)
+    assert decode_response(verdict.datagram)[1] == 1  # tooBig
     assert check(LISTEN, LOCAL, _get_of(null * 200 + bytes.fromhex("3006 06012b 020101"))) \
-        == Verdict((SILENT_DROP,))
+        == Drop((SILENT_DROP,))
     # A sub-identifier starting 0x80 (not minimal) among them: the prefix ends
     # before it; read as before, the first seven are fine: a silent drop.
     assert check(LISTEN, LOCAL, _get_of(null * 100 + bytes.fromhex("3007 06032b8001 0500")
-                                        + null * 100)) == Verdict((SILENT_DROP,))
+                                        + null * 100)) == Drop((SILENT_DROP,))
     indefinite = bytes.fromhex("3007 06012b 05800000")
-    assert check(LISTEN, LOCAL, _get_of(indefinite + null * 200)) == Verdict((PARSE_ERROR,))
+    assert check(LISTEN, LOCAL, _get_of(indefinite + null * 200)) == Drop((PARSE_ERROR,))
 
 
 def test_rate_limit_drops_the_excess_and_logs_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -190,7 +191,7 @@ def test_rate_limit_drops_the_excess_and_logs_once(caplog: pytest.LogCaptureFixt
     assert isinstance(check(LISTEN, ("127.0.0.2", 1), get()), PassedRequest)  # its own bucket
     now[0] += 0.5  # one token back
     assert isinstance(check(LISTEN, LOCAL, get()), PassedRequest)
-    assert check(LISTEN, LOCAL, get()) == Verdict(())
+    assert check(LISTEN, LOCAL, get()) == Drop(())
     assert len([r for r in caplog.records if "dropping requests" in r.getMessage()]) == 1
 
 

@@ -18,6 +18,7 @@ from tests.support.set_support import FakeClock
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import Answer, FastV3, Principal
 from ibsnmp.agent.pending_counts import PendingCounts
+from ibsnmp.agent.prefilter import Drop, Reply, ToResponders
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, length_octets, oid_octets
 from ibsnmp.wire.header import GET, GET_BULK, INFORM, REPORT, RESPONSE, SET, V3Message, read_header
 from ibsnmp.wire.request import (
@@ -74,7 +75,7 @@ def answer(fast: FastV3, data: bytes) -> bytes | None:
     message = read_header(data)
     assert isinstance(message, V3Message)
     verdict = fast.handle(message, data)
-    return None if verdict is None else verdict.reply
+    return verdict.datagram if isinstance(verdict, Reply) else None
 
 
 def handed_over(fast: FastV3, data: bytes) -> bytes | None:
@@ -83,7 +84,7 @@ def handed_over(fast: FastV3, data: bytes) -> bytes | None:
     message = read_header(data)
     assert isinstance(message, V3Message)
     verdict = fast.handle(message, data)
-    assert verdict.handing is not None and verdict.reply is None
+    assert isinstance(verdict, ToResponders)
     reply, _ = verdict.handing()
     return reply
 
@@ -197,10 +198,10 @@ def test_what_vacm_cannot_grant_is_refused_without_pysnmp(
     message = read_header(data)
     assert isinstance(message, V3Message)
     verdict = fast.handle(message, data)
-    assert verdict.handing is None and verdict.reply is not None and not recorder.calls
-    sent = read_header(verdict.reply)
+    assert isinstance(verdict, Reply) and not recorder.calls
+    sent = read_header(verdict.datagram)
     assert isinstance(sent, V3Message) and sent.flags == FLAG_AUTH | FLAG_PRIV
-    scoped = opened(fast, verdict.reply).scoped
+    scoped = opened(fast, verdict.datagram).scoped
     assert (scoped.pdu.tag, scoped.pdu.request_id) == (answer_tag, 77)
     if answer_tag == RESPONSE:
         assert scoped.pdu.fields == (status, index)
@@ -230,7 +231,7 @@ def test_an_encrypted_response_is_dropped_and_counted(built: Any, recorder: Reco
     counts.begin_message()
     verdict = fast.handle(message, data)
     counts.end_message(verdict.counters)
-    assert verdict.reply is None and verdict.handing is None and not recorder.calls
+    assert isinstance(verdict, Drop) and not recorder.calls
     moved = {name: counts.value((module, name)) - value for name, value in before.items()}
     assert moved == {name: int(name == counter) for name in before}
 
@@ -251,7 +252,7 @@ def test_a_non_reportable_request_in_an_unknown_context_gets_no_report(fast: Fas
     message = read_header(data)
     assert isinstance(message, V3Message)
     verdict = fast.handle(message, data)
-    assert verdict.reply is None and verdict.handing is None
+    assert isinstance(verdict, Drop)
 
 
 def test_a_set_below_the_users_level_is_vacms_authorization_error(fast: FastV3) -> None:
@@ -400,7 +401,7 @@ def test_reports_beyond_the_limits_are_withheld_and_the_refusals_counted(
         counts.begin_message()
         verdict = fast.handle(message, foreign, None, sender)
         counts.end_message(verdict.counters)
-        return verdict.reply
+        return verdict.datagram if isinstance(verdict, Reply) else None
 
     before = counts.value(unknown_engine_ids)
     # One source: three Reports (a second's worth), then none; every refusal counted.
@@ -443,7 +444,7 @@ def test_authorization_errors_to_requests_without_credentials_share_the_report_l
         assert isinstance(header, V3Message)
         verdict = fast.handle(header, name_alone, None, ("192.0.2.7", 5000))
         counts.end_message(verdict.counters)
-        replies.append(verdict.reply)
+        replies.append(verdict.datagram if isinstance(verdict, Reply) else None)
     assert [reply is not None for reply in replies] == [True, True, False, False]
     assert counts.value(in_gets) - before == 4  # every request counted
     assert replies[0] is not None
@@ -454,4 +455,4 @@ def test_authorization_errors_to_requests_without_credentials_share_the_report_l
     header = read_header(authenticated)
     assert isinstance(header, V3Message)
     verdict = fast.handle(header, authenticated, None, ("192.0.2.7", 5000))
-    assert verdict.reply is not None and opened(fast, verdict.reply).scoped.pdu.fields == (16, 0)
+    assert isinstance(verdict, Reply) and opened(fast, verdict.datagram).scoped.pdu.fields == (16, 0)

@@ -29,6 +29,7 @@ from ibsnmp.agent.bulk_decoding import relaxed_pdus, with_component
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.fast_v3 import FastV3
 from ibsnmp.agent.pending_counts import PendingCounts
+from ibsnmp.agent.prefilter import Reply
 from ibsnmp.wire.ber import HeaderError
 from ibsnmp.wire.header import GET_BULK, GET_NEXT, REPORT, V3Message, read_header
 from ibsnmp.wire.usm_inbound import seal_message
@@ -62,7 +63,7 @@ def answered(fast: FastV3, data: bytes) -> bytes | None:
     if not isinstance(message, V3Message):
         return None
     verdict = fast.handle(message, data)
-    return None if verdict is None else verdict.reply
+    return verdict.datagram if isinstance(verdict, Reply) else None
 
 
 def is_report(reply: bytes) -> bool:
