@@ -110,6 +110,7 @@ class LiveSa:
             self.lists_subscriptions = True if listed else None
             return False
         if listed:
+            log.debug("SA lists the agent's subscriptions to traps %s", sorted(listed))
             return False
         if not self._resubscribing:  # said once; tried again after every poll until accepted
             log.warning("SA lists none of the agent's trap subscriptions (a new SM instance): "

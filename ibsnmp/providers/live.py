@@ -624,9 +624,11 @@ class LiveProvider(ProviderCore):
         next_poll = time.monotonic() + self.poll_interval
         next_sweep = time.monotonic() + self.sweep_interval
         failing = False
+        number = 0  # of the poll, since the start: the debug lines count them
         while True:
             await asyncio.sleep(max(0.0, next_poll - time.monotonic()))
             next_poll = max(next_poll + self.poll_interval, time.monotonic())  # no catch-up bursts
+            number += 1
             try:
                 due = time.monotonic() >= next_sweep
                 if not due:
@@ -640,12 +642,15 @@ class LiveProvider(ProviderCore):
                     next_sweep = time.monotonic() + self.sweep_interval
                     self._follow_sm()
                     self._read_sa_soon()
+                log.debug("live: poll %d done (%s)", number, "a sweep" if due else "a refresh")
                 if failing:
                     failing = False
                     log.info("live: reading the subnet again")
-            except Exception:
+            except Exception as exc:
                 self._polls.failed += 1
-                if not failing:
+                if failing:
+                    log.debug("live: poll %d failed too: %s", number, exc)
+                else:
                     failing = True
                     log.exception("live: poll failed; serving the last snapshot, trying again "
                                   "every %.3g s", self.poll_interval)

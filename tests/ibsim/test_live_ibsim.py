@@ -116,6 +116,21 @@ def until(what: str, read: Callable[[], _T], done: Callable[[_T], bool]) -> _T:
         time.sleep(0.2)
 
 
+POLL_DONE = re.compile(r"live: poll (\d+) done")
+
+
+def polls_done(log: Path) -> int:
+    """The number of the last poll a --verbose agent logged as done (0: none yet)."""
+    return max((int(n) for n in POLL_DONE.findall(log.read_text(errors="replace"))), default=0)
+
+
+def wait_for_polls(log: Path, count: int) -> None:
+    """Until `count` more polls than now are done: the first may have begun
+    before this call, the others begin after it."""
+    target = polls_done(log) + count
+    until(f"poll {target} done", lambda: polls_done(log), lambda done: done >= target)
+
+
 def port_state(fabric: Fabric, route: str, port: int) -> int:
     done = fabric.run([sys.executable, str(PROBE), "PORT_INFO", route, str(port)])
     assert done.returncode == 0, done.stderr
@@ -134,7 +149,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         agent, address, log = agent_listening(
             stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
             "--trap-target", traps.address, "--write-community", "private",
-            "--sm-key-file", str(sm_key))
+            "--sm-key-file", str(sm_key), "--verbose")
         yield Live(fabric, sm, agent, address, traps, log)
 
 
@@ -304,7 +319,7 @@ def test_pkey_sl2vl_and_vl_arbitration_tables_match_smpquery(live: Live) -> None
 def test_counters_match_perfquery(live: Live) -> None:
     lid = str(lid_of(live, S2))
     before = labelled_values(run_diag(live.fabric, "perfquery", lid, "1"))
-    time.sleep(2.5 * POLL_S)  # a poll starts and ends after `before`
+    wait_for_polls(live.log, 2)  # the second begins after `before`
     ours = {name.split(".")[0]: int(value) for table in ("Cntrs", "CntrsOpt")
             for name, value in live.walk(S2, f"PMA-MIB::ibPmaPort{table}Table").items()
             if name.endswith(".1")}
@@ -519,9 +534,10 @@ def test_agent_subscribes_again_after_an_sm_restart_no_sweep_saw(live: Live, tmp
         state = stack.enter_context(tempfile.TemporaryDirectory(prefix="ibsnmp-state-"))
         live_agent(stack, live.fabric, log, "--listen", f"127.0.0.1:{free_udp_port()}",
                    "--state-dir", state, "--poll-interval", str(POLL_S), "--sweep-interval", "3600",
-                   "--sm-key-file", str(sm_key), host="H-2")
+                   "--sm-key-file", str(sm_key), "--verbose", host="H-2")
         until("its subscriptions", text, lambda seen: "SA subscriptions: traps [1" in seen)
-        time.sleep(3 * POLL_S)  # a poll's check found them listed
+        until("a poll's check finds them listed", text,
+              lambda seen: "SA lists the agent's subscriptions to traps [" in seen)
         assert "lists no InformInfoRecord" not in text(), text()
         live.sm.kill()
         live.sm.start()

@@ -20,6 +20,7 @@ from tests.ibsim.test_live_ibsim import (
     subnet_up,
     subscribed_traps,
     until,
+    wait_for_polls,
 )
 
 from tests.support.e2e import net_snmp
@@ -44,7 +45,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         traps = stack.enter_context(TrapReceiver(tmp_path_factory.mktemp("trapd")))
         agent, address, log = agent_listening(
             stack, fabric, "--poll-interval", str(POLL_S), "--sweep-interval", str(SWEEP_S),
-            "--trap-target", traps.address, "--write-community", "private")
+            "--trap-target", traps.address, "--write-community", "private", "--verbose")
         yield Live(fabric, sm, agent, address, traps, log)
 
 
@@ -92,17 +93,25 @@ def test_port_counters_that_cross_their_threshold_raise_129_and_130(live: Live) 
                  if r.trap_oid.endswith("SMA-MIB::ibSmaLinkIntegrityThresReached")]
     assert raised.value("SMA-MIB::ibSmaNodeLid.0").split()[-1] == snmpget(
         live, S3, "SMA-MIB::ibSmaPortLid.0")
-    # Counters that stand still raise nothing more.
+    # Counters that stand still raise nothing more: after two polls, the
+    # next trap to arrive is the one a further growth raises.
     seen = len(live.traps.received())
-    time.sleep(3 * POLL_S)
-    assert len(live.traps.received()) == seen, live.traps.received()[seen:]
+    wait_for_polls(live.log, 2)
+    live.fabric.command('PerformanceSet "S-3"[1] PortCounters.LocalLinkIntegrityErrors=6')
+    until("trap 129 from S-3 port 1 again",
+          lambda: trap_ports(live, "ibSmaLinkIntegrityThresReached", seen), bool)
+    after = live.traps.received()[seen:]
+    assert [r.trap_oid.rpartition(":")[2] for r in after] == ["ibSmaLinkIntegrityThresReached"], after
 
 
 def ask_for_a_path(live: Live, session: int) -> dict[int, dict[str, str]]:
     """A PathRecord request from the agent's port to H-6; the rows the SA answered."""
     request_path(live, session, ca_lid(live, None), ca_lid(live, H6))
-    time.sleep(2 * POLL_S)  # an SA answers in milliseconds; one that is not there, never
-    return session_rows(live, "ibSmPathResultTable", session)
+    deadline = time.monotonic() + 2 * POLL_S  # an SA answers in milliseconds; one not there, never
+    while not (rows := session_rows(live, "ibSmPathResultTable", session)):
+        if time.monotonic() > deadline:
+            break
+    return rows
 
 
 def master_sm_lid(live: Live) -> int:
