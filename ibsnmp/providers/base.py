@@ -43,17 +43,20 @@ class Provider(Protocol):
 
 class ProviderCore:
     """What the providers share: the snapshot served now, the epoch that
-    elapsed time counts from, and the listeners events go to. A subclass
-    sets `_fabric` before it is read and swaps it with one assignment,
-    which tells the swap listeners (add_swap_listener) that any node may
-    have changed; `_swap_in` tells them which did."""
+    elapsed time counts from (monotonic seconds on `clock`, kept as `_now`),
+    and the listeners events go to. A subclass sets `_fabric` before it is
+    read and swaps it with one assignment, which tells the swap listeners
+    (add_swap_listener) that any node may have changed; `_swap_in` tells
+    them which did."""
 
     _served: Fabric
     _swap_listeners: tuple[SwapListener, ...] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._listeners: list[EventListener] = []
-        self._epoch = time.monotonic()
+        # Not `_clock`: subclasses keep clocks of their own under that name.
+        self._now = clock
+        self._epoch = clock()
 
     @property
     def _fabric(self) -> Fabric:
@@ -97,7 +100,7 @@ class ProviderCore:
         return self._epoch
 
     def elapsed(self) -> float:
-        return time.monotonic() - self._epoch
+        return self._now() - self._epoch
 
     def add_listener(self, listener: EventListener) -> None:
         self._listeners.append(listener)

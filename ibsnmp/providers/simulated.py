@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ibsnmp.events import TrapEvent
@@ -32,7 +33,7 @@ log = logging.getLogger("ibsnmp.providers.simulated")
 
 class SimulatedProvider(ProviderCore):
     """`SimulatedProvider(spec, seed, scenario=None, *, time_scale=None,
-    watch_interval=None)`.
+    watch_interval=None, clock=time.monotonic)`.
 
     scenario: a Scenario or a path to load; its node names are resolved
       against the fabric here, so a bad name fails at construction
@@ -41,6 +42,9 @@ class SimulatedProvider(ProviderCore):
       the scenario's, else 1.0); 0.01 runs a 30 s scenario in 0.3 s.
     watch_interval: seconds (before time_scale) between threshold polls
       (default: the scenario's, else 1.0); 0 turns the watcher off.
+    clock: the monotonic seconds that the epoch, elapsed() and the
+      scenario's and the watcher's timing read; a test passes its event
+      loop's `loop.time` to run them on that loop's (virtual) time.
     """
 
     def __init__(
@@ -51,8 +55,9 @@ class SimulatedProvider(ProviderCore):
         *,
         time_scale: float | None = None,
         watch_interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__()
+        super().__init__(clock=clock)
         self._fabric = build_fabric(spec, seed=seed)
         self._seed = seed
         if isinstance(scenario, (str, Path)):
@@ -74,7 +79,7 @@ class SimulatedProvider(ProviderCore):
         self._next_step = 0  # the scenario resumes here after stop() and start()
         self._tasks: list[asyncio.Task[None]] = []
         # Elapsed time counts from here, once the fabric is built.
-        self._epoch = time.monotonic()
+        self._epoch = self._now()
 
     # -- the Provider interface ---------------------------------------------------
 
@@ -148,7 +153,7 @@ class SimulatedProvider(ProviderCore):
         scale = self._time_scale
         while self._next_step < len(self._steps):
             step = self._steps[self._next_step]
-            delay = self._epoch + step.at * scale - time.monotonic()
+            delay = self._epoch + step.at * scale - self._now()
             if delay > 0:
                 await asyncio.sleep(delay)
             self._next_step += 1
@@ -162,10 +167,10 @@ class SimulatedProvider(ProviderCore):
 
     async def _watch(self) -> None:
         interval = self._watch_interval * self._time_scale
-        next_at = time.monotonic() + interval
+        next_at = self._now() + interval
         while True:
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-            next_at = max(next_at + interval, time.monotonic())  # no catch-up bursts
+            await asyncio.sleep(max(0.0, next_at - self._now()))
+            next_at = max(next_at + interval, self._now())  # no catch-up bursts
             try:
                 self.check_thresholds()
             except Exception:

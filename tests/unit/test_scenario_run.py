@@ -1,11 +1,12 @@
 """The simulated provider runs a scenario from start(): the traps come in
-order with the right fields, stop() cancels cleanly, and the shipped
-examples/all-ten.toml raises all ten traps on the default fabric."""
+order, at their times, with the right fields, stop() cancels cleanly, and
+the shipped examples/all-ten.toml raises all ten traps on the default fabric.
+The runs are on virtual time (tests/support/virtual_time.py): exact and
+free of wall time."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from pathlib import Path
 from typing import TypeVar
@@ -16,9 +17,10 @@ from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric import traffic
 from ibsnmp.fabric.iba import CapabilityMask, PortState
 from ibsnmp.fabric.model import Fabric, Node, PortRef
-from ibsnmp.providers.scenario import load_scenario, parse_scenario
+from ibsnmp.providers.scenario import Scenario, load_scenario, parse_scenario
 from ibsnmp.providers.simulated import DEFAULT_SPEC, SimulatedProvider
 from tests.support.paths import PROJECT_ROOT
+from tests.support.virtual_time import on_virtual_time
 
 ROOT = PROJECT_ROOT
 ALL_TEN = ROOT / "examples" / "all-ten.toml"
@@ -72,35 +74,38 @@ def _node(fabric: Fabric, name: str) -> Node:
     return next(n for n in fabric.nodes.values() if present(n.description).split()[0] == name)
 
 
-async def _run(provider: SimulatedProvider, seconds: float, until: int = 0) -> list[tuple[float, TrapEvent, Fabric]]:
-    """Start, collect (time, event, snapshot at emit time) for `seconds` (or
-    until `until` events came, waiting at most five times longer), stop."""
+def _on_loop(spec: str, seed: int, scenario: Scenario | Path | None = None, *,
+             time_scale: float | None = None, watch_interval: float | None = None) -> SimulatedProvider:
+    """A provider whose clock is the running (virtual-time) loop's."""
+    return SimulatedProvider(spec, seed, scenario, time_scale=time_scale, watch_interval=watch_interval,
+                             clock=asyncio.get_running_loop().time)
+
+
+def _at(t: float) -> object:
+    """Equal to `t` seconds but for float rounding: on virtual time a step
+    runs exactly when it falls due, never earlier, never later."""
+    return pytest.approx(t, abs=1e-9)
+
+
+async def _run(provider: SimulatedProvider, seconds: float) -> list[tuple[float, TrapEvent, Fabric]]:
+    """Start, collect (time, event, snapshot at emit time) for `seconds`, stop."""
     got: list[tuple[float, TrapEvent, Fabric]] = []
     provider.add_listener(lambda e: got.append((provider.elapsed(), e, provider.snapshot)))
     await provider.start()
     try:
         await asyncio.sleep(seconds)
-        deadline = time.monotonic() + 4 * seconds
-        while len(got) < until and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
     finally:
         await provider.stop()
     return got
 
 
-# Stretched four times: the traps lie 0.2-0.4 s apart, so a loaded 2-core CI
-# machine's stalls of the event loop (0.15 s seen) neither reorder them nor
-# make one late beyond what is asserted.
-ORDER_SCALE = 4.0
-
-
+@on_virtual_time
 async def test_a_scenario_run_gives_the_traps_in_order() -> None:
-    provider = SimulatedProvider(SMALL, 3, scenario=parse_scenario(SCENARIO, "small.toml"),
-                                 time_scale=ORDER_SCALE)
+    provider = _on_loop(SMALL, 3, parse_scenario(SCENARIO, "small.toml"))
     start = provider.snapshot
     leaf1, leaf2, spine = _node(start, "leaf01"), _node(start, "leaf02"), _node(start, "spine01")
     host1, host3, host4 = _node(start, "host001"), _node(start, "host003"), _node(start, "host004")
-    got = await _run(provider, 0.45 * ORDER_SCALE, until=5)
+    got = await _run(provider, 0.45)
 
     events = [e for _, e, _ in got]
     assert [e.trap for e in events] == [
@@ -122,10 +127,11 @@ async def test_a_scenario_run_gives_the_traps_in_order() -> None:
 
     times = [t for t, _, _ in got]
     assert times == sorted(times)
-    # Never early; late by at most half a second (a stalled loop). The order
-    # is the list's, checked above.
-    for (t, _, _), due in zip(got, (0.05, 0.10, 0.20, 0.25, 0.30)):
-        assert due * ORDER_SCALE <= t < due * ORDER_SCALE + 0.5
+    # Each step's trap at its time; 129 with the first poll (every 0.02 s)
+    # at or after the burst at 0.10, which may be the one at 0.10 itself.
+    lli_at = times.pop(1)
+    assert times == [_at(0.05), _at(0.20), _at(0.25), _at(0.30)]
+    assert 0.10 - 1e-9 <= lli_at <= 0.12 + 1e-9
     # The snapshot a listener sees already holds the change the trap reports.
     down_snapshot = got[0][2]
     assert present(down_snapshot.port(host3.guid, 1)).info.port_state is PortState.DOWN
@@ -137,50 +143,59 @@ async def test_a_scenario_run_gives_the_traps_in_order() -> None:
                                           provider.elapsed())).local_link_integrity_errors == 0
 
 
+@on_virtual_time
 async def test_time_scale_runs_the_same_scenario_faster() -> None:
     text = SCENARIO.replace("watch_interval = 0.02", "watch_interval = 0.5")
     text = text.replace("at = 0.05", "at = 1").replace("up_after = 0.15", "up_after = 3") \
         .replace("at = 0.10", "at = 2").replace("at = 0.25", "at = 5").replace("at = 0.30", "at = 6")
-    provider = SimulatedProvider(SMALL, 3, scenario=parse_scenario(text), time_scale=0.05)
-    got = await _run(provider, 0.45, until=5)
-    # The traps of the unscaled run (their order: test above, unscaled, where
-    # they lie far enough apart), the last at 6 x 0.05 s rather than 6 s.
-    assert sorted(int(e.trap) for _, e, _ in got) == [128, 128, 129, 131, 257]
-    assert 6 * 0.05 <= max(t for t, _, _ in got) < 1.0
+    provider = _on_loop(SMALL, 3, parse_scenario(text), time_scale=0.05)
+    got = await _run(provider, 0.45)
+    # The traps of the run above, in its order, each at its time x 0.05 (the
+    # last at 0.3 s rather than 6 s); 129 with the first poll (every 0.5 x
+    # 0.05 s) at or after the burst.
+    assert [int(e.trap) for _, e, _ in got] == [128, 129, 128, 257, 131]
+    times = [t for t, _, _ in got]
+    lli_at = times.pop(1)
+    assert times == [_at(1 * 0.05), _at(4 * 0.05), _at(5 * 0.05), _at(6 * 0.05)]
+    assert 2 * 0.05 - 1e-9 <= lli_at <= (2 + 0.5) * 0.05 + 1e-9
 
 
+@on_virtual_time
 async def test_stop_cancels_a_running_scenario() -> None:
     text = '[[event]]\nat = 0.05\naction = "bad-q-key"\nfrom = 1\nto = "host004"\nrepeat = 1000\nperiod = 0.05\n'
-    provider = SimulatedProvider(SMALL, 3, scenario=parse_scenario(text))
+    provider = _on_loop(SMALL, 3, parse_scenario(text))
     got = await _run(provider, 0.18)
-    count = len(got)
-    assert 2 <= count <= 4
+    assert [t for t, _, _ in got] == [_at(0.05), _at(0.10), _at(0.15)]
     # Nothing after stop(): nothing is left scheduled that could raise one.
     assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
     await asyncio.sleep(0.15)  # scenario time passes while it is stopped
-    assert len(got) == count
+    assert len(got) == 3
     await provider.stop()  # twice is fine
-    await provider.start()  # and it resumes: what fell due meanwhile runs at once
-    await asyncio.sleep(0.02)
+    await provider.start()  # and it resumes: what fell due meanwhile (0.20-0.30) runs at once
+    await asyncio.sleep(0.01)
     await provider.stop()
-    assert count + 2 <= len(got) <= count + 5  # not the whole history again
-    assert [e.trap for _, e, _ in got] == [IbaTrap.BAD_Q_KEY] * len(got)
+    # Not the whole history again, and nothing of what falls due later.
+    assert [t for t, _, _ in got[3:]] == [_at(0.18 + 0.15)] * 3
+    assert [e.trap for _, e, _ in got] == [IbaTrap.BAD_Q_KEY] * 6
 
 
+@on_virtual_time
 async def test_a_failing_listener_does_not_stop_the_scenario() -> None:
     text = '[[event]]\nat = 0\naction = "bad-q-key"\nfrom = 1\nto = "host004"\nrepeat = 3\nperiod = 0.02\n'
-    provider = SimulatedProvider(SMALL, 3, scenario=parse_scenario(text))
+    provider = _on_loop(SMALL, 3, parse_scenario(text))
 
     def broken(event: TrapEvent) -> None:
         raise RuntimeError("receiver bug")
 
     provider.add_listener(broken)
-    got = await _run(provider, 0.1, until=3)
+    got = await _run(provider, 0.1)
     assert [e.trap for _, e, _ in got] == [IbaTrap.BAD_Q_KEY] * 3
+    assert [t for t, _, _ in got] == [_at(0.0), _at(0.02), _at(0.04)]
 
 
+@on_virtual_time
 async def test_no_scenario_no_task_but_the_watcher() -> None:
-    provider = SimulatedProvider(SMALL, 3, watch_interval=0.01)
+    provider = _on_loop(SMALL, 3, watch_interval=0.01)
     got = await _run(provider, 0.05)
     assert got == []  # a healthy fabric: nothing crosses a threshold
 
@@ -221,11 +236,12 @@ def test_all_ten_expanded_schedule_yields_all_ten_traps() -> None:
     assert traps == [128, 129, 130, 128, 131, 144, 145, 256, 257, 258, 259]
 
 
+@on_virtual_time
 async def test_all_ten_run_accelerated() -> None:
-    provider = SimulatedProvider(DEFAULT_SPEC, 1, scenario=ALL_TEN, time_scale=0.04)
-    start = time.monotonic()
-    got = await _run(provider, 23 * 0.04, until=11)
-    assert time.monotonic() - start < 5
+    provider = _on_loop(DEFAULT_SPEC, 1, ALL_TEN, time_scale=0.04)
+    got = await _run(provider, 23 * 0.04)
+    # The last step's trap at its time x 0.04, not at its time.
+    assert got[-1][0] == _at(provider.steps[-1].at * 0.04)
     events = [e for _, e, _ in got]
     assert [int(e.trap) for e in events] == [128, 129, 130, 128, 131, 144, 145, 256, 257, 258, 259]
     assert {int(t) for t in IbaTrap} == {int(e.trap) for e in events}
@@ -248,13 +264,14 @@ async def test_all_ten_run_accelerated() -> None:
 LINK_FLAPS = ROOT / "examples" / "link-flaps.toml"
 
 
+@on_virtual_time
 async def test_link_flaps_raises_what_its_comments_promise() -> None:
     """Five flaps between two switches: 20 trap 128s (each end, down and up);
     30 bursts of 3 link-integrity errors against a threshold of 8: 10 trap
     129s; one saturating overrun burst: one 130; six wrong P_Keys: six 257s."""
     scale = 0.02
-    provider = SimulatedProvider(DEFAULT_SPEC, 1, scenario=LINK_FLAPS, time_scale=scale)
-    got = await _run(provider, 95 * scale, until=37)
+    provider = _on_loop(DEFAULT_SPEC, 1, LINK_FLAPS, time_scale=scale)
+    got = await _run(provider, 95 * scale)
     counts = Counter(int(event.trap) for _, event, _ in got)
     assert counts == {128: 20, 129: 10, 130: 1, 257: 6}
     names = {n.guid: present(n.description).split()[0] for n in provider.snapshot.nodes.values()}
