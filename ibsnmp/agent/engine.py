@@ -21,9 +21,11 @@ from pysnmp.proto import error as pysnmp_error
 from pysnmp.proto.api import v2c
 from pysnmp.proto.rfc3412 import MsgAndPduDispatcher
 from pysnmp.smi import error as smi_error
+from pysnmp.smi.instrum import MibInstrumController
 
 from ibsnmp import __version__
 from ibsnmp.mib.api import ContextResolver, VirtualMib
+from ibsnmp.mib.builder_once import MibBuilderOnce
 from ibsnmp.mib.node_identity import AGENT_OBJECT_ID
 from ibsnmp.wire.constants import SecurityLevel, SecurityModel
 
@@ -317,7 +319,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
     """A configured engine without transports."""
     # The engine ID and boots come from the state directory (or the config):
     # never from pysnmp's own file under /tmp (see engine_state).
-    dispatcher = GuardedDispatcher()
+    dispatcher = GuardedDispatcher(MibInstrumController(MibBuilderOnce()))
     engine = SnmpEngine(msgAndPduDsp=dispatcher)
     apply_engine_identity(engine, settings.engine_id, settings.engine_boots,
                           settings.engine_booted_at)

@@ -18,6 +18,7 @@ from pyasn1.type import constraint
 from ibsnmp.mib_compiler.paths import COMPILED_MIB_DIR
 
 from .api import Oid
+from .builder_once import MibBuilderOnce
 
 SERVED_MODULES = ("SMA-MIB", "IB-SM-MIB", "IB-CA-MIB", "PMA-MIB", "IBCONNECTION-MIB", "IF-MIB")
 READABLE = frozenset({"read-only", "read-write", "read-create"})
@@ -54,7 +55,7 @@ class MibDefinitions:
     """Every object of the served modules, by descriptor."""
 
     def __init__(self, compiled_dir: Path = COMPILED_MIB_DIR) -> None:
-        mib_builder = builder.MibBuilder()
+        mib_builder = MibBuilderOnce()
         mib_builder.add_mib_sources(builder.DirMibSource(str(compiled_dir)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
