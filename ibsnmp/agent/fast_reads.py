@@ -132,6 +132,15 @@ class TimedMib(Protocol):
     def element_placer(self, target: ContextTarget) -> ElementPlacer: ...
 
 
+@runtime_checkable
+class StepPlacingMib(Protocol):
+    """A MIB that names the row or object whose kept GETNEXT step answers an
+    asked name as its own would (mib.virtual.InfinibandMib), so that names
+    between rows share one kept step."""
+
+    def step_origin(self, target: ContextTarget, oid: Oid) -> Oid | None: ...
+
+
 class FastReads:
     """Answers v1/v2c read requests for one engine; see the module documentation."""
 
@@ -180,6 +189,9 @@ class FastReads:
             timed.timed_next_of_element if timed and self.timed_next else None
         self.element_placer: Callable[[ContextTarget], ElementPlacer] | None = \
             timed.element_placer if timed else None
+        placing = mib if isinstance(mib, StepPlacingMib) else None
+        self.step_origin: Callable[[ContextTarget, Oid], Oid | None] | None = \
+            placing.step_origin if placing else None
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None:
         """The Response to the request in `data`, as the prefilter passed it
@@ -281,7 +293,7 @@ class _Request:
         self._fresh = False
         self._steps = owner.walks.steps_for(target, view, owner._cells.version(target),
                                             self._skip_counter64)
-        self._origin = getattr(owner._cells, "step_origin", None)
+        self._origin = owner.step_origin
         if self._origin is not None and owner.element_placer is not None:
             self._origin_of_element = owner.element_placer(target).origin
 

@@ -23,8 +23,10 @@ from ibsnmp.mib.api import (
     NO_SUCH_OBJECT,
     ContextTarget,
     Oid,
+    PreparedWrite,
     SetError,
     VirtualMib,
+    WritableMib,
 )
 
 from .views import past_key_subtree
@@ -83,12 +85,14 @@ class ContextView:
     taken as "skip this one").
     """
 
-    __slots__ = ("_base", "_mib", "_target", "_subtrees")
+    __slots__ = ("_base", "_mib", "_writable", "_target", "_subtrees")
 
     def __init__(self, base: MibInstrumController, mib: VirtualMib,
                  target: ContextTarget | None) -> None:
         self._base = base
         self._mib = mib
+        # A MIB without SETs (WritableMib) makes every object notWritable.
+        self._writable = mib if isinstance(mib, WritableMib) else None
         self._target = target
         self._subtrees = mib.subtrees
 
@@ -261,11 +265,11 @@ class ContextView:
         written by pysnmp, and only then is the VirtualMib's part
         committed: a failure in either part leaves the other unchanged
         (pysnmp undoes its own on failure).
-        A VirtualMib without `prepare_write` makes every object notWritable.
+        A VirtualMib that is no WritableMib makes every object notWritable.
         """
         context["contextTarget"] = self._target
         ac_fun = context["acFun"]
-        writes_outside = getattr(self._mib, "writes_outside", None)
+        writable = self._writable
         base_positions: list[int] = []
         virtual: list[tuple[int, Oid, Any]] = []
         shown: list[tuple[Oid, Any]] = []  # outside objects the MIB writes
@@ -277,7 +281,7 @@ class ContextView:
             if ac_fun("write", (oid, val), **context):
                 raise smi_error.NoAccessError(name=oid, idx=idx)
             if not self._subtrees.holds(oid):
-                if writes_outside is None or not writes_outside(oid):
+                if writable is None or not writable.writes_outside(oid):
                     self._check_base_type(oid, val, idx)
                     if oid == SET_SERIAL_NO:
                         self._check_set_serial_no(val, idx)
@@ -352,13 +356,13 @@ class ContextView:
                 return
         log.error("no instance of %s to show the value written", ".".join(map(str, oid)))
 
-    def _prepare(self, virtual: list[tuple[int, Oid, Any]]) -> Any:
+    def _prepare(self, virtual: list[tuple[int, Oid, Any]]) -> PreparedWrite:
         idx, oid, _ = virtual[0]
-        prepare = getattr(self._mib, "prepare_write", None)
-        if prepare is None or self._target is None:
+        writable = self._writable
+        if writable is None or self._target is None:
             raise smi_error.NotWritableError(name=oid, idx=idx)
         try:
-            return prepare(self._target, [(oid, val) for _, oid, val in virtual])
+            return writable.prepare_write(self._target, [(oid, val) for _, oid, val in virtual])
         except SetError as exc:
             idx, oid, _ = virtual[exc.index]
             if exc.reason:

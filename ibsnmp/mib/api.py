@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 # INFINIBAND_MIB and Oid are also the engine's names for them.
 from .subtrees import INFINIBAND_MIB as INFINIBAND_MIB, Oid as Oid, Subtrees
@@ -174,13 +174,18 @@ class PreparedWrite(Protocol):
     def commit(self) -> None: ...
 
 
+@runtime_checkable
 class WritableMib(VirtualMib, Protocol):
     """A VirtualMib that also accepts SETs, all or nothing.
 
     `prepare_write` runs RFC 3416's test phase over every varbind (values
     are pysnmp/pyasn1 objects as decoded from the PDU) and raises SetError
     for the first that fails; nothing changes until `commit()`.
+    `writes_outside` tells the scalars outside `subtrees` that its SETs
+    write too (the system group's).
     """
+
+    def writes_outside(self, oid: Oid) -> bool: ...
 
     def prepare_write(self, target: ContextTarget,
                       varbinds: Sequence[tuple[Oid, Any]]) -> PreparedWrite: ...
