@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortKey, Subnet
-from ibsnmp.mad.layout import field_int
 
 DEFAULT_CONFIRM_AFTER = 3
 SM_STATE_MASTER = 3  # SMInfo.SMState (IBA 14.2.5.13)
@@ -160,7 +159,7 @@ def _fill(node: DiscoveredNode, before: DiscoveredNode) -> int:
     for num, tables in node.tables.items():
         port = node.ports.get(num)
         if (tables.sm_info is not None and port is not None
-                and not field_int(port["CapabilityMask"]) & IS_SM):
+                and not port["CapabilityMask"] & IS_SM):
             tables.sm_info = None  # the SM stopped: its port says so
     return taken
 

@@ -16,30 +16,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ibsnmp.fabric.model import Fabric, PortRef
-from ibsnmp.mad.attributes import PORT_INFO, SM_INFO, SWITCH_INFO, Attribute
+from ibsnmp.mad.attributes import PORT_INFO, SM_INFO, SWITCH_INFO, AnyAttribute
 from ibsnmp.mad.counters import Counters, poll_counters
 from ibsnmp.mad.discovery import Subnet
-from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.packets import MadError, directed_route_get, lid_routed_get, reply_octets
 from ibsnmp.mad.pma_details import DetailReading
+from ibsnmp.mad.records_generated import PortInfo, SMInfo, SwitchInfo
 from ibsnmp.mad.umad import DIRECTED_ROUTE, Address
 from ibsnmp.mad.window import MadWindow
 
 from .snapshot import PmaValues, pma_values
-
-Values = dict[str, FieldValue]
 
 
 @dataclass
 class Refresh:
     """What one poll read; a request that got no usable answer is in `failures`."""
 
-    port_infos: dict[PortRef, Values] = field(default_factory=dict)  # read differently from `known`
+    port_infos: dict[PortRef, PortInfo] = field(default_factory=dict)  # read differently from `known`
     # The PortInfo octets of every port that answered (the next poll's `known`).
     port_octets: dict[PortRef, bytes] = field(default_factory=dict)
-    switch_infos: dict[int, Values] = field(default_factory=dict)
+    switch_infos: dict[int, SwitchInfo] = field(default_factory=dict)
     # SMInfo of the ports a sweep found an SM on, by (node GUID, port), those that answered.
-    sm_infos: dict[tuple[int, int], Values] = field(default_factory=dict)
+    sm_infos: dict[tuple[int, int], SMInfo] = field(default_factory=dict)
     # Each PMA port's counters under the model's names (snapshot.pma_values),
     # by node GUID and port number: what a snapshot's counter_values holds.
     counters: dict[int, dict[int, PmaValues]] = field(default_factory=dict)
@@ -75,7 +73,7 @@ def counter_targets(fabric: Fabric) -> dict[tuple[int, int], PortRef]:
     return targets
 
 
-def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: Attribute,
+def _ask(window: MadWindow, subnet: Subnet, guid: int, lid: int, attribute: AnyAttribute,
          modifier: int, refresh: Refresh, then: Callable[[bytes], None]) -> None:
     """`attribute` of node `guid` at `lid`, or by its directed route when `lid`
     is 0; `then` gets the attribute's octets of a successful answer."""

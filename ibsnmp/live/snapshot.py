@@ -53,9 +53,10 @@ from ibsnmp.fabric.model import (
     counter_layout,
     values_by_node,
 )
+from ibsnmp.mad import records_generated as mad_records
 from ibsnmp.mad.attributes import PORT_COUNTERS, vl_arbitration_entries
 from ibsnmp.mad.discovery import NO_PORT, DiscoveredNode, PortTables, Subnet
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.layout import FieldValue
 
 __all__ = ["PmaValues", "SaRecords", "build_fabric", "layout_of", "measured_counters", "pma_values", "link_state"]
 
@@ -211,10 +212,6 @@ def _plan_of(fields: frozenset[str], wide: frozenset[str]) -> _Plan:
     return _Plan(MappingProxyType(names), len(fields), counter_layout(frozenset(names), wide_names))
 
 
-def _int(values: Mapping[str, FieldValue], name: str) -> int:
-    return field_int(values[name])
-
-
 def _enum(kind: type[_E], value: int) -> _E | None:
     """`value` as `kind`, or None for a code the model has no member for
     (NeighborMTU 0 on a port that is down, a reserved encoding)."""
@@ -232,65 +229,61 @@ def link_state(info: PortInfo) -> PortState:
     return info.port_state if up else PortState.DOWN
 
 
-def _port_info(raw: Mapping[str, FieldValue]) -> PortInfo | None:
-    state = _enum(PortState, _int(raw, "PortState"))
+def _port_info(raw: mad_records.PortInfo) -> PortInfo | None:
+    state = _enum(PortState, raw["PortState"])
     if state is None:
         return None
-    def f(name: str) -> int:  # a short reader for the long list below
-        return _int(raw, name)
-
     return PortInfo(
-        m_key=f("M_Key"), gid_prefix=f("GidPrefix"), lid=f("LID"), master_sm_lid=f("MasterSMLID"),
-        capability_mask=f("CapabilityMask"), diag_code=f("DiagCode"),
-        m_key_lease_period=f("M_KeyLeasePeriod"), local_port_num=f("LocalPortNum"),
-        link_width_enabled=LinkWidth(f("LinkWidthEnabled")),
-        link_width_supported=LinkWidth(f("LinkWidthSupported")),
-        link_width_active=LinkWidth(f("LinkWidthActive")),
-        link_speed_supported=LinkSpeed(f("LinkSpeedSupported")), port_state=state,
-        phys_state=_enum(PortPhysState, f("PortPhysicalState")),
-        link_down_default_state=_enum(LinkDownDefaultState, f("LinkDownDefaultState")),
-        m_key_protect_bits=_enum(MKeyProtect, f("M_KeyProtectBits")), lmc=f("LMC"),
-        link_speed_active=LinkSpeed(f("LinkSpeedActive")),
-        link_speed_enabled=LinkSpeed(f("LinkSpeedEnabled")),
-        neighbor_mtu=_enum(Mtu, f("NeighborMTU")), master_sm_sl=f("MasterSMSL"),
-        vl_cap=_enum(VLCap, f("VLCap")), init_type=f("InitType"), vl_high_limit=f("VLHighLimit"),
-        vl_arb_high_cap=f("VLArbitrationHighCap"), vl_arb_low_cap=f("VLArbitrationLowCap"),
-        init_type_reply=f("InitTypeReply"), mtu_cap=_enum(Mtu, f("MTUCap")),
-        vl_stall_count=f("VLStallCount"), hoq_life=f("HOQLife"),
-        operational_vls=_enum(VLCap, f("OperationalVLs")),
-        partition_enforcement_inbound=bool(f("PartitionEnforcementInbound")),
-        partition_enforcement_outbound=bool(f("PartitionEnforcementOutbound")),
-        filter_raw_inbound=bool(f("FilterRawInbound")),
-        filter_raw_outbound=bool(f("FilterRawOutbound")),
-        m_key_violations=f("M_KeyViolations"), p_key_violations=f("P_KeyViolations"),
-        q_key_violations=f("Q_KeyViolations"), guid_cap=f("GUIDCap"),
-        client_reregister=bool(f("ClientReregister")), subnet_timeout=f("SubnetTimeOut"),
-        resp_time_value=f("RespTimeValue"), local_phy_errors_threshold=f("LocalPhyErrors"),
-        overrun_errors_threshold=f("OverrunErrors"),
-        link_speed_ext_active=LinkSpeedExt(f("LinkSpeedExtActive")),
-        link_speed_ext_supported=LinkSpeedExt(f("LinkSpeedExtSupported")),
-        link_speed_ext_enabled=LinkSpeedExt(f("LinkSpeedExtEnabled")),
+        m_key=raw["M_Key"], gid_prefix=raw["GidPrefix"], lid=raw["LID"],
+        master_sm_lid=raw["MasterSMLID"],
+        capability_mask=raw["CapabilityMask"], diag_code=raw["DiagCode"],
+        m_key_lease_period=raw["M_KeyLeasePeriod"], local_port_num=raw["LocalPortNum"],
+        link_width_enabled=LinkWidth(raw["LinkWidthEnabled"]),
+        link_width_supported=LinkWidth(raw["LinkWidthSupported"]),
+        link_width_active=LinkWidth(raw["LinkWidthActive"]),
+        link_speed_supported=LinkSpeed(raw["LinkSpeedSupported"]), port_state=state,
+        phys_state=_enum(PortPhysState, raw["PortPhysicalState"]),
+        link_down_default_state=_enum(LinkDownDefaultState, raw["LinkDownDefaultState"]),
+        m_key_protect_bits=_enum(MKeyProtect, raw["M_KeyProtectBits"]), lmc=raw["LMC"],
+        link_speed_active=LinkSpeed(raw["LinkSpeedActive"]),
+        link_speed_enabled=LinkSpeed(raw["LinkSpeedEnabled"]),
+        neighbor_mtu=_enum(Mtu, raw["NeighborMTU"]), master_sm_sl=raw["MasterSMSL"],
+        vl_cap=_enum(VLCap, raw["VLCap"]), init_type=raw["InitType"],
+        vl_high_limit=raw["VLHighLimit"],
+        vl_arb_high_cap=raw["VLArbitrationHighCap"], vl_arb_low_cap=raw["VLArbitrationLowCap"],
+        init_type_reply=raw["InitTypeReply"], mtu_cap=_enum(Mtu, raw["MTUCap"]),
+        vl_stall_count=raw["VLStallCount"], hoq_life=raw["HOQLife"],
+        operational_vls=_enum(VLCap, raw["OperationalVLs"]),
+        partition_enforcement_inbound=bool(raw["PartitionEnforcementInbound"]),
+        partition_enforcement_outbound=bool(raw["PartitionEnforcementOutbound"]),
+        filter_raw_inbound=bool(raw["FilterRawInbound"]),
+        filter_raw_outbound=bool(raw["FilterRawOutbound"]),
+        m_key_violations=raw["M_KeyViolations"], p_key_violations=raw["P_KeyViolations"],
+        q_key_violations=raw["Q_KeyViolations"], guid_cap=raw["GUIDCap"],
+        client_reregister=bool(raw["ClientReregister"]), subnet_timeout=raw["SubnetTimeOut"],
+        resp_time_value=raw["RespTimeValue"], local_phy_errors_threshold=raw["LocalPhyErrors"],
+        overrun_errors_threshold=raw["OverrunErrors"],
+        link_speed_ext_active=LinkSpeedExt(raw["LinkSpeedExtActive"]),
+        link_speed_ext_supported=LinkSpeedExt(raw["LinkSpeedExtSupported"]),
+        link_speed_ext_enabled=LinkSpeedExt(raw["LinkSpeedExtEnabled"]),
     )
 
 
-def _switch_info(raw: Mapping[str, FieldValue]) -> SwitchInfo:
-    def f(name: str) -> int:
-        return _int(raw, name)
-
+def _switch_info(raw: mad_records.SwitchInfo) -> SwitchInfo:
     return SwitchInfo(
-        linear_fdb_cap=f("LinearFDBCap"), random_fdb_cap=f("RandomFDBCap"),
-        multicast_fdb_cap=f("MulticastFDBCap"), linear_fdb_top=f("LinearFDBTop"),
-        default_port=f("DefaultPort"),
-        default_multicast_primary_port=f("DefaultMulticastPrimaryPort"),
-        default_multicast_not_primary_port=f("DefaultMulticastNotPrimaryPort"),
-        life_time_value=f("LifeTimeValue"), port_state_change=bool(f("PortStateChange")),
-        optimized_sl_to_vl_mapping_programming=bool(f("OptimizedSLtoVLMappingProgramming")),
-        lids_per_port=f("LIDsPerPort"), partition_enforcement_cap=f("PartitionEnforcementCap"),
-        inbound_enforcement_cap=bool(f("InboundEnforcementCap")),
-        outbound_enforcement_cap=bool(f("OutboundEnforcementCap")),
-        filter_raw_inbound_cap=bool(f("FilterRawInboundCap")),
-        filter_raw_outbound_cap=bool(f("FilterRawOutboundCap")),
-        enhanced_port0=bool(f("EnhancedPort0")), multicast_fdb_top=f("MulticastFDBTop"),
+        linear_fdb_cap=raw["LinearFDBCap"], random_fdb_cap=raw["RandomFDBCap"],
+        multicast_fdb_cap=raw["MulticastFDBCap"], linear_fdb_top=raw["LinearFDBTop"],
+        default_port=raw["DefaultPort"],
+        default_multicast_primary_port=raw["DefaultMulticastPrimaryPort"],
+        default_multicast_not_primary_port=raw["DefaultMulticastNotPrimaryPort"],
+        life_time_value=raw["LifeTimeValue"], port_state_change=bool(raw["PortStateChange"]),
+        optimized_sl_to_vl_mapping_programming=bool(raw["OptimizedSLtoVLMappingProgramming"]),
+        lids_per_port=raw["LIDsPerPort"], partition_enforcement_cap=raw["PartitionEnforcementCap"],
+        inbound_enforcement_cap=bool(raw["InboundEnforcementCap"]),
+        outbound_enforcement_cap=bool(raw["OutboundEnforcementCap"]),
+        filter_raw_inbound_cap=bool(raw["FilterRawInboundCap"]),
+        filter_raw_outbound_cap=bool(raw["FilterRawOutboundCap"]),
+        enhanced_port0=bool(raw["EnhancedPort0"]), multicast_fdb_top=raw["MulticastFDBTop"],
     )
 
 
@@ -327,14 +320,14 @@ def _port(node: DiscoveredNode, num: int, info: PortInfo, remote: PortRef | None
     if node.is_switch:
         # Switch ports share the node's port-0 GUID; data ports have no
         # GUIDInfo (IBA 14.2.5.5: a switch answers it for port 0 alone).
-        guid: int | None = _int(node.info, "PortGUID")
+        guid: int | None = node.info["PortGUID"]
         guids = _used(tables.table("guids"), info.guid_cap or 0) if num == 0 else ()
-        pkey_cap = _int(node.info, "PartitionCap") if num == 0 else (
-            _int(node.switch_info, "PartitionEnforcementCap") if node.switch_info else 0)
+        pkey_cap = node.info["PartitionCap"] if num == 0 else (
+            node.switch_info["PartitionEnforcementCap"] if node.switch_info else 0)
     else:
         guid = tables.port_guid
         guids = _used(tables.table("guids"), info.guid_cap or 0)
-        pkey_cap = _int(node.info, "PartitionCap")
+        pkey_cap = node.info["PartitionCap"]
     return Port(
         node_guid=node.guid, num=num, guid=guid, info=info,
         pkeys=_used(tables.table("pkeys"), pkey_cap) or (),
@@ -364,13 +357,13 @@ def _node(node: DiscoveredNode, infos: Mapping[int, PortInfo], links: Mapping[Po
         return None
     raw = node.info
     return Node(
-        guid=node.guid, node_type=NodeType(_int(raw, "NodeType")),
+        guid=node.guid, node_type=NodeType(raw["NodeType"]),
         description=node.description,
-        system_image_guid=_int(raw, "SystemImageGUID"), base_version=_int(raw, "BaseVersion"),
-        class_version=_int(raw, "ClassVersion"), vendor_id=_int(raw, "VendorID"),
-        device_id=_int(raw, "DeviceID"), revision=_int(raw, "Revision"),
-        num_ports=_int(raw, "NumPorts"), partition_cap=_int(raw, "PartitionCap"),
-        local_port_num=_int(raw, "LocalPortNum"), ports=tuple(ports),
+        system_image_guid=raw["SystemImageGUID"], base_version=raw["BaseVersion"],
+        class_version=raw["ClassVersion"], vendor_id=raw["VendorID"],
+        device_id=raw["DeviceID"], revision=raw["Revision"],
+        num_ports=raw["NumPorts"], partition_cap=raw["PartitionCap"],
+        local_port_num=raw["LocalPortNum"], ports=tuple(ports),
         switch=_switch_info(node.switch_info) if node.switch_info is not None else None,
     )
 
@@ -383,11 +376,11 @@ def _sms(subnet: Subnet) -> tuple[SmInfo, ...]:
     for node in subnet.nodes.values():
         for num, tables in sorted(node.tables.items()):
             raw = tables.sm_info
-            state = _enum(SmState, _int(raw, "SMState")) if raw is not None else None
+            state = _enum(SmState, raw["SMState"]) if raw is not None else None
             if raw is None or state is None:
                 continue
-            sms.append(SmInfo(guid=_int(raw, "GUID"), sm_key=_int(raw, "SM_Key"),
-                              act_count=_int(raw, "ActCount"), priority=_int(raw, "Priority"),
+            sms.append(SmInfo(guid=raw["GUID"], sm_key=raw["SM_Key"],
+                              act_count=raw["ActCount"], priority=raw["Priority"],
                               state=state, node_guid=node.guid, port_num=num))
     return tuple(sms)
 
@@ -405,7 +398,7 @@ def _forwarding(subnet: Subnet) -> ForwardingTables:
 
 
 def build_fabric(subnet: Subnet, local_guid: int, *,
-                 port_infos: Mapping[PortRef, Mapping[str, FieldValue]] | None = None,
+                 port_infos: Mapping[PortRef, mad_records.PortInfo] | None = None,
                  counters: Mapping[PortRef, MeasuredCounters] | None = None,
                  sa: SaRecords = SaRecords(), spec: str = "live") -> Fabric:
     """The snapshot of `subnet` seen from the node `local_guid`.

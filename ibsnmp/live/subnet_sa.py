@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.records_generated import Notice
 from ibsnmp.sa.client import (
     ReportHandler,
     SaClient,
@@ -169,12 +169,12 @@ class LiveSa:
             log.info("SA unsubscribe failed for traps %s: %s", sorted(refused),
                      next(iter(refused.values())))
 
-    def _on_report(self, notice: dict[str, FieldValue], sa_lid: int) -> None:
+    def _on_report(self, notice: Notice, sa_lid: int) -> None:
         # On the worker thread: the event goes to the loop's thread.
         event = notice_event(notice, self._node_of_lid)
         if event is None:
             log.debug("a Report of trap %s from LID %s is not forwarded",
-                      notice.get("TrapNumber"), notice.get("IssuerLID"))
+                      notice["TrapNumber"], notice["IssuerLID"])
         elif self._loop is not None:
             self._loop.call_soon_threadsafe(self._emit, event)
 

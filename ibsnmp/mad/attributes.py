@@ -3,14 +3,17 @@
 Offsets and widths are those of the InfiniBand Architecture specification
 (volume 1: 13.4 MAD formats, 14.2.5 SMP attributes, 16.1 performance
 management), counted in bits from the most significant bit of the
-attribute's first octet. Reserved bits are simply left out.
+attribute's first octet. Reserved bits are simply left out. Each layout's
+variable names its record type, generated into ibsnmp.mad.records_generated.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from ibsnmp.mad.layout import ArrayField, Field, Layout, OctetsField, TextField
+from ibsnmp.mad import records_generated as records
+from ibsnmp.mad.layout import AnyRecord, ArrayField, Field, Layout, OctetsField, RecordT, TextField
 
 MAD_SIZE = 256
 # Attribute data begins at octet 64 in SMPs (after the M_Key and the
@@ -46,7 +49,7 @@ _TAIL = (
 )
 
 # The common MAD header (IBA 13.4.2), 24 octets.
-MAD_HEADER = Layout("MADHeader", 24, (
+MAD_HEADER: Layout[records.MADHeader] = Layout("MADHeader", 24, (
     *_COMMON,
     Field("Status", 32, 16),
     Field("ClassSpecific", 48, 16),
@@ -54,7 +57,7 @@ MAD_HEADER = Layout("MADHeader", 24, (
 ))
 
 # A LID-routed SMP (IBA 14.2.1.1): the header, the M_Key, data at octet 64.
-LID_ROUTED_SMP = Layout("LIDRoutedSMP", MAD_SIZE, (
+LID_ROUTED_SMP: Layout[records.LIDRoutedSMP] = Layout("LIDRoutedSMP", MAD_SIZE, (
     *MAD_HEADER.fields,
     Field("MKey", 192, 64),
     OctetsField("Data", DATA_OFFSET * 8, SMP_DATA_SIZE * 8),
@@ -63,7 +66,7 @@ LID_ROUTED_SMP = Layout("LIDRoutedSMP", MAD_SIZE, (
 # A directed-route SMP (IBA 14.2.1.2): the class-specific word carries the
 # direction bit, a 15-bit status and the hop pointer and count; the paths
 # are one port number per hop, entry 0 unused.
-DIRECTED_ROUTE_SMP = Layout("DirectedRouteSMP", MAD_SIZE, (
+DIRECTED_ROUTE_SMP: Layout[records.DirectedRouteSMP] = Layout("DirectedRouteSMP", MAD_SIZE, (
     *_COMMON,
     Field("Direction", 32, 1),
     Field("Status", 33, 15),
@@ -79,25 +82,28 @@ DIRECTED_ROUTE_SMP = Layout("DirectedRouteSMP", MAD_SIZE, (
 ))
 
 # A general services MAD (PerfMgt and others without RMPP): data at octet 64.
-GS_MAD = Layout("GSMAD", MAD_SIZE, (
+GS_MAD: Layout[records.GSMAD] = Layout("GSMAD", MAD_SIZE, (
     *MAD_HEADER.fields,
     OctetsField("Data", DATA_OFFSET * 8, GS_DATA_SIZE * 8),
 ))
 
 
 @dataclass(frozen=True)
-class Attribute:
+class Attribute(Generic[RecordT]):
     """An attribute's identifier and the layout of its data."""
 
     attribute_id: int
-    layout: Layout
+    layout: Layout[RecordT]
 
     @property
     def name(self) -> str:
         return self.layout.name
 
 
-CLASS_PORT_INFO = Attribute(0x0001, Layout("ClassPortInfo", 72, (
+# Any attribute, for code that reads several alike (its records as AnyRecord).
+AnyAttribute = Attribute[AnyRecord]
+
+CLASS_PORT_INFO: Attribute[records.ClassPortInfo] = Attribute(0x0001, Layout("ClassPortInfo", 72, (
     Field("BaseVersion", 0, 8),
     Field("ClassVersion", 8, 8),
     Field("CapabilityMask", 16, 16),
@@ -122,11 +128,12 @@ CLASS_PORT_INFO = Attribute(0x0001, Layout("ClassPortInfo", 72, (
     Field("TrapQ_Key", 544, 32),
 )))
 
-NODE_DESCRIPTION = Attribute(0x0010, Layout("NodeDescription", SMP_DATA_SIZE, (
+NODE_DESCRIPTION: Attribute[records.NodeDescription] = Attribute(
+    0x0010, Layout("NodeDescription", SMP_DATA_SIZE, (
     TextField("NodeString", 0, 512),
 )))
 
-NODE_INFO = Attribute(0x0011, Layout("NodeInfo", SMP_DATA_SIZE, (
+NODE_INFO: Attribute[records.NodeInfo] = Attribute(0x0011, Layout("NodeInfo", SMP_DATA_SIZE, (
     Field("BaseVersion", 0, 8),
     Field("ClassVersion", 8, 8),
     Field("NodeType", 16, 8),
@@ -141,7 +148,7 @@ NODE_INFO = Attribute(0x0011, Layout("NodeInfo", SMP_DATA_SIZE, (
     Field("VendorID", 296, 24),
 )))
 
-SWITCH_INFO = Attribute(0x0012, Layout("SwitchInfo", SMP_DATA_SIZE, (
+SWITCH_INFO: Attribute[records.SwitchInfo] = Attribute(0x0012, Layout("SwitchInfo", SMP_DATA_SIZE, (
     Field("LinearFDBCap", 0, 16),
     Field("RandomFDBCap", 16, 16),
     Field("MulticastFDBCap", 32, 16),
@@ -163,11 +170,11 @@ SWITCH_INFO = Attribute(0x0012, Layout("SwitchInfo", SMP_DATA_SIZE, (
 )))
 
 # Eight GUIDs per block; the attribute modifier selects the block.
-GUID_INFO = Attribute(0x0014, Layout("GUIDInfo", SMP_DATA_SIZE, (
+GUID_INFO: Attribute[records.GUIDInfo] = Attribute(0x0014, Layout("GUIDInfo", SMP_DATA_SIZE, (
     ArrayField("GUIDBlock", 0, 512, count=8, element_width=64),
 )))
 
-PORT_INFO = Attribute(0x0015, Layout("PortInfo", SMP_DATA_SIZE, (
+PORT_INFO: Attribute[records.PortInfo] = Attribute(0x0015, Layout("PortInfo", SMP_DATA_SIZE, (
     Field("M_Key", 0, 64),
     Field("GidPrefix", 64, 64),
     Field("LID", 128, 16),
@@ -222,38 +229,41 @@ PORT_INFO = Attribute(0x0015, Layout("PortInfo", SMP_DATA_SIZE, (
 )))
 
 # 32 P_Keys per block: the top bit is the membership type, the rest the base.
-P_KEY_TABLE = Attribute(0x0016, Layout("P_KeyTable", SMP_DATA_SIZE, (
+P_KEY_TABLE: Attribute[records.P_KeyTable] = Attribute(0x0016, Layout("P_KeyTable", SMP_DATA_SIZE, (
     ArrayField("P_KeyBlock", 0, 512, count=32, element_width=16),
 )))
 
 # The VL of each of the 16 SLs, four bits apiece.
-SL_TO_VL_MAPPING_TABLE = Attribute(0x0017, Layout("SLtoVLMappingTable", SMP_DATA_SIZE, (
+SL_TO_VL_MAPPING_TABLE: Attribute[records.SLtoVLMappingTable] = Attribute(
+    0x0017, Layout("SLtoVLMappingTable", SMP_DATA_SIZE, (
     ArrayField("SLtoVL", 0, 64, count=16, element_width=4),
 )))
 
 # 32 entries of 16 bits: 4 reserved, the VL (4) and its weight (8); see
 # `vl_arbitration_entries` for the split.
-VL_ARBITRATION_TABLE = Attribute(0x0018, Layout("VLArbitrationTable", SMP_DATA_SIZE, (
+VL_ARBITRATION_TABLE: Attribute[records.VLArbitrationTable] = Attribute(
+    0x0018, Layout("VLArbitrationTable", SMP_DATA_SIZE, (
     ArrayField("VLWeightBlock", 0, 512, count=32, element_width=12),
 )))
 
 # 64 egress ports, one per LID of the block the modifier selects.
-LINEAR_FORWARDING_TABLE = Attribute(0x0019, Layout("LinearForwardingTable", SMP_DATA_SIZE, (
+LINEAR_FORWARDING_TABLE: Attribute[records.LinearForwardingTable] = Attribute(
+    0x0019, Layout("LinearForwardingTable", SMP_DATA_SIZE, (
     ArrayField("PortBlock", 0, 512, count=64, element_width=8),
 )))
 
 # 32 port masks of 16 bits for 32 multicast LIDs.
-MULTICAST_FORWARDING_TABLE = Attribute(0x001B, Layout("MulticastForwardingTable",
-                                                      SMP_DATA_SIZE, (
+MULTICAST_FORWARDING_TABLE: Attribute[records.MulticastForwardingTable] = Attribute(
+    0x001B, Layout("MulticastForwardingTable", SMP_DATA_SIZE, (
     ArrayField("PortMaskBlock", 0, 512, count=32, element_width=16),
 )))
 
 # Bit 0 of the first word: the port's LED is on (IBA 14.2.5.15).
-LED_INFO = Attribute(0x0031, Layout("LedInfo", SMP_DATA_SIZE, (
+LED_INFO: Attribute[records.LedInfo] = Attribute(0x0031, Layout("LedInfo", SMP_DATA_SIZE, (
     Field("LedMask", 0, 1),
 )))
 
-SM_INFO = Attribute(0x0020, Layout("SMInfo", SMP_DATA_SIZE, (
+SM_INFO: Attribute[records.SMInfo] = Attribute(0x0020, Layout("SMInfo", SMP_DATA_SIZE, (
     Field("GUID", 0, 64),
     Field("SM_Key", 64, 64),
     Field("ActCount", 128, 32),
@@ -261,7 +271,8 @@ SM_INFO = Attribute(0x0020, Layout("SMInfo", SMP_DATA_SIZE, (
     Field("SMState", 164, 4),
 )))
 
-PORT_COUNTERS = Attribute(0x0012, Layout("PortCounters", GS_DATA_SIZE, (
+PORT_COUNTERS: Attribute[records.PortCounters] = Attribute(
+    0x0012, Layout("PortCounters", GS_DATA_SIZE, (
     Field("PortSelect", 8, 8),
     Field("CounterSelect", 16, 16),
     Field("SymbolErrorCounter", 32, 16),
@@ -285,7 +296,8 @@ PORT_COUNTERS = Attribute(0x0012, Layout("PortCounters", GS_DATA_SIZE, (
     Field("PortXmitWait", 320, 32),
 )))
 
-PORT_COUNTERS_EXTENDED = Attribute(0x001D, Layout("PortCountersExtended", GS_DATA_SIZE, (
+PORT_COUNTERS_EXTENDED: Attribute[records.PortCountersExtended] = Attribute(
+    0x001D, Layout("PortCountersExtended", GS_DATA_SIZE, (
     Field("PortSelect", 8, 8),
     Field("CounterSelect", 16, 16),
     Field("PortXmitData", 64, 64),
@@ -303,9 +315,10 @@ PORT_COUNTERS_EXTENDED = Attribute(0x001D, Layout("PortCountersExtended", GS_DAT
 # Each begins with PortSelect and CounterSelect, as PortCounters does.
 _PERF_SELECT = (Field("PortSelect", 8, 8), Field("CounterSelect", 16, 16))
 NUM_VLS = 16
+_R = TypeVar("_R", bound=AnyRecord)
 
 
-def _perf_layout(name: str, fields: tuple[Field, ...]) -> Layout:
+def _perf_layout(name: str, fields: tuple[Field, ...]) -> Layout[_R]:
     return Layout(name, GS_DATA_SIZE, (*_PERF_SELECT, *fields))
 
 
@@ -314,7 +327,8 @@ def _per_vl(prefix: str, width: int) -> tuple[Field, ...]:
     return tuple(Field(f"{prefix}{vl}", 32 + vl * width, width) for vl in range(NUM_VLS))
 
 
-PORT_RCV_ERROR_DETAILS = Attribute(0x0015, _perf_layout("PortRcvErrorDetails", (
+PORT_RCV_ERROR_DETAILS: Attribute[records.PortRcvErrorDetails] = Attribute(
+    0x0015, _perf_layout("PortRcvErrorDetails", (
     Field("PortLocalPhysicalErrors", 32, 16),
     Field("PortMalformedPktErrors", 48, 16),
     Field("PortBufferOverrunErrors", 64, 16),
@@ -323,14 +337,16 @@ PORT_RCV_ERROR_DETAILS = Attribute(0x0015, _perf_layout("PortRcvErrorDetails", (
     Field("PortLoopingErrors", 112, 16),
 )))
 
-PORT_XMIT_DISCARD_DETAILS = Attribute(0x0016, _perf_layout("PortXmitDiscardDetails", (
+PORT_XMIT_DISCARD_DETAILS: Attribute[records.PortXmitDiscardDetails] = Attribute(
+    0x0016, _perf_layout("PortXmitDiscardDetails", (
     Field("PortInactiveDiscards", 32, 16),
     Field("PortNeighborMTUDiscards", 48, 16),
     Field("PortSwLifetimeLimitDiscards", 64, 16),
     Field("PortSwHOQLifetimeLimitDiscards", 80, 16),
 )))
 
-PORT_FLOW_CTL_COUNTERS = Attribute(0x0018, _perf_layout("PortFlowCtlCounters", (
+PORT_FLOW_CTL_COUNTERS: Attribute[records.PortFlowCtlCounters] = Attribute(
+    0x0018, _perf_layout("PortFlowCtlCounters", (
     Field("PortXmitFlowPkts", 32, 32),
     Field("PortRcvFlowPkts", 64, 32),
 )))
@@ -338,23 +354,25 @@ PORT_FLOW_CTL_COUNTERS = Attribute(0x0018, _perf_layout("PortFlowCtlCounters", (
 # The per-opcode attributes count the one opcode a PerfMgt Set() chose, which
 # their OpCode component names (bits 0..7), each under a name of its own here:
 # a port's answers are merged into one set of fields.
-PORT_OP_RCV_COUNTERS = Attribute(0x0017, _perf_layout("PortOpRcvCounters", (
+PORT_OP_RCV_COUNTERS: Attribute[records.PortOpRcvCounters] = Attribute(
+    0x0017, _perf_layout("PortOpRcvCounters", (
     Field("PortOpRcvOpCode", 0, 8),
     Field("PortOpRcvPkts", 32, 32),
     Field("PortOpRcvData", 64, 32),
 )))
 
-PORT_VL_OP_PACKETS = Attribute(0x0019, _perf_layout("PortVLOpPackets", (
-    Field("PortVLOpPacketsOpCode", 0, 8), *_per_vl("PortVLOpPackets", 16))))
+PORT_VL_OP_PACKETS: Attribute[records.PortVLOpPackets] = Attribute(0x0019, _perf_layout(
+    "PortVLOpPackets", (Field("PortVLOpPacketsOpCode", 0, 8), *_per_vl("PortVLOpPackets", 16))))
 
-PORT_VL_OP_DATA = Attribute(0x001A, _perf_layout("PortVLOpData", (
-    Field("PortVLOpDataOpCode", 0, 8), *_per_vl("PortVLOpData", 32))))
+PORT_VL_OP_DATA: Attribute[records.PortVLOpData] = Attribute(0x001A, _perf_layout(
+    "PortVLOpData", (Field("PortVLOpDataOpCode", 0, 8), *_per_vl("PortVLOpData", 32))))
 
-PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS = Attribute(0x001B, _perf_layout(
-    "PortVLXmitFlowCtlUpdateErrors", _per_vl("PortVLXmitFlowCtlUpdateErrors", 2)))
+PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS: Attribute[records.PortVLXmitFlowCtlUpdateErrors] = (
+    Attribute(0x001B, _perf_layout("PortVLXmitFlowCtlUpdateErrors",
+                                   _per_vl("PortVLXmitFlowCtlUpdateErrors", 2))))
 
-PORT_VL_XMIT_WAIT_COUNTERS = Attribute(0x001C, _perf_layout(
-    "PortVLXmitWaitCounters", _per_vl("PortVLXmitWait", 16)))
+PORT_VL_XMIT_WAIT_COUNTERS: Attribute[records.PortVLXmitWaitCounters] = Attribute(
+    0x001C, _perf_layout("PortVLXmitWaitCounters", _per_vl("PortVLXmitWait", 16)))
 
 
 def vl_arbitration_entries(block: tuple[int, ...]) -> tuple[tuple[int, int], ...]:

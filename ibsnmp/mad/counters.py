@@ -15,10 +15,10 @@ from ibsnmp.mad.attributes import (
     CLASS_PORT_INFO,
     PORT_COUNTERS,
     PORT_COUNTERS_EXTENDED,
-    Attribute,
+    AnyAttribute,
 )
 from ibsnmp.mad.layout import FieldValue, field_int
-from ibsnmp.mad.packets import MadError, decode_reply, perf_get
+from ibsnmp.mad.packets import MadError, perf_get, reply_octets
 from ibsnmp.mad.umad import perf_address
 from ibsnmp.mad.window import MadWindow
 
@@ -36,23 +36,26 @@ ALL_EXTENDED = frozenset({"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRc
 DATA_EXTENDED = frozenset({"PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"})
 
 
-def ask_counters(window: MadWindow, attribute: Attribute, lid: int, port: int,
+def ask_counters(window: MadWindow, attribute: AnyAttribute, lid: int, port: int,
                  into: dict[PortKey, Counters], failures: dict[PortKey, str]) -> None:
     """`attribute` of one PMA port; its answer's fields are added to `into`,
     a timeout or an error status noted in `failures`."""
+    # Loosely typed: a port's answers to several attributes merge into one dict.
+    decode = attribute.layout.decoder()
+
     def handle(answer: bytes | None) -> None:
         if answer is None:
             failures[(lid, port)] = f"{attribute.name}: timeout"
             return
         try:
-            reply = decode_reply(answer, attribute)
+            status, octets = reply_octets(answer, attribute)
         except MadError as exc:
             failures[(lid, port)] = f"{attribute.name}: {exc}"
             return
-        if reply.status:
-            failures[(lid, port)] = f"{attribute.name}: status {reply.status:#x}"
+        if status:
+            failures[(lid, port)] = f"{attribute.name}: status {status:#x}"
             return
-        into.setdefault((lid, port), {}).update(reply.attribute)
+        into.setdefault((lid, port), {}).update(decode(octets))
 
     window.submit(perf_get(attribute, 0, port), perf_address(lid), handle)
 

@@ -11,7 +11,7 @@ Reference: docs/mad-layer.md, 'Where each live-mode value comes from'.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -28,9 +28,20 @@ from ibsnmp.mad.attributes import (
     SM_INFO,
     SWITCH_INFO,
     VL_ARBITRATION_TABLE,
-    Attribute,
+    AnyAttribute,
 )
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.layout import AnyRecord, FieldValue
+from ibsnmp.mad.records_generated import (
+    LedInfo,
+    LinearForwardingTable,
+    MulticastForwardingTable,
+    NodeDescription,
+    NodeInfo,
+    PortInfo,
+    SLtoVLMappingTable,
+    SMInfo,
+    SwitchInfo,
+)
 from ibsnmp.mad.packets import MAX_HOPS, MadError, directed_route_get, reply_attribute
 from ibsnmp.mad.umad import DIRECTED_ROUTE
 from ibsnmp.mad.window import MadWindow
@@ -68,7 +79,7 @@ class PortTables:
     # The port's GUID as NodeInfo.PortGUID gave it when a route reached this port.
     port_guid: int | None = None
     led_on: bool | None = None
-    sm_info: dict[str, FieldValue] | None = None
+    sm_info: SMInfo | None = None
     # A switch output port's SL-to-VL table of each input port that answered,
     # port 0 included as either (IBA keeps one per input and output port pair;
     # SMA-MIB indexes them so).
@@ -119,10 +130,10 @@ class DiscoveredNode:
 
     guid: int
     route: Route
-    info: dict[str, FieldValue]
+    info: NodeInfo
     description: str | None = None
-    ports: dict[int, dict[str, FieldValue]] = field(default_factory=dict)
-    switch_info: dict[str, FieldValue] | None = None
+    ports: dict[int, PortInfo] = field(default_factory=dict)
+    switch_info: SwitchInfo | None = None
     # Egress port per LID up to LinearFDBTop, for the blocks that answered;
     # complete when no block is pending.
     lft: dict[int, int] = field(default_factory=dict)
@@ -147,7 +158,7 @@ class DiscoveredNode:
     @property
     def port_numbers(self) -> range:
         """Switches have a management port 0; channel adapters and routers start at 1."""
-        count = field_int(self.info["NumPorts"])
+        count = self.info["NumPorts"]
         return range(0, count + 1) if self.is_switch else range(1, count + 1)
 
 
@@ -180,22 +191,23 @@ class _Sweep:
         self.on_port_info_through = self._on_port_info_through
         self.on_switch_info = self._on_switch_info
 
-    def ask(self, attribute: Attribute, route: Route, modifier: int,
+    def ask(self, attribute: AnyAttribute, route: Route, modifier: int,
             then: Callable[..., object], *context: object) -> None:
-        """Read `attribute`; `then(*context, values)` runs with the answer's values.
+        """Read `attribute`; `then(*context, values)` runs with the answer's record.
         (One partial per SMP, of methods bound once: cheaper to make and to call
         than a closure and a bound method each.)"""
         self.submit(directed_route_get(attribute, route, 0, modifier), DIRECTED_ROUTE,
                     partial(self.answered, attribute, route, modifier, then, *context))
 
-    def _answered(self, attribute: Attribute, route: Route, modifier: int,
+    def _answered(self, attribute: AnyAttribute, route: Route, modifier: int,
                   then: Callable[..., object], *context_and_answer: object) -> None:
         answer = context_and_answer[-1]
         if answer is None:
             self.subnet.unanswered.append((attribute.name, route, modifier, "timeout"))
             return
         try:
-            values = reply_attribute(answer, attribute)  # type: ignore[arg-type]  # the MAD's bytes
+            # `answer` is the MAD's bytes: None was taken above.
+            values: AnyRecord = reply_attribute(answer, attribute)  # type: ignore[arg-type]
         except MadError as exc:
             self.subnet.unanswered.append((attribute.name, route, modifier, str(exc)))
             return
@@ -205,9 +217,9 @@ class _Sweep:
         self.ask(NODE_INFO, route, 0, self.on_node_info, route, came_from)
 
     def _on_node_info(self, route: Route, came_from: PortKey | None,
-                     info: dict[str, FieldValue]) -> None:
-        guid = field_int(info["NodeGUID"])
-        arrival = field_int(info["LocalPortNum"])
+                     info: NodeInfo) -> None:
+        guid = info["NodeGUID"]
+        arrival = info["LocalPortNum"]
         if came_from is not None:
             here = (guid, arrival)
             self.subnet.links[came_from] = here
@@ -225,16 +237,16 @@ class _Sweep:
                 self.ask(SWITCH_INFO, route, 0, self.on_switch_info, node)
         if self.tables and not node.is_switch and arrival not in node.tables:
             # The first route into this CA port: its tables are read through it.
-            node.tables[arrival] = PortTables(field_int(info["PortGUID"]))
+            node.tables[arrival] = PortTables(info["PortGUID"])
             self.ask(PORT_INFO, route, arrival, self.on_port_info_through, node, arrival, route)
 
     @staticmethod
-    def on_description(node: DiscoveredNode, values: dict[str, FieldValue]) -> None:
-        node.description = values["NodeString"]  # type: ignore[assignment]  # a string field
+    def on_description(node: DiscoveredNode, values: NodeDescription) -> None:
+        node.description = values["NodeString"]
 
-    def _on_switch_info(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
+    def _on_switch_info(self, node: DiscoveredNode, info: SwitchInfo) -> None:
         node.switch_info = info
-        top = field_int(info["LinearFDBTop"])
+        top = info["LinearFDBTop"]
         node.lft_pending = top // LFT_BLOCK + 1
         for block in range(node.lft_pending):
             self.ask(LINEAR_FORWARDING_TABLE, node.route, block, self.on_lft_block,
@@ -243,19 +255,19 @@ class _Sweep:
             return
         self.ask_multicast_table(node, info)
         # Data ports' partition enforcement tables are sized by SwitchInfo.
-        enforcement = field_int(info["PartitionEnforcementCap"])
+        enforcement = info["PartitionEnforcementCap"]
         for port in node.port_numbers[1:]:
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", node.route,
                            [(port << 16) | block
                             for block in range(_blocks(enforcement, P_KEY_BLOCK))])
 
-    def ask_multicast_table(self, node: DiscoveredNode, info: dict[str, FieldValue]) -> None:
+    def ask_multicast_table(self, node: DiscoveredNode, info: SwitchInfo) -> None:
         """Every MLID block up to MulticastFDBTop (or the capacity, when the SM
         leaves the top at 0), each in port masks of 16 ports, as ibroute -M reads."""
-        cap = field_int(info["MulticastFDBCap"])
-        top = field_int(info["MulticastFDBTop"])
+        cap = info["MulticastFDBCap"]
+        top = info["MulticastFDBTop"]
         entries = min(top - MULTICAST_LID_BASE + 1 if top >= MULTICAST_LID_BASE else cap, cap)
-        positions = _blocks(field_int(node.info["NumPorts"]) + 1, MFT_POSITION_PORTS)
+        positions = _blocks(node.info["NumPorts"] + 1, MFT_POSITION_PORTS)
         blocks = _blocks(entries, MFT_BLOCK)
         node.mft_pending = blocks * positions
         for block in range(blocks):
@@ -265,10 +277,8 @@ class _Sweep:
 
     @staticmethod
     def on_mft_block(node: DiscoveredNode, block: int, position: int,
-                     table: dict[str, FieldValue]) -> None:
-        masks = table["PortMaskBlock"]
-        assert isinstance(masks, tuple)
-        for i, mask in enumerate(masks):
+                     table: MulticastForwardingTable) -> None:
+        for i, mask in enumerate(table["PortMaskBlock"]):
             if mask:
                 mlid = MULTICAST_LID_BASE + block * MFT_BLOCK + i
                 node.mft[mlid] = node.mft.get(mlid, 0) | (mask << (MFT_POSITION_PORTS * position))
@@ -276,19 +286,18 @@ class _Sweep:
 
     @staticmethod
     def on_lft_block(node: DiscoveredNode, block: int, top: int,
-                     table: dict[str, FieldValue]) -> None:
-        ports = table["PortBlock"]
-        assert isinstance(ports, tuple)
+                     table: LinearForwardingTable) -> None:
         first = block * LFT_BLOCK
-        node.lft.update((first + i, port) for i, port in enumerate(ports) if first + i <= top)
+        node.lft.update((first + i, port) for i, port in enumerate(table["PortBlock"])
+                        if first + i <= top)
         node.lft_pending -= 1
 
     def _on_port_info_through(self, node: DiscoveredNode, port: int, route: Route,
-                             info: dict[str, FieldValue]) -> None:
+                             info: PortInfo) -> None:
         """PortInfo of a CA port read through `route`, the route into this very port."""
         self.on_port_info(node, port, info, route)
 
-    def _on_port_info(self, node: DiscoveredNode, port: int, info: dict[str, FieldValue],
+    def _on_port_info(self, node: DiscoveredNode, port: int, info: PortInfo,
                      route: Route | None = None) -> None:
         """`route`: the route into this very port of a CA, whose tables are read through it."""
         node.ports[port] = info
@@ -303,25 +312,25 @@ class _Sweep:
         self.visit((*node.route, port), (node.guid, port))
 
     def ask_port_tables(self, node: DiscoveredNode, port: int, route: Route,
-                        info: dict[str, FieldValue]) -> None:
+                        info: PortInfo) -> None:
         """GUIDInfo and P_Key (a CA port's, or switch port 0's), SL-to-VL, VL
         arbitration (not of switch port 0), LedInfo and SMInfo of one port.
         Switches name the port in the modifier where the attribute has one; a
         CA answers for the port the route came in on."""
         switch = node.is_switch
         tables = node.tables.setdefault(port, PortTables())
-        capabilities = field_int(info["CapabilityMask"])
+        capabilities = info["CapabilityMask"]
         if not switch or port == 0:
             self.ask_guid_info(node, port, route, info)
-            partition_cap = field_int(node.info["PartitionCap"])
+            partition_cap = node.info["PartitionCap"]
             self.ask_table(node, port, "pkeys", P_KEY_TABLE, "P_KeyBlock", route,
                            list(range(_blocks(partition_cap, P_KEY_BLOCK))))
         self.ask_sl2vl(node, port, route, tables)
         if not switch or port != 0:
-            for name, cap_field, blocks in (("vl_arb_low", "VLArbitrationLowCap", VL_ARB_LOW_BLOCKS),
-                                            ("vl_arb_high", "VLArbitrationHighCap",
-                                             VL_ARB_HIGH_BLOCKS)):
-                count = _blocks(field_int(info[cap_field]), VL_ARB_BLOCK)
+            for name, cap, blocks in (
+                    ("vl_arb_low", info["VLArbitrationLowCap"], VL_ARB_LOW_BLOCKS),
+                    ("vl_arb_high", info["VLArbitrationHighCap"], VL_ARB_HIGH_BLOCKS)):
+                count = _blocks(cap, VL_ARB_BLOCK)
                 self.ask_table(node, port, name, VL_ARBITRATION_TABLE, "VLWeightBlock", route,
                                [(block << 16) | port for block in blocks[:count]])
         if capabilities & IS_LED_INFO_SUPPORTED:
@@ -330,7 +339,7 @@ class _Sweep:
             self.ask(SM_INFO, route, 0, self.on_sm_info, tables)
 
     def ask_guid_info(self, node: DiscoveredNode, port: int, route: Route,
-                      info: dict[str, FieldValue]) -> None:
+                      info: PortInfo) -> None:
         """Every GUIDInfo block up to the port's GUIDCap (PortInfo). The
         modifier is the block number, eight GUIDs a block, and names no port
         (IBA 14.2.5.5): a CA answers for the port the route came in on, a
@@ -338,7 +347,7 @@ class _Sweep:
         GUIDInfo, so only port 0 of a switch is asked."""
         if node.is_switch and port != 0:
             return
-        guid_cap = field_int(info["GUIDCap"])
+        guid_cap = info["GUIDCap"]
         self.ask_table(node, port, "guids", GUID_INFO, "GUIDBlock", route,
                        list(range(_blocks(guid_cap, GUID_BLOCK))))
 
@@ -359,21 +368,19 @@ class _Sweep:
                      self.on_sl2vl_of_input, tables, into)
 
     @staticmethod
-    def on_sl2vl_of_input(tables: PortTables, into: int, values: dict[str, FieldValue]) -> None:
+    def on_sl2vl_of_input(tables: PortTables, into: int, values: SLtoVLMappingTable) -> None:
         """A switch output port's SL-to-VL table of input port `into`, as read."""
-        entries = values["SLtoVL"]
-        assert isinstance(entries, tuple)
-        tables.sl2vl_by_input[into] = entries
+        tables.sl2vl_by_input[into] = values["SLtoVL"]
 
     @staticmethod
-    def on_led_info(tables: PortTables, values: dict[str, FieldValue]) -> None:
+    def on_led_info(tables: PortTables, values: LedInfo) -> None:
         tables.led_on = bool(values["LedMask"])
 
     @staticmethod
-    def on_sm_info(tables: PortTables, values: dict[str, FieldValue]) -> None:
+    def on_sm_info(tables: PortTables, values: SMInfo) -> None:
         tables.sm_info = values
 
-    def ask_table(self, node: DiscoveredNode, port: int, name: str, attribute: Attribute,
+    def ask_table(self, node: DiscoveredNode, port: int, name: str, attribute: AnyAttribute,
                   field_name: str, route: Route, modifiers: list[int]) -> None:
         tables = node.tables.setdefault(port, PortTables())
         tables.expect(name, len(modifiers))
@@ -383,7 +390,8 @@ class _Sweep:
 
     @staticmethod
     def on_table_block(tables: PortTables, name: str, field_name: str, index: int,
-                       values: dict[str, FieldValue]) -> None:
+                       values: Mapping[str, FieldValue]) -> None:
+        # GUIDInfo, P_KeyTable, SLtoVLMappingTable or VLArbitrationTable: its one array.
         entries = values[field_name]
         assert isinstance(entries, tuple)
         tables.store(name, index, entries)

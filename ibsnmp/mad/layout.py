@@ -4,7 +4,9 @@ A layout is a table of fields, each named with its bit offset and width as
 the InfiniBand Architecture specification draws them: offsets count from
 the most significant bit of the first octet, and every multi-octet value is
 big-endian on the wire. Encoding and decoding are generic, so each
-attribute is described once, as data, and never hand-packed.
+attribute is described once, as data, and never hand-packed. A layout is
+typed by its record, the TypedDict ibsnmp.mad.records_generated declares
+for it (`Layout[NodeInfo]`): `decode` returns that.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, cast, overload
+from typing import Generic, Literal, TypeVar, cast, overload
 
 FieldValue = int | bytes | str | tuple[int, ...]
+# Any layout's record, seen without its own type. A TypedDict is a Mapping[str,
+# object] but no Mapping[str, FieldValue]: a subtype of it may add keys of any type.
+AnyRecord = Mapping[str, object]
+# A layout's record type; covariant, so a Layout[NodeInfo] is a Layout[AnyRecord].
+RecordT = TypeVar("RecordT", bound=AnyRecord, covariant=True)
 Decoder = Callable[[bytes | bytearray], dict[str, FieldValue]]
 Packer = Callable[..., bytearray]
 Reader = Callable[[bytes | bytearray], tuple[FieldValue, ...]]
@@ -169,8 +176,10 @@ class ArrayField(Field):
             set_bits(data, self.offset + i * self.pitch + skip, self.element_width, element)
 
 
-class Layout:
-    """The fields of one header or attribute, within `size` octets."""
+class Layout(Generic[RecordT]):
+    """The fields of one header or attribute, within `size` octets; `RecordT`
+    is the TypedDict of a decoded record (declared by annotating the layout's
+    variable, so a new layout imports before its record is generated)."""
 
     def __init__(self, name: str, size: int, fields: Sequence[Field]) -> None:
         self.name = name
@@ -195,12 +204,14 @@ class Layout:
         self._readers: dict[tuple[str, ...], Reader] = {}
         # `decode(data)`: every field of the layout, read from the first `size`
         # octets of `data`. The compiled decoder itself rather than a method
-        # that calls it: a sweep decodes one reply per SMP.
-        self.decode: Decoder = self.decoder()
+        # that calls it: a sweep decodes one reply per SMP. The cast types it
+        # as the record (a test holds the records to what decode returns).
+        self.decode = cast("Callable[[bytes | bytearray], RecordT]", self.decoder())
 
     def decoder(self, names: Iterable[str] | None = None) -> Decoder:
-        """A compiled reader of the named fields (all when None): equal to
-        `decode_generic` on those fields, and faster."""
+        """A compiled reader of the named fields (all when None: the same
+        function as `decode`): equal to `decode_generic` on those fields, and
+        faster. Typed loosely, as a subset of a record or any layout's is."""
         key = None if names is None else tuple(names)
         found = self._decoders.get(key)
         if found is None:
@@ -354,11 +365,12 @@ def _generated(source: list[str], namespace: dict[str, object], name: str) -> Ca
 
 
 @overload
-def compile_decoder(layout: Layout, fields: Sequence[Field],
+def compile_decoder(layout: Layout[AnyRecord], fields: Sequence[Field],
                     as_tuple: Literal[False] = False) -> Decoder: ...
 @overload
-def compile_decoder(layout: Layout, fields: Sequence[Field], as_tuple: Literal[True]) -> Reader: ...
-def compile_decoder(layout: Layout, fields: Sequence[Field],
+def compile_decoder(layout: Layout[AnyRecord], fields: Sequence[Field],
+                    as_tuple: Literal[True]) -> Reader: ...
+def compile_decoder(layout: Layout[AnyRecord], fields: Sequence[Field],
                     as_tuple: bool = False) -> Decoder | Reader:
     """A function equal to `layout.decode_generic` restricted to `fields` (or to
     the tuple of its values, `as_tuple`)."""
@@ -435,7 +447,7 @@ def _checked_array(name: str, value: object, count: int) -> Sequence[int]:
     return value
 
 
-def compile_packer(layout: Layout, fields: Sequence[Field],
+def compile_packer(layout: Layout[AnyRecord], fields: Sequence[Field],
                    fixed: Mapping[str, FieldValue] | None = None) -> Packer:
     """A function of the values of `fields`, in that order, equal to `layout.encode`
     of them and of the `fixed` values (already checked) into a fresh buffer,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 
 from ibsnmp.mad.attributes import (
     CLASS_PERF_MGT,
@@ -15,9 +16,12 @@ from ibsnmp.mad.attributes import (
     MAD_HEADER,
     MAD_SIZE,
     METHOD_GET,
+    AnyAttribute,
     Attribute,
 )
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.layout import AnyRecord, FieldValue, RecordT, field_int
+
+_R = TypeVar("_R", bound=AnyRecord)
 
 # The permissive LID: a directed-route SMP's DR SLID/DLID when the whole
 # route, at both ends, is directed (IBA 14.2.2).
@@ -29,8 +33,8 @@ class MadError(Exception):
     """A MAD that cannot be built, or an answer that is not one."""
 
 
-class MadReply:
-    """A response's header fields and its attribute decoded.
+class MadReply(Generic[RecordT]):
+    """A response's header fields and its attribute decoded (the attribute's record).
 
     The header is decoded when first asked for: a sweep checks only the
     response bit, the attribute and the status, and a directed-route
@@ -40,7 +44,7 @@ class MadReply:
     __slots__ = ("_header", "_mad", "status", "attribute")
 
     def __init__(self, header: dict[str, FieldValue] | None, status: int,
-                 attribute: dict[str, FieldValue], mad: bytes = b"") -> None:
+                 attribute: RecordT, mad: bytes = b"") -> None:
         if header is None and len(mad) < MAD_SIZE:
             raise MadError("a reply needs its header or the MAD to read it from")
         self._header = header
@@ -82,7 +86,7 @@ def _directed_route_head(attribute_id: int, modifier: int, hops: int) -> bytes:
     return head
 
 
-def directed_route_get(attribute: Attribute, path: Sequence[int], transaction_id: int,
+def directed_route_get(attribute: AnyAttribute, path: Sequence[int], transaction_id: int,
                        modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` sent out of the ports in `path` (empty: the local node)."""
     try:
@@ -107,12 +111,12 @@ _LID_ROUTED_GET = LID_ROUTED_SMP.packer(_GET_FIELDS,
 _PERF_GET = GS_MAD.packer((*_GET_FIELDS, "Data"), fixed={**_GET, "MgmtClass": CLASS_PERF_MGT})
 
 
-def lid_routed_get(attribute: Attribute, transaction_id: int, modifier: int = 0) -> bytes:
+def lid_routed_get(attribute: AnyAttribute, transaction_id: int, modifier: int = 0) -> bytes:
     """A SubnGet() for `attribute` to the LID the send address names."""
     return bytes(_LID_ROUTED_GET(transaction_id, attribute.attribute_id, modifier))
 
 
-def perf_get(attribute: Attribute, transaction_id: int, port_select: int,
+def perf_get(attribute: AnyAttribute, transaction_id: int, port_select: int,
              modifier: int = 0) -> bytes:
     """A PerfMgt Get() of a counters attribute for one port (0xFF: all ports)."""
     layout = attribute.layout
@@ -131,7 +135,7 @@ _DIRECTED_ROUTE_CHECKED = DIRECTED_ROUTE_SMP.reader(_CHECKED)
 _HEADER_CHECKED = MAD_HEADER.reader(_CHECKED)
 
 
-def _checked_status(mad: bytes, attribute: Attribute) -> int:
+def _checked_status(mad: bytes, attribute: AnyAttribute) -> int:
     """The status of a GetResp() to `attribute`; raises when it is no such answer."""
     if len(mad) < MAD_SIZE:
         raise MadError(f"a MAD is {MAD_SIZE} octets, got {len(mad)}")
@@ -146,7 +150,7 @@ def _checked_status(mad: bytes, attribute: Attribute) -> int:
     return field_int(status)
 
 
-def reply_octets(mad: bytes, attribute: Attribute) -> tuple[int, bytes]:
+def reply_octets(mad: bytes, attribute: AnyAttribute) -> tuple[int, bytes]:
     """The status of a GetResp() to `attribute` and its attribute's octets,
     undecoded (a poll compares them with the last ones read before it
     decodes anything); raises when it is no such answer."""
@@ -154,13 +158,13 @@ def reply_octets(mad: bytes, attribute: Attribute) -> tuple[int, bytes]:
     return status, bytes(mad[DATA_OFFSET:DATA_OFFSET + attribute.layout.size])
 
 
-def decode_reply(mad: bytes, attribute: Attribute) -> MadReply:
+def decode_reply(mad: bytes, attribute: Attribute[_R]) -> MadReply[_R]:
     """The header and attribute of a GetResp(); raises when it is no answer to `attribute`."""
     status = _checked_status(mad, attribute)
     return MadReply(None, status, attribute.layout.decode(mad[DATA_OFFSET:]), bytes(mad))
 
 
-def reply_attribute(mad: bytes, attribute: Attribute) -> dict[str, FieldValue]:
+def reply_attribute(mad: bytes, attribute: Attribute[_R]) -> _R:
     """The attribute of a successful GetResp(): `decode_reply` for callers that
     want only that (a sweep), raising MadError for a status too."""
     status = _checked_status(mad, attribute)

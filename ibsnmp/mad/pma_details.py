@@ -22,7 +22,7 @@ from ibsnmp.mad.attributes import (
     PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
     PORT_VL_XMIT_WAIT_COUNTERS,
     PORT_XMIT_DISCARD_DETAILS,
-    Attribute,
+    AnyAttribute,
 )
 from ibsnmp.mad.counters import Counters, PortKey, ask_counters
 from ibsnmp.mad.window import MadWindow
@@ -43,18 +43,19 @@ class DetailReading:
         self.values = values
 
 
-def offered_details(window: MadWindow, ports: Collection[PortKey]) -> dict[int, tuple[Attribute, ...]]:
+def offered_details(window: MadWindow, ports: Collection[PortKey]
+                    ) -> dict[int, tuple[AnyAttribute, ...]]:
     """The LIDs whose PMA answered some detail attribute -> those attributes."""
     asked: dict[int, int] = {}
     for lid, port in ports:
         asked[lid] = min(port, asked.get(lid, port))
-    answers: dict[Attribute, dict[PortKey, Counters]] = {a: {} for a in DETAIL_ATTRIBUTES}
+    answers: dict[AnyAttribute, dict[PortKey, Counters]] = {a: {} for a in DETAIL_ATTRIBUTES}
     refused: dict[PortKey, str] = {}
     for lid, port in asked.items():
         for attribute in DETAIL_ATTRIBUTES:
             ask_counters(window, attribute, lid, port, answers[attribute], refused)
     window.drain()
-    offered: dict[int, tuple[Attribute, ...]] = {}
+    offered: dict[int, tuple[AnyAttribute, ...]] = {}
     for lid, port in asked.items():
         kept = tuple(a for a in DETAIL_ATTRIBUTES if (lid, port) in answers[a])
         if kept:
@@ -63,7 +64,7 @@ def offered_details(window: MadWindow, ports: Collection[PortKey]) -> dict[int, 
 
 
 def read_details(window: MadWindow, ports: Collection[PortKey],
-                 offered: Mapping[int, tuple[Attribute, ...]]) -> dict[PortKey, DetailReading]:
+                 offered: Mapping[int, tuple[AnyAttribute, ...]]) -> dict[PortKey, DetailReading]:
     """Each port's answers to the detail attributes its PMA offers; a port
     that answered none is left out."""
     answers: dict[PortKey, Counters] = {}

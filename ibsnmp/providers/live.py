@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal, get_args
 
 from ibsnmp.events import IbaTrap, TrapEvent
 from ibsnmp.fabric.changes import PortTransition
@@ -29,8 +30,8 @@ from ibsnmp.live.snapshot import PmaValues, SaRecords, build_fabric, link_state
 from ibsnmp.live.trap_ledger import TrapLedger
 from ibsnmp.mad.counters import extended_counter_lids
 from ibsnmp.mad.discovery import IS_SM, Subnet, discover
-from ibsnmp.mad.layout import FieldValue, field_int
 from ibsnmp.mad.pma_details import DetailReading, offered_details, read_details
+from ibsnmp.mad.records_generated import PortInfo
 from ibsnmp.mad.umad import Address, UmadError, UmadPort
 from ibsnmp.mad.window import MadWindow, WindowStats
 from ibsnmp.live.subnet_sa import ClientOpener, LiveSa, client_opener, log_once, read_sa_objects
@@ -58,7 +59,8 @@ POLL_SUMMARY_S = 60.0  # polls are summed up in one line this often
 SM_RECORDS_S = 1.0  # what a sweep spends asking the SA whether it lists the nodes it missed
 
 # PortInfo fields whose change means the subnet was reconfigured.
-_RESWEEP_PORT_FIELDS = ("PortState", "PortPhysicalState", "LID", "LMC", "MasterSMLID")
+_ResweepField = Literal["PortState", "PortPhysicalState", "LID", "LMC", "MasterSMLID"]
+_RESWEEP_PORT_FIELDS: tuple[_ResweepField, ...] = get_args(_ResweepField)
 # SwitchInfo.PortStateChange flips with every port change and is cleared by
 # the SM; the rest changes when the SM re-programs the switch.
 _VOLATILE_SWITCH_FIELDS = frozenset({"PortStateChange"})
@@ -143,7 +145,7 @@ class LiveProvider(ProviderCore):
         if sweep is None:
             self._close()
             raise LiveError(f"the local node behind {self._where} does not answer NodeInfo")
-        self._port_infos: dict[PortRef, Mapping[str, FieldValue]] = {}
+        self._port_infos: dict[PortRef, PortInfo] = {}
         self._counters: dict[int, dict[int, PmaValues]] = {}
         self._details: dict[tuple[int, int], DetailReading] = {}
         self._install(sweep)
@@ -502,15 +504,16 @@ class LiveProvider(ProviderCore):
                 reread.add(ref.guid)
         self._port_infos.update(result.port_infos)
         self._port_octets.update(result.port_octets)
-        for guid, info in result.switch_infos.items():
+        for guid, switch_info in result.switch_infos.items():
             node = self._subnet.nodes[guid]
-            if node.switch_info == info:
+            if node.switch_info == switch_info:
                 continue  # as read before (compared whole first: the usual case)
             if node.switch_info is not None and any(
-                    node.switch_info[f] != v for f, v in info.items() if f not in _VOLATILE_SWITCH_FIELDS):
+                    node.switch_info.get(f) != v for f, v in switch_info.items()
+                    if f not in _VOLATILE_SWITCH_FIELDS):
                 changed = True
             reread.add(guid)
-            node.switch_info = info
+            node.switch_info = switch_info
         answered = {ref.guid for ref in result.port_octets}
         if any(guid not in answered and not self._keeper.missing(guid) for guid in self._fabric.nodes):
             changed = True  # a node stopped answering (not one known silent): a sweep says more
@@ -544,7 +547,7 @@ class LiveProvider(ProviderCore):
             tables.sm_info = info
         for guid, num in sm_ports(self._subnet):
             read = self._port_infos.get(PortRef(guid, num))
-            if read is not None and not field_int(read["CapabilityMask"]) & IS_SM:
+            if read is not None and not read["CapabilityMask"] & IS_SM:
                 log.info("live: the SM at %016x port %d stopped (its port no longer says IsSM)",
                          guid, num)
                 self._subnet.nodes[guid].tables[num].sm_info = None

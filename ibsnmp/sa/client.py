@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from ibsnmp.mad.attributes import CLASS_SUBN_ADM, CLASS_SUBN_DIRECTED_ROUTE, MAD_SIZE, PORT_INFO
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.layout import AnyRecord, FieldValue, RecordT
 from ibsnmp.mad.packets import decode_reply, directed_route_get
+from ibsnmp.mad.records_generated import SAMAD, Notice
 from ibsnmp.mad.umad import (
     GSI_QKEY,
     GSI_QP,
@@ -54,6 +55,7 @@ from ibsnmp.sa.records import (
     SA_CLASS_VERSION,
     SA_HEADER_END,
     SA_MAD,
+    AnySaAttribute,
     SaAttribute,
 )
 
@@ -65,7 +67,7 @@ _SA_HEADER_OCTETS = SA_HEADER_END - 36
 CLOSE_DRAIN_S = 0.2
 RESP_TIME_VALUE = 19  # 4.096 us * 2**19, about 2 s: the longest we wait between segments
 
-Record = dict[str, FieldValue]
+_R = TypeVar("_R", bound=AnyRecord)
 
 # SA status codes (IBA 15.2.1.1 Table 187: the class-specific bits 8..14).
 SA_STATUS = {
@@ -79,7 +81,7 @@ ERR_NO_RECORDS = 3
 class SaError(Exception):
     """The SA answered with an error status."""
 
-    def __init__(self, status: int, attribute: SaAttribute) -> None:
+    def __init__(self, status: int, attribute: AnySaAttribute) -> None:
         self.status = status
         self.sa_status = (status >> 8) & 0x7F
         general = status & 0x1F
@@ -89,14 +91,15 @@ class SaError(Exception):
 
 
 @dataclass(frozen=True)
-class SaAnswer:
+class SaAnswer(Generic[RecordT]):
     """The records of an answer; `complete` is False when the transport may have cut it."""
 
-    records: tuple[Record, ...]
+    records: tuple[RecordT, ...]
     complete: bool = True
 
 
-def sa_request(method: int, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
+def sa_request(method: int, attribute: AnySaAttribute,
+               values: Mapping[str, FieldValue] | None = None,
                components: Iterable[str] | None = None, *, transaction_id: int = 0,
                attribute_modifier: int = 0, sm_key: int = 0) -> bytes:
     """One SA request MAD. `components` names the fields that constrain it
@@ -115,7 +118,7 @@ def sa_request(method: int, attribute: SaAttribute, values: Mapping[str, FieldVa
     }))
 
 
-def records_of(attribute: SaAttribute, stride: int, data: bytes) -> list[Record]:
+def records_of(attribute: SaAttribute[_R], stride: int, data: bytes) -> list[_R]:
     """Every whole record in `data`, `stride` octets apart (AttributeOffset * 8)."""
     stride = stride or attribute.record_size
     if stride < attribute.layout.size:
@@ -125,7 +128,7 @@ def records_of(attribute: SaAttribute, stride: int, data: bytes) -> list[Record]
             for i in range(0, len(data) - attribute.layout.size + 1, stride)]
 
 
-def _unsegmented(attribute: SaAttribute, stride: int, data: bytes) -> SaAnswer:
+def _unsegmented(attribute: SaAttribute[_R], stride: int, data: bytes) -> SaAnswer[_R]:
     """The records of one MAD that came without RMPP numbering. The SA zero
     fills the room after its last record, so the answer is known whole only
     when a record's room was left unused; octets short of a record are not
@@ -148,7 +151,7 @@ class RmppReceiver:
     window: int = RMPP_WINDOW
     expected: int = 1
     payload_length: int = 0
-    first: dict[str, FieldValue] = field(default_factory=dict)
+    first: SAMAD | None = None  # the header of segment 1
     data: bytearray = field(default_factory=bytearray)
     done: bool = False
 
@@ -157,14 +160,14 @@ class RmppReceiver:
         header = SA_MAD.decode(segment.ljust(MAD_SIZE, b"\0"))
         if header["RMPPType"] != RMPP_DATA:
             return None
-        number = field_int(header["RMPPData1"])
-        flags = field_int(header["RMPPFlags"])
+        number = header["RMPPData1"]
+        flags = header["RMPPFlags"]
         if number == self.expected and not self.done:
             if number == 1:
                 if not flags & RMPP_FIRST:
                     raise UmadError(errno.EPROTO, "RMPP segment 1 without the First flag")
                 self.first = header
-                self.payload_length = field_int(header["RMPPData2"])
+                self.payload_length = header["RMPPData2"]
             self.data += segment[SA_HEADER_END:]
             self.expected += 1
             self.done = bool(flags & RMPP_LAST)
@@ -189,7 +192,7 @@ class RmppReceiver:
         return bytes(self.data[:length])
 
 
-ReportHandler = Callable[[Record, int], None]  # (Notice, the SA's LID)
+ReportHandler = Callable[[Notice, int], None]  # (the Notice, the SA's LID)
 
 
 class MadPort(Protocol):
@@ -270,35 +273,37 @@ class SaClient:
 
     # -- queries -------------------------------------------------------------------
 
-    def get_table(self, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
-                  components: Iterable[str] | None = None) -> SaAnswer:
+    def get_table(self, attribute: SaAttribute[_R], values: Mapping[str, FieldValue] | None = None,
+                  components: Iterable[str] | None = None) -> SaAnswer[_R]:
         """SubnAdmGetTable(): every record matching the masked fields."""
-        return self.request(METHOD_GET_TABLE, attribute, values, components)
+        return self.request(METHOD_GET_TABLE, attribute, values, components, attribute)
 
-    def get(self, attribute: SaAttribute, values: Mapping[str, FieldValue] | None = None,
-            components: Iterable[str] | None = None) -> Record | None:
+    def get(self, attribute: SaAttribute[_R], values: Mapping[str, FieldValue] | None = None,
+            components: Iterable[str] | None = None) -> _R | None:
         """SubnAdmGet(): the one matching record, None when there is none."""
-        records = self.request(METHOD_GET, attribute, values, components).records
+        records = self.request(METHOD_GET, attribute, values, components, attribute).records
         return records[0] if records else None
 
-    def set(self, attribute: SaAttribute, values: Mapping[str, FieldValue],
-            components: Iterable[str] | None = None) -> Record:
+    def set(self, attribute: SaAttribute[_R], values: Mapping[str, FieldValue],
+            components: Iterable[str] | None = None) -> _R:
         """SubnAdmSet(): the record as the SA accepted it."""
-        records = self.request(METHOD_SET, attribute, values, components).records
+        records = self.request(METHOD_SET, attribute, values, components, attribute).records
         if not records:
             raise UmadError(errno.EPROTO, f"SA {attribute.name}: an empty answer to Set()")
         return records[0]
 
-    def get_multi(self, attribute: SaAttribute, values: Mapping[str, FieldValue],
-                  components: Iterable[str] | None = None,
-                  answer: SaAttribute | None = None) -> SaAnswer:
+    def get_multi(self, attribute: AnySaAttribute, values: Mapping[str, FieldValue],
+                  components: Iterable[str] | None = None, *,
+                  answer: SaAttribute[_R]) -> SaAnswer[_R]:
         """SubnAdmGetMulti() (MultiPathRecord): the request goes as one RMPP
         segment; the answer's records are of `answer` (PathRecords)."""
-        return self.request(METHOD_GET_MULTI, attribute, values, components, answer=answer)
+        return self.request(METHOD_GET_MULTI, attribute, values, components, answer)
 
-    def request(self, method: int, attribute: SaAttribute,
+    def request(self, method: int, attribute: AnySaAttribute,
                 values: Mapping[str, FieldValue] | None, components: Iterable[str] | None,
-                answer: SaAttribute | None = None) -> SaAnswer:
+                answer: SaAttribute[_R]) -> SaAnswer[_R]:
+        """`method` of `attribute`; `answer`: the attribute of the answer's records
+        (`attribute`'s but for GetMulti)."""
         mad = bytearray(sa_request(method, attribute, values, components, sm_key=self.sm_key))
         if method == METHOD_GET_MULTI:
             # A request of one segment: the whole record is its payload.
@@ -306,14 +311,14 @@ class SaClient:
                            "RMPPFlags": RMPP_ACTIVE | RMPP_FIRST | RMPP_LAST, "RMPPData1": 1,
                            "RMPPData2": _SA_HEADER_OCTETS + attribute.layout.size}, into=mad)
         try:
-            return self._exchange(bytes(mad), answer or attribute,
+            return self._exchange(bytes(mad), answer,
                                   method in (METHOD_GET_TABLE, METHOD_GET_MULTI))
         except SaError as exc:
             if exc.sa_status == ERR_NO_RECORDS:
                 return SaAnswer(())
             raise
 
-    def _exchange(self, mad: bytes, attribute: SaAttribute, table: bool) -> SaAnswer:
+    def _exchange(self, mad: bytes, attribute: SaAttribute[_R], table: bool) -> SaAnswer[_R]:
         tid = self.port.new_transaction_id()
         request = bytearray(mad)
         SA_MAD.encode({"TransactionID": tid}, into=request)
@@ -335,7 +340,8 @@ class SaClient:
         raise MadTimeout(errno.ETIMEDOUT, f"SA {attribute.name}: no answer after "
                                           f"{tries} tries of {self.timeout} s")
 
-    def _await_answer(self, tid: int, attribute: SaAttribute, table: bool) -> SaAnswer | None:
+    def _await_answer(self, tid: int, attribute: SaAttribute[_R], table: bool
+                      ) -> SaAnswer[_R] | None:
         receiver: RmppReceiver | None = None
         deadline = self._wait_until()
         while (left := deadline - time.monotonic()) > 0:
@@ -350,11 +356,11 @@ class SaClient:
             if not header["Response"]:
                 continue
             self.silent = False
-            status = field_int(header["Status"])
+            status = header["Status"]
             if status:
                 raise SaError(status, attribute)
-            stride = field_int(header["AttributeOffset"]) * 8
-            active = field_int(header["RMPPFlags"]) & RMPP_ACTIVE
+            stride = header["AttributeOffset"] * 8
+            active = header["RMPPFlags"] & RMPP_ACTIVE
             if not active and not table:  # Get(), Set(): one record
                 data = mad[SA_HEADER_END:]
                 return SaAnswer((attribute.layout.decode(data),) if any(data) else ())
@@ -363,7 +369,7 @@ class SaClient:
                                complete=True)
             if header["RMPPType"] in (RMPP_STOP, RMPP_ABORT):
                 raise UmadError(errno.EPROTO, f"SA {attribute.name}: the transfer was "
-                                              f"stopped (RMPP status {field_int(header['RMPPStatus'])})")
+                                              f"stopped (RMPP status {header['RMPPStatus']})")
             if header["RMPPType"] != RMPP_DATA or header["RMPPData1"] == 0:
                 # RMPP flagged but not numbered: no RMPP underneath (ibsim).
                 # Shorter than a MAD: the sender's whole answer; else perhaps cut.
@@ -374,7 +380,8 @@ class SaClient:
             if ack is not None:
                 self.port.send(ack, self.sm)
             if receiver.done:
-                stride = field_int(receiver.first["AttributeOffset"]) * 8
+                assert receiver.first is not None  # done: segment 1 came first
+                stride = receiver.first["AttributeOffset"] * 8
                 return SaAnswer(tuple(records_of(attribute, stride, receiver.payload())))
             deadline = self._wait_until()  # the SA is sending: wait on
         return None
@@ -440,7 +447,7 @@ def master_sm(port: UmadPort) -> Address:
     """The SA's address: the master SM's LID and SL from the local port's PortInfo."""
     answer = port.query(directed_route_get(PORT_INFO, (), 0), Address(lid=0xFFFF))
     info = decode_reply(answer, PORT_INFO).attribute
-    return sa_address(field_int(info["MasterSMLID"]), field_int(info["MasterSMSL"]))
+    return sa_address(info["MasterSMLID"], info["MasterSMSL"])
 
 
 def subscription(trap: int, subscribe: bool = True) -> dict[str, FieldValue]:
@@ -485,7 +492,7 @@ def subscribed_traps(client: SaClient, subscriber_gid: int) -> set[int]:
     (GetTable(InformInfoRecord) by SubscriberGID). A transport that cuts long
     answers (ibsim: 256 octets) shows only the first few."""
     answer = client.get_table(INFORM_INFO_RECORD, {"SubscriberGID": subscriber_gid.to_bytes(16, "big")})
-    return {field_int(r["TrapNumber"]) for r in answer.records if r["IsGeneric"]}
+    return {r["TrapNumber"] for r in answer.records if r["IsGeneric"]}
 
 
 def nodes_listed(client: SaClient, guids: Sequence[int], seconds: float) -> dict[int, bool]:

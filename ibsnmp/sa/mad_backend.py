@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from ibsnmp.fabric.iba import JoinState, Mtu, Rate
 from ibsnmp.fabric.model import (
@@ -23,15 +24,18 @@ from ibsnmp.fabric.model import (
     PartitionMember,
     ServiceRecord,
 )
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad import records_generated as mad_records
+from ibsnmp.mad.layout import AnyRecord, FieldValue
 from ibsnmp.mad.umad import UmadError
 from ibsnmp.sa import records
 from ibsnmp.sa.backend import SaUnavailable
-from ibsnmp.sa.client import Record, SaAnswer, SaClient, SaError
+from ibsnmp.sa.client import SaAnswer, SaClient, SaError
 from ibsnmp.sa.query import PathQuery, PathRecord
 from ibsnmp.sa.worker import SaWorker
 
 log = logging.getLogger("ibsnmp.sa.backend")
+
+_R = TypeVar("_R", bound=AnyRecord)
 
 NodeOfLid = Callable[[int], int | None]  # LID -> node GUID
 PortOfGid = Callable[[int], tuple[int, int] | None]  # port GID -> (node GUID, port number)
@@ -48,14 +52,8 @@ _PATH_FIELDS = {
 }
 
 
-def _gid(value: FieldValue) -> int:
-    assert isinstance(value, bytes)
+def _gid(value: bytes) -> int:
     return int.from_bytes(value, "big")
-
-
-def _int(value: FieldValue) -> int:
-    assert isinstance(value, int)
-    return value
 
 
 def path_values(query: PathQuery, multipath: bool = False) -> dict[str, FieldValue]:
@@ -74,15 +72,15 @@ def path_values(query: PathQuery, multipath: bool = False) -> dict[str, FieldVal
     return values
 
 
-def path_record(record: Record) -> PathRecord:
+def path_record(record: mad_records.PathRecord) -> PathRecord:
     return PathRecord(
-        sgid=_gid(record["SGID"]), dgid=_gid(record["DGID"]), slid=_int(record["SLID"]),
-        dlid=_int(record["DLID"]), raw_traffic=_int(record["RawTraffic"]),
-        flow_label=_int(record["FlowLabel"]), hop_limit=_int(record["HopLimit"]),
-        tclass=_int(record["TClass"]), pkey=_int(record["PKey"]), sl=_int(record["SL"]),
-        mtu=_int(record["MTU"]), rate=_int(record["Rate"]),
-        pkt_life=_int(record["PacketLifeTime"]), preference=_int(record["Preference"]),
-        route=None, numb_path=_int(record["NumbPath"]))  # as the SA answered (OpenSM: 0)
+        sgid=_gid(record["SGID"]), dgid=_gid(record["DGID"]), slid=record["SLID"],
+        dlid=record["DLID"], raw_traffic=record["RawTraffic"],
+        flow_label=record["FlowLabel"], hop_limit=record["HopLimit"],
+        tclass=record["TClass"], pkey=record["PKey"], sl=record["SL"],
+        mtu=record["MTU"], rate=record["Rate"],
+        pkt_life=record["PacketLifeTime"], preference=record["Preference"],
+        route=None, numb_path=record["NumbPath"])  # as the SA answered (OpenSM: 0)
 
 
 def block_number(raw: int) -> int:
@@ -93,21 +91,19 @@ def block_number(raw: int) -> int:
     return raw >> 8 if raw >= 0x100 and not raw & 0xFF else raw
 
 
-def partitions_of(pkey_records: Iterable[Record], node_of_lid: NodeOfLid,
+def partitions_of(pkey_records: Iterable[mad_records.P_KeyTableRecord], node_of_lid: NodeOfLid,
                   ipoib_pkeys: frozenset[int] = frozenset()) -> tuple[Partition, ...]:
     """Partitions from P_KeyTableRecords: a member per port holding the P_Key
     (full member when the key's top bit is set); unknown LIDs are left out."""
     members: dict[int, set[PartitionMember]] = defaultdict(set)
     for record in pkey_records:
-        guid = node_of_lid(_int(record["LID"]))
+        guid = node_of_lid(record["LID"])
         if guid is None:
             continue
-        keys = record["P_KeyTable"]
-        assert isinstance(keys, tuple)
-        for key in keys:
+        for key in record["P_KeyTable"]:
             if key & 0x7FFF:
                 members[key & 0x7FFF].add(
-                    PartitionMember(guid, _int(record["PortNum"]), bool(key & _FULL)))
+                    PartitionMember(guid, record["PortNum"], bool(key & _FULL)))
     return tuple(Partition(pkey=pkey, name="", members=tuple(sorted(found)),
                            ipoib=pkey in ipoib_pkeys)
                  for pkey, found in sorted(members.items()))
@@ -119,10 +115,10 @@ def ipoib_partitions(groups: Iterable[MulticastGroup]) -> frozenset[int]:
     return frozenset((g.mgid >> 80) & 0x7FFF for g in groups if g.mgid & mask == value)
 
 
-def groups_of(member_records: Iterable[Record], port_of_gid: PortOfGid
+def groups_of(member_records: Iterable[mad_records.MCMemberRecord], port_of_gid: PortOfGid
               ) -> tuple[MulticastGroup, ...]:
     """Multicast groups from MCMemberRecords, one record per member port."""
-    firsts: dict[int, Record] = {}
+    firsts: dict[int, mad_records.MCMemberRecord] = {}
     members: dict[int, list[McMember]] = defaultdict(list)
     for record in member_records:
         mgid = _gid(record["MGID"])
@@ -131,40 +127,35 @@ def groups_of(member_records: Iterable[Record], port_of_gid: PortOfGid
         if port is None:
             log.debug("MCMemberRecord of an unknown port GID %#x", _gid(record["PortGID"]))
             continue
-        members[mgid].append(McMember(port[0], port[1], JoinState(_int(record["JoinState"])),
+        members[mgid].append(McMember(port[0], port[1], JoinState(record["JoinState"]),
                                       bool(record["ProxyJoin"])))
     return tuple(
         MulticastGroup(
-            mgid=mgid, mlid=_int(r["MLID"]), q_key=_int(r["QKey"]), mtu=Mtu(_int(r["MTU"])),
-            rate=Rate(_int(r["Rate"])), sl=_int(r["SL"]), pkey=_int(r["PKey"]),
-            members=tuple(sorted(members[mgid])), traffic_class=_int(r["TClass"]),
-            flow_label=_int(r["FlowLabel"]), hop_limit=_int(r["HopLimit"]),
-            packet_life_time=_int(r["PacketLifeTime"]))
+            mgid=mgid, mlid=r["MLID"], q_key=r["QKey"], mtu=Mtu(r["MTU"]),
+            rate=Rate(r["Rate"]), sl=r["SL"], pkey=r["PKey"],
+            members=tuple(sorted(members[mgid])), traffic_class=r["TClass"],
+            flow_label=r["FlowLabel"], hop_limit=r["HopLimit"],
+            packet_life_time=r["PacketLifeTime"])
         for mgid, r in sorted(firsts.items()))
 
 
-def _service_data(record: Record) -> bytes:
-    data = b""
-    for name, octets in (("ServiceData8", 1), ("ServiceData16", 2), ("ServiceData32", 4),
-                         ("ServiceData64", 8)):
-        values = record[name]
-        assert isinstance(values, tuple)
-        data += b"".join(v.to_bytes(octets, "big") for v in values)
-    return data
+def _service_data(record: mad_records.ServiceRecord) -> bytes:
+    arrays = ((record["ServiceData8"], 1), (record["ServiceData16"], 2),
+              (record["ServiceData32"], 4), (record["ServiceData64"], 8))
+    return b"".join(v.to_bytes(octets, "big") for values, octets in arrays for v in values)
 
 
-def services_of(service_records: Iterable[Record]) -> tuple[ServiceRecord, ...]:
+def services_of(service_records: Iterable[mad_records.ServiceRecord]) -> tuple[ServiceRecord, ...]:
     out = []
     for r in service_records:
-        key, name = r["ServiceKey"], r["ServiceName"]
-        assert isinstance(key, bytes) and isinstance(name, str)
-        out.append(ServiceRecord(service_id=_int(r["ServiceID"]), gid=_gid(r["ServiceGID"]),
-                                 pkey=_int(r["ServicePKey"]), lease=_int(r["ServiceLease"]),
-                                 key=key, name=name, data=_service_data(r)))
+        out.append(ServiceRecord(service_id=r["ServiceID"], gid=_gid(r["ServiceGID"]),
+                                 pkey=r["ServicePKey"], lease=r["ServiceLease"],
+                                 key=r["ServiceKey"], name=r["ServiceName"],
+                                 data=_service_data(r)))
     return tuple(sorted(out, key=lambda s: (s.service_id, s.gid, s.pkey)))
 
 
-def _whole(answer: SaAnswer, what: str) -> tuple[Record, ...]:
+def _whole(answer: SaAnswer[_R], what: str) -> tuple[_R, ...]:
     if not answer.complete:
         raise SaUnavailable(f"the SA's {what} answer was cut short (no RMPP on this port)")
     return answer.records
@@ -180,7 +171,7 @@ class MadSaBackend:
         self.port_of_gid = port_of_gid
         self.lid_ports = lid_ports
 
-    async def _ask(self, call: Callable[[SaClient], SaAnswer], what: str) -> tuple[Record, ...]:
+    async def _ask(self, call: Callable[[SaClient], SaAnswer[_R]], what: str) -> tuple[_R, ...]:
         try:
             return _whole(await self.worker.call(call), what)
         except (SaError, UmadError) as exc:
@@ -214,15 +205,17 @@ class MadSaBackend:
                                     "P_KeyTableRecord")
         except SaUnavailable:
             found = await self._partitions_port_by_port()
-        fixed = [{**r, "BlockNum": block_number(_int(r["BlockNum"]))} for r in found]
+        fixed: list[mad_records.P_KeyTableRecord] = [
+            {**r, "BlockNum": block_number(r["BlockNum"])} for r in found]
         return partitions_of(fixed, self.node_of_lid, ipoib_partitions(groups))
 
-    async def _partitions_port_by_port(self) -> tuple[Record, ...]:
-        found: list[Record] = []
+    async def _partitions_port_by_port(self) -> tuple[mad_records.P_KeyTableRecord, ...]:
+        found: list[mad_records.P_KeyTableRecord] = []
         for lid, port in self.lid_ports():
             values: dict[str, FieldValue] = {"LID": lid, "PortNum": port}
 
-            def table(c: SaClient, v: dict[str, FieldValue] = values) -> SaAnswer:
+            def table(c: SaClient, v: dict[str, FieldValue] = values
+                      ) -> SaAnswer[mad_records.P_KeyTableRecord]:
                 return c.get_table(records.PKEY_TABLE_RECORD, v)
 
             found.extend(await self._ask(table, "P_KeyTableRecord"))

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ibsnmp.events import IbaTrap, TrapEvent
-from ibsnmp.mad.layout import Field, FieldValue, Layout, field_int
+from ibsnmp.mad import records_generated as records
+from ibsnmp.mad.layout import AnyRecord, Field, FieldValue, Layout
 from ibsnmp.sa.records import NOTICE_DATA_DETAILS
 
 _SIZE = NOTICE_DATA_DETAILS
 _LID = Field("LIDADDR", 16, 16)
 
-DETAILS: dict[int, Layout] = {
+# Read loosely (`decoder()`): the fields differ from trap to trap, and an event
+# takes each one some trap has.
+DETAILS: dict[int, Layout[AnyRecord]] = {
     128: Layout("Trap128", _SIZE, (Field("LIDADDR", 0, 16),)),
     **{trap: Layout(f"Trap{trap}", _SIZE, (_LID, Field("PORTNO", 32, 8)))
        for trap in (129, 130, 131)},
@@ -41,26 +44,22 @@ def _int(value: FieldValue | None) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def notice_event(notice: Mapping[str, FieldValue],
+def notice_event(notice: records.Notice,
                  node_of_lid: Callable[[int], int | None] | None = None) -> TrapEvent | None:
     """The TrapEvent of a generic Notice the agent forwards; None for others."""
-    if not notice.get("IsGeneric"):
+    if not notice["IsGeneric"]:
         return None
     try:
-        trap = IbaTrap(field_int(notice["TrapNumber"]))
+        trap = IbaTrap(notice["TrapNumber"])
     except ValueError:
         return None
-    issuer = field_int(notice["IssuerLID"])
-    details_raw = notice["DataDetails"]
-    assert isinstance(details_raw, bytes)
-    details = DETAILS[trap].decode(details_raw)
+    issuer = notice["IssuerLID"]
+    details: Mapping[str, FieldValue] = DETAILS[trap].decoder()(notice["DataDetails"])
     # The LID SMA-MIB's ibSmaNodeLid carries: LIDADDR, or LIDADDR1 of 257-259.
-    subject = field_int(details.get("LIDADDR", details.get("LID1", issuer))) or issuer
+    subject = _int(details.get("LIDADDR", details.get("LID1"))) or issuer
     guid = node_of_lid(issuer) if node_of_lid is not None else None
     if guid is None:
-        issuer_gid = notice["IssuerGID"]
-        assert isinstance(issuer_gid, bytes)
-        guid = int.from_bytes(issuer_gid[8:], "big")
+        guid = int.from_bytes(notice["IssuerGID"][8:], "big")
     get = details.get
     return TrapEvent(
         trap=trap, node_guid=guid, lid=subject,

@@ -5,16 +5,28 @@ An SA MAD (IBA 15.2.1.1) is the common MAD header, the RMPP header (13.6.2.1), t
 volume 1 (13.4.8 InformInfo and Notice, 15.2.5 the SA records), counted in bits from the
 record's first octet. Each record also lists its components in ComponentMask order: a
 request's mask names the fields that constrain it, and a field cut in several components
-(ServiceID, the ServiceData arrays) sets all of them.
+(ServiceID, the ServiceData arrays) sets all of them. Each layout's variable names its record
+type, generated into ibsnmp.mad.records_generated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Generic
 
+from ibsnmp.mad import records_generated as records
 from ibsnmp.mad.attributes import MAD_HEADER, MAD_SIZE, NODE_DESCRIPTION, NODE_INFO
-from ibsnmp.mad.layout import ArrayField, Field, Layout, LayoutError, OctetsField, TextField
+from ibsnmp.mad.layout import (
+    AnyRecord,
+    ArrayField,
+    Field,
+    Layout,
+    LayoutError,
+    OctetsField,
+    RecordT,
+    TextField,
+)
 
 SA_CLASS_VERSION = 2
 SA_HEADER_END = 56  # octet where the records begin
@@ -34,7 +46,7 @@ RMPP_VERSION = 1
 RMPP_DATA, RMPP_ACK, RMPP_STOP, RMPP_ABORT = 1, 2, 3, 4
 RMPP_ACTIVE, RMPP_FIRST, RMPP_LAST = 0x1, 0x2, 0x4
 
-SA_MAD = Layout("SAMAD", MAD_SIZE, (
+SA_MAD: Layout[records.SAMAD] = Layout("SAMAD", MAD_SIZE, (
     *MAD_HEADER.fields,
     Field("RMPPVersion", 192, 8),
     Field("RMPPType", 200, 8),
@@ -53,12 +65,12 @@ SA_MAD = Layout("SAMAD", MAD_SIZE, (
 
 
 @dataclass(frozen=True)
-class SaAttribute:
+class SaAttribute(Generic[RecordT]):
     """An SA attribute: its ID, its field table and its components in mask order
     (None for a reserved component)."""
 
     attribute_id: int
-    layout: Layout
+    layout: Layout[RecordT]
     components: tuple[str | None, ...] = ()
 
     @property
@@ -82,11 +94,15 @@ class SaAttribute:
         return -(-self.layout.size // 8) * 8
 
 
+# Any SA attribute, for code that handles several alike (its records as AnyRecord).
+AnySaAttribute = SaAttribute[AnyRecord]
+
+
 def _gid(name: str, octet: int) -> OctetsField:
     return OctetsField(name, octet * 8, 128)
 
 
-PATH_RECORD = SaAttribute(0x0035, Layout("PathRecord", 64, (
+PATH_RECORD: SaAttribute[records.PathRecord] = SaAttribute(0x0035, Layout("PathRecord", 64, (
     Field("ServiceID", 0, 64),
     _gid("DGID", 8),
     _gid("SGID", 24),
@@ -115,7 +131,8 @@ PATH_RECORD = SaAttribute(0x0035, Layout("PathRecord", 64, (
 
 MAX_MULTIPATH_GIDS = 11  # the GIDs that fit in one MultiPathRecord (200 octets)
 
-MULTIPATH_RECORD = SaAttribute(0x003A, Layout("MultiPathRecord", 200, (
+MULTIPATH_RECORD: SaAttribute[records.MultiPathRecord] = SaAttribute(
+    0x003A, Layout("MultiPathRecord", 200, (
     Field("RawTraffic", 0, 1),
     Field("FlowLabel", 4, 20),
     Field("HopLimit", 24, 8),
@@ -145,20 +162,22 @@ MULTIPATH_RECORD = SaAttribute(0x003A, Layout("MultiPathRecord", 200, (
 # NodeRecord (IBA 15.2.5.2): a node as the SM knows it, one per port of a CA
 # (its LID): NodeInfo (as an SMP carries it) after the LID, then NodeDescription.
 _NODE_INFO_AT = 32
-NODE_RECORD = SaAttribute(0x0011, Layout("NodeRecord", 108, (
+NODE_RECORD: SaAttribute[records.NodeRecord] = SaAttribute(0x0011, Layout("NodeRecord", 108, (
     Field("LID", 0, 16),
     *(replace(f, offset=f.offset + _NODE_INFO_AT) for f in NODE_INFO.layout.fields),
     replace(NODE_DESCRIPTION.layout.fields[0], name="NodeDescription", offset=352),
 )), ("LID", None, *(f.name for f in NODE_INFO.layout.fields), "NodeDescription"))
 
-PKEY_TABLE_RECORD = SaAttribute(0x0033, Layout("P_KeyTableRecord", 72, (
+PKEY_TABLE_RECORD: SaAttribute[records.P_KeyTableRecord] = SaAttribute(
+    0x0033, Layout("P_KeyTableRecord", 72, (
     Field("LID", 0, 16),
     Field("BlockNum", 16, 16),
     Field("PortNum", 32, 8),
     ArrayField("P_KeyTable", 64, 512, count=32, element_width=16),
 )), ("LID", "BlockNum", "PortNum", None, "P_KeyTable"))
 
-MCMEMBER_RECORD = SaAttribute(0x0038, Layout("MCMemberRecord", 52, (
+MCMEMBER_RECORD: SaAttribute[records.MCMemberRecord] = SaAttribute(
+    0x0038, Layout("MCMemberRecord", 52, (
     _gid("MGID", 0),
     _gid("PortGID", 16),
     Field("QKey", 256, 32),
@@ -181,7 +200,8 @@ MCMEMBER_RECORD = SaAttribute(0x0038, Layout("MCMemberRecord", 52, (
      "Rate", "PacketLifeTimeSelector", "PacketLifeTime", "SL", "FlowLabel", "HopLimit", "Scope",
      "JoinState", "ProxyJoin"))
 
-SERVICE_RECORD = SaAttribute(0x0031, Layout("ServiceRecord", 176, (
+SERVICE_RECORD: SaAttribute[records.ServiceRecord] = SaAttribute(
+    0x0031, Layout("ServiceRecord", 176, (
     Field("ServiceID", 0, 64),
     _gid("ServiceGID", 8),
     Field("ServicePKey", 192, 16),
@@ -197,7 +217,7 @@ SERVICE_RECORD = SaAttribute(0x0031, Layout("ServiceRecord", 176, (
      *(["ServiceData64"] * 2)))
 
 # InformInfo (IBA 13.4.8.3): a subscription to traps the SA forwards as Reports.
-INFORM_INFO = SaAttribute(0x0003, Layout("InformInfo", 36, (
+INFORM_INFO: SaAttribute[records.InformInfo] = SaAttribute(0x0003, Layout("InformInfo", 36, (
     _gid("GID", 0),
     Field("LIDRangeBegin", 128, 16),
     Field("LIDRangeEnd", 144, 16),
@@ -212,7 +232,8 @@ INFORM_INFO = SaAttribute(0x0003, Layout("InformInfo", 36, (
 
 # InformInfoRecord (IBA 15.2.5.12): a subscription as the SA keeps it, by
 # subscriber; the InformInfo it holds starts at octet 24 (its fields read here).
-INFORM_INFO_RECORD = SaAttribute(0x00F3, Layout("InformInfoRecord", 60, (
+INFORM_INFO_RECORD: SaAttribute[records.InformInfoRecord] = SaAttribute(
+    0x00F3, Layout("InformInfoRecord", 60, (
     _gid("SubscriberGID", 0),
     Field("Enum", 128, 16),
     Field("IsGeneric", 192 + 176, 8),
@@ -224,7 +245,7 @@ INFORM_INFO_RECORD = SaAttribute(0x00F3, Layout("InformInfoRecord", 60, (
 NOTICE_DATA_DETAILS = 54
 
 # Notice (IBA 13.4.8.2): what a Report carries.
-NOTICE = SaAttribute(0x0002, Layout("Notice", 80, (
+NOTICE: SaAttribute[records.Notice] = SaAttribute(0x0002, Layout("Notice", 80, (
     Field("IsGeneric", 0, 1),
     Field("Type", 1, 7),
     Field("ProducerType", 8, 24),

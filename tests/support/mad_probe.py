@@ -21,7 +21,7 @@ import sys
 from ibsnmp.mad import attributes
 from ibsnmp.mad.counters import extended_counter_lids, poll_counters
 from ibsnmp.mad.discovery import discover
-from ibsnmp.mad.layout import LayoutError, field_int
+from ibsnmp.mad.layout import LayoutError
 from ibsnmp.mad.packets import decode_reply, directed_route_get, lid_routed_get, perf_get
 from ibsnmp.mad.umad import (
     DIRECTED_ROUTE,
@@ -58,8 +58,7 @@ def node_guids_through_window(size: int, paths: list[str]) -> None:
         for path in paths:
             def handle(answer: bytes | None, path: str = path) -> None:
                 guids[path] = (None if answer is None else
-                               field_int(decode_reply(answer, attributes.NODE_INFO)
-                                         .attribute["NodeGUID"]))
+                               decode_reply(answer, attributes.NODE_INFO).attribute["NodeGUID"])
             route = [int(hop) for hop in path.split(",")[1:]]
             window.submit(directed_route_get(attributes.NODE_INFO, route, 0), DIRECTED_ROUTE,
                           handle)
@@ -67,7 +66,7 @@ def node_guids_through_window(size: int, paths: list[str]) -> None:
     print(json.dumps({"guids": guids, "stats": vars(window.stats)}))
 
 
-def print_reply(attribute: attributes.Attribute, request: bytes, address: Address) -> None:
+def print_reply(attribute: attributes.AnyAttribute, request: bytes, address: Address) -> None:
     with UmadPort() as port:
         try:
             answer = port.query(request, address, timeout=0.2, retries=1)

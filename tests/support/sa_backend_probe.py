@@ -16,7 +16,6 @@ import json
 import sys
 
 from ibsnmp.mad.discovery import discover
-from ibsnmp.mad.layout import field_int
 from ibsnmp.mad.umad import UmadPort
 from ibsnmp.mad.window import MadWindow
 from ibsnmp.sa import records
@@ -39,14 +38,15 @@ def maps() -> tuple[dict[int, int], dict[int, tuple[int, int]], list[tuple[int, 
     local_gid = 0
     for node in subnet.nodes.values():
         for number, info in node.ports.items():
-            lid = field_int(info.get("LID", 0))
+            lid = info["LID"]
             if lid:
                 node_of_lid[lid] = node.guid
                 lid_ports.append((lid, number))
         # The port each node was entered by is the one whose GUID NodeInfo gives.
-        entry = field_int(node.info["LocalPortNum"])
-        prefix = field_int(node.ports.get(entry, node.ports.get(0, {})).get("GidPrefix", 0))
-        gid = prefix << 64 | field_int(node.info["PortGUID"])
+        entry = node.info["LocalPortNum"]
+        entered = node.ports.get(entry, node.ports.get(0))
+        prefix = entered["GidPrefix"] if entered is not None else 0
+        gid = prefix << 64 | node.info["PortGUID"]
         port_of_gid[gid] = (node.guid, 0 if node.is_switch else entry)
         if not node.route:
             local_gid = gid

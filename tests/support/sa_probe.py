@@ -25,6 +25,7 @@ from typing import cast
 
 from ibsnmp.events import TrapEvent
 from ibsnmp.live.subnet_sa import LiveSa
+from ibsnmp.mad.layout import AnyRecord
 from ibsnmp.mad.umad import UmadPort
 from ibsnmp.sa import records
 from ibsnmp.sa.client import (
@@ -37,7 +38,7 @@ from ibsnmp.sa.client import (
 from ibsnmp.sa.records import METHOD_GET_TABLE
 
 
-def plain(answer: SaAnswer) -> dict[str, object]:
+def plain(answer: SaAnswer[AnyRecord]) -> dict[str, object]:
     return {"complete": answer.complete,
             "records": [{k: v.hex() if isinstance(v, bytes) else v for k, v in r.items()}
                         for r in answer.records]}

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tests.unit.test_live_snapshot import answer
+
 from ibsnmp.live.keep import SM_STATE_MASTER, Keeper
+from ibsnmp.mad.attributes import NODE_INFO, PORT_INFO, SM_INFO, SWITCH_INFO
 from ibsnmp.mad.discovery import IS_SM, DiscoveredNode, PortTables, Subnet
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad.records_generated import PortInfo
 
 SWITCH, HOST, SM_HOST = 0x10, 0x20, 0x30
 
 
-def port(*, sm: bool = False) -> dict[str, FieldValue]:
-    return {"PortState": 4, "CapabilityMask": IS_SM if sm else 0}
+def port(*, sm: bool = False) -> PortInfo:
+    return answer(PORT_INFO, PortState=4, CapabilityMask=IS_SM if sm else 0)
 
 
 def switch(*, described: bool = True, lft: bool = True) -> DiscoveredNode:
-    node = DiscoveredNode(SWITCH, (), {"NodeType": 2, "NumPorts": 2, "NodeGUID": SWITCH},
+    node = DiscoveredNode(SWITCH, (), answer(NODE_INFO, NodeType=2, NumPorts=2, NodeGUID=SWITCH),
                           "leaf" if described else None, {0: port(), 1: port(), 2: port()},
-                          {"LinearFDBTop": 63})
+                          answer(SWITCH_INFO, LinearFDBTop=63))
     if lft:
         node.lft = {1: 1, 2: 2}
     else:
@@ -28,13 +31,13 @@ def switch(*, described: bool = True, lft: bool = True) -> DiscoveredNode:
 
 
 def host(guid: int = HOST, *, sm_state: int | None = None, sm_port: bool = False) -> DiscoveredNode:
-    node = DiscoveredNode(guid, (1,), {"NodeType": 1, "NumPorts": 1, "NodeGUID": guid}, f"host{guid:x}",
-                          {1: port(sm=sm_port or sm_state is not None)})
+    node = DiscoveredNode(guid, (1,), answer(NODE_INFO, NodeType=1, NumPorts=1, NodeGUID=guid),
+                          f"host{guid:x}", {1: port(sm=sm_port or sm_state is not None)})
     tables = PortTables(guid + 1)
     tables.expect("guids", 1)
     tables.store("guids", 0, (guid + 1,))
     if sm_state is not None:
-        tables.sm_info = {"GUID": guid + 1, "SMState": sm_state, "ActCount": 1}
+        tables.sm_info = answer(SM_INFO, GUID=guid + 1, SMState=sm_state, ActCount=1)
     node.tables[1] = tables
     return node
 

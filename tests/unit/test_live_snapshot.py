@@ -18,11 +18,13 @@ from ibsnmp.mad.attributes import (
     PORT_INFO,
     SM_INFO,
     SWITCH_INFO,
+    AnyAttribute,
     Attribute,
 )
 from ibsnmp.mad.counters import ALL_EXTENDED, DATA_EXTENDED, merge_counters
 from ibsnmp.mad.discovery import DiscoveredNode, PortTables, Subnet
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad import records_generated as mad_records
+from ibsnmp.mad.layout import AnyRecord, FieldValue
 from ibsnmp.mib.api import NO_SUCH_INSTANCE, ContextTarget
 from ibsnmp.mib.loader import definitions
 from ibsnmp.mib.sm import IB_SM_MIB
@@ -33,6 +35,7 @@ CA, SWITCH = 0x10, 0x20
 ACTIVE, LINK_UP, DISABLED = 4, 5, 3
 
 T = TypeVar("T")
+R = TypeVar("R", bound=AnyRecord)
 
 
 def present(value: T | None) -> T:
@@ -41,13 +44,12 @@ def present(value: T | None) -> T:
     return value
 
 
-def answer(attribute: Attribute, **fields: FieldValue) -> dict[str, FieldValue]:
-    values = attribute.layout.decode(bytes(attribute.layout.size))
-    values.update(fields)
-    return values
+def answer(attribute: Attribute[R], **fields: FieldValue) -> R:
+    """The record of an answer carrying `fields` (the rest 0)."""
+    return attribute.layout.decode(bytes(attribute.layout.encode(fields)))
 
 
-def port(**fields: FieldValue) -> dict[str, FieldValue]:
+def port(**fields: FieldValue) -> mad_records.PortInfo:
     return answer(PORT_INFO, **{"PortState": ACTIVE, "PortPhysicalState": LINK_UP, **fields})
 
 
@@ -123,10 +125,10 @@ def test_polled_port_info_and_counters_replace_the_sweeps() -> None:
     assert dict(present(fabric.measured(unanswered)).values) == {}
 
 
-def _answer(attribute: Attribute, **values: int) -> dict[str, FieldValue]:
-    """What decode_reply gives for an attribute carrying `values` (the rest 0)."""
+def _answer(attribute: AnyAttribute, **values: int) -> dict[str, FieldValue]:
+    """What a PMA's answer carrying `values` (the rest 0) is read as: loosely, to be merged."""
     layout = attribute.layout
-    return layout.decode(bytes(layout.encode({f.name: values.get(f.name, 0) for f in layout.fields})))
+    return layout.decoder()(bytes(layout.encode(values)))
 
 
 BIG = 3 << 40  # past any 32-bit counter

@@ -17,7 +17,7 @@ from tests.support.mib_walk import walk
 from ibsnmp.live.snapshot import build_fabric
 from ibsnmp.mad import attributes as attrs
 from ibsnmp.mad.discovery import Subnet, discover
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.layout import FieldValue
 from ibsnmp.mad.umad import Address
 from ibsnmp.mib.api import ContextTarget
 from ibsnmp.mib.loader import definitions
@@ -75,11 +75,10 @@ class ScriptedSubnet:
 
     def answer(self, mad: bytes) -> bytes | None:
         head = attrs.DIRECTED_ROUTE_SMP.decode(mad)
-        hops, initial_path = field_int(head["HopCount"]), head["InitialPath"]
-        assert isinstance(initial_path, tuple)
-        guid, arrival = self.reached(initial_path[1:1 + hops])
-        attribute = ATTRIBUTES[field_int(head["AttributeID"])]
-        modifier = field_int(head["AttributeModifier"])
+        hops = head["HopCount"]
+        guid, arrival = self.reached(head["InitialPath"][1:1 + hops])
+        attribute = ATTRIBUTES[head["AttributeID"]]
+        modifier = head["AttributeModifier"]
         self.asked.append((guid, attribute.attribute_id, modifier))
         if (guid, attribute.attribute_id, modifier) in self.silent:
             return None
@@ -101,7 +100,7 @@ class ScriptedSubnet:
         return guid, port
 
     @staticmethod
-    def values(guid: int, arrival: int, attribute: attrs.Attribute,
+    def values(guid: int, arrival: int, attribute: attrs.AnyAttribute,
                modifier: int) -> dict[str, FieldValue]:
         switch = guid == SWITCH
         if attribute is attrs.NODE_INFO:
@@ -130,7 +129,7 @@ def swept(silent: Collection[Request] = ()) -> tuple[ScriptedSubnet, Subnet]:
     return subnet, discover(subnet, tables=True)  # type: ignore[arg-type]  # a scripted port
 
 
-def asked_of(subnet: ScriptedSubnet, guid: int, attribute: attrs.Attribute) -> list[int]:
+def asked_of(subnet: ScriptedSubnet, guid: int, attribute: attrs.AnyAttribute) -> list[int]:
     return sorted(m for g, a, m in subnet.asked if g == guid and a == attribute.attribute_id)
 
 

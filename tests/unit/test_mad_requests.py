@@ -37,7 +37,7 @@ SWEPT = (
 ROUTES = ((), (1,), (3, 17, 254), tuple(range(1, packets.MAX_HOPS + 1)))
 
 
-def generic_request(attribute: attrs.Attribute, route: tuple[int, ...], modifier: int) -> bytes:
+def generic_request(attribute: attrs.AnyAttribute, route: tuple[int, ...], modifier: int) -> bytes:
     """The request as the field table encodes it, field by field."""
     return bytes(attrs.DIRECTED_ROUTE_SMP.encode({
         "BaseVersion": 1, "MgmtClass": attrs.CLASS_SUBN_DIRECTED_ROUTE, "ClassVersion": 1,
@@ -49,7 +49,7 @@ def generic_request(attribute: attrs.Attribute, route: tuple[int, ...], modifier
 
 @pytest.mark.parametrize(("attribute", "modifiers"), SWEPT, ids=lambda a: getattr(a, "name", ""))
 def test_requests_from_cached_heads_are_the_generic_encoders(
-        attribute: attrs.Attribute, modifiers: tuple[int, ...]) -> None:
+        attribute: attrs.AnyAttribute, modifiers: tuple[int, ...]) -> None:
     for modifier in modifiers:
         for route in ROUTES:
             first = directed_route_get(attribute, route, 0, modifier)
@@ -87,7 +87,7 @@ def test_bad_routes_and_modifiers_are_refused_before_any_head_is_kept() -> None:
         directed_route_get(attrs.PORT_INFO, (1,), 0, 1 << 32)
 
 
-def answer_to(request: bytes, attribute: attrs.Attribute, status: int = 0,
+def answer_to(request: bytes, attribute: attrs.AnyAttribute, status: int = 0,
               data: bytes = b"") -> bytes:
     """A GetResp() to `request`: the response bit, the status, and `data` as the attribute."""
     mad = bytearray(request)

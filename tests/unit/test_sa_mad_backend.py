@@ -7,7 +7,7 @@ import asyncio
 from ibsnmp.fabric.iba import JoinState
 from ibsnmp.fabric.model import PartitionMember, ServiceRecord
 from ibsnmp.live.subnet_sa import read_sa_objects
-from ibsnmp.mad.layout import FieldValue
+from ibsnmp.mad import records_generated as mad_records
 from ibsnmp.sa import records
 from ibsnmp.sa.backend import SaUnavailable
 from ibsnmp.sa.mad_backend import (
@@ -32,7 +32,7 @@ def test_a_path_query_asks_only_for_what_it_constrains() -> None:
 
 
 def test_numb_path_is_the_sas_as_answered() -> None:
-    def record(slid: int, numb_path: int) -> dict[str, FieldValue]:
+    def record(slid: int, numb_path: int) -> mad_records.PathRecord:
         r = records.PATH_RECORD.layout.decode(bytes(64))
         return {**r, "SLID": slid, "SGID": (1).to_bytes(16, "big"),
                 "DGID": (5).to_bytes(16, "big"), "NumbPath": numb_path}
@@ -47,7 +47,7 @@ def test_opensm_block_numbers_are_read_in_either_byte_order() -> None:
 
 
 def test_partitions_from_pkey_table_records() -> None:
-    def table(lid: int, port: int, *keys: int) -> dict[str, FieldValue]:
+    def table(lid: int, port: int, *keys: int) -> mad_records.P_KeyTableRecord:
         return {"LID": lid, "BlockNum": 0, "PortNum": port,
                 "P_KeyTable": (*keys, *([0] * (32 - len(keys))))}
 
@@ -60,10 +60,12 @@ def test_partitions_from_pkey_table_records() -> None:
 
 def test_groups_from_member_records_keep_memberless_groups() -> None:
     base = records.MCMEMBER_RECORD.layout.decode(bytes(52))
-    member = {**base, "MGID": IPOIB.to_bytes(16, "big"), "MLID": 0xC000, "QKey": 0x0B1B,
-              "PKey": 0xFFFF, "MTU": 4, "Rate": 3, "JoinState": 1,
-              "PortGID": (0xFE80 << 112 | 0x100001).to_bytes(16, "big")}
-    empty = {**member, "MGID": (IPOIB ^ 1).to_bytes(16, "big"), "PortGID": bytes(16)}
+    member: mad_records.MCMemberRecord = {
+        **base, "MGID": IPOIB.to_bytes(16, "big"), "MLID": 0xC000, "QKey": 0x0B1B,
+        "PKey": 0xFFFF, "MTU": 4, "Rate": 3, "JoinState": 1,
+        "PortGID": (0xFE80 << 112 | 0x100001).to_bytes(16, "big")}
+    empty: mad_records.MCMemberRecord = {
+        **member, "MGID": (IPOIB ^ 1).to_bytes(16, "big"), "PortGID": bytes(16)}
     groups = groups_of([member, empty], {0xFE80 << 112 | 0x100001: (0x100000, 1)}.get)
     assert [(g.mgid, g.mlid, len(g.members)) for g in groups] == [
         (IPOIB ^ 1, 0xC000, 0), (IPOIB, 0xC000, 1)]
@@ -72,8 +74,9 @@ def test_groups_from_member_records_keep_memberless_groups() -> None:
 
 def test_services_carry_their_data_in_order() -> None:
     base = records.SERVICE_RECORD.layout.decode(bytes(176))
-    record = {**base, "ServiceID": 0x1000, "ServiceName": "svc",
-              "ServiceData8": (1, *([0] * 15)), "ServiceData64": (0, 7)}
+    record: mad_records.ServiceRecord = {**base, "ServiceID": 0x1000, "ServiceName": "svc",
+                                         "ServiceData8": (1, *([0] * 15)),
+                                         "ServiceData64": (0, 7)}
     (service,) = services_of([record])
     assert service.name == "svc" and len(service.data) == 64
     assert service.data[0] == 1 and service.data[-1] == 7

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ibsnmp.events import IbaTrap
-from ibsnmp.mad.layout import LayoutError, field_int
+from ibsnmp.mad.layout import LayoutError
 from ibsnmp.mad.umad import Address, UmadError
 from ibsnmp.sa import records
 from ibsnmp.sa.client import (
@@ -47,7 +47,7 @@ class FakePort:
         self.sent.append(mad)
         header = SA_MAD.decode(mad)
         if header["RMPPType"] != records.RMPP_ACK and self.answers:
-            tid = field_int(header["TransactionID"]).to_bytes(8, "big")
+            tid = header["TransactionID"].to_bytes(8, "big")
             for answer in self.answers.pop(0):  # answers carry the request's TID
                 self.inbox.append(answer[:8] + tid + answer[16:])
 
@@ -238,7 +238,7 @@ def test_pkey_table_records_as_opensm_sends_them() -> None:
     assert (first["LID"], first["PortNum"], first["BlockNum"]) == (1, 1, 0)
     assert first["P_KeyTable"] == (0xFFFF, *([0] * 31))
     assert (second["LID"], second["PortNum"], second["BlockNum"]) == (1, 1, 0x0100)
-    assert block_number(field_int(second["BlockNum"])) == 1
+    assert block_number(second["BlockNum"]) == 1
 
 
 def test_mcmember_records_as_opensm_sends_them() -> None:
@@ -290,8 +290,7 @@ def test_node_records_are_asked_by_node_guid_and_tell_whom_the_sm_lists() -> Non
     assert listed == {0x200002: True, 0x300000: False}
     asked = [SA_MAD.decode(mad) for mad in port.sent]
     assert [a["ComponentMask"] for a in asked] == [1 << 7] * 3
-    decoded = [records.NODE_RECORD.layout.decode(a["Data"])  # type: ignore[arg-type]  # bytes
-               for a in asked]
+    decoded = [records.NODE_RECORD.layout.decode(a["Data"]) for a in asked]
     assert [d["NodeGUID"] for d in decoded] == [0x200002, 0x300000, 0x400000]
     record = records.NODE_RECORD.layout.decode(_node_records(0x200002)[56:])
     assert (record["LID"], record["NodeType"], record["NodeDescription"]) == (8, 2, "S-3")

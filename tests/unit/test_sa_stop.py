@@ -17,7 +17,7 @@ from concurrent.futures import Future
 import pytest
 
 from ibsnmp.live.subnet_sa import LiveSa
-from ibsnmp.mad.layout import FieldValue, field_int
+from ibsnmp.mad.records_generated import SAMAD
 from ibsnmp.mad.umad import Address, MadTimeout, PortClosing
 from ibsnmp.sa import records
 from ibsnmp.sa.backend import SaUnavailable
@@ -47,7 +47,7 @@ class FakeSa:
 
     def __init__(self, answering: bool) -> None:
         self.answering = answering
-        self.sent: list[dict[str, FieldValue]] = []
+        self.sent: list[SAMAD] = []
         self.sending = threading.Event()  # set at each send
         self.closed = False
         self._inbox: queue.SimpleQueue[bytes] = queue.SimpleQueue()
@@ -77,11 +77,9 @@ class FakeSa:
         """(TrapNumber, Subscribe) of each InformInfo Set sent."""
         sets = []
         for header in self.sent:
-            data = header["Data"]
             if header["AttributeID"] == records.INFORM_INFO.attribute_id:
-                assert isinstance(data, bytes)
-                record = records.INFORM_INFO.layout.decode(data)
-                sets.append((field_int(record["TrapNumber"]), field_int(record["Subscribe"])))
+                record = records.INFORM_INFO.layout.decode(header["Data"])
+                sets.append((record["TrapNumber"], record["Subscribe"]))
         return sets
 
 
