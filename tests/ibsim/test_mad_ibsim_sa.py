@@ -180,7 +180,7 @@ def test_path_request_rows_hold_the_sas_answer(fabric_with_sa: Fabric) -> None:
 
 def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabric) -> None:
     # H-2 hangs off S-1; the link unplugged is S-3's port 1 (to H-4): S-3 traps.
-    reader = subprocess.Popen([sys.executable, str(PROBE), "reports", "6", "128"],
+    reader = subprocess.Popen([sys.executable, str(PROBE), "reports", "30", "128"],
                               env=fabric_with_sa.environment("H-2"), cwd=fabric_with_sa.workdir,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -189,7 +189,7 @@ def test_a_link_going_down_arrives_as_a_report_of_trap_128(fabric_with_sa: Fabri
         subscribers = saquery_records(run_diag(fabric_with_sa, "saquery", "-I"))
         assert [r["trap_num"] for r in subscribers if "trap_num" in r] == ["128"]
         fabric_with_sa.command('Unlink "S-3"[1]')
-        out, err = reader.communicate(timeout=30)
+        out, err = reader.communicate(timeout=60)
     finally:
         if reader.poll() is None:
             reader.kill()

@@ -45,7 +45,8 @@ def plain(answer: SaAnswer[AnyRecord]) -> dict[str, object]:
 
 
 def reports(seconds: float, traps: list[int]) -> object:
-    """`LiveSa` on an event loop: the events it emits while the link changes."""
+    """`LiveSa` on an event loop: the events it emits while the link changes,
+    until the first arrives (or `seconds` pass without one)."""
     events: list[TrapEvent] = []
 
     def open_client(on_report: ReportHandler) -> SaClient:
@@ -57,11 +58,19 @@ def reports(seconds: float, traps: list[int]) -> object:
         return client
 
     async def listen() -> None:
-        sa = LiveSa(open_client, events.append, lambda lid: None, lambda gid: None, list,
-                    traps)
+        loop, arrived = asyncio.get_running_loop(), asyncio.Event()
+
+        def received(event: TrapEvent) -> None:  # from the SA client's thread too
+            events.append(event)
+            loop.call_soon_threadsafe(arrived.set)
+
+        sa = LiveSa(open_client, received, lambda lid: None, lambda gid: None, list, traps)
         outcome = await sa.start()
         print(json.dumps({str(k): v for k, v in outcome.items()}), flush=True)
-        await asyncio.sleep(seconds)
+        try:
+            await asyncio.wait_for(arrived.wait(), seconds)
+        except TimeoutError:
+            pass  # the test finds no event, and says so
         await sa.stop()
 
     asyncio.run(listen())
