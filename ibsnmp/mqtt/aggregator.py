@@ -117,8 +117,7 @@ class MqttAggregator(ProviderCore):
                  max_payload: int = MAX_PAYLOAD_BYTES, rebuild_delay: float = DEFAULT_REBUILD_DELAY,
                  max_nodes: int = DEFAULT_MAX_NODES, max_nodes_per_publisher: int = DEFAULT_MAX_NODES,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__()
-        self._clock = clock
+        super().__init__(clock=clock)
         self.settings = settings
         self.fabric_id = topics.check_fabric_id(fabric_id)
         self.stale_after = stale_after
@@ -185,7 +184,7 @@ class MqttAggregator(ProviderCore):
     # -- the connection -----------------------------------------------------------
 
     async def _while_connected(self, client: aiomqtt.Client) -> None:
-        now = self._clock()
+        now = self._now()
         # Our own outage said nothing about the nodes: each gets a full
         # stale period again, and the retained states arrive now.
         for heard in self._heard.values():
@@ -280,7 +279,7 @@ class MqttAggregator(ProviderCore):
         is its own, or free (no live owner), and a new node is within limits."""
         if heard is not None and heard.owner == publisher:
             return True
-        now = self._clock()
+        now = self._now()
         if heard is not None and self._owner_live(heard, now):
             self.claims_refused += 1
             limit = self._stale_limit(heard.record)
@@ -340,7 +339,7 @@ class MqttAggregator(ProviderCore):
         heard = self._heard.get(guid)  # None if it passed from another owner
         digest = _refresh_digest(payload)
         if digest and heard is not None and heard.digest == digest and len(payload) <= self.max_payload:
-            heard.seen = self._clock()  # the same state again: a refresh
+            heard.seen = self._now()  # the same state again: a refresh
             self.updates += 1
             if guid not in self._assembly:
                 self._update(guid, "")
@@ -354,7 +353,7 @@ class MqttAggregator(ProviderCore):
             served = heard.record.sms if heard is not None else ()
             record = dataclasses.replace(record, sms=_rebased(record.sms, self.elapsed(), served))
         self.updates += 1
-        self._take(publisher, guid, _Heard(publisher, record, self._clock(), digest, record.time,
+        self._take(publisher, guid, _Heard(publisher, record, self._now(), digest, record.time,
                                           counter_order(record)))
         self._update(guid, "")
 
@@ -390,7 +389,7 @@ class MqttAggregator(ProviderCore):
             if rebased is not heard.record.sms:
                 return  # an SM's ActCount jumped (it restarted): its next state says so
             record = dataclasses.replace(record, sms=rebased)
-        heard.record, heard.seen = record, self._clock()
+        heard.record, heard.seen = record, self._now()
         self.updates += 1
         if guid in self._assembly and not self._why_not_served(guid, heard.seen):
             self._assembly.put_values(record)
@@ -455,7 +454,7 @@ class MqttAggregator(ProviderCore):
                               "mqtt: publisher %s: event of node %016x dropped: %d events already wait "
                               "for the states of their nodes", publisher, guid, MAX_HELD)
             return
-        self._held.setdefault((publisher, guid), []).append((record, self._clock()))
+        self._held.setdefault((publisher, guid), []).append((record, self._now()))
         self._held_count += 1
 
     def _drop_old_held(self, now: float) -> None:
@@ -500,7 +499,7 @@ class MqttAggregator(ProviderCore):
         return STALE_REFRESHES * (record.refresh or DEFAULT_REFRESH_S)
 
     def _update(self, guid: int, reason: str) -> None:
-        why = self._why_not_served(guid, self._clock()) or ("" if guid in self._heard else reason)
+        why = self._why_not_served(guid, self._now()) or ("" if guid in self._heard else reason)
         served = guid in self._assembly
         if not why:
             if not served:
@@ -516,7 +515,7 @@ class MqttAggregator(ProviderCore):
 
     def _due(self) -> None:
         if not self._build_due:
-            self._build_due = self._clock() + max(self.rebuild_delay, 2 * self._build_cost)
+            self._build_due = self._now() + max(self.rebuild_delay, 2 * self._build_cost)
 
     def _rebuild(self) -> None:
         started = time.perf_counter()
@@ -538,7 +537,7 @@ class MqttAggregator(ProviderCore):
 
     def check(self, now: float | None = None) -> Fabric:
         """Judge staleness (while connected) and rebuild if due; the snapshot."""
-        now = self._clock() if now is None else now
+        now = self._now() if now is None else now
         if self._connected and now - self._stale_checked >= self._stale_check_period:
             self._stale_checked = now
             self._drop_old_held(now)
@@ -561,7 +560,7 @@ class MqttAggregator(ProviderCore):
         while True:
             delay = _HOUSEKEEPING_S
             if self._build_due:
-                delay = min(delay, max(0.0, self._build_due - self._clock()))
+                delay = min(delay, max(0.0, self._build_due - self._now()))
             await asyncio.sleep(delay)
             try:
                 self.check()
