@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.support.e2e import free_udp_port, net_snmp
 from tests.support.ibsim import NET_DIR, ibsim_fabric
+from tests.support.waiting import wait_for
 
 POLL_S = 0.5
 FAILED_TOO = re.compile(r"live: poll \d+ failed too")
@@ -37,10 +38,10 @@ def test_agent_keeps_the_last_snapshot_when_the_fabric_is_gone(tmp_path: Path) -
                 agent.wait()
                 raise
         try:
-            deadline = time.monotonic() + 30  # polls that find no fabric, after the first
-            while len(FAILED_TOO.findall(log.read_text(errors="replace"))) < 3:
-                assert agent.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+            wait_for(lambda: agent.poll() is not None
+                     or len(FAILED_TOO.findall(log.read_text(errors="replace"))) >= 3,
+                     30, "three polls that find no fabric, after the first")
+            assert agent.poll() is None, log.read_text()
             done = net_snmp("snmpget", "-v2c", "-c", "public@0000000000200002", "-OQv", address,
                             "SMA-MIB::ibSmaNodeString.0")
             assert done.returncode == 0, done.stderr
