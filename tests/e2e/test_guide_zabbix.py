@@ -90,9 +90,7 @@ def test_zabbix_discovers_every_node_and_reads_its_ports(tmp_path: Path) -> None
         assert "hostids" in page(v2c, agent.address)
         assert "hostids" in page(v3.replace('host: "ib-agent"', 'host: "ib-agent-v3"'), agent_v3.address)
 
-        # Zabbix 6.0 links a discovered host's templates a discovery or two
-        # after it makes the host: about two minutes here before its ports.
-        leaf01 = server.wait_for(lambda: _ports_read(server, LEAF01), 360, "leaf01's port 5 read over SNMPv2c")
+        leaf01 = server.wait_for(lambda: _ports_read(server, LEAF01), 180, "leaf01's port 5 read over SNMPv2c")
         server.wait_for(lambda: _ports_read(server, _leaf01(2)), 60, "the other leaf01's port 5 read over SNMPv3")
         discovered = server.api("host.get", {"output": ["host", "name"], "selectTags": ["tag", "value"],
                                              "selectMacros": ["macro", "value"], "filter": {"flags": 4}})
