@@ -18,9 +18,13 @@ RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 # fixtures (an ibsim fabric, a Zabbix server) are built once.
 TEST_WORKERS ?= 2
 
+# mypy runs beside the tests, on the CPU their waits leave idle; its report
+# follows theirs, and either failing fails the target.
 test: setup
-	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile
+	@$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & typing=$$!; \
+	$(BIN)/python -m pytest -ra --durations=15 -n $(TEST_WORKERS) --dist loadfile; tests=$$?; \
+	wait $$typing; typed=$$?; echo "mypy --strict:"; cat $(VENV)/mypy.out; \
+	[ $$tests = 0 ] && [ $$typed = 0 ]
 
 # The agent on a small simulated fat-tree, for a try from another shell; its
 # state stays in the checkout, away from a production agent's /var/lib/ibsnmp.
