@@ -15,8 +15,10 @@ STAMP := $(VENV)/.installed
 
 RUN_FABRIC ?= fat-tree:spines=2,leaves=4,hosts=4
 # Test processes (pytest-xdist): a file's tests stay in one, so a module's
-# fixtures (an ibsim fabric, a Zabbix server) are built once.
-TEST_WORKERS ?= 2
+# fixtures (an ibsim fabric, a Zabbix server) are built once. make test runs
+# one more than the 2 cores: many tests wait on agents, brokers and SMs.
+TEST_WORKERS ?= 3
+QUICK_WORKERS ?= 2
 
 # mypy runs beside the tests, on the CPU their waits leave idle; its report
 # follows theirs, and either failing fails the target.
@@ -33,7 +35,7 @@ run: setup
 
 # The in-process tests only (no agent process, ibsim, mosquitto or podman).
 quick: setup
-	$(BIN)/python -m pytest -q -m "(unit or wire or mib) and not slow" -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -m "(unit or wire or mib) and not slow" -n $(QUICK_WORKERS) --dist loadfile
 
 # Benchmarks against peers measured in the same run (see README).
 bench: setup
