@@ -449,13 +449,17 @@ def test_two_publishers_of_one_host_both_stay_served(shared: Shared,
     names = {re.search(r" as (\S+), fabric",  # type: ignore[union-attr]  # every one logs it
                        p.text()).group(1) for p in publishers}
     assert names == {f"ibsnmp-publisher-{FABRIC_ID}-{socket.gethostname()}-{guid:016x}" for guid in guids}
-    # Over three refresh periods (2 s) both are served at every read.
+    # While each publisher refreshes its node's retained state three times
+    # more (every 2 s), both nodes are served at every read.
+    def states(got: list[Received]) -> list[int]:
+        return [sum(r.topic.endswith(f"/node/{guid:016x}/state") for r in got) for guid in guids]
+
+    before = states(env.spy.received())
     watch = Watch(agent, {f"{guid:016x}": DESCRIPTION for guid in guids})
     watch.start()
     try:
-        deadline = time.monotonic() + 3 * 2.0
-        while time.monotonic() < deadline and not watch.wrong:
-            time.sleep(0.1)
+        env.spy.wait_for(lambda got: bool(watch.wrong) or all(
+            now >= then + 3 for now, then in zip(states(got), before)), timeout=30)
     finally:
         watch.stop()
     assert watch.rounds >= 5 and watch.wrong == []
