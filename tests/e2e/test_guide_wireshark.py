@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -35,6 +36,26 @@ def _can_capture() -> bool:
     return done.returncode == 0 and "any" in done.stdout
 
 
+# Sent to the agent's port until tshark prints one: it says "Capturing on"
+# before dumpcap has opened the interface. The agent drops them unanswered.
+PROBE = b"capture"
+
+
+def _packets(output: Path) -> int:
+    """The packets tshark printed (`-P`), but probes."""
+    lines = [line for line in output.read_text().splitlines() if " → " in line]
+    return sum(not line.endswith(f"Len={len(PROBE)}") for line in lines)
+
+
+def _wait_until_captured(output: Path, address: str) -> None:
+    host, port = address.rsplit(":", 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        def seen() -> bool:
+            sock.sendto(PROBE, (host, int(port)))
+            return f"Len={len(PROBE)}" in output.read_text()
+        wait_for(seen, 30, "tshark to capture a probe", interval=0.2)
+
+
 @pytest.mark.skipif(not _can_capture(), reason="no capture privilege (root, or the group wireshark)")
 def test_tshark_decrypts_the_agents_snmpv3(tmp_path: Path) -> None:
     capture = GUIDE.script("tshark -i any").replace("tshark ", "tshark -l ", 1)
@@ -44,7 +65,7 @@ def test_tshark_decrypts_the_agents_snmpv3(tmp_path: Path) -> None:
         with started(capture.replace("udp port 161", f"udp port {port}"), agent.address, tmp_path,
                      stop=signal.SIGINT) as tshark:
             output = tmp_path / "output"
-            wait_for(lambda: "Capturing on" in output.read_text(), 30, "tshark to capture")
+            _wait_until_captured(output, agent.address)
             assert ran(sh(GUIDE.script("snmpget -v3"), agent.address, tmp_path)).strip() == \
                 'iso.3.6.1.2.1.31.1.1.1.1.5 = STRING: "leaf01/5"'
             for user, priv in (("netsnmp256", "AES-256"), ("cisco256", "AES-256-C")):
@@ -53,7 +74,7 @@ def test_tshark_decrypts_the_agents_snmpv3(tmp_path: Path) -> None:
                                  "IF-MIB::ifName.5")
                 assert "leaf01/5" in asked.stdout, asked
             # Each exchange: discovery, its report, the request, the response.
-            wait_for(lambda: output.read_text().count(" → ") >= 12, 30, "the 12 packets")
+            wait_for(lambda: _packets(output) >= 12, 30, "the 12 packets")
         assert tshark.returncode == 0, output.read_text()
 
         def decoded(script: str, *more: str) -> str:
