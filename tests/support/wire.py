@@ -16,6 +16,9 @@ from pysnmp.proto import api
 from pysnmp.proto.api import v1 as api_v1
 from pysnmp.proto.api import v2c as api_v2c
 
+from ibsnmp.wire.ber import (INTEGER, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE, element, integer_element,
+                             oid_octets)
+
 V1, V2C = 0, 1  # msgVersion values of SNMPv1 and SNMPv2c
 
 
@@ -61,27 +64,15 @@ def community_request(pdu_kind: str, oids: Sequence[str | tuple[int, ...]], *,
         second, third = non_repeaters, max_repetitions
     else:
         second = third = 0
-    listed = b"".join(_tlv(0x30, _tlv(0x06, _oid_content(name)) + b"\x05\x00") for name in names)
-    pdu = _tlv(_PDU_TAGS[pdu_kind], _integer(request_id) + _integer(second) + _integer(third)
-               + _tlv(0x30, listed))
+    listed = b"".join(element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(name)) + b"\x05\x00")
+                      for name in names)
+    pdu = element(_PDU_TAGS[pdu_kind], integer_element(INTEGER, request_id) + integer_element(INTEGER, second)
+                  + integer_element(INTEGER, third) + element(SEQUENCE, listed))
     octets = community.encode() if isinstance(community, str) else community
-    return _tlv(0x30, _integer(version) + _tlv(0x04, octets) + pdu)
+    return element(SEQUENCE, integer_element(INTEGER, version) + element(OCTET_STRING, octets) + pdu)
 
 
 _PDU_TAGS = {"get": 0xA0, "next": 0xA1, "set": 0xA3, "bulk": 0xA5}
-
-
-def _tlv(tag: int, content: bytes) -> bytes:
-    size = len(content)
-    if size < 0x80:
-        return bytes((tag, size)) + content
-    length = size.to_bytes((size.bit_length() + 7) // 8, "big")
-    return bytes((tag, 0x80 | len(length))) + length + content
-
-
-def _integer(value: int) -> bytes:
-    width = abs(value).bit_length() // 8 + 1  # as pyasn1: -128 takes two octets
-    return _tlv(0x02, value.to_bytes(width, "big", signed=True))
 
 
 def _plain_name(name: tuple[int, ...]) -> bool:
@@ -89,18 +80,6 @@ def _plain_name(name: tuple[int, ...]) -> bool:
     first two combinable, none negative."""
     return len(name) >= 2 and (name[0] == 2 or (name[0] in (0, 1) and name[1] < 40)) \
         and min(name) >= 0
-
-
-def _oid_content(name: tuple[int, ...]) -> bytes:
-    out = bytearray()
-    for arc in (name[0] * 40 + name[1], *name[2:]):
-        chunk = [arc & 0x7F]
-        arc >>= 7
-        while arc:
-            chunk.append(0x80 | (arc & 0x7F))
-            arc >>= 7
-        out += bytes(reversed(chunk))
-    return bytes(out)
 
 
 def pyasn1_community_request(pdu_kind: str, oids: Sequence[str | tuple[int, ...]], *,
