@@ -16,6 +16,7 @@ import pytest
 from tests.support.e2e import net_snmp
 from tests.support.guides import LEAF01, Guide, guide_agent, ran, sh, started, write_files
 from tests.support.waiting import wait_for
+from tests.support.wire import split_address
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
 
@@ -48,10 +49,11 @@ def _packets(output: Path) -> int:
 
 
 def _wait_until_captured(output: Path, address: str) -> None:
-    host, port = address.rsplit(":", 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+    host, port = split_address(address)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
         def seen() -> bool:
-            sock.sendto(PROBE, (host, int(port)))
+            sock.sendto(PROBE, (host, port))
             return f"Len={len(PROBE)}" in output.read_text()
         wait_for(seen, 30, "tshark to capture a probe", interval=0.2)
 
