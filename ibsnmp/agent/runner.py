@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from ibsnmp.mib.api import ContextResolver, VirtualMib
 
 from .config import AgentSettings, ConfigError, flag_origin, load_config, merge_settings
+from ibsnmp.event_loop import EventLoopError, loop_name
+from ibsnmp.event_loop import run as run_on_loop
 from ibsnmp.sd_notify import notify
 
 from .engine import AgentEngine, build_engine
@@ -146,6 +148,7 @@ async def start_agent(settings: AgentSettings, resolver: ContextResolver, mib: V
         raise
     for endpoint in endpoints:
         log.info("listening on UDP %s", endpoint)
+    log.debug("event loop: %s", loop_name(asyncio.get_running_loop()))
     if not settings.communities and not settings.users:
         log.warning("no community and no SNMPv3 user configured: nobody can query this agent")
     return agent
@@ -230,9 +233,9 @@ def run(settings: AgentSettings, resolver: ContextResolver, mib: VirtualMib, *,
     The error message (never a secret) goes to stderr as `ibsnmp: ...`.
     """
     try:
-        return asyncio.run(serve(settings, resolver, mib, fabric_summary=fabric_summary,
+        return run_on_loop(serve(settings, resolver, mib, fabric_summary=fabric_summary,
                                  on_started=on_started, services=services, reload=reload))
-    except (ListenError, ConfigError) as exc:
+    except (ListenError, ConfigError, EventLoopError) as exc:
         print(f"ibsnmp: {exc}", file=sys.stderr)
         return EXIT_START_FAILED
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown

@@ -108,6 +108,16 @@ def test_a_variable_overrides_the_file_and_an_error_names_the_variable(tmp_path:
     assert result.stderr == f"ibsnmp: {config}: provider.poll_interval: must be positive, got 0\n"
 
 
+def test_an_unknown_event_loop_exits_2_with_one_line(tmp_path: Path) -> None:
+    env = dict(os.environ, IBSNMP_EVENT_LOOP="tokio")
+    result = ibsnmp("run", "--fabric", "single", "--listen", f"127.0.0.1:{free_udp_port()}",
+                    "--state-dir", str(tmp_path), env=env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "ibsnmp: IBSNMP_EVENT_LOOP='tokio': the event loop is one of uvloop, asyncio")
+    assert "Traceback" not in result.stderr and "never awaited" not in result.stderr
+
+
 def test_config_check_prints_the_effective_configuration_with_secrets_masked(tmp_path: Path) -> None:
     config, port = site_config(tmp_path)
     env = dict(os.environ, IBSNMP_POLL_INTERVAL="3")

@@ -20,9 +20,9 @@ GENERATED = {"compiled_mibs"}  # pysmi's output: imports pysnmp only
 # Bottom to top.
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     # Leaves: SNMP on the wire, events, files, logging, MIB compilation,
-    # the checks the documents read share.
+    # the checks the documents read share, the event loop's choice.
     {"ibsnmp", "wire", "events", "gc_freeze", "malloc_threshold", "atomicfile", "logsetup",
-     "mib_compiler", "prometheus", "documents", "sd_notify"},
+     "mib_compiler", "prometheus", "documents", "sd_notify", "event_loop"},
     # The fabric model; the state directory.
     {"fabric", "statedir"},
     # MADs: the InfiniBand management datagrams and their transport.
