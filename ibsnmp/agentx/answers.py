@@ -12,6 +12,7 @@ Reference: docs/agentx.md.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from ibsnmp.mib.subtrees import Subtrees
 from ibsnmp.wire import ber
 
 from . import pdu as ax
-from .pdu import Packet, SearchRange, VarBind
+from .kept import KeptAnswers
+from .pdu import HEADER_SIZE, Header, Packet, SearchRange, VarBind
 
 log = logging.getLogger("ibsnmp.agentx")
 
@@ -47,6 +49,7 @@ _SET_VALUE_CLASSES: dict[int, Callable[[Any], Any]] = {
     ber.TIMETICKS: rfc1902.TimeTicks, ber.OPAQUE: rfc1902.Opaque,
     ber.COUNTER64: rfc1902.Counter64,
 }
+_LENGTH = {True: struct.Struct(">I"), False: struct.Struct("<I")}
 _MISSING_TYPES = {"noSuchObject": ber.NO_SUCH_OBJECT, "noSuchInstance": ber.NO_SUCH_INSTANCE}
 
 
@@ -85,6 +88,7 @@ class MasterRequests:
     regions: Callable[[bytes | None], Subtrees]
     uptime: Callable[[], int] = lambda: 0
     view: View = "no-keys"
+    kept: KeptAnswers = field(default_factory=KeptAnswers)
     _read_view: ReadView = field(init=False)
     _transactions: dict[tuple[int, int], _Transaction] = field(init=False, default_factory=dict)
 
@@ -112,6 +116,45 @@ class MasterRequests:
             return ax.Response(self.uptime())
         return ax.Response(self.uptime(), ax.PROCESSING_ERROR)
 
+    def answer_read(self, header: Header, data: bytes) -> bytes:
+        """The Response octets to the Get or GetNext in `data` (one whole PDU;
+        `header` read from it, as SubagentSession.lone_request does): the
+        answer `answer` gives, without its objects. A GetNext of one
+        SearchRange whose answer is static is kept (KeptAnswers) and answered
+        from there while it holds. AgentxParseError when the payload is not
+        one AgentX allows."""
+        big_endian = header.big_endian
+        pos = HEADER_SIZE
+        context = None
+        if header.flags & ax.NON_DEFAULT_CONTEXT:  # the context's octets, as _Reader reads them
+            if header.payload_length < 4:
+                raise ax.AgentxParseError("the payload ends inside a field")
+            (length,) = _LENGTH[big_endian].unpack_from(data, pos)
+            context = bytes(data[pos + 4:pos + 4 + length])
+            pos += 4 + length + (-length % 4)
+        target = self.directory.resolve(context or b"")
+        answers = None
+        if target is not None and header.pdu_type == ax.GET_NEXT:
+            answers = self.kept.answers_for(context, big_endian, target, self.mib.version(target))
+            if answers is not None:
+                kept = answers.get(data[pos:])
+                if kept is not None:
+                    return ax.encode_response(header, self.uptime(), kept)
+        _context, _start, ranges = ax.read_context_and_ranges(header, data)
+        regions = self.regions(context)
+        if header.pdu_type == ax.GET:
+            varbinds = tuple(self._get(target, regions, r.start) for r in ranges)
+        elif len(ranges) == 1:
+            varbind, static = self._next_step(target, regions, ranges[0])
+            varbinds = (varbind,)
+            if answers is not None and static and not ranges[0].include:
+                octets = ax.encode_varbinds(varbinds, big_endian)
+                self.kept.keep(answers, data[pos:], octets)
+                return ax.encode_response(header, self.uptime(), octets)
+        else:
+            varbinds = tuple(self._next(target, regions, r) for r in ranges)
+        return ax.encode_response(header, self.uptime(), ax.encode_varbinds(varbinds, big_endian))
+
     def _read(self, request: ax.Get | ax.GetNext | ax.GetBulk) -> ax.Response:
         context = request.context
         target = self.directory.resolve(context or b"")
@@ -135,41 +178,52 @@ class MasterRequests:
 
     def _next(self, target: ContextTarget | None, regions: Subtrees,
               search: SearchRange) -> VarBind:
-        found = None if target is None else self._next_cell(target, regions, search)
+        return self._next_step(target, regions, search)[0]
+
+    def _next_step(self, target: ContextTarget | None, regions: Subtrees,
+                   search: SearchRange) -> tuple[VarBind, bool]:
+        """The GetNext answer to `search`, and whether it holds while the
+        snapshot's structure and the MIB's version do (no object read on the
+        way reads the time; see KeptAnswers)."""
+        if target is None:
+            return VarBind(search.start, ber.END_OF_MIB_VIEW), False
+        found, static = self._next_cell(target, regions, search)
         if found is None:
-            return VarBind(search.start, ber.END_OF_MIB_VIEW)
-        return varbind_of_cell(*found)
+            return VarBind(search.start, ber.END_OF_MIB_VIEW), static
+        return varbind_of_cell(*found), static
 
     def _next_cell(self, target: ContextTarget, regions: Subtrees,
-                   search: SearchRange) -> tuple[Oid, Cell] | None:
+                   search: SearchRange) -> tuple[tuple[Oid, Cell] | None, bool]:
         """The first visible instance in `regions` at or after the range's start
-        (at only with `include`), before its end."""
+        (at only with `include`), before its end; and whether that answer is static."""
         end, visible = search.end, self._read_view.contains_below_root
         oid = search.start
         if search.include and regions.holds(oid) and visible(oid):
             cell = self.mib.get_cell(target, oid)
             if not isinstance(cell, Missing):
-                return (oid, cell) if not end or oid < end else None
+                return ((oid, cell) if not end or oid < end else None), False
         if not regions.holds(oid):
             root = regions.next_root(oid)
             if root is None:
-                return None
+                return None, True
             oid = root
+        static = True
         while True:
-            found = self.mib.next_cell(target, oid)
+            found = self.mib.next_step(target, oid)
             if found is None:
-                return None
-            next_oid, cell = found
+                return None, static
+            next_oid, cell, step_static, _tag = found
+            static = static and step_static
             if end and next_oid >= end:
-                return None
+                return None, static
             if not regions.holds(next_oid):
                 root = regions.next_root(next_oid)
                 if root is None:
-                    return None
+                    return None, static
                 oid = root
                 continue
             if visible(next_oid):
-                return next_oid, cell
+                return (next_oid, cell), static
             oid = past_key_subtree(next_oid)  # hidden whole: leave it in one step
 
     def _bulk(self, target: ContextTarget | None, regions: Subtrees,

@@ -293,6 +293,18 @@ class Subagent:
         session, transport = self._session, self._writer
         if session is None or transport is None:
             return
+        header = session.lone_request(data)
+        if header is not None:  # a walk's PDU: answered from its octets
+            try:
+                transport.write(self.requests.answer_read(header, data))
+                return
+            except AgentxParseError:
+                pass  # `receive` below says why and closes the session
+            except Exception:
+                log.exception("AgentX request failed")
+                transport.write(session.respond(
+                    ax.decode(data), ax.Response(0, ax.SNMP_ERRORS["genErr"], 1)))
+                return
         try:
             events = session.receive(data)
         except AgentxParseError as exc:

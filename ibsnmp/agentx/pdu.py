@@ -424,6 +424,27 @@ def encode(packet: Packet) -> bytes:
     return b"".join(header.parts) + payload
 
 
+def encode_varbinds(varbinds: tuple[VarBind, ...], big_endian: bool) -> bytes:
+    """The octets of a varbind list alone, as a Response's payload ends with them."""
+    out = _Writer(big_endian)
+    out.varbinds(varbinds)
+    return b"".join(out.parts)
+
+
+_RESPONSE_HEAD = {True: struct.Struct(">BBBBIIIIIHH"), False: struct.Struct("<BBBBIIIIIHH")}
+
+
+def encode_response(request: Header, sys_up_time: int, varbinds: bytes) -> bytes:
+    """A Response with no error to the request whose header is `request`
+    (its identifiers, its byte order), carrying `varbinds`' octets
+    (`encode_varbinds` in that byte order): one pack, no objects."""
+    big_endian = request.big_endian
+    return _RESPONSE_HEAD[big_endian].pack(
+        VERSION, RESPONSE, NETWORK_BYTE_ORDER if big_endian else 0, 0, request.session_id,
+        request.transaction_id, request.packet_id, 8 + len(varbinds),
+        sys_up_time & 0xFFFFFFFF, NO_AGENTX_ERROR, 0) + varbinds
+
+
 # -- reading ------------------------------------------------------------------------
 
 
@@ -623,6 +644,17 @@ def decode_body(header: Header, data: bytes, start: int = 0) -> Packet:
                                f"{header.pdu_type}")
     return Packet(pdu, header.session_id, header.transaction_id, header.packet_id,
                   header.big_endian)
+
+
+def read_context_and_ranges(header: Header, data: bytes) -> tuple[bytes | None, int,
+                                                               tuple[SearchRange, ...]]:
+    """A Get's or GetNext's context, where its SearchRange list starts in
+    `data` (one whole PDU), and the list (AgentxParseError as `decode`)."""
+    pos = HEADER_SIZE
+    read = _Reader(data, pos, pos + header.payload_length, header.big_endian)
+    context = read.context(header.flags)
+    start = read.pos
+    return context, start, read.ranges()
 
 
 class PacketReader:

@@ -24,6 +24,8 @@ from ibsnmp.traps.originator import Outgoing
 
 from .answers import MasterRequests
 from .connection import Subagent, SubagentOptions
+from .kept import DEFAULT_LIMIT as KEPT_ANSWERS
+from .kept import KeptAnswers
 from .pdu import VarBind
 
 log = logging.getLogger("ibsnmp.agentx")
@@ -71,11 +73,15 @@ def sys_up_time(engine: Any) -> Callable[[], int]:
 
 
 def build_subagent(settings: AgentxSettings, resolver: ContextResolver, mib: VirtualMib,
-                   snapshot: Callable[[], Any], uptime: Callable[[], int]) -> Subagent:
+                   snapshot: Callable[[], Any], uptime: Callable[[], int],
+                   kept_answers: int = KEPT_ANSWERS) -> Subagent:
+    """The subagent; `kept_answers`: at most this many GetNext answers kept
+    (agentx.kept; the agent's `[limits] walk_cache`, read at start)."""
     def regions(context: bytes | None) -> Subtrees:
         return DEFAULT_CONTEXT_SUBTREES if context is None else mib.subtrees
 
-    requests = MasterRequests(mib, ContextDirectory(resolver), regions, uptime)
+    requests = MasterRequests(mib, ContextDirectory(resolver), regions, uptime,
+                              kept=KeptAnswers(kept_answers))
     options = SubagentOptions(AGENT_OBJECT_ID, DESCRIPTION, DEFAULT_CONTEXT_SUBTREES,
                               mib.subtrees, ping_interval=settings.ping_interval)
     return Subagent(settings.master, options, requests, NodeContexts(snapshot))

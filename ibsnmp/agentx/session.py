@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Union
 
 from . import pdu as ax
-from .pdu import Oid, Packet, PacketReader, Pdu
+from .pdu import HEADER_SIZE, AgentxParseError, Header, Oid, Packet, PacketReader, Pdu, decode_header
 
 # PDUs a master sends that the subagent must answer (RFC 2741 7.2); RFC 2741
 # has only subagents ping, but a master's Ping is answered all the same.
 MASTER_REQUESTS = (ax.Get, ax.GetNext, ax.GetBulk, ax.TestSet, ax.CommitSet, ax.UndoSet,
                    ax.CleanupSet, ax.Ping)
+# The master's requests a subagent may answer from their octets (`lone_request`).
+READ_REQUESTS = frozenset({ax.GET, ax.GET_NEXT})
 # What a subagent may send once the session is open.
 SUBAGENT_PDUS = (ax.Close, ax.Register, ax.Unregister, ax.Notify, ax.Ping, ax.IndexAllocate,
                  ax.IndexDeallocate, ax.AddAgentCaps, ax.RemoveAgentCaps)
@@ -127,6 +129,24 @@ class SubagentSession:
         """The Response to a master's request: its identifiers, its byte order (7.2.1)."""
         return ax.encode(Packet(response, request.session_id, request.transaction_id,
                                 request.packet_id, request.big_endian))
+
+    def lone_request(self, data: bytes) -> Header | None:
+        """The header of `data` when it is exactly one whole PDU from the master
+        in this open session, of a type in READ_REQUESTS, with nothing buffered
+        before it: a request the caller may answer from its octets alone, its
+        Response written with that header's identifiers and byte order
+        (pdu.encode_response). None for anything else: `receive` it."""
+        if self.state is not State.OPEN or self._reader.pending or len(data) < HEADER_SIZE \
+                or data[1] not in READ_REQUESTS:
+            return None
+        try:
+            header = decode_header(data)
+        except AgentxParseError:
+            return None  # `receive` says why
+        if len(data) != HEADER_SIZE + header.payload_length or \
+                header.session_id != self.session_id:
+            return None
+        return header
 
     def receive(self, data: bytes) -> list[Event]:
         """The events `data` completes; AgentxParseError when the stream is not AgentX."""

@@ -496,7 +496,8 @@ def _serve(args: argparse.Namespace, start: _Start) -> int:
 
         def subagent_of(agent: Agent) -> Subagent:
             return build_subagent(agentx_settings, contexts, mib, lambda: provider.snapshot,
-                                  sys_up_time(agent.engine.engine))
+                                  sys_up_time(agent.engine.engine),
+                                  kept_answers=settings.limits.walk_cache)
 
     return run(settings, contexts, mib, fabric_summary=summary,
                on_started=started,
