@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -553,3 +553,24 @@ def snmpd_override_line(oid: Oid, tag: int, value: Any) -> str | None:
     else:
         text = str(int(value))
     return f"override {oid_text(oid)} {kind} {text}"
+
+
+# What `override` lacks, as the nearest type it has: same name, same place in a
+# walk, a value of about the same size (Counter64: its low 32 bits).
+_NEAREST_OVERRIDE: dict[int, tuple[int, Callable[[Any], Any]]] = {
+    COUNTER64: (COUNTER32, lambda value: value & 0xFFFFFFFF),
+    IP_ADDRESS: (OCTET_STRING, bytes), OPAQUE: (OCTET_STRING, bytes)}
+
+
+def nearest_override_line(oid: Oid, tag: int, value: Any) -> str:
+    """An `override` line for the varbind, in the nearest type `override` has
+    where it lacks the varbind's own (a walk of the same names in the same
+    order, for a peer's speed; not its values)."""
+    if tag == TIMETICKS:
+        return f"override {oid_text(oid)} timeticks {int(value)}"
+    kind, convert = _NEAREST_OVERRIDE.get(tag, (tag, lambda v: v))
+    line = snmpd_override_line(oid, kind, convert(value))
+    if line is None:
+        raise ValueError(f"{oid_text(oid)}: no `override` type near BER type 0x{tag:02x}")
+    return line
+
