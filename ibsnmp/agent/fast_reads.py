@@ -229,7 +229,22 @@ class FastReads:
         read_view = self._views[view or default_view(access)]
         counts = self.counts
         try:
-            found = _Request(self, request, target, read_view, room).respond()
+            # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
+            skip_counter64 = request.version == V1 and request.pdu_type == GET_NEXT
+            steps = self.walks.steps_for(target, read_view, self._cells.version(target),
+                                         skip_counter64)
+            key = kept = None
+            if steps is not None:  # the kept answer to the same request, if any: no _Request
+                key = b"%d %d %d %d %d %d " % (
+                    request.version, request.pdu_type, request.non_repeaters,
+                    request.max_repetitions, room, self.max_getbulk_varbinds) \
+                    + b"".join(request.oid_elements)
+                kept = steps.answers.get(key)
+            if kept is not None:
+                found = (kept[0], 0, 0, kept[1])
+            else:
+                found = _Request(self, request, target, read_view, room, skip_counter64,
+                                 steps).respond(key)
         except _Declined:
             return None
         except Exception:
@@ -258,20 +273,21 @@ class _Request:
                  "_origin", "_timed_next", "_timed_of_element", "_origin_of_element", "_fresh")
 
     def __init__(self, owner: FastReads, request: Request, target: ContextTarget,
-                 view: ReadView, room: int) -> None:
+                 view: ReadView, room: int, skip_counter64: bool, steps: Steps | None) -> None:
+        """`skip_counter64`: an SNMPv1 GETNEXT's; `steps`: the context's kept
+        steps (WalkCache.steps_for), None when nothing may be kept."""
         self._owner = owner
         self._room = room  # varbind octets the Response may hold
         self._request = request
         self._target = target
         self._view = view
-        # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
-        self._skip_counter64 = request.version == V1 and request.pdu_type == GET_NEXT
+        self._skip_counter64 = skip_counter64
         self._base = owner.base  # the agent's own objects
         self._cells = owner._cells
         self._subtrees = owner._subtrees
         # Walk steps and GET answers kept for this context (SNMPv1's GETNEXT,
         # which skips Counter64 objects, apart).
-        self._steps: Steps | None = None
+        self._steps = steps
         # This request's answers so far, by the asked name's element, and those
         # of GETNEXT names longer than SHORT_NAME by the octets of the arcs of
         # them that matter (`_long_step`): a request naming one OID many
@@ -291,25 +307,17 @@ class _Request:
         # Whether a step of the answer was found anew rather than kept: only an
         # answer of kept steps alone is kept whole (walk_cache.Steps.answers).
         self._fresh = False
-        self._steps = owner.walks.steps_for(target, view, owner._cells.version(target),
-                                            self._skip_counter64)
         self._origin = owner.step_origin
         if self._origin is not None and owner.element_placer is not None:
             self._origin_of_element = owner.element_placer(target).origin
 
-    def respond(self) -> tuple[bytes, int, int, int]:
+    def respond(self, key: bytes | None) -> tuple[bytes, int, int, int]:
         """(varbind octets, error-status, error-index, how many values it
-        retrieved): the kept answer to the same request where there is one."""
-        steps, request = self._steps, self._request
-        if steps is None:
+        retrieved), kept under the request's `key` when made of kept steps
+        alone (FastReads.read looked the key up first)."""
+        steps = self._steps
+        if steps is None or key is None:
             return self._respond()
-        key = b"%d %d %d %d %d %d " % (request.version, request.pdu_type, request.non_repeaters,
-                                       request.max_repetitions, self._room,
-                                       self._owner.max_getbulk_varbinds) \
-            + b"".join(request.oid_elements)
-        kept = steps.answers.get(key)
-        if kept is not None:
-            return kept[0], 0, 0, kept[1]
         varbinds, status, index, retrieved = found = self._respond()
         if not self._fresh and not status:
             self._owner.walks.keep_answer(steps, key, varbinds, retrieved)

@@ -48,6 +48,9 @@ class FabricContexts:
         self._clock = clock  # monotonic seconds, as the provider's epoch
         # The snapshot served last and when it was first read.
         self._seen: tuple[Fabric, float] | None = None
+        # The last answer: requests of one tick on one snapshot in one context
+        # (a walk's) share it rather than build an equal one each.
+        self._last: tuple[bytes, Fabric, float, ContextTarget | None] | None = None
 
     def elapsed(self, fabric: Fabric) -> float:
         """The time a request reading `fabric` now reads it at: seconds since
@@ -63,6 +66,14 @@ class FabricContexts:
     def __call__(self, name: bytes) -> ContextTarget | None:
         fabric = self._provider.snapshot
         elapsed = self.elapsed(fabric)
+        last = self._last
+        if last is not None and last[2] == elapsed and last[1] is fabric and last[0] == name:
+            return last[3]
+        target = self._resolve(name, fabric, elapsed)
+        self._last = (name, fabric, elapsed, target)
+        return target
+
+    def _resolve(self, name: bytes, fabric: Fabric, elapsed: float) -> ContextTarget | None:
         if not name:
             knows_fabric = bool(fabric.sms) or bool(fabric.links)
             # The default context speaks for the whole host.

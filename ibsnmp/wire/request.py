@@ -20,6 +20,7 @@ from .ber import (
     HeaderError,
     Oid,
     element,
+    encode_length,
     integer_octets,
     length_octets,
     oid_of_element,
@@ -139,9 +140,18 @@ def encode_response_pdu(request_id: int, error_status: int, error_index: int,
 def encode_response(version: int, community: bytes, request_id: int, error_status: int,
                     error_index: int, varbinds: bytes) -> bytes:
     """A Response message around `varbinds`, the concatenated varbind elements."""
-    return element(SEQUENCE, element(INTEGER, bytes((version,)))
-                   + element(OCTET_STRING, community)
-                   + encode_response_pdu(request_id, error_status, error_index, varbinds))
+    # The lengths first, then one join: `varbinds` (kilobytes, for a GETBULK)
+    # is copied once, not once per enclosing element.
+    fields = (element(INTEGER, integer_octets(request_id))
+              + element(INTEGER, integer_octets(error_status))
+              + element(INTEGER, integer_octets(error_index)))
+    list_length = encode_length(len(varbinds))
+    pdu_size = len(fields) + 1 + len(list_length) + len(varbinds)
+    pdu_length = encode_length(pdu_size)
+    head = element(INTEGER, bytes((version,))) + element(OCTET_STRING, community)
+    return b"".join((bytes((SEQUENCE,)), encode_length(len(head) + 1 + len(pdu_length) + pdu_size),
+                     head, bytes((RESPONSE,)), pdu_length, fields, bytes((SEQUENCE,)), list_length,
+                     varbinds))
 
 
 def response_size(version: int, community: bytes, request_id: int, varbinds_octets: int) -> int:
