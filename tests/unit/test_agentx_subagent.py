@@ -41,7 +41,7 @@ from ibsnmp.mib.subtrees import SERVED_SUBTREES, Subtrees
 from ibsnmp.traps.defaults import default_event
 from ibsnmp.traps.mapping import map_event
 from ibsnmp.traps.originator import Outgoing
-from ibsnmp.wire.ber import OBJECT_IDENTIFIER
+from ibsnmp.wire.ber import END_OF_MIB_VIEW, OBJECT_IDENTIFIER
 
 PduT = TypeVar("PduT", bound=ax.Pdu)
 
@@ -251,6 +251,34 @@ async def test_notify_goes_to_the_master_only_while_open(tmp_path: Path) -> None
         await until(lambda: bool(master.pdus(ax.Notify)))
         assert master.pdus(ax.Notify) == [ax.Notify(varbinds)]
         await subagent.stop()
+
+
+async def test_a_lone_read_is_answered_and_a_failing_one_gets_gen_err(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with ScriptedMaster(tmp_path / "m") as master:
+        subagent = make_subagent(master.path, set())
+        subagent.start()
+        await until(lambda: subagent.open_event.is_set())
+        master.writers[-1].write(ax.encode(Packet(
+            ax.GetNext((ax.SearchRange(INFINIBAND_MIB),)), 1, 7, 70)))
+        await until(lambda: any(p.packet_id == 70 for p in master.connections[-1]))
+        [answer] = [p for p in master.connections[-1] if p.packet_id == 70]
+        assert answer.pdu == ax.Response(answer.pdu.sys_up_time, 0, 0,  # type: ignore[union-attr]
+                                         (VarBind(INFINIBAND_MIB, END_OF_MIB_VIEW),))
+
+        def broken(_context: bytes | None) -> Subtrees:
+            raise RuntimeError("a bug")
+
+        subagent.requests.regions = broken
+        master.writers[-1].write(ax.encode(Packet(
+            ax.GetNext((ax.SearchRange(INFINIBAND_MIB),)), 1, 8, 80)))
+        await until(lambda: any(p.packet_id == 80 for p in master.connections[-1]))
+        [failed] = [p for p in master.connections[-1] if p.packet_id == 80]
+        assert isinstance(failed.pdu, ax.Response) and failed.transaction_id == 8
+        assert (failed.pdu.error, failed.pdu.index) == (ax.SNMP_ERRORS["genErr"], 1)
+        assert subagent.open_event.is_set() and len(master.connections) == 1  # session kept
+        await subagent.stop()
+    assert "AgentX request failed" in caplog.text
 
 
 async def test_missing_socket_is_retried_with_a_clear_line(tmp_path: Path,
