@@ -17,8 +17,9 @@ varbinds on the default fabric) is walked with `snmpbulkwalk -v2c -Cr50 -On
 round. Not the whole InfiniBand subtree by default: the C subagent registers
 one instance per `override` line, and the pair had not finished registering
 the subtree's 57,467 after 13 minutes. The figures are medians over the
-rounds (the first round of each is the first walk of a fresh process). A master asks a subagent for one varbind per
-AgentX PDU, so CPU per varbind is CPU per PDU. Printed: varbinds per second
+rounds (the first round of each is the first walk of a fresh process). A
+master asks a subagent for one varbind per AgentX PDU, so CPU per varbind
+is CPU per PDU. Printed: varbinds per second
 of each walk, the CPU per varbind of each subagent and of its master, and
 the two targets of the AgentX path: the walk through the master at least
 1.0x the C subagent's rate, at most 30 us of ibsnmp CPU per AgentX PDU.

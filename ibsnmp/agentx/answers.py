@@ -140,7 +140,7 @@ class MasterRequests:
                 kept = answers.get(data[pos:])
                 if kept is not None:
                     return ax.encode_response(header, self.uptime(), kept)
-        _context, _start, ranges = ax.read_context_and_ranges(header, data)
+        ranges = ax.read_ranges(header, data)
         regions = self.regions(context)
         if header.pdu_type == ax.GET:
             varbinds = tuple(self._get(target, regions, r.start) for r in ranges)

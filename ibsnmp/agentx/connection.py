@@ -302,9 +302,14 @@ class Subagent:
                 pass  # `receive` below says why and closes the session
             except Exception:
                 log.exception("AgentX request failed")
-                transport.write(session.respond(
-                    ax.decode(data), ax.Response(0, ax.SNMP_ERRORS["genErr"], 1)))
-                return
+                try:
+                    request = ax.decode(data)
+                except AgentxParseError:
+                    pass  # `receive` below says why and closes the session
+                else:
+                    transport.write(session.respond(
+                        request, ax.Response(0, ax.SNMP_ERRORS["genErr"], 1)))
+                    return
         try:
             events = session.receive(data)
         except AgentxParseError as exc:

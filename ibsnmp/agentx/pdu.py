@@ -646,15 +646,13 @@ def decode_body(header: Header, data: bytes, start: int = 0) -> Packet:
                   header.big_endian)
 
 
-def read_context_and_ranges(header: Header, data: bytes) -> tuple[bytes | None, int,
-                                                               tuple[SearchRange, ...]]:
-    """A Get's or GetNext's context, where its SearchRange list starts in
-    `data` (one whole PDU), and the list (AgentxParseError as `decode`)."""
+def read_ranges(header: Header, data: bytes) -> tuple[SearchRange, ...]:
+    """The SearchRange list of the Get or GetNext in `data` (one whole PDU,
+    `header` read from it), past its context (AgentxParseError as `decode`)."""
     pos = HEADER_SIZE
     read = _Reader(data, pos, pos + header.payload_length, header.big_endian)
-    context = read.context(header.flags)
-    start = read.pos
-    return context, start, read.ranges()
+    read.context(header.flags)
+    return read.ranges()
 
 
 class PacketReader:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Union
 
 from . import pdu as ax
-from .pdu import HEADER_SIZE, AgentxParseError, Header, Oid, Packet, PacketReader, Pdu, decode_header
+from .pdu import (HEADER_SIZE, AgentxParseError, Header, Oid, Packet, PacketReader, Pdu,
+                  decode_header)
 
 # PDUs a master sends that the subagent must answer (RFC 2741 7.2); RFC 2741
 # has only subagents ping, but a master's Ping is answered all the same.
