@@ -542,8 +542,10 @@ def test_agent_subscribes_again_after_an_sm_restart_no_sweep_saw(live: Live, tmp
         live.sm.kill()
         live.sm.start()
         until("subscribed again", text, lambda seen: "subscribing again" in seen)
+        # The line comes once the SA has taken the subscriptions: after the warning.
+        until("the second subscription", text,
+              lambda seen: seen.count("SA subscriptions: traps [1") == 2)
         assert "reopening the client there" not in text(), text()  # no sweep saw the restart
-        assert text().count("SA subscriptions: traps [1") == 2, text()
     until("subscriptions at the new SM", lambda: subscribed_traps(live), bool)
 
 
