@@ -1,4 +1,4 @@
-"""The event loop the long-running commands (the agent, the publisher) run on.
+"""The event loop `ibsnmp run` (the agent) runs on.
 
 uvloop when it is installed (a dependency of the package): its loop costs
 about two thirds of the standard one's CPU for each datagram or AgentX PDU
