@@ -12,7 +12,6 @@ Reference: docs/agentx.md.
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from ibsnmp.wire import ber
 
 from . import pdu as ax
 from .kept import KeptAnswers
-from .pdu import HEADER_SIZE, Header, Packet, SearchRange, VarBind
+from .pdu import Header, Packet, SearchRange, VarBind
 
 log = logging.getLogger("ibsnmp.agentx")
 
@@ -49,7 +48,6 @@ _SET_VALUE_CLASSES: dict[int, Callable[[Any], Any]] = {
     ber.TIMETICKS: rfc1902.TimeTicks, ber.OPAQUE: rfc1902.Opaque,
     ber.COUNTER64: rfc1902.Counter64,
 }
-_LENGTH = {True: struct.Struct(">I"), False: struct.Struct("<I")}
 _MISSING_TYPES = {"noSuchObject": ber.NO_SUCH_OBJECT, "noSuchInstance": ber.NO_SUCH_INSTANCE}
 
 
@@ -124,23 +122,17 @@ class MasterRequests:
         from there while it holds. AgentxParseError when the payload is not
         one AgentX allows."""
         big_endian = header.big_endian
-        pos = HEADER_SIZE
-        context = None
-        if header.flags & ax.NON_DEFAULT_CONTEXT:  # the context's octets, as _Reader reads them
-            if header.payload_length < 4:
-                raise ax.AgentxParseError("the payload ends inside a field")
-            (length,) = _LENGTH[big_endian].unpack_from(data, pos)
-            context = bytes(data[pos + 4:pos + 4 + length])
-            pos += 4 + length + (-length % 4)
+        context, start = ax.read_context(header, data)
+        search = data[start:]  # the SearchRange octets: a kept answer's key
         target = self.directory.resolve(context or b"")
         answers = None
         if target is not None and header.pdu_type == ax.GET_NEXT:
             answers = self.kept.answers_for(context, big_endian, target, self.mib.version(target))
             if answers is not None:
-                kept = answers.get(data[pos:])
+                kept = answers.get(search)
                 if kept is not None:
                     return ax.encode_response(header, self.uptime(), kept)
-        ranges = ax.read_ranges(header, data)
+        ranges = ax.read_ranges(header, data, start)
         regions = self.regions(context)
         if header.pdu_type == ax.GET:
             varbinds = tuple(self._get(target, regions, r.start) for r in ranges)
@@ -149,7 +141,7 @@ class MasterRequests:
             varbinds = (varbind,)
             if answers is not None and static and not ranges[0].include:
                 octets = ax.encode_varbinds(varbinds, big_endian)
-                self.kept.keep(answers, data[pos:], octets)
+                self.kept.keep(answers, search, octets)
                 return ax.encode_response(header, self.uptime(), octets)
         else:
             varbinds = tuple(self._next(target, regions, r) for r in ranges)

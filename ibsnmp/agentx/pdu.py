@@ -646,13 +646,18 @@ def decode_body(header: Header, data: bytes, start: int = 0) -> Packet:
                   header.big_endian)
 
 
-def read_ranges(header: Header, data: bytes) -> tuple[SearchRange, ...]:
-    """The SearchRange list of the Get or GetNext in `data` (one whole PDU,
-    `header` read from it), past its context (AgentxParseError as `decode`)."""
-    pos = HEADER_SIZE
-    read = _Reader(data, pos, pos + header.payload_length, header.big_endian)
-    read.context(header.flags)
-    return read.ranges()
+def read_context(header: Header, data: bytes) -> tuple[bytes | None, int]:
+    """The context the Get or GetNext in `data` names (one whole PDU, `header`
+    read from it) and where its SearchRange list starts (AgentxParseError as
+    `decode`)."""
+    read = _Reader(data, HEADER_SIZE, HEADER_SIZE + header.payload_length, header.big_endian)
+    return read.context(header.flags), read.pos
+
+
+def read_ranges(header: Header, data: bytes, start: int) -> tuple[SearchRange, ...]:
+    """The SearchRange list of the Get or GetNext in `data`, from `start` (as
+    `read_context` found it) to the payload's end (AgentxParseError as `decode`)."""
+    return _Reader(data, start, HEADER_SIZE + header.payload_length, header.big_endian).ranges()
 
 
 class PacketReader:
