@@ -344,6 +344,17 @@ def encode_length(size: int) -> bytes:
     return bytes((0x80 | len(octets),)) + octets
 
 
+class _Lengths(dict[int, bytes]):
+    """Length octets by length: those of the usual sizes looked up, not encoded
+    (a response's message has about ten lengths, each a call otherwise)."""
+
+    def __missing__(self, length: int) -> bytes:
+        return encode_length(length)
+
+
+LENGTHS = _Lengths((length, encode_length(length)) for length in range(4096))
+
+
 def length_octets(size: int) -> int:
     """How many octets `encode_length(size)` writes."""
     return 1 if size < 0x80 else 1 + (size.bit_length() + 7) // 8

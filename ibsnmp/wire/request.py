@@ -19,8 +19,9 @@ from .ber import (
     SEQUENCE,
     HeaderError,
     Oid,
+    LENGTHS,
     element,
-    encode_length,
+    integer_element,
     integer_octets,
     length_octets,
     oid_of_element,
@@ -140,18 +141,30 @@ def encode_response_pdu(request_id: int, error_status: int, error_index: int,
 def encode_response(version: int, community: bytes, request_id: int, error_status: int,
                     error_index: int, varbinds: bytes) -> bytes:
     """A Response message around `varbinds`, the concatenated varbind elements."""
-    # The lengths first, then one join: `varbinds` (kilobytes, for a GETBULK)
-    # is copied once, not once per enclosing element.
-    fields = (element(INTEGER, integer_octets(request_id))
-              + element(INTEGER, integer_octets(error_status))
-              + element(INTEGER, integer_octets(error_index)))
-    list_length = encode_length(len(varbinds))
-    pdu_size = len(fields) + 1 + len(list_length) + len(varbinds)
-    pdu_length = encode_length(pdu_size)
-    head = element(INTEGER, bytes((version,))) + element(OCTET_STRING, community)
-    return b"".join((bytes((SEQUENCE,)), encode_length(len(head) + 1 + len(pdu_length) + pdu_size),
-                     head, bytes((RESPONSE,)), pdu_length, fields, bytes((SEQUENCE,)), list_length,
-                     varbinds))
+    return response_after(element(INTEGER, bytes((version,))) + element(OCTET_STRING, community),
+                          request_id, error_status, error_index, varbinds)
+
+
+_NO_ERROR = element(INTEGER, b"\x00") * 2  # error-status, error-index
+_SEQUENCE, _RESPONSE = bytes((SEQUENCE,)), bytes((RESPONSE,))
+
+
+def response_after(prefix: bytes, request_id: int, error_status: int, error_index: int,
+                   varbinds: bytes) -> bytes:
+    """SEQUENCE { `prefix`, Response PDU around `varbinds` }: a v1/v2c message
+    (`prefix`: its version and community elements) or an SNMPv3 ScopedPDU (its
+    contextEngineID and contextName). The lengths first, then one join: the
+    varbinds (kilobytes, for a GETBULK) are copied once, not once per
+    enclosing element."""
+    request_id_octets = integer_octets(request_id)
+    errors = _NO_ERROR if not (error_status or error_index) else (
+        integer_element(INTEGER, error_status) + integer_element(INTEGER, error_index))
+    list_length = LENGTHS[len(varbinds)]
+    pdu = 3 + len(request_id_octets) + len(errors) + len(list_length) + len(varbinds)
+    pdu_length = LENGTHS[pdu]
+    return b"".join((_SEQUENCE, LENGTHS[len(prefix) + 1 + len(pdu_length) + pdu], prefix,
+                     _RESPONSE, pdu_length, bytes((INTEGER, len(request_id_octets))),
+                     request_id_octets, errors, _SEQUENCE, list_length, varbinds))
 
 
 def response_size(version: int, community: bytes, request_id: int, varbinds_octets: int) -> int:

@@ -13,9 +13,11 @@ import functools
 from typing import NamedTuple, Protocol
 
 from .ber import element as encode_element
-from .ber import COUNTER32, encode_length, integer_element
+from .ber import LENGTHS as _LENGTH
+from .ber import COUNTER32, integer_element
+from .request import response_after
 from .header import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, INTEGER, OCTET_STRING, REPORT,
-                     RESPONSE, SEQUENCE, USM, V3, V3Message)
+                     SEQUENCE, USM, V3, V3Message)
 
 __all__ = ["FLAG_AUTH", "FLAG_PRIV", "FLAG_REPORTABLE", "MessageTemplate", "Outgoing",
            "ReportWriter", "Signer", "encode_scoped_pdu", "encode_scoped_response",
@@ -37,16 +39,7 @@ def encode_scoped_pdu(context_engine_id: bytes, context_name: bytes, pdu: bytes)
                           + encode_element(OCTET_STRING, context_name) + pdu)
 
 
-class _Lengths(dict[int, bytes]):
-    """Length octets by length: those of the usual sizes looked up, not encoded
-    (a response's message has about ten lengths, each a call otherwise)."""
-
-    def __missing__(self, length: int) -> bytes:
-        return encode_length(length)
-
-
-_LENGTH = _Lengths((length, encode_length(length)) for length in range(4096))
-_SEQUENCE, _OCTET_STRING, _RESPONSE = bytes((SEQUENCE,)), bytes((OCTET_STRING,)), bytes((RESPONSE,))
+_SEQUENCE, _OCTET_STRING = bytes((SEQUENCE,)), bytes((OCTET_STRING,))
 
 
 @functools.lru_cache(maxsize=64)
@@ -62,18 +55,8 @@ def encode_scoped_response(context_engine_id: bytes, context_name: bytes, reques
     """The ScopedPDU of a Response PDU around `varbinds` (the concatenated varbind
     elements): `encode_scoped_pdu` of `ibsnmp.wire.request.encode_response_pdu`,
     with the varbinds copied once."""
-    # The request-id as integer_octets writes it; the error fields mostly zero.
-    request_id_octets = request_id.to_bytes(request_id.bit_length() // 8 + 1, "big",
-                                            signed=True)
-    errors = _NO_ERROR if not (error_status or error_index) else (
-        integer_element(INTEGER, error_status) + integer_element(INTEGER, error_index))
-    list_length = _LENGTH[len(varbinds)]
-    pdu = 3 + len(request_id_octets) + len(errors) + len(list_length) + len(varbinds)
-    pdu_length = _LENGTH[pdu]
-    context = _context(context_engine_id, context_name)
-    return b"".join((_SEQUENCE, _LENGTH[len(context) + 1 + len(pdu_length) + pdu], context,
-                     _RESPONSE, pdu_length, bytes((INTEGER, len(request_id_octets))),
-                     request_id_octets, errors, _SEQUENCE, list_length, varbinds))
+    return response_after(_context(context_engine_id, context_name), request_id,
+                          error_status, error_index, varbinds)
 
 
 class Outgoing(NamedTuple):
