@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from tests.support.held import Held, linked_host_port
 from tests.support.set_support import Agent, i, instance
 
 from ibsnmp.agent.context_hooks import ContextDirectory
@@ -24,7 +25,7 @@ from ibsnmp.agentx.session import SubagentSession
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_port_state
 from ibsnmp.fabric.iba import PortState
-from ibsnmp.fabric.model import Fabric, PortRef
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.fabric.succession import successor
 from ibsnmp.mib.api import INFINIBAND_MIB, Oid
 from ibsnmp.mib.registry import build_mib
@@ -36,14 +37,6 @@ SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
 END = (1, 3, 6, 1, 3, 118)
 SESSION = 42
 UPTIME = 4242  # both paths write it: the Responses compare whole
-
-
-class Held:
-    """A provider whose snapshot the test sets."""
-
-    def __init__(self, fabric: Fabric) -> None:
-        self.snapshot = fabric
-        self.epoch = 0.0
 
 
 def requests_over(provider: object, kept: KeptAnswers | None = None,
@@ -95,15 +88,10 @@ def contexts_of(fabric: Fabric) -> list[bytes | None]:
     return [None, b"%016x" % host, b"%016x" % switch]
 
 
-def linked_host_port(fabric: Fabric) -> PortRef:
-    host = next(n for _, n in sorted(fabric.nodes.items()) if n.is_ca)
-    return next(p.ref for p in host.ports if p.remote is not None)
-
-
 @pytest.mark.parametrize("big_endian", [True, False])
 def test_octets_answer_as_the_objects_do_cold_and_kept(big_endian: bool) -> None:
     """Every step of a lone host's walks (each value type it serves), in both contexts."""
-    held = Held(build_fabric("single", seed=4))
+    held = Held(build_fabric("single", seed=4), 0.0)
     requests = requests_over(held)
     reference = requests_over(held, KeptAnswers(0))
     [guid] = held.snapshot.nodes
@@ -125,7 +113,7 @@ def test_octets_answer_as_the_objects_do_cold_and_kept(big_endian: bool) -> None
 
 @pytest.mark.parametrize("big_endian", [True, False])
 def test_every_read_shape_answers_as_the_objects_do(big_endian: bool) -> None:
-    held = Held(build_fabric(SPEC, seed=4))
+    held = Held(build_fabric(SPEC, seed=4), 0.0)
     requests, reference = requests_over(held), requests_over(held, KeptAnswers(0))
     node = contexts_of(held.snapshot)[1]
     first = walk(requests, None, big_endian, limit=2)
@@ -149,7 +137,7 @@ def test_every_read_shape_answers_as_the_objects_do(big_endian: bool) -> None:
 
 
 def test_a_structure_change_drops_the_kept_answers() -> None:
-    held = Held(build_fabric(SPEC, seed=4))
+    held = Held(build_fabric(SPEC, seed=4), 0.0)
     requests = requests_over(held)
     contexts = contexts_of(held.snapshot)[1:]  # IF-MIB first: the port's rows
     before = {context: walk(requests, context, True, STEPS) for context in contexts}
@@ -157,7 +145,7 @@ def test_a_structure_change_drops_the_kept_answers() -> None:
     ref = linked_host_port(held.snapshot)
     down, _ = with_port_state(held.snapshot, ref, PortState.DOWN, at=5.0)
     held.snapshot = successor(held.snapshot, down)
-    fresh = requests_over(Held(held.snapshot), KeptAnswers(0))
+    fresh = requests_over(Held(held.snapshot, 0.0), KeptAnswers(0))
     for context in contexts:
         warm = walk(requests, context, True, STEPS)
         expected = [by_objects(fresh, request(ax.GetNext((SearchRange(start, END),), context),
@@ -197,7 +185,7 @@ def test_a_committed_set_is_read_at_once() -> None:
 
 
 def test_counters_are_read_anew_never_kept() -> None:
-    held = Held(build_fabric(SPEC, seed=4))
+    held = Held(build_fabric(SPEC, seed=4), 0.0)
     now = [1000.0]
     contexts = FabricContexts(held, clock=lambda: now[0])  # type: ignore[arg-type]
     mib = build_mib()
@@ -227,7 +215,7 @@ def test_counters_are_read_anew_never_kept() -> None:
 
 
 def test_kept_answers_stay_within_their_limit() -> None:
-    held = Held(build_fabric("single", seed=4))
+    held = Held(build_fabric("single", seed=4), 0.0)
     limited = requests_over(held, KeptAnswers(50))
     reference = requests_over(held, KeptAnswers(0))
     sizes = []
@@ -269,7 +257,7 @@ def test_lone_request_takes_one_whole_read_of_the_session() -> None:
 
 
 def test_a_lone_read_that_is_not_agentx_is_refused() -> None:
-    held = Held(build_fabric(SPEC, seed=4))
+    held = Held(build_fabric(SPEC, seed=4), 0.0)
     requests = requests_over(held)
     bad = bytearray(request(ax.GetNext((SearchRange(INFINIBAND_MIB, END),)), True, 1))
     bad[HEADER_AT_COUNT] = 200  # an OID of 200 sub-identifiers
@@ -286,7 +274,7 @@ HEADER_AT_COUNT = ax.HEADER_SIZE  # a GetNext without context: its first OID's n
 
 
 def test_uptime_is_written_anew_in_a_kept_answer() -> None:
-    held = Held(build_fabric(SPEC, seed=4))
+    held = Held(build_fabric(SPEC, seed=4), 0.0)
     ticks = iter(range(100, 200))
     contexts = FabricContexts(held, clock=time.monotonic)  # type: ignore[arg-type]
     mib = build_mib()

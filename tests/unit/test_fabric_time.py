@@ -5,6 +5,7 @@ never one before the snapshot it reads was first served."""
 from __future__ import annotations
 
 import pytest
+from tests.support.held import Held
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_port_state
@@ -24,14 +25,6 @@ class Clock:
         return self.now
 
 
-class Held:
-    """A provider whose snapshot the test sets."""
-
-    def __init__(self, fabric: Fabric) -> None:
-        self.snapshot = fabric
-        self.epoch = EPOCH
-
-
 @pytest.fixture
 def small() -> Fabric:
     return build_fabric("fat-tree:spines=1,leaves=1,hosts=2", seed=1)
@@ -46,7 +39,7 @@ def elapsed_at(contexts: FabricContexts, clock: Clock, seconds: float) -> float:
 
 def test_requests_in_one_tick_read_one_instant(small: Fabric) -> None:
     clock = Clock()
-    contexts = FabricContexts(Held(small), clock)  # type: ignore[arg-type]  # a partial provider
+    contexts = FabricContexts(Held(small, EPOCH), clock)  # type: ignore[arg-type]  # a partial provider
     first = elapsed_at(contexts, clock, 10.001)  # the snapshot's first read: when it happened
     assert first == pytest.approx(10.001)
     assert elapsed_at(contexts, clock, 10.004) == first
@@ -58,7 +51,7 @@ def test_requests_in_one_tick_read_one_instant(small: Fabric) -> None:
 
 def test_a_new_snapshot_is_never_read_before_it_was_served(small: Fabric) -> None:
     clock = Clock()
-    provider = Held(small)
+    provider = Held(small, EPOCH)
     contexts = FabricContexts(provider, clock)  # type: ignore[arg-type]  # a partial provider
     assert elapsed_at(contexts, clock, 20.001) == pytest.approx(20.001)
     assert elapsed_at(contexts, clock, 20.005) == pytest.approx(20.001)

@@ -22,12 +22,13 @@ import aiomqtt
 import pytest
 from tests.support import fast_diff
 from tests.support.fast_diff import TwoPaths
+from tests.support.held import Held, linked_host_port
 from tests.support.wire import community_request
 
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.changes import with_counters_cleared, with_error_burst, with_port_info, with_port_state
 from ibsnmp.fabric.iba import PortState
-from ibsnmp.fabric.model import Fabric, Node, PortRef
+from ibsnmp.fabric.model import Fabric, Node
 from ibsnmp.fabric.succession import successor, with_values
 from ibsnmp.mqtt import topics
 from ibsnmp.mqtt.broker import BrokerSettings
@@ -46,14 +47,6 @@ SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
 ROOTS: tuple[tuple[int, ...], ...] = ((1, 3, 6, 1, 3, 117), (1, 3, 6, 1, 2, 1, 2),
                                      (1, 3, 6, 1, 2, 1, 31))
 LOCAL_ROOT_END = 20_000  # varbinds: more than any walk here
-
-
-class Held:
-    """A provider whose snapshot the test sets."""
-
-    def __init__(self, fabric: Fabric) -> None:
-        self.snapshot = fabric
-        self.epoch = time.monotonic()
 
 
 def walk(paths: TwoPaths, context: bytes) -> list[bytes]:
@@ -128,15 +121,10 @@ def simulated() -> tuple[TwoPaths, Held]:
     return paths, held
 
 
-def _linked_host_port(fabric: Fabric) -> PortRef:
-    host = next(n for _, n in sorted(fabric.nodes.items()) if n.is_ca)
-    return next(p.ref for p in host.ports if p.remote is not None)
-
-
 def test_scenario_changes_are_served_at_once(simulated: tuple[TwoPaths, Held]) -> None:
     paths, held = simulated
     contexts = contexts_of(held.snapshot)
-    ref = _linked_host_port(held.snapshot)
+    ref = linked_host_port(held.snapshot)
     steps: list[Callable[[Fabric], Fabric]] = [
         lambda f: with_port_state(f, ref, PortState.DOWN, at=100.0)[0],
         lambda f: with_error_burst(f, ref, {"symbol": 7}, at=200.0),
@@ -180,7 +168,7 @@ def test_new_counter_values_are_served_with_everything_else_kept() -> None:
     assert held.snapshot.lineage is before.lineage  # the structure and what it derived stay
     assert assert_fresh(paths, held, contexts) > 1000
     # A poll that read a node differently: that node changes, the rest stays.
-    ref = _linked_host_port(before)
+    ref = linked_host_port(before)
     down, _ = with_port_state(again, ref, PortState.DOWN, at=5.0)
     held.snapshot = successor(held.snapshot, down)
     assert held.snapshot.lineage is not before.lineage
@@ -220,7 +208,7 @@ def test_a_changed_node_is_freed_once_its_snapshot_is_gone(simulated: tuple[TwoP
     Walks in its context build row indexes for each; the new ones must
     replace the old, so no old node (with all its rows) stays alive."""
     paths, held = simulated
-    ref = _linked_host_port(held.snapshot)
+    ref = linked_host_port(held.snapshot)
     context = b"%016x" % ref.guid
     flaps = 6
     for flap in range(flaps):
@@ -250,7 +238,7 @@ def test_mqtt_updates_are_served_at_once() -> None:
     for context in contexts:
         walk(paths, context)
     host = int(contexts[1], 16)
-    ref = _linked_host_port(fabric)
+    ref = linked_host_port(fabric)
     down, _ = with_port_state(fabric, ref, PortState.DOWN, at=15.0)
     updates = [  # (the publisher's fabric, its time, a counters message, a structure change)
         (fabric, 20.0, False, False),  # counters moved: a state of the same structure

@@ -13,13 +13,13 @@ again: what was kept for a gap the change altered must not be served.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
 from collections.abc import Iterator
 from types import MappingProxyType
 
 import pytest
 from tests.support import fast_diff
+from tests.support.held import Held
 from tests.support.fast_diff import COMMUNITY, KEYS_COMMUNITY, TwoPaths, assert_same_response, response_varbinds
 from tests.support.wire import community_request
 
@@ -46,14 +46,6 @@ MOST_ARC = 2**32 - 1
 # ibSmSwSLtoVLMapTable's first column: a table read shard by shard (per switch).
 SHARDED_COLUMN = (1, 3, 6, 1, 3, 117, 7, 1, 14, 1, 1, 1)
 PMA_MIB = (1, 3, 6, 1, 3, 117, 6, 1)  # its counters read the time
-
-
-class Held:
-    """A provider whose snapshot the test sets."""
-
-    def __init__(self, fabric: Fabric) -> None:
-        self.snapshot = fabric
-        self.epoch = time.monotonic()
 
 
 def walked(paths: TwoPaths, community: str) -> list[Oid]:
