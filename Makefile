@@ -50,6 +50,7 @@ bench: setup
 	$(BIN)/python bench/state_load.py
 	$(BIN)/python bench/lookup.py
 	$(BIN)/python bench/mqtt_ingest.py
+	$(BIN)/python bench/mqtt_codec.py
 	$(BIN)/python bench/live_sweep.py
 	$(BIN)/python bench/live_provider.py
 	$(BIN)/python bench/sa_queries.py
