@@ -265,8 +265,10 @@ def test_refused_credentials_are_one_line_and_exit_2(tmp_path: Path,
                                                      stack: contextlib.ExitStack) -> None:
     broker = Mosquitto(tmp_path, users={"ib": "s3cret-pass"}).start()
     stack.callback(broker.stop)
+    # A state directory of its own: another agent on the machine, holding the
+    # default one, would add its warning to the one line this test reads.
     bad = Agent(tmp_path / "bad.log", "--provider", "mqtt", "--broker", f"mqtt://ib@127.0.0.1:{broker.port}",
-                env={"IBSNMP_MQTT_PASSWORD": "wrong-pass"})
+                "--state-dir", str(tmp_path / "state"), env={"IBSNMP_MQTT_PASSWORD": "wrong-pass"})
     assert bad.process.wait(timeout=30) == 2
     bad.stop()
     lines = [line for line in bad.text().splitlines() if line.strip()]
