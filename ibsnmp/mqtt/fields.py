@@ -104,8 +104,8 @@ def _expect_float(value: object, where: str) -> float:
 
 class _EnumDecoder:
     """An enumeration's decoder: members by value, filled as values are seen
-    (a flag type has many combinations): a big fabric decodes hundreds of
-    thousands of them."""
+    (a flag type has many combinations), at most _MEMBERS_KEPT: a big fabric
+    decodes hundreds of thousands of them."""
 
     def __init__(self, cls: type[enum.Enum]) -> None:
         self.cls = cls
@@ -117,10 +117,15 @@ class _EnumDecoder:
             return member
         code = _expect_int(value, where)
         try:
-            member = self.members[code] = self.cls(code)
+            member = self.cls(code)
         except ValueError:
             raise PayloadError(f"{code} is not a {self.cls.__name__} code", where) from None
+        if len(self.members) < _MEMBERS_KEPT:  # a publisher's odd flag sets do not grow it
+            self.members[code] = member
         return member
+
+
+_MEMBERS_KEPT = 4096
 
 
 _Encoder = Callable[[Any], Any]
@@ -268,7 +273,8 @@ class StructCodec:
     def decode(self, data: object, where: str, **extra: Any) -> Any:
         """The record of the JSON object `data` (`where`: its path, for a
         refusal); `extra`: the fields the caller converted itself."""
-        return self.cls(**self.read(data, where), **extra)
+        values = self.read(data, where)
+        return self.cls(**({**extra, **values} if extra else values))
 
     def read(self, data: object, where: str) -> dict[str, Any]:
         """The values of `decode`'s fields, by name (PayloadError as there)."""

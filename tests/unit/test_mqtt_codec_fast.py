@@ -8,6 +8,7 @@ the refusal is then worded by the checked reader, as before.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from typing import Any
@@ -17,10 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ibsnmp.fabric.generators import build_fabric
-from ibsnmp.mqtt import codec
+from ibsnmp.mqtt import codec, fields
 from ibsnmp.mqtt.codec import (PORT_FIELDS, PORT_INFO_FIELDS, SM_FIELDS, PayloadError, decode_state,
                                encode_state, record_of)
-from ibsnmp.mqtt.fields import StructCodec
 
 # What a JSON field may hold, weighted towards the edges of the field types.
 SCALARS = st.one_of(
@@ -33,7 +33,7 @@ SCALARS = st.one_of(
 MISSING = object()
 
 
-def _good_object(codec_: StructCodec) -> dict[str, Any]:
+def _good_object(codec_: fields.StructCodec) -> dict[str, Any]:
     """An object of `codec_`'s type as a real record encodes it."""
     fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
     node = next(n for n in fabric.nodes.values() if n.switch is not None)
@@ -44,7 +44,7 @@ def _good_object(codec_: StructCodec) -> dict[str, Any]:
     return {name: value for name, value in port.items() if name in codec_.names}
 
 
-def _read_checked(codec_: StructCodec, table: dict[str, Any]) -> dict[str, Any] | PayloadError:
+def _read_checked(codec_: fields.StructCodec, table: dict[str, Any]) -> dict[str, Any] | PayloadError:
     try:
         return codec_._read(table, "x")
     except PayloadError as exc:
@@ -54,7 +54,7 @@ def _read_checked(codec_: StructCodec, table: dict[str, Any]) -> dict[str, Any] 
 @pytest.mark.parametrize("codec_", [PORT_INFO_FIELDS, PORT_FIELDS], ids=["PortInfo", "Port"])
 @given(data=st.data())
 @settings(max_examples=400, deadline=None)
-def test_generated_reader_gives_what_the_checked_one_gives_or_declines(codec_: StructCodec,
+def test_generated_reader_gives_what_the_checked_one_gives_or_declines(codec_: fields.StructCodec,
                                                                         data: st.DataObject) -> None:
     table = _good_object(codec_)
     for name in data.draw(st.lists(st.sampled_from(codec_.order), max_size=3)):
@@ -196,3 +196,16 @@ def test_generated_encoders_write_every_field_not_none_in_order() -> None:
                             if getattr(record, name) is not None}
                 written = codec_.encode(record)
                 assert list(written.items()) == list(expected.items())
+
+
+def test_an_enum_decoder_keeps_at_most_so_many_members() -> None:
+    class Bits(enum.IntFlag):
+        A = 1
+        B = 2
+
+    decoder = fields._EnumDecoder(Bits)
+    for code in range(fields._MEMBERS_KEPT + 100):  # every combination is a member of a flag type
+        assert decoder(code, "x") == code
+    assert len(decoder.members) == fields._MEMBERS_KEPT
+    with pytest.raises(PayloadError, match="out of range"):
+        decoder(-1, "x")
