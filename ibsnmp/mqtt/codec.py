@@ -451,8 +451,8 @@ def _counters(value: object, where: str) -> MeasuredCounters:
 
 _COUNTER_KEYS = frozenset({frozenset({"value", "bits"}), frozenset({"value", "bits", "wide"})})
 _COUNTER_VALUE, _COUNTER_BITS = itemgetter("value"), itemgetter("bits")
-_COUNTER_WIDE = methodcaller("get", "wide")
-_WIDE_TYPES = frozenset({bool, type(None)})
+_COUNTER_WIDE = methodcaller("get", "wide", False)  # absent: False; null is no bool
+_BOOLEANS = {bool}
 _NAMES_READ: set[tuple[str, ...]] = set()  # counter name sets found good
 
 
@@ -468,7 +468,7 @@ def _counters_at_once(value: dict[Any, Any]) -> MeasuredCounters | None:
             or set(map(type, bits)) != _INTEGERS or min(bits) < 1 or max(bits) > 64:
         return None
     wides = list(map(_COUNTER_WIDE, entries))
-    if not _WIDE_TYPES.issuperset(map(type, wides)):
+    if set(map(type, wides)) != _BOOLEANS:
         return None
     names = _shared(tuple(value))
     if names not in _NAMES_READ:

@@ -120,6 +120,16 @@ def test_counters_read_at_once_give_what_the_loop_gives_or_decline(counters: dic
         assert quick.wide == checked.wide
 
 
+@pytest.mark.parametrize("entry", [
+    {"value": 1, "bits": 8, "wide": None}, {"value": 1, "bits": 8, "wide": 1}, {"value": True, "bits": 8},
+    {"value": 1, "bits": 0}, {"value": 2**64, "bits": 64}, {"value": 1, "bits": 8, "other": 1}, {"value": 1}])
+def test_a_bad_counter_is_left_to_the_loop(entry: dict[str, Any]) -> None:
+    counters = {"port_xmit_data": {"value": 5, "bits": 64, "wide": True}, "port_rcv_data": entry}
+    assert codec._counters_at_once(counters) is None
+    with pytest.raises(PayloadError, match=r"^ports\[1\]\.counters\.port_rcv_data: expected a counter name"):
+        codec._counters(counters, "ports[1].counters")
+
+
 def test_counters_of_a_good_port_are_read_at_once() -> None:
     counters = {"port_xmit_data": {"value": 2**64 - 1, "bits": 64, "wide": True},
                 "symbol_error_counter": {"value": 0, "bits": 16},
