@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field, fields, replace
 from itertools import compress
 from operator import itemgetter, methodcaller
@@ -173,7 +173,7 @@ def _measured_at(fabric: Fabric, port: Port, elapsed: float) -> MeasuredCounters
         return measured
     counters = port_counters(fabric, port, elapsed)
     # The fields read by name: they hold ints or None, and dataclasses.asdict
-    # deep-copies each (more than half of what a record cost).
+    # deep-copies each (a third of what a record cost).
     values = {} if counters is None else {
         name: value for name in _PORT_COUNTER_FIELDS if (value := getattr(counters, name)) is not None}
     extended = extended_counters(fabric, port, elapsed)
@@ -249,10 +249,9 @@ def state_dict(record: NodeRecord) -> dict[str, Any]:
     return out
 
 
-# JSON in C: a switch's state is encoded about ten times as fast as by
-# json.dumps, and read about twice as fast as by json.loads
-# (docs/performance.md, "MQTT at scale"). Key order is kept: the version and
-# time stay first. Text goes as UTF-8 rather than \u escapes.
+# JSON in C (msgspec): about half of what writing or reading a state cost
+# was json's (docs/performance.md, "MQTT at scale"). Key order is kept: the
+# version and time stay first. Text goes as UTF-8 rather than \u escapes.
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder().decode
 
@@ -336,15 +335,19 @@ def _time(value: object) -> float:
 # counter name sets) are kept once: an aggregator of 10,000 nodes holds
 # hundreds of thousands of them.  Bounded, so odd input cannot grow it.
 _T = TypeVar("_T")
+_SizedT = TypeVar("_SizedT", bound=Sized)
 _SHARED: dict[object, Any] = {}
 _SHARED_MAX = 4096
+# Entries of a value kept to share: more than any IBA table a port has (a
+# P_Key table of a publisher's making may be as long as a payload allows).
+_SHARED_LENGTH = 1024
 
 
-def _shared(value: _T) -> _T:
-    found: _T | None = _SHARED.get(value)  # an equal value: of the same type
+def _shared(value: _SizedT) -> _SizedT:
+    found: _SizedT | None = _SHARED.get(value)  # an equal value: of the same type
     if found is not None:
         return found
-    if len(_SHARED) < _SHARED_MAX:
+    if len(_SHARED) < _SHARED_MAX and len(value) <= _SHARED_LENGTH:
         _SHARED[value] = value
     return value
 

@@ -219,3 +219,11 @@ def test_an_enum_decoder_keeps_at_most_so_many_members() -> None:
     assert len(decoder.members) == fields._MEMBERS_KEPT
     with pytest.raises(PayloadError, match="out of range"):
         decoder(-1, "x")
+
+
+def test_a_long_table_is_read_but_not_kept() -> None:
+    long = list(range(codec._SHARED_LENGTH + 1))
+    read = codec._int_list(long, "ports[1].pkeys", 16)
+    assert read == tuple(long)
+    assert read not in codec._SHARED
+    assert codec._int_list(long, "ports[2].pkeys", 16) is not read  # read again, not found
