@@ -13,6 +13,10 @@ the same documents (json.dumps of the dict a state is written from,
 json.loads of the same payload bytes), a bare parse or serialization that
 checks nothing. The ratios are medians of the rounds' paired ratios.
 
+Counters messages (each node's values alone, 64 nodes a message) are read
+the same way, against json.loads of the same messages (for information:
+no target).
+
 Targets: decoding a state (parsed, every field checked, the node built) at
 most 1.5x json.loads of it; encoding (the dict built and written) at most
 1.5x json.dumps of the finished dict.
@@ -31,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ibsnmp.fabric.generators import build_fabric  # noqa: E402
-from ibsnmp.mqtt.codec import decode_state, encode_state, record_of, state_dict  # noqa: E402
+from ibsnmp.mqtt.codec import (COUNTER_BATCH, counters_of, decode_counters, decode_state,  # noqa: E402
+                               encode_counters, encode_state, record_of, state_dict)
 
 DECODE_TARGET, ENCODE_TARGET = 1.5, 1.5
 
@@ -55,6 +60,9 @@ def main() -> int:
     documents = [state_dict(record) for record in records]
     payloads = [encode_state(record) for record in records]
     guids = [node.guid for node in nodes]
+    updates = [(node.guid, counters_of(record, record.time)) for node, record in zip(nodes, records)]
+    counters = [encode_counters(dict(updates[at:at + COUNTER_BATCH]), 1_001.0)
+                for at in range(0, len(updates), COUNTER_BATCH)]
     print(f"{args.fabric}: {len(nodes):,} nodes, {ports:,} ports, "
           f"{sum(map(len, payloads)) / len(payloads):,.0f} octets a state on average")
 
@@ -66,6 +74,8 @@ def main() -> int:
             json.dumps(document, separators=(",", ":")).encode() for document in documents],
         "decode_state": lambda: [decode_state(payload, guid) for payload, guid in zip(payloads, guids)],
         "json.loads of the payload (peer)": lambda: [json.loads(payload) for payload in payloads],
+        "decode_counters": lambda: [decode_counters(message) for message in counters],
+        "json.loads of the counters message (peer)": lambda: [json.loads(message) for message in counters],
     }
     spent: dict[str, list[float]] = {name: [] for name in kinds}
     for _ in range(args.rounds):
@@ -74,16 +84,21 @@ def main() -> int:
     print(f"\nCPU per port (median of {args.rounds} rounds):")
     for name, seconds in spent.items():
         print(f"  {name:46} {statistics.median(seconds) / ports * 1e6:7.1f} us")
+    print(f"counters messages: {len(counters):,} of up to {COUNTER_BATCH} nodes, "
+          f"{sum(map(len, counters)) / len(counters):,.0f} octets on average")
     decode = statistics.median(a / b for a, b in zip(spent["decode_state"],
                                                       spent["json.loads of the payload (peer)"]))
     encode = statistics.median(a / b for a, b in zip(spent["encode_state"],
                                                       spent["json.dumps of the state's dict (peer)"]))
+    counters_ratio = statistics.median(a / b for a, b in zip(
+        spent["decode_counters"], spent["json.loads of the counters message (peer)"]))
     failed = False
     for label, ratio, target in (("decode_state / json.loads", decode, DECODE_TARGET),
                                  ("encode_state / json.dumps", encode, ENCODE_TARGET)):
         verdict = "PASS" if ratio <= target else "FAIL"
         failed |= verdict == "FAIL"
         print(f"{label}: {ratio:.2f} (target <= {target}x): {verdict}")
+    print(f"decode_counters / json.loads: {counters_ratio:.2f} (info)")
     return 1 if failed else 0
 
 
