@@ -203,10 +203,7 @@ def _good_reader(type_name: str, fields: tuple[tuple[str, _Encoder, _Decoder, bo
         lines.append(f"    {value} = table.get({name!r})")
         lines.append(f"    if {value} is None:")
         lines.append(f"        if {name!r} in table: return None" if optional else "        return None")
-        check = _inline_check(decode, value)
-        if isinstance(decode, _EnumDecoder):  # a code seen before: its member
-            scope[f"m{number}"] = decode.members
-            check = (f"type({value}) is int and (m := m{number}.get({value})) is not None", "m")
+        check = _inline_check(decode, number, scope)
         if check is not None:
             lines.append(f"    elif {check[0]}:")
             lines.append(f"        {value} = {check[1]}")
@@ -215,8 +212,7 @@ def _good_reader(type_name: str, fields: tuple[tuple[str, _Encoder, _Decoder, bo
         lines.append("        except PayloadError: return None")
     pairs = ", ".join(f"{name!r}: v{number}" for number, (name, *_rest) in enumerate(fields))
     lines.append(f"    return {{{pairs}}}")
-    exec("\n".join(lines), scope)  # noqa: S102 - the text is made here, of field names
-    reader: _GoodReader = scope[f"read_good_{type_name}"]
+    reader: _GoodReader = _compiled(lines, scope)
     return reader
 
 
@@ -231,14 +227,25 @@ def _encoder(type_name: str, fields: tuple[tuple[str, _Encoder, _Decoder, bool, 
         lines.append(f"    v = record.{name}")
         lines.append(f"    if v is not None: out[{name!r}] = e{number}(v)")
     lines.append("    return out")
-    exec("\n".join(lines), scope)  # noqa: S102 - the text is made here, of field names
-    encoder: Callable[[Any], dict[str, Any]] = scope[f"encode_{type_name}"]
+    encoder: Callable[[Any], dict[str, Any]] = _compiled(lines, scope)
     return encoder
 
 
-def _inline_check(decode: _Decoder, value: str) -> tuple[str, str] | None:
-    """(the test that `value` is good as is or as converted, the value) for
-    the decoders whose usual case is a type test; None for the others."""
+def _compiled(lines: list[str], scope: dict[str, Any]) -> Any:
+    """The function the source `lines` define (their first line names it),
+    its globals `scope`."""
+    exec("\n".join(lines), scope)  # noqa: S102 - the text is made here, of field names
+    return scope[lines[0].removeprefix("def ").partition("(")[0]]
+
+
+def _inline_check(decode: _Decoder, number: int, scope: dict[str, Any]) -> tuple[str, str] | None:
+    """(the test that field `number`'s value `v<number>` is good as is or as
+    converted, the value) for the decoders whose usual case is a type test or
+    a lookup (what the test needs is put in `scope`); None for the others."""
+    value = f"v{number}"
+    if isinstance(decode, _EnumDecoder):  # a code seen before: its member
+        scope[f"m{number}"] = decode.members
+        return f"type({value}) is int and (m := m{number}.get({value})) is not None", "m"
     if decode is _expect_int:
         return f"type({value}) is int and 0 <= {value} <= _MAX_INT", value
     if decode is _expect_bool:
