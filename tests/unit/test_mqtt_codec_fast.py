@@ -9,6 +9,7 @@ the refusal is then worded by the checked reader, as before.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import math
 from typing import Any
@@ -18,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ibsnmp.fabric.generators import build_fabric
+from ibsnmp.fabric.model import Fabric
 from ibsnmp.mqtt import codec, fields
 from ibsnmp.mqtt.codec import (PORT_FIELDS, PORT_INFO_FIELDS, SM_FIELDS, PayloadError, decode_state,
                                encode_state, record_of)
@@ -33,12 +35,23 @@ SCALARS = st.one_of(
 MISSING = object()
 
 
-def _good_object(codec_: fields.StructCodec) -> dict[str, Any]:
-    """An object of `codec_`'s type as a real record encodes it."""
-    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
+@functools.cache
+def _fabric() -> Fabric:
+    """The small fabric these tests read (built once: every example reads it)."""
+    return build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
+
+
+@functools.cache
+def _switch_port_text() -> bytes:
+    """A switch's state, as its publisher writes it."""
+    fabric = _fabric()
     node = next(n for n in fabric.nodes.values() if n.switch is not None)
-    state = json.loads(encode_state(record_of(fabric, node, 5.0, 100.0)))
-    port = state["ports"][1]
+    return encode_state(record_of(fabric, node, 5.0, 100.0))
+
+
+def _good_object(codec_: fields.StructCodec) -> dict[str, Any]:
+    """An object of `codec_`'s type as a real record encodes it (a new one each call)."""
+    port = json.loads(_switch_port_text())["ports"][1]
     if codec_ is PORT_INFO_FIELDS:
         return dict(port["info"])
     return {name: value for name, value in port.items() if name in codec_.names}
@@ -188,7 +201,7 @@ def _same(a: Any, b: Any) -> bool:
     (b"1e400", "time: expected seconds since 1970, got inf"),
 ])
 def test_what_msgspec_refuses_json_loads_reads_as_before(time_text: bytes, says: str) -> None:
-    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
+    fabric = _fabric()
     node = next(iter(fabric.nodes.values()))
     payload = encode_state(record_of(fabric, node, 5.0, 100.0))
     start = payload.index(b'"time":') + len(b'"time":')
@@ -198,7 +211,7 @@ def test_what_msgspec_refuses_json_loads_reads_as_before(time_text: bytes, says:
 
 
 def test_generated_encoders_write_every_field_not_none_in_order() -> None:
-    fabric = build_fabric("fat-tree:spines=1,leaves=2,hosts=2", seed=3)
+    fabric = _fabric()
     for node in fabric.nodes.values():
         for port in node.ports:
             for codec_, record in ((PORT_FIELDS, port), (PORT_INFO_FIELDS, port.info)):
