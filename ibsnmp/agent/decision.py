@@ -18,7 +18,7 @@ from ibsnmp.wire.header import SET, V3Message, Varbind
 
 from .pending_counts import Counter
 from .prefilter import (IN_REQUEST, Drop, InformAnswer, PassedRequest, Prefilter, Reply,
-                        ToResponders, V3Request, Verdict)
+                        ToResponders, V3Request, Verdict, is_notification_domain)
 
 
 class V3Requests(Protocol):
@@ -32,6 +32,8 @@ class FastReader(Protocol):
     """The fast read path (agent.fast_reads.FastReads)."""
 
     def answer(self, data: bytes, passed: PassedRequest) -> bytes | None: ...
+
+    def repeat(self, data: bytes, address: Any) -> bytes | None: ...
 
 
 class CommandResponders(Protocol):
@@ -68,7 +70,17 @@ class Decision:
     def decide(self, domain: Sequence[int], address: Any,
                data: bytes) -> Verdict | InformAnswer:
         """What happens to `data`, received on `domain` from `address`."""
-        checked = self.prefilter.check(domain, address, data)
+        prefilter = self.prefilter
+        notification = is_notification_domain(domain)
+        if not notification:
+            dropped = prefilter.admit(address)
+            if dropped is not None:
+                return dropped
+            if self.use_fast_reads:
+                repeated = self._fast_reads.repeat(data, address)
+                if repeated is not None:
+                    return Reply(repeated)
+        checked = prefilter.check_header(notification, address, data)
         if isinstance(checked, (Drop, Reply, InformAnswer)):
             return checked
         if isinstance(checked, V3Request):

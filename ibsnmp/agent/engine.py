@@ -304,6 +304,7 @@ class AgentEngine:
         fast_reads.walks.resize(settings.limits.walk_cache)
         fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
         fast_reads.getbulk_fill_ms = settings.limits.getbulk_fill_ms
+        fast_reads.repeats.clear()  # kept for the old communities, views and limits
         self.settings = settings
 
 

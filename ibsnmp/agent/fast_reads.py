@@ -57,8 +57,9 @@ from .pysnmp_cells import Cell
 from .context_hooks import ContextDirectory
 from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
-from .prefilter import PassedRequest
+from .prefilter import IN_REQUEST, PassedRequest, allowed_from
 from .read_view import ReadView
+from .repeats import Repeat, RepeatedRequests
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Alteration, Steps, WalkCache
 
@@ -170,6 +171,8 @@ class FastReads:
         self.walks = WalkCache(walk_cache, judge=judging.invalidation if judging else None,
                                version_judge=judging.version_change if judging else None)
         self.max_getbulk_varbinds = max_getbulk_varbinds
+        # Repeated requests answered from kept answers by their octets alone.
+        self.repeats = RepeatedRequests()
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp's responders
         # The value octets of the entries timed_next answers under: a name
@@ -200,7 +203,8 @@ class FastReads:
         anything but a well-formed v1/v2c read request, a context that vanished, a
         failing read, or a GET or GETNEXT response too big (the responders answer
         tooBig). A request's values are ignored (RFC 3416 4.2), but echoed in an
-        SNMPv1 error."""
+        SNMPv1 error. An answer the walk cache keeps is kept for repeats of
+        `data` too (`repeat`)."""
         message, read, community, context_name = passed
         try:
             request = request_of(data, message.pdu, read, message.version, message.community)
@@ -211,11 +215,48 @@ class FastReads:
             return None
         fixed = (request.version, request.community, request.request_id)
         room = message_varbind_room(*fixed, int(self._max_size.syntax))
-        answered = self.read(request, target, community.access, community.view, room)
+        read_view = self._views[community.view or default_view(community.access)]
+        answered = self._read(request, target, read_view, room)
         if answered is None:
             return None
-        status, index, varbinds = answered
-        return encode_response(*fixed, status, index, varbinds)
+        status, index, varbinds, kept = answered
+        reply = encode_response(*fixed, status, index, varbinds)
+        if kept is not None:
+            self.repeats.keep(data, reply, len(varbinds), Repeat(
+                community, context_name, read_view, *kept, b"", b"",
+                IN_REQUEST[message.pdu.tag]))
+        return reply
+
+    def repeat(self, data: bytes, address: Any) -> bytes | None:
+        """The Response to `data` when it repeats a request `answer` answered
+        from a kept answer that still holds (agent.repeats), the request and
+        its answer counted; None when it repeats none (the whole way answers
+        it). The sender's address is checked against the community's
+        `source` networks again; anything else of the request was checked
+        when it was first answered."""
+        found = self.repeats.find(data)
+        if found is None:
+            return None
+        entry, key, request_id = found
+        community = entry.community
+        if community.sources and not allowed_from(community, address):
+            return None  # refused the whole way, and told
+        try:
+            target = self._directory.resolve(entry.context_name)
+            steps = None if target is None else self.walks.steps_for(
+                target, entry.view, self._cells.version(target), entry.skips_counter64)
+        except Exception:
+            return None  # the whole way tells what failed
+        if steps is None or steps.answers.get(entry.answer_key) is not entry.kept:
+            self.repeats.forget(key)
+            return None
+        counts = self.counts
+        for counter in entry.counters:
+            counts.count(counter)
+        counts.count(OUT_PKTS)
+        counts.count(OUT_GET_RESPONSES)
+        counts.count(IN_TOTAL_REQ_VARS, entry.kept[1])
+        return b"".join((entry.head, request_id, entry.middle, entry.kept[0]))
 
     def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
              room: int) -> tuple[int, int, bytes] | None:
@@ -226,7 +267,13 @@ class FastReads:
         SNMPv3 reads come here too (agent.fast_v3), with the room their
         sealed message leaves.
         """
-        read_view = self._views[view or default_view(access)]
+        answered = self._read(request, target, self._views[view or default_view(access)], room)
+        return None if answered is None else answered[:3]
+
+    def _read(self, request: Request, target: ContextTarget, read_view: ReadView, room: int
+              ) -> tuple[int, int, bytes, tuple[bool, bytes, tuple[bytes, int]] | None] | None:
+        """`read`, and where the walk cache keeps its answer (whether it skips
+        Counter64 objects, its key, the kept answer), None if it does not."""
         counts = self.counts
         try:
             # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
@@ -245,6 +292,8 @@ class FastReads:
             else:
                 found = _Request(self, request, target, read_view, room, skip_counter64,
                                  steps).respond(key)
+                if steps is not None and key is not None:
+                    kept = steps.answers.get(key)  # kept just now, if made of kept steps
         except _Declined:
             return None
         except Exception:
@@ -262,7 +311,8 @@ class FastReads:
             counts.count(OUT_NO_SUCH_NAMES)
         else:
             counts.count(IN_TOTAL_REQ_VARS, retrieved)
-        return status, index, varbinds
+        where = None if kept is None or key is None else (skip_counter64, key, kept)
+        return status, index, varbinds, where
 
 
 class _Request:

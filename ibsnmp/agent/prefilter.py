@@ -195,14 +195,25 @@ class Prefilter:
         only, each logged once per burst. Every datagram also counts in snmpInPkts
         (the caller counts it)."""
         notification = is_notification_domain(domain)
-        if not notification and self.limiter is not None \
-                and not self.limiter.allow(source_address(address)):
+        if not notification:
+            dropped = self.admit(address)
+            if dropped is not None:
+                return dropped
+        return self.check_header(notification, address, data)
+
+    def admit(self, address: Any) -> Drop | None:
+        """A Drop when the request limits or the CPU governor refuse a
+        datagram of `address` on a listening socket now, else None."""
+        if self.limiter is not None and not self.limiter.allow(source_address(address)):
             self._log_rate_limited(address)
             return Drop(())
-        if not notification and self.governor is not None \
-                and not self.governor.admit(address[0]):
+        if self.governor is not None and not self.governor.admit(address[0]):
             self._log_governed(address)
             return Drop(())
+        return None
+
+    def check_header(self, notification: bool, address: Any, data: bytes) -> Checked:
+        """`check` of a datagram `admit` let in (on a notification socket, any)."""
         try:
             header = read_header(data)
             if isinstance(header, CommunityMessage):
@@ -238,7 +249,7 @@ class Prefilter:
         if isinstance(found, Reason):
             self._refusals.refused(address[0], found)
             return Drop((BAD_COMMUNITY,))
-        if not _allowed_from(found[0], address):
+        if not allowed_from(found[0], address):
             self._refusals.refused(address[0], COMMUNITY_SOURCE)
             return Drop((BAD_COMMUNITY,))
         if message.pdu.tag not in REQUESTS:
@@ -381,7 +392,8 @@ class Prefilter:
                         source_address(address), self.limiter.dropped)
 
 
-def _allowed_from(community: Community, address: Any) -> bool:
+def allowed_from(community: Community, address: Any) -> bool:
+    """Whether `community` may be used from `address` (its `source` networks)."""
     if not community.sources:
         return True
     try:

@@ -79,6 +79,17 @@ class TwoPaths:
             return reply
 
         self.dispatcher.parts.fast_reads.answer = recording
+        repeat = self.dispatcher.parts.fast_reads.repeat
+        self.repeated = 0  # requests answered as repeats (agent.repeats)
+
+        def recording_repeat(data: bytes, address: Any) -> bytes | None:
+            reply: bytes | None = repeat(data, address)
+            if reply is not None:
+                self.fast_answered = True
+                self.repeated += 1
+            return reply
+
+        self.dispatcher.parts.fast_reads.repeat = recording_repeat
 
     def contexts(self) -> Iterator[bytes]:
         """Every context name of the fabric: the default one and each node's."""

@@ -26,8 +26,10 @@ SYS_DESCR = "1.3.6.1.2.1.1.1.0"
 class Recorder:
     """The parts a decision hands datagrams to, noting what each was given."""
 
-    def __init__(self, fast_answer: bytes | None = b"fast") -> None:
+    def __init__(self, fast_answer: bytes | None = b"fast",
+                 repeat_answer: bytes | None = None) -> None:
         self.fast_answer = fast_answer
+        self.repeat_answer = repeat_answer
         self.calls: list[str] = []
         self.counted: list[Counter] = []
 
@@ -40,6 +42,11 @@ class Recorder:
         self.calls.append(f"fast {passed.message.pdu.tag:#x}")
         return self.fast_answer
 
+    def repeat(self, data: bytes, address: Any) -> bytes | None:
+        if self.repeat_answer is not None:
+            self.calls.append(f"repeat from {address[0]}")
+        return self.repeat_answer
+
     def answer_community(self, data: bytes,
                          passed: PassedRequest) -> tuple[bytes | None, dict[Counter, int]]:
         self.calls.append(f"responders {passed.message.pdu.tag:#x}")
@@ -51,8 +58,8 @@ class Recorder:
 
 def decision(parts: Recorder, communities: tuple[Community, ...] = (
         Community("public"), Community("private", access="write")),
-        use_fast_reads: bool = True) -> Decision:
-    prefilter = Prefilter(communities, Limits(max_varbinds=64), lambda name: False,
+        use_fast_reads: bool = True, limits: Limits = Limits(max_varbinds=64)) -> Decision:
+    prefilter = Prefilter(communities, limits, lambda name: False,
                           notification_communities=["trapcomm"])
     return Decision(prefilter, parts, parts, parts, parts, use_fast_reads=use_fast_reads)
 
@@ -114,3 +121,23 @@ def test_the_same_datagram_twice_is_decided_twice() -> None:
     data = community_request("get", [SYS_DESCR])
     assert decide(LISTEN, SOURCE, data) == decide(LISTEN, SOURCE, data) == Reply(b"fast")
     assert parts.calls == ["fast 0xa0"] * 2
+
+
+def test_a_repeat_is_answered_before_any_header_check_and_counts_nothing_here() -> None:
+    """The fast path counts a repeat itself (it knows the request it repeats)."""
+    parts = Recorder(repeat_answer=b"again")
+    wrong = community_request("get", [SYS_DESCR], community="wrong")
+    assert decision(parts).decide(LISTEN, SOURCE, wrong) == Reply(b"again")
+    assert parts.calls == ["repeat from 127.0.0.1"] and parts.counted == []
+
+
+def test_no_repeat_on_a_notification_socket_past_the_limits_or_without_the_fast_path() -> None:
+    data = community_request("get", [SYS_DESCR])
+    parts = Recorder(repeat_answer=b"again")
+    assert decision(parts).decide(NOTIFY, SOURCE, data) == Drop((BAD_COMMUNITY,))
+    assert decision(parts, use_fast_reads=False).decide(LISTEN, SOURCE, data) != Reply(b"again")
+    limited = decision(parts, limits=Limits(max_varbinds=64, requests_per_second_per_source=1,
+                                            requests_per_second=0, cpu_budget=0))
+    assert limited.decide(LISTEN, SOURCE, data) == Reply(b"again")
+    assert limited.decide(LISTEN, SOURCE, data) == Drop(())  # over the source's rate
+    assert parts.calls == ["repeat from 127.0.0.1"]  # the limited one's first only

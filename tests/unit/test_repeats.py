@@ -1,0 +1,212 @@
+"""Repeated read requests answered by their octets (agent.repeats): the same
+answers and counts as the whole way, and never one the whole way would not give."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.support.fast_diff import DOMAIN, WRITE_COMMUNITY, TwoPaths
+from tests.support.set_support import FakeClock, i, instance
+from tests.support.wire import V1, V2C, community_request, decode_response
+
+from ibsnmp.agent.config import Community
+from ibsnmp.agent.repeats import RepeatedRequests, Repeat, request_id_span, written_as_is
+from ibsnmp.agent.read_view import ReadView
+from ibsnmp.agent.views import VIEWS
+from ibsnmp.mib.api import INFINIBAND_MIB
+from ibsnmp.mib.write import state_value_problem
+from ibsnmp.providers.simulated import SimulatedProvider
+from ibsnmp.state.store import AgentState, ConfiguredProvider
+from ibsnmp.wire.ber import OBJECT_IDENTIFIER, SEQUENCE, element, integer_octets, oid_octets
+
+SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
+SMA_MIB = INFINIBAND_MIB + (3,)
+IB_SM_MIB = INFINIBAND_MIB + (7,)
+
+
+# -- where the request-id lies -----------------------------------------------------------------
+
+
+@given(st.integers(-2**31, 2**31 - 1), st.sampled_from([V1, V2C]),
+       st.sampled_from(["get", "next", "bulk"]), st.integers(0, 200),
+       st.binary(max_size=140))
+def test_the_request_id_is_found_in_any_read_request(request_id: int, version: int, kind: str,
+                                                     names: int, community: bytes) -> None:
+    """Short and long lengths of the message, the community and the PDU."""
+    if version == V1 and kind == "bulk":
+        kind = "next"
+    oids: list[tuple[int, ...]] = [(1, 3, 6, 1, 2, 1, 1, n % 9 + 1, 0) for n in range(names)]
+    oids = oids or [(1, 3)]
+    data = community_request(kind, oids, version=version, request_id=request_id,
+                             community=community)
+    span = request_id_span(data)
+    if len(community) >= 0x80:
+        assert span is None  # a long community: the whole way answers
+        return
+    assert span is not None
+    start, end = span
+    assert data[start:end] == integer_octets(request_id) and written_as_is(data[start:end])
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=64))
+def test_any_octets_give_a_span_inside_them_or_none(data: bytes) -> None:
+    span = request_id_span(data)
+    assert span is None or 0 < span[0] <= span[1] <= len(data)
+
+
+def test_a_request_id_is_written_as_it_came_in_pyasn1_s_form_only() -> None:
+    assert [written_as_is(octets) for octets in (
+        b"\x00", b"\x00\x80", b"\x00\x7f", b"\xff\x7f", b"\xff\x80", b"\x80", b"\x80\x00",
+        b"\x81", b"\x01\x00")] == [True, True, False, True, True, False, False, True, True]
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+def _walk(paths: TwoPaths, root: tuple[int, ...], first_id: int, fast: bool = True,
+          stop: tuple[int, ...] | None = None) -> list[bytes]:
+    """Every reply of a GETBULK walk of `root` (to `stop`), request-ids from `first_id`."""
+    replies, oid, request_id = [], root, first_id
+    while True:
+        reply = paths.send(community_request("bulk", [oid], max_repetitions=40,
+                                             request_id=request_id), fast=fast)
+        assert reply is not None
+        replies.append(reply)
+        names = [name for name, _ in decode_response(reply)[3]]
+        last = tuple(int(arc) for arc in str(names[-1]).split("."))
+        if last[:len(root)] != root or stop is not None and last >= stop:
+            return replies
+        oid, request_id = last, request_id + 1
+
+
+def _replies_without_repeats(paths: TwoPaths, root: tuple[int, ...], first_id: int,
+                             stop: tuple[int, ...] | None = None) -> list[bytes]:
+    repeats = paths.dispatcher.parts.fast_reads.repeats
+    limit, repeats.max_entries = repeats.max_entries, 0
+    try:
+        repeats.clear()
+        return _walk(paths, root, first_id, stop=stop)
+    finally:
+        repeats.max_entries = limit
+
+
+def test_a_walk_repeated_is_answered_by_its_octets_with_the_same_answers_and_counts() -> None:
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    _walk(paths, SMA_MIB, 1)  # the steps are kept
+    _walk(paths, SMA_MIB, 1)  # the answers of kept steps are kept, and their requests
+    assert paths.repeated == 0 and len(paths.dispatcher.parts.fast_reads.repeats) > 5
+    before = paths.counters()
+    repeated = _walk(paths, SMA_MIB, 300_000)  # other request-ids, of three octets
+    counted = {name: value - before[name] for name, value in paths.counters().items()}
+    assert paths.repeated == 0  # request-ids of another length: other datagrams
+    repeated = _walk(paths, SMA_MIB, 300_000)
+    # All but the last, which steps out of the MIB (that step is never kept).
+    assert paths.repeated == len(repeated) - 1 > 5
+    before = paths.counters()
+    assert _replies_without_repeats(paths, SMA_MIB, 300_000) == repeated
+    whole_way = {name: value - before[name] for name, value in paths.counters().items()}
+    assert whole_way == counted and counted["snmpInTotalReqVars"] > 200
+
+
+def test_a_request_id_in_a_longer_form_goes_the_whole_way() -> None:
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    data = community_request("next", [SMA_MIB], request_id=0x1234)
+    for _ in range(3):
+        assert paths.fast(data) is not None
+    assert paths.repeated == 1
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SMA_MIB)) + b"\x05\x00")
+    pdu = element(0xA1, b"\x02\x03\x00\x12\x34" + b"\x02\x01\x00" * 2 + element(SEQUENCE, varbind))
+    longer = element(SEQUENCE, b"\x02\x01\x01" + element(0x04, b"public") + pdu)
+    for _ in range(2):
+        reply = paths.fast(longer)
+        assert paths.repeated == 1  # not a repeat ...
+        assert reply is not None and decode_response(reply)[0] == 0x1234  # ... but answered
+
+
+def test_a_change_the_kept_answer_does_not_survive_is_not_answered_from_it() -> None:
+    state = AgentState.open(None, state_value_problem, clock=FakeClock())
+    provider = ConfiguredProvider(SimulatedProvider(SPEC, 1, watch_interval=0), state)
+    paths = TwoPaths(provider, state)
+    stop = IB_SM_MIB + (1, 12)
+    first = [_walk(paths, IB_SM_MIB, 7, stop=stop) for _ in range(3)][-1]
+    assert paths.repeated > 5
+    row = instance("ibSmPathReqRowStatus", provider.snapshot.subnet_prefix.to_bytes(8, "big"), 1)
+    reply = paths.pysnmp(community_request("set", [row], community=WRITE_COMMUNITY,
+                                           values=[i(5)]))  # a request session opens
+    assert reply is not None and decode_response(reply)[1] == 0
+    repeated = paths.repeated
+    opened = _walk(paths, IB_SM_MIB, 7, stop=stop)
+    assert opened != first and paths.repeated < repeated + len(opened)
+    assert opened == _walk(paths, IB_SM_MIB, 7, fast=False, stop=stop)
+
+
+def test_a_reload_forgets_every_repeat_and_its_community() -> None:
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    data = community_request("next", [SMA_MIB])
+    for _ in range(3):
+        assert paths.fast(data) is not None
+    assert paths.repeated == 1
+    settings_ = paths.agent.settings
+    paths.agent.replace_principals(dataclasses.replace(
+        settings_, communities=(Community(name="other"),)))
+    assert len(paths.dispatcher.parts.fast_reads.repeats) == 0
+    before = paths.counters()["snmpInBadCommunityNames"]
+    assert paths.fast(data) is None and paths.repeated == 1
+    assert paths.counters()["snmpInBadCommunityNames"] == before + 1
+
+
+def test_a_repeat_from_outside_the_community_s_sources_is_refused() -> None:
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    settings_ = paths.agent.settings
+    paths.agent.replace_principals(dataclasses.replace(settings_, communities=(Community(
+        name="public", sources=(ipaddress.ip_network("127.0.0.0/8"),)),)))
+    data = community_request("next", [SMA_MIB])
+    for _ in range(3):
+        assert paths.fast(data) is not None
+    assert paths.repeated == 1
+    before = paths.counters()["snmpInBadCommunityNames"]
+    handle = paths.dispatcher.handle
+    assert handle(paths.engine, DOMAIN, ("192.0.2.1", 161), data) is None
+    assert paths.repeated == 1
+    assert paths.counters()["snmpInBadCommunityNames"] == before + 1
+
+
+# -- the bounds --------------------------------------------------------------------------------
+
+
+def _entry(varbinds: bytes) -> Repeat:
+    return Repeat(Community("public"), b"", ReadView(VIEWS[0]), False, b"key",
+                  (varbinds, 1), b"", b"", ())
+
+
+def _request_and_reply(n: int, varbinds: bytes) -> tuple[bytes, bytes]:
+    data = community_request("get", [(1, 3, 6, 1, 2, 1, 1, 1, n)], request_id=n + 1)
+    reply = b"\x30\x82" + (len(varbinds) + 13).to_bytes(2, "big") + b"\x02\x01\x01\x04\x00\xa2" \
+        + bytes((len(varbinds) + 7,)) + b"\x02\x01" + bytes((n + 1,)) + b"\x02\x01\x00" * 2 \
+        + b"\x30" + bytes((len(varbinds),)) + varbinds
+    return data, reply
+
+
+def test_the_oldest_go_first_and_what_is_kept_stays_within_its_bounds() -> None:
+    repeats = RepeatedRequests(max_entries=3, max_octets=10_000)
+    for n in range(5):
+        data, reply = _request_and_reply(n, b"\x05\x00" * 10)
+        repeats.keep(data, reply, 20, _entry(b"\x05\x00" * 10))
+    assert len(repeats) == 3
+    assert [repeats.find(_request_and_reply(n, b"")[0]) is not None for n in range(5)] == [
+        False, False, True, True, True]
+    found = repeats.find(_request_and_reply(4, b"")[0])
+    assert found is not None and found[0].head.endswith(b"\x02\x01") and found[2] == b"\x05"
+    big = b"\x05\x00" * 60
+    data, reply = _request_and_reply(9, big)
+    repeats.max_octets = repeats.octets + 100
+    repeats.keep(data, reply, len(big), _entry(big))  # the others make room
+    assert repeats.octets <= repeats.max_octets and repeats.find(data) is not None
+    assert repeats.find(_request_and_reply(2, b"")[0]) is None  # the oldest went
+    for key in list(repeats._entries):
+        repeats.forget(key)
+    assert repeats.octets == 0
