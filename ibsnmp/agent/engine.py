@@ -304,7 +304,9 @@ class AgentEngine:
         fast_reads.walks.resize(settings.limits.walk_cache)
         fast_reads.max_getbulk_varbinds = settings.limits.max_getbulk_varbinds
         fast_reads.getbulk_fill_ms = settings.limits.getbulk_fill_ms
-        fast_reads.repeats.clear()  # kept for the old communities, views and limits
+        # Repeats were kept for the old principals, views and limits.
+        fast_reads.repeats.clear()
+        self.fast_v3.repeats.clear()
         self.settings = settings
 
 
@@ -342,7 +344,7 @@ def build_engine(settings: AgentSettings, resolver: ContextResolver, mib: Virtua
         settings.limits.max_getbulk_varbinds, settings.limits.getbulk_fill_ms)
     fast_v3 = FastV3(engine, settings.users, responder_over(fast_reads, directory.resolve),
                      directory.is_known_node, counts, max_varbinds=settings.limits.max_varbinds,
-                     handover=handover, refusals=refusals)
+                     handover=handover, refusals=refusals, answer_again=fast_reads.answer_again)
     fast_v3.answer_reads = settings.limits.fast_path
     fast_v3.set_report_limits(settings.limits.reports_per_second_per_source,
                               settings.limits.reports_per_second)

@@ -59,7 +59,8 @@ from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .prefilter import IN_REQUEST, PassedRequest, allowed_from
 from .read_view import ReadView
-from .repeats import Repeat, RepeatedRequests
+from .repeats import (KeptAnswer, Repeat, Repeats, request_key, response_parts,
+                      written_as_is)
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Alteration, Steps, WalkCache
 
@@ -172,7 +173,7 @@ class FastReads:
                                version_judge=judging.version_change if judging else None)
         self.max_getbulk_varbinds = max_getbulk_varbinds
         # Repeated requests answered from kept answers by their octets alone.
-        self.repeats = RepeatedRequests()
+        self.repeats: Repeats[bytes, Repeat] = Repeats()
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
         self.failures = 0  # requests a bug made it leave to pysnmp's responders
         # The value octets of the entries timed_next answers under: a name
@@ -215,16 +216,20 @@ class FastReads:
             return None
         fixed = (request.version, request.community, request.request_id)
         room = message_varbind_room(*fixed, int(self._max_size.syntax))
-        read_view = self._views[community.view or default_view(community.access)]
-        answered = self._read(request, target, read_view, room)
+        answered = self.read_keeping(request, context_name, target,
+                                     self.read_view(community.access, community.view), room)
         if answered is None:
             return None
         status, index, varbinds, kept = answered
         reply = encode_response(*fixed, status, index, varbinds)
         if kept is not None:
-            self.repeats.keep(data, reply, len(varbinds), Repeat(
-                community, context_name, read_view, *kept, b"", b"",
-                IN_REQUEST[message.pdu.tag]))
+            parts = response_parts(data, reply, len(varbinds))
+            if parts is not None:
+                key = request_key(data)
+                assert key is not None  # response_parts found its request-id
+                entry = Repeat(community, kept, *parts, IN_REQUEST[message.pdu.tag])
+                self.repeats.put(key[0], entry, len(key[0]) + len(parts[0]) + len(parts[1])
+                                 + kept.octets)
         return reply
 
     def repeat(self, data: bytes, address: Any) -> bytes | None:
@@ -234,46 +239,62 @@ class FastReads:
         it). The sender's address is checked against the community's
         `source` networks again; anything else of the request was checked
         when it was first answered."""
-        found = self.repeats.find(data)
+        found = request_key(data)
         if found is None:
             return None
-        entry, key, request_id = found
+        key, request_id = found
+        entry = self.repeats.get(key)
+        if entry is None or not written_as_is(request_id):
+            return None
         community = entry.community
         if community.sources and not allowed_from(community, address):
             return None  # refused the whole way, and told
-        try:
-            target = self._directory.resolve(entry.context_name)
-            steps = None if target is None else self.walks.steps_for(
-                target, entry.view, self._cells.version(target), entry.skips_counter64)
-        except Exception:
-            return None  # the whole way tells what failed
-        if steps is None or steps.answers.get(entry.answer_key) is not entry.kept:
+        varbinds = self.answer_again(entry.answer)
+        if varbinds is None:
             self.repeats.forget(key)
             return None
         counts = self.counts
         for counter in entry.counters:
             counts.count(counter)
+        return b"".join((entry.head, request_id, entry.middle, varbinds))
+
+    def answer_again(self, answer: KeptAnswer) -> bytes | None:
+        """The varbind octets of `answer` while the walk cache still gives it
+        for its context, view and the MIB's version, its answer counted (the
+        request is the caller's to count); None when it no longer holds."""
+        try:
+            target = self._directory.resolve(answer.context_name)
+            steps = None if target is None else self.walks.steps_for(
+                target, answer.view, self._cells.version(target), answer.skips_counter64)
+        except Exception:
+            return None  # the whole way tells what failed
+        if steps is None or steps.answers.get(answer.answer_key) is not answer.kept:
+            return None
+        counts = self.counts
         counts.count(OUT_PKTS)
         counts.count(OUT_GET_RESPONSES)
-        counts.count(IN_TOTAL_REQ_VARS, entry.kept[1])
-        return b"".join((entry.head, request_id, entry.middle, entry.kept[0]))
+        counts.count(IN_TOTAL_REQ_VARS, answer.kept[1])
+        return answer.kept[0]
 
     def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
              room: int) -> tuple[int, int, bytes] | None:
         """(error-status, error-index, varbind octets) of a read PDU whose varbinds may
         take `room` octets, its answer counted (the request itself is counted by
-        the caller); None: the command responders' to answer.
-
-        SNMPv3 reads come here too (agent.fast_v3), with the room their
-        sealed message leaves.
-        """
-        answered = self._read(request, target, self._views[view or default_view(access)], room)
+        the caller); None: the command responders' to answer."""
+        answered = self.read_keeping(request, b"", target, self.read_view(access, view), room)
         return None if answered is None else answered[:3]
 
-    def _read(self, request: Request, target: ContextTarget, read_view: ReadView, room: int
-              ) -> tuple[int, int, bytes, tuple[bool, bytes, tuple[bytes, int]] | None] | None:
-        """`read`, and where the walk cache keeps its answer (whether it skips
-        Counter64 objects, its key, the kept answer), None if it does not."""
+    def read_view(self, access: str, view: View | None) -> ReadView:
+        """The read view of a principal of `access` and `view` (None: the access's default)."""
+        return self._views[view or default_view(access)]
+
+    def read_keeping(self, request: Request, context_name: bytes, target: ContextTarget,
+                     read_view: ReadView, room: int
+                     ) -> tuple[int, int, bytes, KeptAnswer | None] | None:
+        """`read` of `target` (the context `context_name` resolves to) through
+        `read_view`, and where the walk cache keeps its answer (None: it does
+        not). SNMPv3 reads come here too (agent.fast_v3), with the room their
+        sealed message leaves."""
         counts = self.counts
         try:
             # RFC 3584 4.1.2.1: SNMPv1 GETNEXT steps over Counter64 objects.
@@ -311,7 +332,8 @@ class FastReads:
             counts.count(OUT_NO_SUCH_NAMES)
         else:
             counts.count(IN_TOTAL_REQ_VARS, retrieved)
-        where = None if kept is None or key is None else (skip_counter64, key, kept)
+        where = None if kept is None or key is None else KeptAnswer(
+            context_name, read_view, skip_counter64, key, kept)
         return status, index, varbinds, where
 
 

@@ -34,6 +34,8 @@ from .pending_counts import (NO_HANDLER, OUT_GET_RESPONSES, OUT_PKTS, OUT_TOO_BI
                              UNKNOWN_CONTEXTS, Counter, PendingCounts)
 from .prefilter import IN_REQUEST, REQUESTS, Drop, Reply, ToResponders, Verdict, source_address
 from .ratelimit import RequestLimits
+from .read_view import ReadView
+from .repeats import MAX_REQUEST, KeptAnswer, Repeats
 from .refusals import (DECRYPTION_ERROR, NO_WRITE_ACCESS, NOT_IN_TIME_WINDOW, UNKNOWN_CONTEXT,
                        UNKNOWN_USER, UNSUPPORTED_LEVEL, WRONG_DIGEST, Reason, RefusalLog)
 from .views import View
@@ -87,11 +89,14 @@ class Principal:
 
 
 class Answer(NamedTuple):
-    """A responder's answer to one read request (a named tuple: one per request)."""
+    """A responder's answer to one read request (a named tuple: one per request);
+    `kept`: where the walk cache keeps it, if it does (a repeat of the request
+    is answered from there, agent.repeats)."""
 
     error_status: int
     error_index: int
     varbinds: bytes  # the concatenated varbind elements
+    kept: KeptAnswer | None = None
 
 
 class ReadResponder(Protocol):
@@ -104,8 +109,11 @@ class ReadResponder(Protocol):
 class Reads(Protocol):
     """agent.fast_reads.FastReads, as this path uses it."""
 
-    def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
-             room: int) -> tuple[int, int, bytes] | None: ...
+    def read_view(self, access: str, view: View | None) -> ReadView: ...
+
+    def read_keeping(self, request: Request, context_name: bytes, target: ContextTarget,
+                     read_view: ReadView, room: int
+                     ) -> tuple[int, int, bytes, KeptAnswer | None] | None: ...
 
 
 def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None]
@@ -117,11 +125,17 @@ def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None
         target = resolve(context_name)
         if target is None:
             return None
-        found = reads.read(request, target, principal.access, principal.view,  # type: ignore[arg-type]
-                           varbind_room(request.request_id, max_pdu_octets))
+        found = reads.read_keeping(request, context_name, target,
+                                   reads.read_view(principal.access, principal.view),  # type: ignore[arg-type]
+                                   varbind_room(request.request_id, max_pdu_octets))
         return None if found is None else Answer(*found)
 
     return respond
+
+
+# A repeated read's key: PDU type, request-id octets, max_pdu_octets, level,
+# user, contextEngineID, contextName, and the PDU's octets after the request-id.
+RepeatKey = tuple[int, int, int, int, bytes, bytes, bytes, bytes]
 
 
 class FastV3:
@@ -134,8 +148,11 @@ class FastV3:
     def __init__(self, engine: SnmpEngine, users: Iterable[UserEntry], respond: ReadResponder,
                  is_known_context: Callable[[bytes], bool], counts: PendingCounts, *,
                  max_varbinds: int, handover: Handover,
-                 refusals: RefusalLog | None = None) -> None:
-        """`refusals`: where refused requests are told (None: a log of its own)."""
+                 refusals: RefusalLog | None = None,
+                 answer_again: Callable[[KeptAnswer], bytes | None] | None = None) -> None:
+        """`refusals`: where refused requests are told (None: a log of its own);
+        `answer_again`: a kept answer's varbinds while it holds, its answer
+        counted (FastReads.answer_again; None: repeats are not kept)."""
         self._refusals = refusals if refusals is not None else RefusalLog()
         builder = engine.get_mib_builder()
         engine_id, max_size = builder.import_symbols(
@@ -147,6 +164,9 @@ class FastV3:
         self.max_varbinds = max_varbinds
         # [limits] fast_path: reads answered here; off, pysnmp's command responders do.
         self.answer_reads = True
+        self._answer_again = answer_again
+        # Reads answered from kept answers, by their scoped PDUs (agent.repeats).
+        self.repeats: Repeats[RepeatKey, KeptAnswer] = Repeats()
         self._counts = counts
         self._handover = handover  # what the fast read responder does not answer
         self._principals: dict[tuple[str, str | None], Principal] = {}
@@ -181,6 +201,7 @@ class FastV3:
         """A reload's users from now on (keys localized here, once)."""
         self.users = localize_users(tuple(users), self.engine_id)
         self._pdu_limits = {}  # kept by user name: a name may now have other protocols
+        self.repeats.clear()  # the same: a name may now have another level or view
 
     def handle(self, message: V3Message, datagram: bytes,
                varbinds: tuple[Varbind, ...] | None = None, sender: Any = None) -> Verdict:
@@ -189,9 +210,10 @@ class FastV3:
         reportable, RFC 3412 6.4, else snmpUnknownPDUHandlers); more varbinds
         than `max_varbinds`, tooBig (`_too_big`); a request below the user's
         level, authorizationError (`_unauthorized`); what VACM could not grant,
-        refused from the header (`_refuse_by_rights`); a read of this engine's
-        contextEngineID in the default or a known node's context, the fast read
-        responder's; everything else (a writer's SETs, reads the responder
+        refused from the header (`_refuse_by_rights`); a read repeating one
+        answered from a kept answer that still holds, from that (`_repeat`,
+        agent.repeats); a read of this engine's contextEngineID in the default
+        or a known node's context, the fast read responder's; everything else (a writer's SETs, reads the responder
         leaves, foreign contextEngineIDs, informs) pysnmp's command responders'.
         `varbinds`: the plaintext PDU's, as the strict reader has read them;
         `sender`: the transport address it came from (the Report limits' key)."""
@@ -200,6 +222,10 @@ class FastV3:
             return self._refuse(accepted, sender)
         scoped = accepted.scoped
         pdu = scoped.pdu
+        if len(self.repeats) and pdu.tag in READS:
+            repeated = self._repeat(accepted)
+            if repeated is not None:
+                return repeated
         if varbinds is None or scoped.octets is not datagram:
             try:
                 varbinds = pdu.read_varbinds(scoped.octets, self.max_varbinds)
@@ -226,7 +252,13 @@ class FastV3:
                 and (not scoped.context_name or self._is_known_context(scoped.context_name))):
             answer = self._read(accepted, varbinds)
             if answer is not None:
-                return Reply(self.sealer.seal_response(accepted, *answer))
+                if answer.kept is not None and self._answer_again is not None:
+                    key = self._repeat_key(accepted)
+                    if key is not None:
+                        self.repeats.put(key, answer.kept, sum(map(len, key[4:])) + 64
+                                         + answer.kept.octets)
+                return Reply(self.sealer.seal_response(accepted, answer.error_status,
+                                                       answer.error_index, answer.varbinds))
         return ToResponders(lambda: self._hand_over(accepted, sender))
 
     def _refuse_by_rights(self, accepted: Accepted, sender: Any) -> Drop | Reply | None:
@@ -277,6 +309,37 @@ class FastV3:
                                                                              user.view)
         return self._respond(request, scoped.context_name, principal,
                              self.max_pdu_octets(accepted))
+
+    def _repeat_key(self, accepted: Accepted) -> RepeatKey | None:
+        """The key `accepted`'s read is kept under for its repeats: what its
+        answer depends on (the room its message leaves included) and its
+        PDU's octets but the request-id's value; None when it is not kept."""
+        request, user, level, scoped = accepted
+        pdu = scoped.pdu
+        element = pdu.request_id_element
+        if element is None or pdu.varbinds[1] - element[1] > MAX_REQUEST:
+            return None
+        return (pdu.tag, element[1] - element[0], self.max_pdu_octets(accepted), level,
+                user.name, scoped.context_engine_id, scoped.context_name,
+                scoped.octets[element[1]:pdu.varbinds[1]])
+
+    def _repeat(self, accepted: Accepted) -> Reply | None:
+        """The answer to a repeat of a read kept in `repeats`, while its kept
+        answer holds, the request counted; None otherwise. Its USM checks are
+        done; the PDU after the request-id equals the kept one's, whose
+        varbinds the strict reader checked, so none is read again."""
+        key = self._repeat_key(accepted)
+        kept = None if key is None else self.repeats.get(key)
+        if kept is None:
+            return None
+        assert key is not None and self._answer_again is not None  # kept: both were there
+        varbinds = self._answer_again(kept)
+        if varbinds is None:
+            self.repeats.forget(key)
+            return None
+        for counted in IN_REQUEST[accepted.scoped.pdu.tag]:
+            self._counts.count(counted)
+        return Reply(self.sealer.seal_response(accepted, 0, 0, varbinds))
 
     def _hand_over(self, accepted: Accepted, sender: Any
                    ) -> tuple[bytes | None, dict[Counter, int]]:

@@ -1,17 +1,18 @@
-"""Answers to repeated v1/v2c read requests, found by the request's octets.
+"""Answers to repeated read requests, found by the request's octets.
 
-`RepeatedRequests` keeps, beside an answer the walk cache keeps (`Steps.answers`), the
-datagram it answered but for the request-id's value octets, and the Response around it: a
-repeat (a poll or walk of an unchanged fabric) is answered with no header read, no varbind
-decoded and no Response written. A repeat equals a kept datagram octet for octet but for a
+A poll or walk of an unchanged fabric repeats a request with a new request-id. Beside an
+answer the walk cache keeps (`Steps.answers`), `Repeats` keeps the request it answered: a
+v1/v2c datagram but for the request-id's value octets, with the Response around it
+(`request_key`, `response_parts`), or an SNMPv3 scoped PDU's (agent.fast_v3). A repeat is
+answered with no varbind decoded: it equals a kept request octet for octet but for a
 request-id of the same length that the Response writes as it came, so what the strict reader
-and the header checks found of the first holds for it. FastReads.repeat uses an entry only
-while the walk cache gives the very answer it was made with. No I/O.
-"""
+checked of the first holds for it. An entry is used only while the walk cache gives the very
+answer it was made with (`KeptAnswer`, FastReads.answer_again). No I/O."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Hashable
+from typing import Generic, NamedTuple, TypeVar
 
 from ibsnmp.wire.ber import integer_octets
 
@@ -24,9 +25,87 @@ from .read_view import ReadView
 MAX_ENTRIES = 8192
 MAX_OCTETS = 8 * 1024 * 1024
 # A request longer than this is not kept: repeats are polls and walks of a
-# few names, and the key is the whole datagram.
+# few names, and the key is the whole request.
 MAX_REQUEST = 1472
 MAX_REQUEST_ID_OCTETS = 4  # any INTEGER of up to four octets is in request-id's range
+
+Key = TypeVar("Key", bound=Hashable)
+Entry = TypeVar("Entry")
+
+
+class KeptAnswer(NamedTuple):
+    """Where the walk cache keeps an answer: `answer_key` in the steps of
+    `context_name` read through `view` (SNMPv1 GETNEXT's own when
+    `skips_counter64`), which must still give `kept` (varbind octets, values
+    retrieved) for the answer to hold."""
+
+    context_name: bytes
+    view: ReadView
+    skips_counter64: bool
+    answer_key: bytes
+    kept: tuple[bytes, int]
+
+    @property
+    def octets(self) -> int:
+        return len(self.answer_key) + len(self.kept[0])
+
+
+class Repeats(Generic[Key, Entry]):
+    """Kept requests: at most `max_entries`, taking at most `max_octets` as
+    their keepers count them (the oldest go first)."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_octets: int = MAX_OCTETS) -> None:
+        self.max_entries = max_entries
+        self.max_octets = max_octets
+        self._entries: dict[Key, tuple[Entry, int]] = {}
+        self._octets = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def octets(self) -> int:
+        return self._octets
+
+    def get(self, key: Key) -> Entry | None:
+        found = self._entries.get(key)
+        return None if found is None else found[0]
+
+    def put(self, key: Key, entry: Entry, octets: int) -> None:
+        """Keep `entry` under `key`, taking `octets`, unless that is over the bound alone."""
+        self.forget(key)
+        if octets > self.max_octets or self.max_entries < 1:
+            return
+        entries = self._entries
+        while entries and (len(entries) >= self.max_entries
+                           or self._octets + octets > self.max_octets):
+            self.forget(next(iter(entries)))
+        entries[key] = (entry, octets)
+        self._octets += octets
+
+    def forget(self, key: Key) -> None:
+        """Drop the entry of `key`, if any."""
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self._octets -= found[1]
+
+    def clear(self) -> None:
+        """Drop every entry (a reload: principals, views or limits may differ)."""
+        self._entries.clear()
+        self._octets = 0
+
+
+class Repeat(NamedTuple):
+    """How to answer a repeat of a kept v1/v2c request: the Response is
+    `head`, the request-id's octets, `middle` and the kept varbind octets;
+    `community` is checked again for the sender's address; `counters` count
+    the request."""
+
+    community: Community
+    answer: KeptAnswer
+    head: bytes
+    middle: bytes
+    counters: tuple[Counter, ...]
 
 
 def request_id_span(data: bytes) -> tuple[int, int] | None:
@@ -59,98 +138,25 @@ def written_as_is(request_id: bytes) -> bool:
     return integer_octets(int.from_bytes(request_id, "big", signed=True)) == request_id
 
 
-class Repeat(NamedTuple):
-    """How to answer a repeat of a kept request, and when it still holds.
-
-    `context_name`, `view` and `skips_counter64` find the walk-cache steps
-    of the first answer (`community` is checked again for the sender's
-    address), where `answer_key` must still give `kept` (varbind octets,
-    values retrieved); the Response is `head`, the request-id's octets,
-    `middle` and the varbind octets; `counters` count the request."""
-
-    community: Community
-    context_name: bytes
-    view: ReadView
-    skips_counter64: bool
-    answer_key: bytes
-    kept: tuple[bytes, int]
-    head: bytes
-    middle: bytes
-    counters: tuple[Counter, ...]
-
-    @property
-    def octets(self) -> int:
-        return len(self.answer_key) + len(self.head) + len(self.middle) + len(self.kept[0])
+def request_key(data: bytes) -> tuple[bytes, bytes] | None:
+    """A v1/v2c datagram's key (its octets but the request-id's value) and its
+    request-id's octets; None when it has no place for one. A repeat's
+    request-id must also be `written_as_is` (checked once a key is found)."""
+    span = request_id_span(data)
+    if span is None:
+        return None
+    start, end = span
+    return data[:start] + data[end:], data[start:end]
 
 
-class RepeatedRequests:
-    """Kept requests: at most `max_entries`, taking at most `max_octets` with
-    their keys (the oldest go first). `find` and `keep` are the whole use."""
-
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_octets: int = MAX_OCTETS) -> None:
-        self.max_entries = max_entries
-        self.max_octets = max_octets
-        self._entries: dict[bytes, Repeat] = {}
-        self._octets = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def octets(self) -> int:
-        """What the entries take, keys included."""
-        return self._octets
-
-    def find(self, data: bytes) -> tuple[Repeat, bytes, bytes] | None:
-        """The entry `data` repeats, its key and its request-id's value octets;
-        None if it repeats none (or the Response would not write its
-        request-id as it came)."""
-        span = request_id_span(data)
-        if span is None:
-            return None
-        start, end = span
-        key = data[:start] + data[end:]
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        request_id = data[start:end]
-        return (entry, key, request_id) if written_as_is(request_id) else None
-
-    def keep(self, data: bytes, reply: bytes, varbinds_octets: int, entry: Repeat) -> None:
-        """Keep `entry` for repeats of the request `data`, answered by `reply`,
-        whose last `varbinds_octets` octets are the answer's varbinds: its
-        head and middle are taken from `reply` around the request-id. A
-        request too long or of another shape is not kept."""
-        if len(data) > MAX_REQUEST:
-            return
-        asked, answered = request_id_span(data), request_id_span(reply)
-        if asked is None or answered is None:
-            return
-        start, end = asked
-        if not 0 < end - start <= MAX_REQUEST_ID_OCTETS \
-                or reply[answered[0]:answered[1]] != data[start:end]:
-            return
-        entry = entry._replace(head=reply[:answered[0]],
-                               middle=reply[answered[1]:len(reply) - varbinds_octets])
-        key = data[:start] + data[end:]
-        self.forget(key)
-        octets = len(key) + entry.octets
-        if octets > self.max_octets:
-            return
-        entries = self._entries
-        while entries and (len(entries) >= self.max_entries
-                           or self._octets + octets > self.max_octets):
-            self.forget(next(iter(entries)))
-        entries[key] = entry
-        self._octets += octets
-
-    def forget(self, key: bytes) -> None:
-        """Drop the entry of `key`, if any."""
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._octets -= len(key) + entry.octets
-
-    def clear(self) -> None:
-        """Drop every entry (a reload: communities, views or limits may differ)."""
-        self._entries.clear()
-        self._octets = 0
+def response_parts(data: bytes, reply: bytes, varbinds_octets: int) -> tuple[bytes, bytes] | None:
+    """(head, middle): `reply`, the Response to the v1/v2c request `data`
+    whose last `varbinds_octets` octets are its varbinds, around its
+    request-id; None when `data` is not to be kept (too long, or of
+    another shape), or `reply` does not echo its request-id as it came."""
+    asked, answered = request_id_span(data), request_id_span(reply)
+    if len(data) > MAX_REQUEST or asked is None or answered is None \
+            or not 0 < asked[1] - asked[0] <= MAX_REQUEST_ID_OCTETS \
+            or reply[answered[0]:answered[1]] != data[asked[0]:asked[1]]:
+        return None
+    return reply[:answered[0]], reply[answered[1]:len(reply) - varbinds_octets]

@@ -40,6 +40,7 @@ USM_STATS_WRONG_DIGESTS = USM_STATS + (5, 0)
 
 PDU_CLASSES = {
     "get": rfc1905.GetRequestPDU,
+    "next": rfc1905.GetNextRequestPDU,
     "response": rfc1905.ResponsePDU,
     "report": rfc1905.ReportPDU,
 }

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.fast_diff import DOMAIN, WRITE_COMMUNITY, TwoPaths
 from tests.support.set_support import FakeClock, i, instance
 from tests.support.wire import V1, V2C, community_request, decode_response
+from tests.support.wire_v3 import Auth, V3Answer, decode_v3, v3_message
 
-from ibsnmp.agent.config import Community
-from ibsnmp.agent.repeats import RepeatedRequests, Repeat, request_id_span, written_as_is
-from ibsnmp.agent.read_view import ReadView
-from ibsnmp.agent.views import VIEWS
+from ibsnmp.agent.config import Community, User
+from ibsnmp.agent.engine import build_engine
+from ibsnmp.agent.repeats import (MAX_REQUEST, KeptAnswer, Repeats, request_id_span, response_parts,
+                                  written_as_is)
+from ibsnmp.mib.registry import build_mib
+from ibsnmp.mib.targets import FabricContexts
 from ibsnmp.mib.api import INFINIBAND_MIB
 from ibsnmp.mib.write import state_value_problem
 from ibsnmp.providers.simulated import SimulatedProvider
@@ -175,12 +179,49 @@ def test_a_repeat_from_outside_the_community_s_sources_is_refused() -> None:
     assert paths.counters()["snmpInBadCommunityNames"] == before + 1
 
 
+# -- SNMPv3 ------------------------------------------------------------------------------------
+
+
+def test_an_snmpv3_read_repeated_is_answered_from_its_kept_answer() -> None:
+    """authNoPriv, so the answers read in plaintext; the USM checks each message anew."""
+    user = User(name="watcher", auth="SHA", auth_key="watcher-auth-key")
+    settings_ = dataclasses.replace(TwoPaths(SimulatedProvider(SPEC, 1)).agent.settings,
+                                    users=(user,))
+    agent = build_engine(settings_, FabricContexts(SimulatedProvider(SPEC, 1, watch_interval=0)),
+                         build_mib(None), fabric_summary="repeats")
+    engine = agent.engine
+    (engine_id,) = engine.get_mib_builder().import_symbols("__SNMP-FRAMEWORK-MIB", "snmpEngineID")
+    fast_v3 = engine.message_dispatcher.parts.decision._v3
+    auth = Auth("SHA", "watcher-auth-key")
+    repeated: list[KeptAnswer] = []
+    answer_again: Callable[[KeptAnswer], bytes | None] = fast_v3._answer_again
+
+    def counted(kept: KeptAnswer) -> bytes | None:
+        repeated.append(kept)
+        return answer_again(kept)
+
+    fast_v3._answer_again = counted
+
+    def get_next(request_id: int) -> V3Answer:
+        data = v3_message("next", [SMA_MIB], user=b"watcher", engine_id=bytes(engine_id.syntax),
+                          boots=fast_v3.clock.boots(), engine_time=fast_v3.clock.time(),
+                          auth=auth, msg_id=request_id, request_id=request_id)
+        reply = engine.message_dispatcher.handle(engine, DOMAIN, ("127.0.0.1", 161), data)
+        assert reply is not None
+        return decode_v3(reply)
+
+    first = [get_next(1000 + n) for n in range(2)][-1]  # steps kept, then the answer
+    assert len(fast_v3.repeats) == 1 and not repeated
+    again = get_next(2000)  # a repeat: request-ids of the same length
+    assert len(repeated) == 1 and again.request_id == 2000 and again.msg_id == 2000
+    assert again.varbinds == first.varbinds and again.error_status == 0
+    fast_v3.repeats.clear()
+    assert get_next(2001).varbinds == first.varbinds  # the whole way, the same
+    agent.replace_principals(settings_)
+    assert len(fast_v3.repeats) == 0  # a reload forgets them
+
+
 # -- the bounds --------------------------------------------------------------------------------
-
-
-def _entry(varbinds: bytes) -> Repeat:
-    return Repeat(Community("public"), b"", ReadView(VIEWS[0]), False, b"key",
-                  (varbinds, 1), b"", b"", ())
 
 
 def _request_and_reply(n: int, varbinds: bytes) -> tuple[bytes, bytes]:
@@ -191,22 +232,27 @@ def _request_and_reply(n: int, varbinds: bytes) -> tuple[bytes, bytes]:
     return data, reply
 
 
+def test_a_response_is_kept_around_its_request_id() -> None:
+    data, reply = _request_and_reply(4, b"\x05\x00" * 10)
+    parts = response_parts(data, reply, 20)
+    assert parts is not None and parts[0] + b"\x05" + parts[1] + b"\x05\x00" * 10 == reply
+    assert response_parts(data + b"\x00" * MAX_REQUEST, reply, 20) is None  # too long
+    assert response_parts(data, reply.replace(b"\x02\x01\x05", b"\x02\x01\x06"), 20) is None
+
+
 def test_the_oldest_go_first_and_what_is_kept_stays_within_its_bounds() -> None:
-    repeats = RepeatedRequests(max_entries=3, max_octets=10_000)
+    repeats: Repeats[int, str] = Repeats(max_entries=3, max_octets=1_000)
     for n in range(5):
-        data, reply = _request_and_reply(n, b"\x05\x00" * 10)
-        repeats.keep(data, reply, 20, _entry(b"\x05\x00" * 10))
-    assert len(repeats) == 3
-    assert [repeats.find(_request_and_reply(n, b"")[0]) is not None for n in range(5)] == [
-        False, False, True, True, True]
-    found = repeats.find(_request_and_reply(4, b"")[0])
-    assert found is not None and found[0].head.endswith(b"\x02\x01") and found[2] == b"\x05"
-    big = b"\x05\x00" * 60
-    data, reply = _request_and_reply(9, big)
-    repeats.max_octets = repeats.octets + 100
-    repeats.keep(data, reply, len(big), _entry(big))  # the others make room
-    assert repeats.octets <= repeats.max_octets and repeats.find(data) is not None
-    assert repeats.find(_request_and_reply(2, b"")[0]) is None  # the oldest went
-    for key in list(repeats._entries):
+        repeats.put(n, f"entry {n}", 100)
+    assert len(repeats) == 3 and [repeats.get(n) for n in range(5)] == [
+        None, None, "entry 2", "entry 3", "entry 4"]
+    repeats.put(9, "big", 800)  # the oldest makes room
+    assert [repeats.get(n) for n in (2, 3, 4, 9)] == [None, "entry 3", "entry 4", "big"]
+    assert repeats.octets == 1_000
+    repeats.put(10, "too big", 1_001)  # over the bound alone: not kept
+    assert repeats.get(10) is None and repeats.octets == 1_000
+    repeats.put(4, "again", 50)  # in place of the old entry 4
+    assert repeats.octets == 950 and repeats.get(4) == "again"
+    for key in (3, 4, 9):
         repeats.forget(key)
-    assert repeats.octets == 0
+    assert repeats.octets == 0 and len(repeats) == 0
