@@ -95,3 +95,20 @@ def test_the_table_keeps_the_most_recent_sources() -> None:
 def test_a_budget_is_a_share_of_one_core(budget: float) -> None:
     with pytest.raises(ValueError):
         CpuGovernor(budget)
+
+
+def test_use_decayed_in_steps_stays_within_a_percent_of_the_exact_sum() -> None:
+    """Charges come faster than DECAY_STEP_S: the sums are decayed once a step."""
+    import math
+
+    from ibsnmp.agent.governor import DECAY_STEP_S, HALF_LIFE_S
+
+    clock = Clock()
+    governor = CpuGovernor(clock=clock)
+    tau, exact = HALF_LIFE_S / math.log(2), 0.0
+    for _ in range(20_000):  # 0.3 ms apart, 50 us each: a sixth of a core
+        governor.charge("manager", 50e-6)
+        exact = exact * math.exp(-0.0003 / tau) + 50e-6
+        clock.now += 0.0003
+    assert DECAY_STEP_S > 0.0003
+    assert governor.use() == pytest.approx(exact / tau, rel=0.01)
