@@ -6,10 +6,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 from collections.abc import Callable
+from types import MappingProxyType
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.fast_diff import DOMAIN, WRITE_COMMUNITY, TwoPaths
+from tests.support.held import Held
+from tests.support.measured import with_measured
 from tests.support.set_support import FakeClock, i, instance
 from tests.support.wire import V1, V2C, community_request, decode_response
 from tests.support.wire_v3 import Auth, V3Answer, decode_v3, v3_message
@@ -18,9 +21,12 @@ from ibsnmp.agent.config import Community, User
 from ibsnmp.agent.engine import build_engine
 from ibsnmp.agent.repeats import (MAX_REQUEST, KeptAnswer, Repeats, request_id_span, response_parts,
                                   written_as_is)
+from ibsnmp.fabric import build_fabric
+from ibsnmp.fabric.model import Fabric, MeasuredCounters
+from ibsnmp.fabric.succession import with_values
+from ibsnmp.mib.api import INFINIBAND_MIB
 from ibsnmp.mib.registry import build_mib
 from ibsnmp.mib.targets import FabricContexts
-from ibsnmp.mib.api import INFINIBAND_MIB
 from ibsnmp.mib.write import state_value_problem
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.state.store import AgentState, ConfiguredProvider
@@ -129,6 +135,31 @@ def test_a_request_id_in_a_longer_form_goes_the_whole_way() -> None:
         reply = paths.fast(longer)
         assert paths.repeated == 1  # not a repeat ...
         assert reply is not None and decode_response(reply)[0] == 0x1234  # ... but answered
+
+
+def _measured(scale: int) -> Fabric:
+    """The test fabric with every port's counters measured (as a live poll reads them)."""
+    fabric = build_fabric(SPEC, seed=4)
+    readings = {port.ref: MeasuredCounters(MappingProxyType({"port_xmit_data": scale}),
+                                           frozenset({"port_xmit_data"}))
+                for node in fabric.nodes.values() for port in node.data_ports}
+    return with_measured(fabric, readings)
+
+
+def test_new_counter_values_leave_the_repeats_of_a_walk_without_counters() -> None:
+    """A poll that moved counters alone keeps the structure (its lineage):
+    a walk of SMA-MIB, which holds no counter, is still answered by repeats."""
+    held = Held(_measured(1))
+    paths = TwoPaths(held)
+    first = [_walk(paths, SMA_MIB, 7) for _ in range(3)][-1]
+    repeated = paths.repeated
+    assert repeated == len(first) - 1  # all but the step out of the MIB
+    before = held.snapshot
+    held.snapshot = with_values(before, _measured(2).counter_values)
+    assert held.snapshot.lineage is before.lineage and held.snapshot is not before
+    assert _walk(paths, SMA_MIB, 7) == first
+    assert paths.repeated == 2 * repeated  # every one again
+    assert _replies_without_repeats(paths, SMA_MIB, 7) == first
 
 
 def test_a_change_the_kept_answer_does_not_survive_is_not_answered_from_it() -> None:
