@@ -21,7 +21,8 @@ from pyasn1.error import PyAsn1Error
 from pysnmp.entity.engine import SnmpEngine
 
 from ibsnmp.mib.api import ContextTarget
-from ibsnmp.wire.ber import OBJECT_IDENTIFIER, HeaderError, element, length_octets, oid_octets
+from ibsnmp.wire.ber import (OBJECT_IDENTIFIER, HeaderError, element, integer_octets,
+                             length_octets, oid_octets)
 from ibsnmp.wire.header import (FLAG_REPORTABLE, GET, GET_BULK, GET_NEXT, INFORM,
                                 NO_AUTH_NO_PRIV, SET, USM, V2C, V3, V3Message, Varbind)
 from ibsnmp.wire.request import Request, largest_content, request_of, varbind_room
@@ -133,8 +134,9 @@ def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None
     return respond
 
 
-# A repeated read's key: PDU type, request-id octets, max_pdu_octets, level,
-# user, contextEngineID, contextName, and the PDU's octets after the request-id.
+# A repeated read's key: PDU type, the octets a Response writes its request-id
+# in, max_pdu_octets, level, user, contextEngineID, contextName, and the PDU's
+# octets after the request-id.
 RepeatKey = tuple[int, int, int, int, bytes, bytes, bytes, bytes]
 
 
@@ -319,8 +321,9 @@ class FastV3:
         element = pdu.request_id_element
         if element is None or pdu.varbinds[1] - element[1] > MAX_REQUEST:
             return None
-        return (pdu.tag, element[1] - element[0], self.max_pdu_octets(accepted), level,
-                user.name, scoped.context_engine_id, scoped.context_name,
+        # The Response writes the request-id anew: its length there sets the room.
+        return (pdu.tag, len(integer_octets(pdu.request_id)), self.max_pdu_octets(accepted),
+                level, user.name, scoped.context_engine_id, scoped.context_name,
                 scoped.octets[element[1]:pdu.varbinds[1]])
 
     def _repeat(self, accepted: Accepted) -> Reply | None:

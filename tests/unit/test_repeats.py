@@ -31,6 +31,9 @@ from ibsnmp.mib.write import state_value_problem
 from ibsnmp.providers.simulated import SimulatedProvider
 from ibsnmp.state.store import AgentState, ConfiguredProvider
 from ibsnmp.wire.ber import OBJECT_IDENTIFIER, SEQUENCE, element, integer_octets, oid_octets
+from ibsnmp.wire.usm_inbound import localize_users, seal_message
+from ibsnmp.wire.usm_message import (FLAG_AUTH, FLAG_PRIV, FLAG_REPORTABLE, Outgoing,
+                                     encode_scoped_pdu)
 
 SPEC = "fat-tree:spines=1,leaves=2,hosts=2"
 SMA_MIB = INFINIBAND_MIB + (3,)
@@ -250,6 +253,41 @@ def test_an_snmpv3_read_repeated_is_answered_from_its_kept_answer() -> None:
     assert get_next(2001).varbinds == first.varbinds  # the whole way, the same
     agent.replace_principals(settings_)
     assert len(fast_v3.repeats) == 0  # a reload forgets them
+
+
+def test_snmpv3_repeats_are_kept_apart_by_the_room_their_response_leaves() -> None:
+    """Request-ids of one length on the wire, but not in the Response (00 00 05
+    is written 05): another room, another answer, so another entry."""
+    user = User(name="watcher", auth="SHA256", auth_key="watcher-auth", priv="AES",
+                priv_key="watcher-priv")
+    settings_ = dataclasses.replace(TwoPaths(SimulatedProvider(SPEC, 1)).agent.settings,
+                                    users=(user,))
+    agent = build_engine(settings_, FabricContexts(SimulatedProvider(SPEC, 1, watch_interval=0)),
+                         build_mib(None), fabric_summary="repeats")
+    engine = agent.engine
+    fast_v3 = engine.message_dispatcher.parts.decision._v3
+    keys = localize_users([user], fast_v3.engine_id)[b"watcher"]
+    varbind = element(SEQUENCE, element(OBJECT_IDENTIFIER, oid_octets(SMA_MIB)) + b"\x05\x00")
+
+    def send(request_id: bytes, n: int) -> bytes:
+        pdu = element(0xA5, element(0x02, request_id) + b"\x02\x01\x00\x02\x01\x28"
+                      + element(SEQUENCE, varbind))
+        out = Outgoing(message_id=n, max_size=65507, flags=FLAG_REPORTABLE | FLAG_AUTH | FLAG_PRIV,
+                       engine_id=fast_v3.engine_id, boots=fast_v3.clock.boots(),
+                       engine_time=fast_v3.clock.time(), user=b"watcher",
+                       mac_length=keys.mac.mac_length, priv_params=n.to_bytes(8, "big"))
+        data = seal_message(out, keys, encode_scoped_pdu(fast_v3.engine_id, b"", pdu))
+        reply: bytes | None = engine.message_dispatcher.handle(engine, DOMAIN,
+                                                              ("127.0.0.1", 161), data)
+        assert reply is not None
+        return reply
+
+    for n in range(1, 4):
+        send(b"\x01\x00\x05", n)  # steps, then the answer kept
+    assert len(fast_v3.repeats) == 1
+    send(b"\x00\x00\x05", 9)
+    send(b"\x00\x00\x05", 10)
+    assert len(fast_v3.repeats) == 2
 
 
 # -- the bounds --------------------------------------------------------------------------------
