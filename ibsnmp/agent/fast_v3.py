@@ -224,7 +224,7 @@ class FastV3:
             return self._refuse(accepted, sender)
         scoped = accepted.scoped
         pdu = scoped.pdu
-        if len(self.repeats) and pdu.tag in READS:
+        if len(self.repeats) and pdu.tag in READS and self.answer_reads:
             repeated = self._repeat(accepted)
             if repeated is not None:
                 return repeated
