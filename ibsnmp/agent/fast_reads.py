@@ -222,8 +222,9 @@ class FastReads:
             return None
         status, index, varbinds, kept = answered
         reply = encode_response(*fixed, status, index, varbinds)
-        if kept is not None:
-            parts = response_parts(data, reply, len(varbinds))
+        element = message.pdu.request_id_element
+        if kept is not None and element is not None:
+            parts = response_parts(data, element, reply, len(varbinds))
             if parts is not None:
                 key = request_key(data)
                 assert key is not None  # response_parts found its request-id
@@ -276,14 +277,6 @@ class FastReads:
         counts.count(IN_TOTAL_REQ_VARS, answer.kept[1])
         return answer.kept[0]
 
-    def read(self, request: Request, target: ContextTarget, access: str, view: View | None,
-             room: int) -> tuple[int, int, bytes] | None:
-        """(error-status, error-index, varbind octets) of a read PDU whose varbinds may
-        take `room` octets, its answer counted (the request itself is counted by
-        the caller); None: the command responders' to answer."""
-        answered = self.read_keeping(request, b"", target, self.read_view(access, view), room)
-        return None if answered is None else answered[:3]
-
     def read_view(self, access: str, view: View | None) -> ReadView:
         """The read view of a principal of `access` and `view` (None: the access's default)."""
         return self._views[view or default_view(access)]
@@ -291,9 +284,12 @@ class FastReads:
     def read_keeping(self, request: Request, context_name: bytes, target: ContextTarget,
                      read_view: ReadView, room: int
                      ) -> tuple[int, int, bytes, KeptAnswer | None] | None:
-        """`read` of `target` (the context `context_name` resolves to) through
-        `read_view`, and where the walk cache keeps its answer (None: it does
-        not). SNMPv3 reads come here too (agent.fast_v3), with the room their
+        """(error-status, error-index, varbind octets) of a read PDU of `target`
+        (the context `context_name` resolves to) through `read_view`, whose
+        varbinds may take `room` octets, its answer counted (the request itself
+        is counted by the caller), and where the walk cache keeps that answer
+        (None: it does not); None: the command responders' to answer.
+        SNMPv3 reads come here too (agent.fast_v3), with the room their
         sealed message leaves."""
         counts = self.counts
         try:

@@ -303,10 +303,19 @@ def _request_and_reply(n: int, varbinds: bytes) -> tuple[bytes, bytes]:
 
 def test_a_response_is_kept_around_its_request_id() -> None:
     data, reply = _request_and_reply(4, b"\x05\x00" * 10)
-    parts = response_parts(data, reply, 20)
+    element = (data.index(b"\x02\x01\x05"), data.index(b"\x02\x01\x05") + 3)
+    parts = response_parts(data, element, reply, 20)
     assert parts is not None and parts[0] + b"\x05" + parts[1] + b"\x05\x00" * 10 == reply
-    assert response_parts(data + b"\x00" * MAX_REQUEST, reply, 20) is None  # too long
-    assert response_parts(data, reply.replace(b"\x02\x01\x05", b"\x02\x01\x06"), 20) is None
+    too_long = data + b"\x00" * MAX_REQUEST
+    assert response_parts(too_long, element, reply, 20) is None
+    other = reply.replace(b"\x02\x01\x05", b"\x02\x01\x06")
+    assert response_parts(data, element, other, 20) is None  # not echoed as it came
+    # A version in a longer form than needed: the request-id is not where the
+    # octets before it say, and the request is not kept.
+    longer = data[:1] + bytes((data[1] + 1,)) + b"\x02\x02\x00\x01" + data[5:]
+    moved = (element[0] + 1, element[1] + 1)
+    assert request_id_span(longer) != (moved[0] + 2, moved[1])
+    assert response_parts(longer, moved, reply, 20) is None
 
 
 def test_the_oldest_go_first_and_what_is_kept_stays_within_its_bounds() -> None:
