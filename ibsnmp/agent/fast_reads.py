@@ -59,8 +59,8 @@ from .pending_counts import (IN_TOTAL_REQ_VARS, OUT_GET_RESPONSES,
                              OUT_NO_SUCH_NAMES, OUT_PKTS, PendingCounts)
 from .prefilter import IN_REQUEST, PassedRequest, allowed_from
 from .read_view import ReadView
-from .repeats import (KeptAnswer, Repeat, Repeats, request_key, response_parts,
-                      written_as_is)
+from .repeats import (MAX_REQUEST, KeptAnswer, Repeat, Repeats, request_key,
+                      response_parts, written_as_is)
 from .views import VIEWS, View, default_view, past_key_subtree
 from .walk_cache import DEFAULT_LIMIT, Alteration, Steps, WalkCache
 
@@ -240,6 +240,8 @@ class FastReads:
         it). The sender's address is checked against the community's
         `source` networks again; anything else of the request was checked
         when it was first answered."""
+        if len(data) > MAX_REQUEST:
+            return None  # never kept: no key to build and hash
         found = request_key(data)
         if found is None:
             return None

@@ -8,6 +8,7 @@ import ipaddress
 from collections.abc import Callable
 from types import MappingProxyType
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.fast_diff import DOMAIN, WRITE_COMMUNITY, TwoPaths
@@ -123,6 +124,27 @@ def test_a_walk_repeated_is_answered_by_its_octets_with_the_same_answers_and_cou
     assert _replies_without_repeats(paths, SMA_MIB, 300_000) == repeated
     whole_way = {name: value - before[name] for name, value in paths.counters().items()}
     assert whole_way == counted and counted["snmpInTotalReqVars"] > 200
+
+
+def test_a_datagram_too_long_to_be_kept_is_not_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its key would be a copy of it, hashed: 18 us for 37 KB, on every such datagram."""
+    from ibsnmp.agent import fast_reads, repeats
+
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    looked_up: list[bytes] = []
+    key_of = repeats.request_key
+
+    def counted(data: bytes) -> tuple[bytes, bytes] | None:
+        looked_up.append(data)
+        return key_of(data)
+
+    monkeypatch.setattr(fast_reads, "request_key", counted)
+    short = community_request("get", [SMA_MIB + (1,)])
+    long = community_request("get", [SMA_MIB + (1,)] * 200)
+    assert len(short) <= MAX_REQUEST < len(long)
+    for data in (short, long, community_request("get", [SMA_MIB] * 200, community="wrong")):
+        paths.send(data, fast=True)
+    assert looked_up == [short]
 
 
 def test_a_request_id_in_a_longer_form_goes_the_whole_way() -> None:
