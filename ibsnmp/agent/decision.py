@@ -2,11 +2,11 @@
 
 `Decision.decide` takes a datagram to its Verdict, each with what to count: Drop, Reply, or
 ToResponders (the command responders answer); or, on a notification socket, to InformAnswer
-(pysnmp's message processing matches it to an inform). It reads top to bottom: the header
-checks (agent.prefilter), then SNMPv3 through the project's USM (agent.fast_v3), then a
-v1/v2c request by the fast read path (agent.fast_reads) or the command responders
-(agent.handover). No pysnmp class is subclassed here; the datagram's counts, begun by the
-caller, are added to. The pipeline: docs/architecture.md, "How a datagram is handled".
+(pysnmp's message processing matches it to an inform). It reads top to bottom: the limits,
+a repeated read (agent.repeats), the header checks (agent.prefilter), then SNMPv3 through the
+project's USM (agent.fast_v3), then a v1/v2c request by the fast read path (agent.fast_reads)
+or the command responders (agent.handover). No pysnmp class is subclassed here; the
+datagram's counts, begun by the caller, are added to. The pipeline: docs/architecture.md.
 """
 
 from __future__ import annotations
