@@ -1,7 +1,10 @@
-"""Walks answered from kept steps still show every change, through net-snmp's tools:
-a SET, a request row a manager creates, and counters that grow between two walks."""
+"""Walks answered from kept steps, answers and repeated requests still show every change,
+through net-snmp's tools: a SET, a request row a manager creates, counters that grow
+between two walks, and a port that goes down."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from tests.support.e2e import RunningAgent, assert_ok, ibsnmp_agent
 from tests.support.waiting import wait_for
@@ -49,3 +52,39 @@ def test_walks_from_kept_steps_show_sets_new_rows_and_moving_counters() -> None:
         second = wait_for(moved, 15, "counters to move", 0.2)
         assert first.keys() == second.keys()
         assert sum(first[k] != second[k] for k in first) > 10
+
+
+# A link of leaf02 goes down 6 s after the agent starts.
+PORT_DOWN = """
+[scenario]
+time_scale = 1
+
+[[event]]
+at = 6
+action = "port-down"
+node = "leaf02"
+port = 1
+"""
+PORT_STATE = "IB-SM-MIB::ibSmPortInfoState"
+DESCRIPTION = "IB-SM-MIB::ibSmNodeInfoDescription"
+
+
+def test_a_walk_answered_by_repeats_shows_a_port_that_went_down(tmp_path: Path) -> None:
+    """The third walk of the port table is answered by repeats of its
+    requests (agent.repeats), the first two having kept its steps and then
+    its answers; once the port goes down, a walk shows it, never the kept answer."""
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(PORT_DOWN)
+    with ibsnmp_agent("--scenario", str(scenario)) as agent:
+        names = _walk(agent, DESCRIPTION)
+        (leaf,) = [name for name, value in names.items() if "leaf02" in value]
+        instance = PORT_STATE + leaf.removeprefix(DESCRIPTION) + ".1"
+        for _ in range(3):
+            assert instance in _walk(agent, PORT_STATE)
+
+        def went_down() -> dict[str, str] | None:
+            states = _walk(agent, PORT_STATE)
+            return states if states[instance] == "1" else None  # down(1)
+
+        after = wait_for(went_down, 30, "the walk to show the port down", 0.2)
+        assert sum(value == "1" for value in after.values()) >= 2  # both ends of its link
