@@ -180,6 +180,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
         to_pysnmp = False
         started = time.perf_counter()  # charged to the sender (agent.governor)
         prefilter = parts.decision.prefilter  # charged with what this datagram cost, below
+        parts.fast_reads.arrived = started  # a GETBULK's fill time counts from here
         try:
             outcome = parts.decision.decide(transportDomain, transportAddress, wholeMsg)
             if not isinstance(outcome, InformAnswer):
@@ -204,6 +205,7 @@ class GuardedDispatcher(MsgAndPduDispatcher):
             log.debug("dropped an unprocessable message", exc_info=True)
         finally:
             self._on_notification_socket = False
+            parts.fast_reads.arrived = None
             prefilter.charge(transportDomain, transportAddress, time.perf_counter() - started)
         return None
 

@@ -175,6 +175,10 @@ class FastReads:
         # Repeated requests answered from kept answers by their octets alone.
         self.repeats: Repeats[bytes, Repeat] = Repeats()
         self.getbulk_fill_ms = getbulk_fill_ms  # 0: no limit
+        # perf_counter() when the datagram being handled arrived, set by the
+        # dispatcher while it handles one (None: now): a GETBULK's fill time
+        # counts from there, so reading a costly request leaves less of it.
+        self.arrived: float | None = None
         self.failures = 0  # requests a bug made it leave to pysnmp's responders
         # The value octets of the entries timed_next answers under: a name
         # whose octets start with none of them is not asked (one C call).
@@ -429,14 +433,15 @@ class _Request:
         max_getbulk_varbinds` (net-snmp's maxGetbulkResponses; pysnmp stops at
         64 repeater varbinds), the message filled exactly rather than against an
         upper-bound estimate of its header, and no repetition added once
-        `[limits] getbulk_fill_ms` has passed, so no GETBULK holds the agent up
-        for long (a manager asks again from the last name it got). Neither limit
+        `[limits] getbulk_fill_ms` has passed since the datagram arrived (its
+        reading counts), so no GETBULK holds the agent up for long (a manager
+        asks again from the last name it got). Neither limit
         cuts the first repetition (every non-repeater and one of each repeater):
         only the message's size may, so an answer moves every name on."""
         request = self._request
         step_after = self._step_once
         owner = self._owner
-        started = time.perf_counter()
+        started = owner.arrived if owner.arrived is not None else time.perf_counter()
         out = _Filling(self._room)
         elements = request.oid_elements
         n = min(request.non_repeaters, len(elements))

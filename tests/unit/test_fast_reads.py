@@ -206,6 +206,36 @@ def test_getbulk_repetitions_stop_at_the_fill_time(paths: TwoPaths) -> None:
     assert len(cut_varbinds) == 1 + 1 and cut_varbinds == whole_varbinds[:2]
 
 
+def test_getbulk_fill_time_counts_from_the_datagram_s_arrival(
+        paths: TwoPaths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a costly request leaves less of the fill time: a GETBULK that
+    arrived more than `getbulk_fill_ms` ago gets its first repetition alone."""
+    import time
+
+    from ibsnmp.agent import engine
+
+    class ArrivedLongAgo:
+        """The dispatcher's clock, one second behind: the datagram arrived then."""
+
+        @staticmethod
+        def perf_counter() -> float:
+            return time.perf_counter() - 1.0
+
+    data = community_request("bulk", [SYS_DESCR, INFINIBAND], non_repeaters=1, max_repetitions=100)
+    reads = paths.dispatcher.parts.fast_reads
+    whole = paths.fast(data)  # no fill time: every repetition
+    monkeypatch.setattr(engine, "time", ArrivedLongAgo)
+    reads.getbulk_fill_ms = 0.5
+    try:
+        cut = paths.fast(data)
+    finally:
+        reads.getbulk_fill_ms = 0
+    assert whole is not None and cut is not None and reads.arrived is None
+    whole_varbinds, cut_varbinds = response_varbinds(whole), response_varbinds(cut)
+    assert len(whole_varbinds) == 100
+    assert cut_varbinds == whole_varbinds[:2]  # sysDescr.0, then one repetition
+
+
 def test_getbulk_fill_time_is_configured_in_limits() -> None:
     assert parse_config({}).limits.getbulk_fill_ms == 0.5
     assert parse_config({"limits": {"getbulk_fill_ms": 0}}).limits.getbulk_fill_ms == 0
