@@ -113,17 +113,32 @@ def test_a_walk_repeated_is_answered_by_its_octets_with_the_same_answers_and_cou
     _walk(paths, SMA_MIB, 1)  # the steps are kept
     _walk(paths, SMA_MIB, 1)  # the answers of kept steps are kept, and their requests
     assert paths.repeated == 0 and len(paths.dispatcher.parts.fast_reads.repeats) > 5
-    before = paths.counters()
-    repeated = _walk(paths, SMA_MIB, 300_000)  # other request-ids, of three octets
-    counted = {name: value - before[name] for name, value in paths.counters().items()}
+    _walk(paths, SMA_MIB, 300_000)  # other request-ids, of three octets
     assert paths.repeated == 0  # request-ids of another length: other datagrams
+    before = paths.counters()
     repeated = _walk(paths, SMA_MIB, 300_000)
+    counted = {name: value - before[name] for name, value in paths.counters().items()}
     # All but the last, which steps out of the MIB (that step is never kept).
     assert paths.repeated == len(repeated) - 1 > 5
     before = paths.counters()
     assert _replies_without_repeats(paths, SMA_MIB, 300_000) == repeated
     whole_way = {name: value - before[name] for name, value in paths.counters().items()}
     assert whole_way == counted and counted["snmpInTotalReqVars"] > 200
+
+
+def test_a_repeated_getnext_counts_as_the_whole_way_counts() -> None:
+    """A GETNEXT counts on arrival (snmpInGetNexts); a GETBULK, as above, does not."""
+    paths = TwoPaths(SimulatedProvider(SPEC, 1, watch_interval=0))
+    data = community_request("next", [SMA_MIB])
+    deltas = []
+    for _ in range(4):  # the step kept, the answer kept, then a repeat twice
+        before = paths.counters()
+        assert paths.fast(data) is not None
+        deltas.append({name: value - before[name]
+                       for name, value in paths.counters().items() if value != before[name]})
+    assert paths.repeated == 2
+    assert deltas[0] == deltas[1] == deltas[2] == deltas[3]
+    assert deltas[3]["snmpInGetNexts"] == deltas[3]["snmpInTotalReqVars"] == 1
 
 
 def test_a_datagram_too_long_to_be_kept_is_not_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
