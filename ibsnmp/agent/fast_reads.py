@@ -230,11 +230,10 @@ class FastReads:
         if kept is not None and element is not None:
             parts = response_parts(data, element, reply, len(varbinds))
             if parts is not None:
-                key = request_key(data)
-                assert key is not None  # response_parts found its request-id
-                entry = Repeat(community, kept, *parts, IN_REQUEST[message.pdu.tag])
-                self.repeats.put(key[0], entry, len(key[0]) + len(parts[0]) + len(parts[1])
-                                 + kept.octets)
+                key, head, middle = parts
+                self.repeats.put(key, Repeat(community, kept, head, middle,
+                                             IN_REQUEST[message.pdu.tag]),
+                                 len(key) + len(head) + len(middle) + kept.octets)
         return reply
 
     def repeat(self, data: bytes, address: Any) -> bytes | None:

@@ -138,6 +138,7 @@ def responder_over(reads: Reads, resolve: Callable[[bytes], ContextTarget | None
 # in, max_pdu_octets, level, user, contextEngineID, contextName, and the PDU's
 # octets after the request-id.
 RepeatKey = tuple[int, int, int, int, bytes, bytes, bytes, bytes]
+_KEY_NUMBERS_OCTETS = 64  # what a key's four numbers and its tuple take, about
 
 
 class FastV3:
@@ -224,8 +225,10 @@ class FastV3:
             return self._refuse(accepted, sender)
         scoped = accepted.scoped
         pdu = scoped.pdu
+        key = None  # the read's key among the repeats, made once (`_repeat_key`)
         if len(self.repeats) and pdu.tag in READS and self.answer_reads:
-            repeated = self._repeat(accepted)
+            key = self._repeat_key(accepted)
+            repeated = None if key is None else self._repeat(accepted, key)
             if repeated is not None:
                 return repeated
         if varbinds is None or scoped.octets is not datagram:
@@ -255,10 +258,10 @@ class FastV3:
             answer = self._read(accepted, varbinds)
             if answer is not None:
                 if answer.kept is not None and self._answer_again is not None:
-                    key = self._repeat_key(accepted)
+                    key = key or self._repeat_key(accepted)
                     if key is not None:
-                        self.repeats.put(key, answer.kept, sum(map(len, key[4:])) + 64
-                                         + answer.kept.octets)
+                        self.repeats.put(key, answer.kept, sum(map(len, key[4:]))
+                                         + _KEY_NUMBERS_OCTETS + answer.kept.octets)
                 return Reply(self.sealer.seal_response(accepted, answer.error_status,
                                                        answer.error_index, answer.varbinds))
         return ToResponders(lambda: self._hand_over(accepted, sender))
@@ -326,16 +329,15 @@ class FastV3:
                 level, user.name, scoped.context_engine_id, scoped.context_name,
                 scoped.octets[element[1]:pdu.varbinds[1]])
 
-    def _repeat(self, accepted: Accepted) -> Reply | None:
-        """The answer to a repeat of a read kept in `repeats`, while its kept
-        answer holds, the request counted; None otherwise. Its USM checks are
-        done; the PDU after the request-id equals the kept one's, whose
-        varbinds the strict reader checked, so none is read again."""
-        key = self._repeat_key(accepted)
-        kept = None if key is None else self.repeats.get(key)
+    def _repeat(self, accepted: Accepted, key: RepeatKey) -> Reply | None:
+        """The answer to a repeat of a read kept in `repeats` under `key`, while
+        its kept answer holds, the request counted; None otherwise. Its USM
+        checks are done; the PDU after the request-id equals the kept one's,
+        whose varbinds the strict reader checked, so none is read again."""
+        kept = self.repeats.get(key)
         if kept is None:
             return None
-        assert key is not None and self._answer_again is not None  # kept: both were there
+        assert self._answer_again is not None  # kept: it was there
         varbinds = self._answer_again(kept)
         if varbinds is None:
             self.repeats.forget(key)

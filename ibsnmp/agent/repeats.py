@@ -150,18 +150,20 @@ def request_key(data: bytes) -> tuple[bytes, bytes] | None:
 
 
 def response_parts(data: bytes, request_id_element: tuple[int, int], reply: bytes,
-                   varbinds_octets: int) -> tuple[bytes, bytes] | None:
-    """(head, middle): `reply`, the Response to the v1/v2c request `data`
-    whose last `varbinds_octets` octets are its varbinds, around its
-    request-id; `request_id_element`: where the strict reader found the
-    request-id's element in `data` (tag to end). None when `data` is not to
-    be kept: too long, a request-id that `request_id_span` does not find
-    there (a length or version in another form) or longer than four octets,
-    or one `reply` does not echo as it came."""
+                   varbinds_octets: int) -> tuple[bytes, bytes, bytes] | None:
+    """(key, head, middle): the key of the v1/v2c request `data` (as
+    `request_key` gives it), and `reply`, its Response, whose last
+    `varbinds_octets` octets are its varbinds, around its request-id;
+    `request_id_element`: where the strict reader found the request-id's
+    element in `data` (tag to end). None when `data` is not to be kept: too
+    long, a request-id that `request_id_span` does not find there (a length
+    or version in another form) or longer than four octets, or one `reply`
+    does not echo as it came."""
     asked, answered = request_id_span(data), request_id_span(reply)
     if len(data) > MAX_REQUEST or asked is None or answered is None \
             or asked != (request_id_element[0] + 2, request_id_element[1]) \
             or not 0 < asked[1] - asked[0] <= MAX_REQUEST_ID_OCTETS \
             or reply[answered[0]:answered[1]] != data[asked[0]:asked[1]]:
         return None
-    return reply[:answered[0]], reply[answered[1]:len(reply) - varbinds_octets]
+    return (data[:asked[0]] + data[asked[1]:], reply[:answered[0]],
+            reply[answered[1]:len(reply) - varbinds_octets])

@@ -20,8 +20,8 @@ from tests.support.wire_v3 import Auth, V3Answer, decode_v3, v3_message
 
 from ibsnmp.agent.config import Community, User
 from ibsnmp.agent.engine import build_engine
-from ibsnmp.agent.repeats import (MAX_REQUEST, KeptAnswer, Repeats, request_id_span, response_parts,
-                                  written_as_is)
+from ibsnmp.agent.repeats import (MAX_REQUEST, KeptAnswer, Repeats, request_id_span, request_key,
+                                  response_parts, written_as_is)
 from ibsnmp.fabric import build_fabric
 from ibsnmp.fabric.model import Fabric, MeasuredCounters
 from ibsnmp.fabric.succession import with_values
@@ -342,7 +342,10 @@ def test_a_response_is_kept_around_its_request_id() -> None:
     data, reply = _request_and_reply(4, b"\x05\x00" * 10)
     element = (data.index(b"\x02\x01\x05"), data.index(b"\x02\x01\x05") + 3)
     parts = response_parts(data, element, reply, 20)
-    assert parts is not None and parts[0] + b"\x05" + parts[1] + b"\x05\x00" * 10 == reply
+    assert parts is not None
+    key, head, middle = parts
+    assert head + b"\x05" + middle + b"\x05\x00" * 10 == reply
+    assert (key, b"\x05") == request_key(data)
     too_long = data + b"\x00" * MAX_REQUEST
     assert response_parts(too_long, element, reply, 20) is None
     other = reply.replace(b"\x02\x01\x05", b"\x02\x01\x06")
