@@ -455,7 +455,7 @@ def _counters(value: object, where: str) -> MeasuredCounters:
 _COUNTER_KEYS = frozenset({frozenset({"value", "bits"}), frozenset({"value", "bits", "wide"})})
 _COUNTER_VALUE, _COUNTER_BITS = itemgetter("value"), itemgetter("bits")
 _COUNTER_WIDE = methodcaller("get", "wide", False)  # absent: False; null is no bool
-_BOOLEANS = {bool}
+_BOOLEANS, _DICTS = {bool}, {dict}
 _NAMES_READ: set[tuple[str, ...]] = set()  # counter name sets found good
 
 
@@ -480,9 +480,6 @@ def _counters_at_once(value: dict[Any, Any]) -> MeasuredCounters | None:
         if len(_NAMES_READ) < _SHARED_MAX:
             _NAMES_READ.add(names)
     return MeasuredCounters(CounterValues(names, tuple(numbers)), _shared(frozenset(compress(names, wides))))
-
-
-_DICTS = {dict}
 
 
 def _read_counters(value: object, where: str) -> MeasuredCounters:
