@@ -243,8 +243,8 @@ class FastReads:
         it). The sender's address is checked against the community's
         `source` networks again; anything else of the request was checked
         when it was first answered."""
-        if len(data) > MAX_REQUEST:
-            return None  # never kept: no key to build and hash
+        if len(data) > MAX_REQUEST or not len(self.repeats):
+            return None  # never kept, or nothing kept: no key to build and hash
         found = request_key(data)
         if found is None:
             return None

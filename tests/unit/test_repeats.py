@@ -154,6 +154,11 @@ def test_a_datagram_too_long_to_be_kept_is_not_looked_up(monkeypatch: pytest.Mon
         return key_of(data)
 
     monkeypatch.setattr(fast_reads, "request_key", counted)
+    primer = community_request("next", [SMA_MIB])
+    for _ in range(2):  # its step kept, then its answer and itself
+        paths.send(primer, fast=True)
+    # No lookup while nothing was kept; from now on, lookups.
+    assert len(paths.dispatcher.parts.fast_reads.repeats) == 1 and looked_up == []
     short = community_request("get", [SMA_MIB + (1,)])
     long = community_request("get", [SMA_MIB + (1,)] * 200)
     assert len(short) <= MAX_REQUEST < len(long)
