@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,12 +62,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_snmpd(procs: Processes, workdir: Path) -> tuple[int, int]:
-    """snmpd answering community public from 127.0.0.1; (pid, port)."""
+def start_snmpd(procs: Processes, workdir: Path,
+                communities: Sequence[str] = ("public",)) -> tuple[int, int]:
+    """snmpd answering `communities`, read-only, from 127.0.0.1; (pid, port)."""
     snmpd = shutil.which("snmpd") or "/usr/sbin/snmpd"
     port = free_udp_port()
     conf = workdir / "snmpd.conf"
-    conf.write_text("rocommunity public 127.0.0.1\n")
+    conf.write_text("".join(f"rocommunity {name} 127.0.0.1\n" for name in communities))
     env = dict(os.environ, SNMP_PERSISTENT_DIR=str(workdir / "persist"), MIBS="")
     # -C: only this config file; -I -smux: no SMUX listener on 0.0.0.0:199.
     argv = [snmpd, "-f", "-Lo", "-C", "-c", str(conf), "-I", "-smux", f"udp:{LOCALHOST}:{port}"]

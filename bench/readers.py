@@ -13,6 +13,16 @@ v2c GET with a wrong community measured right before and after each of
 its blocks (x ref): the cheapest refusal, measured in the same run, so
 the machine's speed cancels out.
 
+Two peers run the same packets in the same script, each against its own
+wrong-community GET: net-snmp's snmpd (read-only communities, the v1/v2c
+rows; it serves none of the IB tables, so a long name's GETNEXT answers
+the object after it, its names read as ibsnmp's are), and a bare socket
+(bench/bare_socket.py) that receives each SET and echoes it: what
+echoing the list as RFC 3416 4.2.5 asks costs any process on this
+kernel. A SET row's floor is the reference plus what that socket spends
+to echo the datagram rather than drop the reference: the least any agent
+whose refusal costs the reference can spend on it (x ref).
+
 Ceilings (the rows fail the run above them):
 - a reader's SET, v1/v2c: 2 x ref (it is refused from its header);
 - a reader's SET, SNMPv3 authPriv: 2 x the same user's authPriv GET of
@@ -25,24 +35,31 @@ Ceilings (the rows fail the run above them):
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import (  # noqa: E402
+    LOCALHOST,
     VENV_BIN,
     Processes,
     SnmpClient,
+    cpu_seconds,
+    free_udp_port,
     parse_oid,
     start_ibsnmp,
     wait_until_answers,
 )
-from hostile import Packets, Row, cpu_per_packet  # noqa: E402
+from bare_socket import ECHO, PROBE  # noqa: E402
+from flood import start_snmpd  # noqa: E402
+from hostile import LARGE, Packets, Row, cpu_per_packet  # noqa: E402
 import hostile  # noqa: E402
 import yardstick  # noqa: E402
 from ibsnmp.agent.config import User  # noqa: E402
@@ -142,25 +159,39 @@ def long_names(rows: list[tuple[int, ...]], n: int) -> bytes:
     return b"".join(varbinds)
 
 
-def kinds(port: int, v3: V3Reader) -> dict[str, tuple[Packets, str, str]]:
-    """Row name -> (packets, the counter they move, which ceiling: set, v3 set or read)."""
+class Kind(NamedTuple):
+    """A row's packets, the counter they move, its ceiling ("set", "v3 set" or
+    "read"), and the packets snmpd is sent (None: not a v1/v2c row)."""
+
+    packets: Packets
+    counter: str
+    ceiling: str
+    at_snmpd: Packets | None
+
+
+def kinds(port: int, v3: V3Reader) -> dict[str, Kind]:
+    """Row name -> what it sends."""
     context = switch_context(port)
     at_switch = READ + b"@" + context
     long_value = set_varbind(SYS_CONTACT + (2**32 - 1,) * 110, b"x" * 20)  # ~590 octets
     short = set_varbind(SYS_CONTACT, b"x")
-    found: dict[str, tuple[Packets, str, str]] = {
-        f"v2c reader SET of {MOST} long varbinds": (
+
+    def alike(packets: Packets, counter: str, ceiling: str) -> Kind:
+        return Kind(packets, counter, ceiling, packets)  # the same datagrams to snmpd
+
+    found: dict[str, Kind] = {
+        f"v2c reader SET of {MOST} long varbinds": alike(
             community(0xA3, long_value * MOST), "answered", "set"),
-        f"v2c reader SET of {MOST} short varbinds": (
+        f"v2c reader SET of {MOST} short varbinds": alike(
             community(0xA3, short * MOST), "answered", "set"),
-        "v2c reader SET of 1 varbind": (community(0xA3, short), "answered", "set"),
-        f"v1 reader SET of {MOST} short varbinds": (
+        "v2c reader SET of 1 varbind": alike(community(0xA3, short), "answered", "set"),
+        f"v1 reader SET of {MOST} short varbinds": alike(
             community(0xA3, short * MOST, version=0), "answered", "set"),
-        f"v3 authPriv reader SET of {MOST} short varbinds": (
-            v3.seal(pdu(0xA3, short * MOST)), "answered", "v3 set"),
-        "v2c reader GET of sysDescr.0 (the cheapest answer)": (
+        f"v3 authPriv reader SET of {MOST} short varbinds": Kind(
+            v3.seal(pdu(0xA3, short * MOST)), "answered", "v3 set", None),
+        "v2c reader GET of sysDescr.0 (the cheapest answer)": alike(
             community(0xA0, oid_varbind(SYS_DESCR)), "answered", "read"),
-        "v2c GET of 1 varbind carrying 65 KB": (community(0xA0, element(0x30, element(
+        "v2c GET of 1 varbind carrying 65 KB": alike(community(0xA0, element(0x30, element(
             0x06, oid_octets(SYS_DESCR)) + element(0x04, b"v" * 65_000))), "answered", "read"),
     }
     for table, column in TABLES.items():
@@ -168,14 +199,53 @@ def kinds(port: int, v3: V3Reader) -> dict[str, tuple[Packets, str, str]]:
         if not rows:
             raise SystemExit(f"the bench fabric's switch has no {table} rows")
         for version, label in ((0, "v1"), (1, "v2c")):
-            found[f"{label} GETNEXT of {MOST} long names in the {table}"] = (
-                _getnexts(rows, at_switch, version), "answered", "read")
-        found[f"v2c GETBULK of {MOST} long names in the {table}, max-repetitions 10"] = (
-            _getbulks(rows, at_switch), "answered", "read")
+            found[f"{label} GETNEXT of {MOST} long names in the {table}"] = Kind(
+                _getnexts(rows, at_switch, version), "answered", "read",
+                _getnexts(rows, READ, version))
+        found[f"v2c GETBULK of {MOST} long names in the {table}, max-repetitions 10"] = Kind(
+            _getbulks(rows, at_switch), "answered", "read", _getbulks(rows, READ))
     lft = rows_of(TABLES["LFT"], port, context)
-    found[f"v3 authPriv reader GETNEXT of {MOST} long names in the LFT"] = (
-        lambda n: v3.seal(pdu(0xA1, long_names(lft, n)), context), "answered", "read")
+    found[f"v3 authPriv reader GETNEXT of {MOST} long names in the LFT"] = Kind(
+        lambda n: v3.seal(pdu(0xA1, long_names(lft, n)), context), "answered", "read", None)
     return found
+
+
+class BareSocket:
+    """bench/bare_socket.py on a free port: the floor's CPU per datagram."""
+
+    def __init__(self, procs: Processes) -> None:
+        self.port = free_udp_port()
+        self.proc = procs.start("bare socket", [str(VENV_BIN / "python"),
+                                                str(Path(__file__).with_name("bare_socket.py")),
+                                                str(self.port)])
+        self.proc.wait_for_line(r"listening", 30)
+
+    def cpu_per_datagram(self, size: int, echoed: bool, rounds: int) -> float:
+        """CPU per datagram of `size` octets, echoed or dropped, measured as
+        cpu_per_packet does (bursts, each followed by a probe answered)."""
+        datagram = bytes((ECHO if echoed else 0x30,)) + bytes(size - 1)
+        burst = 2 if size > LARGE else 20
+        target = (LOCALHOST, self.port)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+            sock.settimeout(10.0)
+
+            def probe() -> None:
+                sock.sendto(PROBE, target)
+                while sock.recv(65535) != PROBE:  # the echoes before it
+                    pass
+
+            start = cpu_seconds(self.proc.pid)
+            for _ in range(rounds):
+                probe()
+            alone = cpu_seconds(self.proc.pid) - start
+            start = cpu_seconds(self.proc.pid)
+            for _ in range(rounds):
+                for _ in range(burst):
+                    sock.sendto(datagram, target)
+                probe()
+            spent = cpu_seconds(self.proc.pid) - start
+        return max(0.0, spent - alone) / (rounds * burst)
 
 
 def _getnexts(rows: list[tuple[int, ...]], name: bytes, version: int) -> Callable[[int], bytes]:
@@ -187,6 +257,28 @@ def _getbulks(rows: list[tuple[int, ...]], name: bytes) -> Callable[[int], bytes
                                fields=b"\x02\x01\x00\x02\x01\x0a")
 
 
+class Peer(NamedTuple):
+    """A peer's figures for one row: CPU per packet, and x its own reference."""
+
+    cpu: float
+    ratio: float
+
+
+def measured(cpu: Callable[[], float], reference: Callable[[], float]) -> tuple[list[float],
+                                                                               list[float]]:
+    """BLOCKS of `cpu`, each between two of `reference`: (CPUs, references)."""
+    cpus, references = [], [reference()]
+    for _ in range(BLOCKS):
+        cpus.append(cpu())
+        references.append(reference())
+    return cpus, references
+
+
+def against(cpus: list[float], references: list[float]) -> Peer:
+    ratios = [cpu / ((a + b) / 2) for cpu, a, b in zip(cpus, references, references[1:])]
+    return Peer(statistics.mean(cpus), statistics.median(ratios))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100,
@@ -195,6 +287,8 @@ def main() -> int:
     args = parser.parse_args()
     rows: list[tuple[Row, str]] = []
     v3_rows: dict[str, list[float]] = {}
+    at_snmpd: dict[str, Peer] = {}
+    floors: dict[str, float] = {}
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-readers-") as tmp:
         config = Path(tmp) / "agent.toml"
         config.write_text(CONFIG)
@@ -203,6 +297,8 @@ def main() -> int:
             "--write-community", WRITE.decode()),
             launcher=[str(VENV_BIN / "python"), str(yardstick.LAUNCHER)])
         wait_until_answers(port, SYS_DESCR, timeout=60, proc=proc)
+        snmpd_pid, snmpd_port = start_snmpd(procs, Path(tmp), ("public", READ.decode()))
+        bare = BareSocket(procs)
         hostile._PORT[0] = port
         v3 = V3Reader(f"127.0.0.1:{port}")
         every = kinds(port, v3)
@@ -218,40 +314,79 @@ def main() -> int:
         def v3_floor() -> float:
             return cpu_per_packet(proc.pid, port, v3_reference, "answered", rounds)[0]
 
-        for name, (packet, counter, ceiling) in every.items():
+        def snmpd_reference() -> float:
+            return cpu_per_packet(snmpd_pid, snmpd_port, reference_packet, "bad community",
+                                  rounds)[0]
+
+        def bare_drop() -> float:
+            return bare.cpu_per_datagram(len(reference_packet), False, rounds)
+
+        for name, kind in every.items():
+            packet = kind.packets
             row = Row(name, len(packet(0) if callable(packet) else packet))
             row.references.append(reference())
-            floors = [v3_floor()] if ceiling == "v3 set" else []
+            floors_v3 = [v3_floor()] if kind.ceiling == "v3 set" else []
             sent = 0
             for _ in range(BLOCKS):
-                cpu, _, block_sent = cpu_per_packet(proc.pid, port, packet, counter, rounds,
+                cpu, _, block_sent = cpu_per_packet(proc.pid, port, packet, kind.counter, rounds,
                                                     first=sent)
                 sent += block_sent
                 row.cpus.append(cpu)
                 row.references.append(reference())
-                if floors:
-                    floors.append(v3_floor())
-            if floors:
+                if floors_v3:
+                    floors_v3.append(v3_floor())
+            if floors_v3:
                 v3_rows[name] = [cpu / ((a + b) / 2) for cpu, a, b in
-                                 zip(row.cpus, floors, floors[1:])]
-            rows.append((row, ceiling))
-            print(f"{name}: {statistics.mean(row.cpus) * 1000:.3f} ms CPU per packet, "
-                  f"{statistics.median(row.in_references()):.1f} x ref", flush=True)
+                                 zip(row.cpus, floors_v3, floors_v3[1:])]
+            rows.append((row, kind.ceiling))
+            line = (f"{name}: {statistics.mean(row.cpus) * 1000:.3f} ms CPU per packet, "
+                    f"{statistics.median(row.in_references()):.1f} x ref")
+            snmpd_packets = kind.at_snmpd
+            if snmpd_packets is not None:
+                sent_to_snmpd = [0]
+
+                def at_peer(packets: Packets = snmpd_packets) -> float:
+                    cpu, _, block_sent = cpu_per_packet(snmpd_pid, snmpd_port, packets,
+                                                        kind.counter, rounds,
+                                                        first=sent_to_snmpd[0])
+                    sent_to_snmpd[0] += block_sent
+                    return cpu
+
+                at_snmpd[name] = against(*measured(at_peer, snmpd_reference))
+                line += (f"; snmpd {at_snmpd[name].cpu * 1000:.3f} ms, "
+                         f"{at_snmpd[name].ratio:.1f} x its ref")
+            if kind.ceiling == "set":
+                echoes, drops = measured(
+                    lambda: bare.cpu_per_datagram(row.size, True, rounds), bare_drop)
+                # What echoing the datagram adds to dropping the reference, for
+                # any process: added to this agent's reference, the least its
+                # answer can cost.
+                added = statistics.median(echo - (before + after) / 2 for echo, before, after
+                                          in zip(echoes, drops, drops[1:]))
+                floors[name] = 1 + max(0.0, added) / statistics.median(row.references)
+                line += f"; floor {floors[name]:.1f} x ref"
+            print(line, flush=True)
     print(f"\nsummary (CPU per packet; x ref: the median over {BLOCKS} blocks of the row's CPU "
-          "against the wrong-community GET measured right before and after each block)")
-    print(f"  {'packet':62} {'octets':>7} {'ms':>7} {'x ref':>6} {'ceiling':>12}")
+          "against the wrong-community GET measured right before and after each block; "
+          "snmpd: the same against its own; floor: the reference plus what a bare socket "
+          "spends to echo the datagram rather than drop the reference, x ref)")
+    print(f"  {'packet':62} {'octets':>7} {'ms':>7} {'x ref':>6} {'snmpd ms':>8} "
+          f"{'x ref':>6} {'floor':>6} {'ceiling':>12}")
     over = []
     for row, ceiling in rows:
         ratio = statistics.median(row.in_references())
         if ceiling == "v3 set":
-            against = statistics.median(v3_rows[row.name])
-            shown, limit = f"{against:.1f} x v3", f"{V3_SET_CEILING:g} x v3 GET"
-            fails = not against <= V3_SET_CEILING
+            ratio_v3 = statistics.median(v3_rows[row.name])
+            shown, limit = f"{ratio_v3:.1f} x v3", f"{V3_SET_CEILING:g} x v3 GET"
+            fails = not ratio_v3 <= V3_SET_CEILING
         else:
             limit_value = SET_CEILING if ceiling == "set" else READ_CEILING
             shown, limit, fails = f"{ratio:.1f}", f"{limit_value:g} x ref", not ratio <= limit_value
+        peer = at_snmpd.get(row.name)
+        snmpd = f"{peer.cpu * 1000:>8.3f} {peer.ratio:>6.1f}" if peer else f"{'-':>8} {'-':>6}"
+        floor = f"{floors[row.name]:>6.1f}" if row.name in floors else f"{'-':>6}"
         print(f"  {row.name:62} {row.size:>7,} {statistics.mean(row.cpus) * 1000:>7.3f} "
-              f"{shown:>6} {limit:>12}" + ("  OVER" if fails else ""))
+              f"{shown:>6} {snmpd} {floor} {limit:>12}" + ("  OVER" if fails else ""))
         if fails:
             over.append(row.name)
     print("  every row within its ceiling" if not over else "  OVER: " + ", ".join(over))
