@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 DEBIAN_PACKAGES := python3-venv smitools snmp snmpd snmptrapd mosquitto podman runc debootstrap systemd-container \
   podman-compose ibsim-utils opensm infiniband-diags libibumad3 prometheus-snmp-exporter prometheus \
   mrtg collectd-core monitoring-plugins-basic monitoring-plugins-standard nagios4-core tshark curl jq \
+  libcrypt-des-perl libdigest-hmac-perl libcrypt-rijndael-perl \
   zabbix-server-pgsql zabbix-frontend-php php-cli php-pgsql postgresql
 STAMP := $(VENV)/.installed
 
