@@ -123,8 +123,9 @@ class Limits:
     `max_varbinds` bounds the varbinds of a request (more: tooBig for
     v1/v2c, dropped for v3), `max_getbulk_varbinds` those of a GETBULK's
     answer (0: as many as the message holds), `getbulk_fill_ms` the time
-    from its datagram's arrival after which no repetition is added (0: no limit); `requests_per_second_per_source` (None: no
-    limit) drops a source's requests beyond that rate, `requests_per_second`
+    from its datagram's arrival after which no repetition is added (0: no
+    limit); `requests_per_second_per_source` (None: no limit) drops a
+    source's requests beyond that rate, `requests_per_second`
     (0: no limit) those of all sources together; `cpu_budget` (0: none) is the
     share of one core requests may take before the datagrams of the sources
     that cost most are dropped (agent.governor); `reports_per_second_per_source`
