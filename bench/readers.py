@@ -257,26 +257,15 @@ def _getbulks(rows: list[tuple[int, ...]], name: bytes) -> Callable[[int], bytes
                                fields=b"\x02\x01\x00\x02\x01\x0a")
 
 
-class Peer(NamedTuple):
-    """A peer's figures for one row: CPU per packet, and x its own reference."""
-
-    cpu: float
-    ratio: float
-
-
-def measured(cpu: Callable[[], float], reference: Callable[[], float]) -> tuple[list[float],
-                                                                               list[float]]:
-    """BLOCKS of `cpu`, each between two of `reference`: (CPUs, references)."""
-    cpus, references = [], [reference()]
+def measured(name: str, size: int, cpu: Callable[[], float],
+             reference: Callable[[], float]) -> Row:
+    """A Row of BLOCKS of `cpu`, each between two of `reference`."""
+    row = Row(name, size)
+    row.references.append(reference())
     for _ in range(BLOCKS):
-        cpus.append(cpu())
-        references.append(reference())
-    return cpus, references
-
-
-def against(cpus: list[float], references: list[float]) -> Peer:
-    ratios = [cpu / ((a + b) / 2) for cpu, a, b in zip(cpus, references, references[1:])]
-    return Peer(statistics.mean(cpus), statistics.median(ratios))
+        row.cpus.append(cpu())
+        row.references.append(reference())
+    return row
 
 
 def main() -> int:
@@ -287,7 +276,7 @@ def main() -> int:
     args = parser.parse_args()
     rows: list[tuple[Row, str]] = []
     v3_rows: dict[str, list[float]] = {}
-    at_snmpd: dict[str, Peer] = {}
+    at_snmpd: dict[str, Row] = {}
     floors: dict[str, float] = {}
     with Processes() as procs, tempfile.TemporaryDirectory(prefix="ibsnmp-readers-") as tmp:
         config = Path(tmp) / "agent.toml"
@@ -352,17 +341,19 @@ def main() -> int:
                     sent_to_snmpd[0] += block_sent
                     return cpu
 
-                at_snmpd[name] = against(*measured(at_peer, snmpd_reference))
-                line += (f"; snmpd {at_snmpd[name].cpu * 1000:.3f} ms, "
-                         f"{at_snmpd[name].ratio:.1f} x its ref")
+                snmpd_row = at_snmpd[name] = measured(name, row.size, at_peer, snmpd_reference)
+                line += (f"; snmpd {statistics.mean(snmpd_row.cpus) * 1000:.3f} ms, "
+                         f"{statistics.median(snmpd_row.in_references()):.1f} x its ref")
             if kind.ceiling == "set":
-                echoes, drops = measured(
-                    lambda: bare.cpu_per_datagram(row.size, True, rounds), bare_drop)
+                echoes = measured(name, row.size,
+                                  lambda: bare.cpu_per_datagram(row.size, True, rounds),
+                                  bare_drop)
                 # What echoing the datagram adds to dropping the reference, for
                 # any process: added to this agent's reference, the least its
                 # answer can cost.
+                drops = echoes.references
                 added = statistics.median(echo - (before + after) / 2 for echo, before, after
-                                          in zip(echoes, drops, drops[1:]))
+                                          in zip(echoes.cpus, drops, drops[1:]))
                 floors[name] = 1 + max(0.0, added) / statistics.median(row.references)
                 line += f"; floor {floors[name]:.1f} x ref"
             print(line, flush=True)
@@ -383,7 +374,9 @@ def main() -> int:
             limit_value = SET_CEILING if ceiling == "set" else READ_CEILING
             shown, limit, fails = f"{ratio:.1f}", f"{limit_value:g} x ref", not ratio <= limit_value
         peer = at_snmpd.get(row.name)
-        snmpd = f"{peer.cpu * 1000:>8.3f} {peer.ratio:>6.1f}" if peer else f"{'-':>8} {'-':>6}"
+        snmpd = (f"{statistics.mean(peer.cpus) * 1000:>8.3f} "
+                 f"{statistics.median(peer.in_references()):>6.1f}"
+                 if peer else f"{'-':>8} {'-':>6}")
         floor = f"{floors[row.name]:>6.1f}" if row.name in floors else f"{'-':>6}"
         print(f"  {row.name:62} {row.size:>7,} {statistics.mean(row.cpus) * 1000:>7.3f} "
               f"{shown:>6} {snmpd} {floor} {limit:>12}" + ("  OVER" if fails else ""))
